@@ -1,0 +1,33 @@
+// Package histories is the history format v1 (HISTORY.md): the contract
+// between whatever records requests and responses and the checker.
+package histories
+
+import "github.com/fencecheck/fencecheck/model"
+
+// Format is the only format string v1 documents carry.
+const Format = "fencecheck/history/v1"
+
+// History is one recorded run.
+type History struct {
+	Name string
+	Ops  []Op
+	// Trips are the trip keys the workload had to process; nil when the
+	// document has no "trips" (progress is then skipped).
+	Trips []string
+	// TransactionsVersion is 1 or 2 (KIP-890), or 0 when the document does
+	// not say (a history either version explains passes).
+	TransactionsVersion int
+}
+
+// Op is one operation: a request with what came back, or a fault.
+type Op struct {
+	ID       int
+	Proc     string
+	Call     int64
+	Return   int64 // meaningful only when Returned
+	Returned bool
+	model.Op
+	// Result is the answer; Result.Answered is false when the document has
+	// neither resp nor error.
+	Result model.Result
+}

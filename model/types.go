@@ -1,0 +1,197 @@
+// Package model is the reference broker: a pure, sequential specification of
+// the parts of a Kafka cluster that fencing depends on (the transaction
+// coordinator, the partition leaders and the group coordinator).
+//
+// Like etcd's raft, it does no I/O and keeps no clock of its own: the driver
+// feeds it requests and, for ticks, time. A State is a value; Apply answers a
+// request the way the reference broker would, and Check judges whether an
+// answer some other broker gave is one the rules allow. Both are built from
+// the same rules (rules.go), each carrying the source it comes from.
+package model
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Kind names an operation type exactly as the history format spells it.
+type Kind string
+
+// Requests.
+const (
+	InitProducerID  Kind = "init_producer_id"
+	AddPartitions   Kind = "add_partitions"
+	Produce         Kind = "produce"
+	AddOffsets      Kind = "add_offsets"
+	TxnOffsetCommit Kind = "txn_offset_commit"
+	EndTxn          Kind = "end_txn"
+	JoinGroup       Kind = "join_group"
+	LeaveGroup      Kind = "leave_group"
+	OffsetFetch     Kind = "offset_fetch"
+	Fetch           Kind = "fetch"
+)
+
+// Faults. Only BrokerRestart and Tick reach the broker; the others describe
+// what happened to a client and matter for timelines.
+const (
+	Stall         Kind = "stall"
+	Wake          Kind = "wake"
+	Crash         Kind = "crash"
+	Restart       Kind = "restart"
+	BrokerRestart Kind = "broker_restart"
+	Tick          Kind = "tick"
+	TimeoutAbort  Kind = "timeout_abort"
+)
+
+// Kinds lists every operation type, requests first.
+var Kinds = []Kind{
+	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
+	JoinGroup, LeaveGroup, OffsetFetch, Fetch,
+	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
+}
+
+// IsRequest reports whether k is a request to the broker (not a fault).
+func (k Kind) IsRequest() bool {
+	switch k {
+	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
+		JoinGroup, LeaveGroup, OffsetFetch, Fetch:
+		return true
+	}
+	return false
+}
+
+// IsFault reports whether k is a fault operation.
+func (k Kind) IsFault() bool {
+	switch k {
+	case Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort:
+		return true
+	}
+	return false
+}
+
+// Partition is a topic partition written "topic-N".
+type Partition string
+
+// Topic is the partition's topic, and ok is false when p is not "topic-N".
+func (p Partition) Topic() (topic string, ok bool) {
+	i := strings.LastIndexByte(string(p), '-')
+	if i <= 0 || i == len(p)-1 {
+		return "", false
+	}
+	if _, err := strconv.ParseUint(string(p[i+1:]), 10, 31); err != nil {
+		return "", false
+	}
+	return string(p[:i]), true
+}
+
+// Isolation is a fetch's isolation level.
+type Isolation string
+
+const (
+	ReadCommitted   Isolation = "read_committed"
+	ReadUncommitted Isolation = "read_uncommitted"
+)
+
+// Kafka's sentinels for "none".
+const (
+	NoProducerID int64 = -1
+	NoEpoch      int16 = -1
+	NoOffset     int64 = -1
+	// NoGeneration is the generation the groupId-string overload of
+	// sendOffsetsToTransaction sends: the broker checks nothing (seed 002).
+	NoGeneration int32 = -1
+)
+
+// Record is a record as a producer sends it. Keys are trip ids.
+type Record struct {
+	Key   string
+	Value string
+}
+
+// FetchedRecord is a record as a fetch returns it.
+type FetchedRecord struct {
+	Offset     int64
+	Key        string
+	Value      string
+	ProducerID int64
+}
+
+// Request is every request type's fields in one flat struct, as in the
+// history format; a request uses the fields of its type. Absent numbers hold
+// Kafka's sentinels (NoProducerID, NoEpoch, NoGeneration, 0 for timeouts).
+type Request struct {
+	TransactionalID  string // "": none (an idempotent-only producer)
+	TimeoutMs        int64  // init_producer_id: transaction.timeout.ms; 0: the default
+	ProducerID       int64
+	Epoch            int16
+	Partitions       []Partition // add_partitions; join_group: the partitions to spread
+	Partition        Partition   // produce, offset_fetch, fetch
+	Sequence         int32
+	Records          []Record
+	Group            string
+	MemberID         string
+	GenerationID     int32
+	Offsets          map[Partition]int64 // txn_offset_commit: partition -> next offset
+	Commit           bool
+	SessionTimeoutMs int64 // join_group; 0: the default
+	Offset           int64 // fetch: where to start
+	Isolation        Isolation
+	RequireStable    bool
+	Ms               int64 // tick: how far the clock moves
+}
+
+// NewRequest is a Request with every optional number at its sentinel.
+func NewRequest() Request {
+	return Request{ProducerID: NoProducerID, Epoch: NoEpoch, GenerationID: NoGeneration, Offset: NoOffset}
+}
+
+// Response is every response type's fields in one flat struct.
+type Response struct {
+	ProducerID       int64 // init_producer_id; end_txn under transactions v2
+	Epoch            int16
+	BaseOffset       int64 // produce
+	MemberID         string
+	GenerationID     int32
+	Assignment       []Partition
+	Offset           int64 // offset_fetch: NoOffset when the group has none
+	Records          []FetchedRecord
+	HighWatermark    int64
+	LastStableOffset int64
+	TransactionalID  string // timeout_abort
+}
+
+// NewResponse is a Response with every optional number at its sentinel.
+func NewResponse() Response {
+	return Response{ProducerID: NoProducerID, Epoch: NoEpoch, BaseOffset: NoOffset,
+		GenerationID: NoGeneration, Offset: NoOffset, HighWatermark: NoOffset, LastStableOffset: NoOffset}
+}
+
+// Op is a request (or fault) addressed to the broker.
+type Op struct {
+	Kind Kind
+	Req  Request
+}
+
+// Result is what came back. An unanswered Result (crash, lost response) and
+// one whose error is REQUEST_TIMED_OUT are undecided: the request may or may
+// not have taken effect.
+type Result struct {
+	Answered bool
+	Err      Code // "" on success
+	Resp     Response
+}
+
+// OK is a successful answer.
+func OK(resp Response) Result { return Result{Answered: true, Resp: resp} }
+
+// Fail is a refusal.
+func Fail(code Code) Result { return Result{Answered: true, Err: code, Resp: NewResponse()} }
+
+// NoAnswer is the result of a request whose response never arrived.
+func NoAnswer() Result { return Result{Resp: NewResponse()} }
+
+// Undecided reports whether the request may or may not have taken effect.
+func (r Result) Undecided() bool { return !r.Answered || ClassOf(r.Err) == Undecided }
+
+// Succeeded reports whether the broker answered with success.
+func (r Result) Succeeded() bool { return r.Answered && r.Err == "" }
