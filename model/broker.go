@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // Broker is what fencecheck checks: anything that answers Kafka's requests.
@@ -41,3 +42,51 @@ func Send(ctx context.Context, b Broker, op Op) (Result, error) {
 	}
 	return send(ctx, op.Req), nil
 }
+
+// NewBroker is the reference model as a Broker: every request is answered by
+// Apply, one at a time.
+func NewBroker(opts Options) *RefBroker { return &RefBroker{state: Init(opts)} }
+
+// RefBroker is the reference model behind the Broker interface. It is safe
+// for concurrent use: requests are applied one at a time, in lock order.
+type RefBroker struct {
+	mu    sync.Mutex
+	state State
+}
+
+func (b *RefBroker) apply(kind Kind, req Request) Result {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var res Result
+	b.state, res = Apply(b.state, Op{Kind: kind, Req: req})
+	return res
+}
+
+// Tick moves the broker's clock by ms; expired transactions and sessions end.
+func (b *RefBroker) Tick(ms int64) { b.apply(Tick, Request{Ms: ms}) }
+
+// Restart restarts the broker; the model keeps its logs and so its state.
+func (b *RefBroker) Restart() { b.apply(BrokerRestart, Request{}) }
+
+func (b *RefBroker) InitProducerID(_ context.Context, r Request) Result {
+	return b.apply(InitProducerID, r)
+}
+func (b *RefBroker) AddPartitions(_ context.Context, r Request) Result {
+	return b.apply(AddPartitions, r)
+}
+func (b *RefBroker) Produce(_ context.Context, r Request) Result { return b.apply(Produce, r) }
+func (b *RefBroker) AddOffsets(_ context.Context, r Request) Result {
+	return b.apply(AddOffsets, r)
+}
+func (b *RefBroker) TxnOffsetCommit(_ context.Context, r Request) Result {
+	return b.apply(TxnOffsetCommit, r)
+}
+func (b *RefBroker) EndTxn(_ context.Context, r Request) Result    { return b.apply(EndTxn, r) }
+func (b *RefBroker) JoinGroup(_ context.Context, r Request) Result { return b.apply(JoinGroup, r) }
+func (b *RefBroker) LeaveGroup(_ context.Context, r Request) Result {
+	return b.apply(LeaveGroup, r)
+}
+func (b *RefBroker) OffsetFetch(_ context.Context, r Request) Result {
+	return b.apply(OffsetFetch, r)
+}
+func (b *RefBroker) Fetch(_ context.Context, r Request) Result { return b.apply(Fetch, r) }

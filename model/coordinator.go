@@ -1,0 +1,293 @@
+package model
+
+import (
+	"maps"
+	"slices"
+)
+
+// The transaction coordinator: one txnMeta per transactional.id.
+
+// initProducerID hands a producer its (producer id, epoch).
+func (st *step) initProducerID(r Request) outcome {
+	if r.TransactionalID == "" {
+		// Seed 001, KIP-98: an idempotent-only producer always gets a
+		// fresh producer id at epoch 0, with no link to any earlier session.
+		return st.grantFresh()
+	}
+	t, known := st.s.txns[r.TransactionalID]
+	if !known {
+		if r.ProducerID != NoProducerID {
+			// KIP-360: a producer can only bump an epoch the coordinator holds.
+			return refuse(InvalidProducerIDMapping, "%s has no producer id yet, so producer %d cannot bump its epoch (KIP-360)", r.TransactionalID, r.ProducerID)
+		}
+		out := st.grantFresh()
+		if out.bad == nil {
+			st.s.setTxn(r.TransactionalID, txnMeta{pid: out.resp.ProducerID, epoch: 0, prevPID: NoProducerID,
+				prevEpoch: NoEpoch, endedEpoch: NoEpoch, timeoutMs: txnTimeout(r)})
+		}
+		return out
+	}
+	if st.stillCompleting(t) {
+		return refuse(ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
+	}
+	ownBump := r.ProducerID != NoProducerID
+	if ownBump {
+		if r.ProducerID == t.prevPID && r.Epoch == t.prevEpoch {
+			// KIP-360: a retry of the producer's own bump gets the same answer.
+			return st.answerGrant(t.pid, t.epoch)
+		}
+		if r.ProducerID != t.pid || r.Epoch != t.epoch {
+			// KIP-360: only the current owner may bump its epoch; a zombie
+			// must never win its id back this way.
+			return refuse(ProducerFenced, "producer %d epoch %d is not the owner of %s (producer %d epoch %d) (KIP-360)", r.ProducerID, r.Epoch, r.TransactionalID, t.pid, t.epoch)
+		}
+	}
+	if t.phase == Ongoing {
+		// KIP-98, seed 000: a new owner fences the old one: the epoch is
+		// bumped and the open transaction aborted, its ABORT markers
+		// carrying the new epoch.
+		if st.answered(ConcurrentTransactions) {
+			// Kafka does it in two steps: bump and abort, answer
+			// CONCURRENT_TRANSACTIONS; the retry bumps again.
+			t.epoch++
+			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+			st.s.setTxn(r.TransactionalID, st.complete(t, false, t.epoch))
+			return outcome{refuse: ConcurrentTransactions, effects: true}
+		}
+	}
+	pid, epoch, out := st.bump(t)
+	if out.bad != nil {
+		return out
+	}
+	if t.phase == Ongoing {
+		t = st.complete(t, false, epoch)
+	}
+	t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+	if ownBump {
+		t.prevPID, t.prevEpoch = t.pid, t.epoch
+	}
+	t.pid, t.epoch, t.phase = pid, epoch, Empty
+	t.timeoutMs = txnTimeout(r)
+	st.s.setTxn(r.TransactionalID, t)
+	return out
+}
+
+func txnTimeout(r Request) int64 {
+	if r.TimeoutMs > 0 {
+		return r.TimeoutMs
+	}
+	return DefaultTxnTimeoutMs
+}
+
+// grantFresh hands out a producer id never handed out before, at epoch 0.
+func (st *step) grantFresh() outcome {
+	pid := st.s.nextPID
+	if got := st.observed(); got != nil {
+		pid = got.ProducerID
+		if pid < 0 || st.s.pids[pid] {
+			return bad("producer id %d was handed out before; a fresh one must be new (KIP-98)", pid)
+		}
+		if got.Epoch != 0 {
+			return bad("a fresh producer id starts at epoch 0, not %d (KIP-98)", got.Epoch)
+		}
+	}
+	st.s.addPID(pid)
+	resp := NewResponse()
+	resp.ProducerID, resp.Epoch = pid, 0
+	return ok(resp)
+}
+
+// bump decides the next (producer id, epoch) of a known transactional.id:
+// a strictly higher epoch (not necessarily by one: Kafka's two-step fencing
+// bumps twice), or a fresh producer id at epoch 0 once the epoch is
+// exhausted (KIP-360).
+func (st *step) bump(t txnMeta) (int64, int16, outcome) {
+	exhausted := t.epoch >= epochExhausted
+	got := st.observed()
+	switch {
+	case exhausted:
+		out := st.grantFresh()
+		return out.resp.ProducerID, 0, out
+	case got == nil:
+		return st.grant(t.pid, t.epoch+1)
+	case got.ProducerID != t.pid:
+		return 0, 0, bad("producer id %d, but %d keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.epoch, t.pid)
+	case got.Epoch <= t.epoch:
+		return 0, 0, bad("epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
+	}
+	return st.grant(got.ProducerID, got.Epoch)
+}
+
+func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {
+	resp := NewResponse()
+	resp.ProducerID, resp.Epoch = pid, epoch
+	return pid, epoch, ok(resp)
+}
+
+// answerGrant answers a retry with the producer's current (pid, epoch).
+func (st *step) answerGrant(pid int64, epoch int16) outcome {
+	if got := st.observed(); got != nil && (got.ProducerID != pid || got.Epoch != epoch) {
+		return bad("a retried bump must return producer %d epoch %d, got producer %d epoch %d (KIP-360)", pid, epoch, got.ProducerID, got.Epoch)
+	}
+	_, _, out := st.grant(pid, epoch)
+	return out
+}
+
+// stillCompleting reports whether the broker answered CONCURRENT_TRANSACTIONS
+// to a transactional.id whose last transaction ended: a real coordinator
+// answers so while the markers are being written (KIP-98). Nothing changes.
+func (st *step) stillCompleting(t txnMeta) bool {
+	return st.answered(ConcurrentTransactions) && (t.phase == CompleteCommit || t.phase == CompleteAbort)
+}
+
+// owner checks that (pid, epoch) is the current owner of a transactional.id:
+// every request carrying them is refused otherwise (KIP-98 fencing).
+func (st *step) owner(r Request) (txnMeta, *outcome) {
+	t, known := st.s.txns[r.TransactionalID]
+	if !known || t.pid != r.ProducerID {
+		out := refuse(InvalidProducerIDMapping, "producer %d does not belong to %s (KIP-98)", r.ProducerID, r.TransactionalID)
+		return t, &out
+	}
+	if r.Epoch != t.epoch {
+		// Lower: a zombie (seed 000). Higher: an epoch never handed out.
+		out := refuse(ProducerFenced, "epoch %d is not %s's current epoch %d (KIP-98 fencing)", r.Epoch, r.TransactionalID, t.epoch)
+		return t, &out
+	}
+	return t, nil
+}
+
+// begin moves a transaction to Ongoing, remembering when, for its timeout.
+func (st *step) begin(t txnMeta) txnMeta {
+	if t.phase != Ongoing {
+		t.phase, t.startedAt = Ongoing, st.s.now
+	}
+	return t
+}
+
+func (st *step) addPartitions(r Request) outcome {
+	t, refused := st.owner(r)
+	if refused != nil {
+		return *refused
+	}
+	if st.stillCompleting(t) {
+		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+	}
+	t = st.begin(t)
+	for _, p := range r.Partitions {
+		t.partitions = addSorted(t.partitions, p)
+	}
+	st.s.setTxn(r.TransactionalID, t)
+	return ok(NewResponse())
+}
+
+func (st *step) addOffsets(r Request) outcome {
+	t, refused := st.owner(r)
+	if refused != nil {
+		return *refused
+	}
+	if st.stillCompleting(t) {
+		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+	}
+	t = st.begin(t)
+	t.groups = addSorted(t.groups, r.Group)
+	st.s.setTxn(r.TransactionalID, t)
+	return ok(NewResponse())
+}
+
+func (st *step) endTxn(r Request) outcome {
+	t, known := st.s.txns[r.TransactionalID]
+	if known && st.isEndTxnRetry(t, r) {
+		// KIP-98: a retried EndTxn of the transaction that just completed
+		// the same way succeeds again; under KIP-890 it carries the epoch
+		// from before the bump and gets the current one back.
+		return st.answerEndTxn(t)
+	}
+	t, refused := st.owner(r)
+	if refused != nil {
+		return *refused
+	}
+	if st.stillCompleting(t) {
+		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+	}
+	if t.phase != Ongoing {
+		return refuse(InvalidTxnState, "%s has no transaction open (%s) to end (KIP-98)", r.TransactionalID, t.phase)
+	}
+	epoch, pid := t.epoch, t.pid
+	out := ok(NewResponse())
+	if st.s.opts.TxnVersion >= 2 {
+		// KIP-890: every commit or abort bumps the epoch; the markers carry
+		// the new one, so nothing of the old epoch can land after them.
+		pid, epoch, out = st.bump(t)
+		if out.bad != nil {
+			return out
+		}
+	}
+	ended := t.epoch
+	t = st.complete(t, r.Commit, epoch)
+	t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+	t.pid, t.epoch, t.endedEpoch = pid, epoch, ended
+	st.s.setTxn(r.TransactionalID, t)
+	if st.s.opts.TxnVersion < 2 {
+		out.resp = NewResponse()
+	}
+	return out
+}
+
+func (st *step) isEndTxnRetry(t txnMeta, r Request) bool {
+	wantPhase := CompleteAbort
+	if r.Commit {
+		wantPhase = CompleteCommit
+	}
+	return t.phase == wantPhase && r.Epoch == t.endedEpoch && (r.ProducerID == t.pid || st.s.opts.TxnVersion >= 2)
+}
+
+func (st *step) answerEndTxn(t txnMeta) outcome {
+	if st.s.opts.TxnVersion < 2 {
+		return ok(NewResponse())
+	}
+	return st.answerGrant(t.pid, t.epoch)
+}
+
+// complete ends t's transaction: a marker at every partition it registered,
+// carrying markerEpoch, and its pending offsets made real by a COMMIT or
+// dropped by an ABORT (KIP-98, KIP-447).
+func (st *step) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
+	for _, p := range t.partitions {
+		st.writeMarker(p, t.pid, markerEpoch, commit)
+	}
+	if commit {
+		for _, name := range slices.Sorted(maps.Keys(t.pending)) {
+			g := st.s.groups[name]
+			g.committed = maps.Clone(g.committed)
+			if g.committed == nil {
+				g.committed = map[Partition]int64{}
+			}
+			maps.Copy(g.committed, t.pending[name])
+			st.s.setGroup(name, g)
+		}
+	}
+	t.partitions, t.groups, t.pending = nil, nil, nil
+	t.phase = CompleteAbort
+	if commit {
+		t.phase = CompleteCommit
+	}
+	return t
+}
+
+// tick moves the broker's clock; transactions and group members whose
+// timeouts passed are expired.
+func (st *step) tick(ms int64) {
+	st.s.now += ms
+	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
+		t := st.s.txns[id]
+		if t.phase == Ongoing && st.s.now-t.startedAt >= t.timeoutMs {
+			// KIP-98: the coordinator aborts an expired transaction and
+			// bumps the epoch, so the producer that let it expire is fenced.
+			t.epoch++
+			t = st.complete(t, false, t.epoch)
+			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+			st.s.setTxn(id, t)
+		}
+	}
+	st.expireMembers()
+}

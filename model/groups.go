@@ -1,0 +1,236 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// The group coordinator: generations, members, and offsets (KIP-447).
+
+// joinGroup is a whole rebalance round for one member (JoinGroup and
+// SyncGroup in one): it answers the member id, the generation and the
+// member's assignment. Assignment is the clients' choice in Kafka, so any
+// answer is accepted where no partition goes to two members of one
+// generation.
+func (st *step) joinGroup(r Request) outcome {
+	g := st.s.groups[r.Group]
+	if r.MemberID != "" {
+		if _, ok := g.members[r.MemberID]; !ok {
+			return refuse(UnknownMemberID, "%s is not a member of %s (KIP-345)", r.MemberID, r.Group)
+		}
+	}
+	id, gen, assignment := st.chooseJoin(r, g)
+	if got := st.observed(); got != nil {
+		id, gen, assignment = got.MemberID, got.GenerationID, got.Assignment
+		if err := st.checkJoin(r, g, id, gen, assignment); err != nil {
+			return outcome{bad: err}
+		}
+	}
+	if gen > g.generation {
+		// A new generation: every member holds nothing until it rejoins.
+		g = g.nextGeneration(gen)
+	}
+	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r)})
+	st.s.setGroup(r.Group, g)
+	resp := NewResponse()
+	resp.MemberID, resp.GenerationID, resp.Assignment = id, gen, assignment
+	return ok(resp)
+}
+
+func sessionTimeout(r Request) int64 {
+	if r.SessionTimeoutMs > 0 {
+		return r.SessionTimeoutMs
+	}
+	return DefaultSessionTimeoutMs
+}
+
+// chooseJoin is the reference broker's own answer: a new member (or one
+// already in the current generation) starts a new generation; a member
+// that missed the last one joins it. Each takes its round-robin share.
+func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
+	id := r.MemberID
+	if id == "" {
+		id = fmt.Sprintf("member-%d", st.s.nextMember)
+		st.s.nextMember++
+	}
+	gen := g.generation + 1
+	if m, ok := g.members[id]; ok && m.gen < g.generation {
+		gen = g.generation
+	}
+	members := slices.Sorted(maps.Keys(g.members))
+	if gen > g.generation || !slices.Contains(members, id) {
+		members = addSorted(members, id)
+	}
+	me := slices.Index(members, id)
+	var share []Partition
+	for i, p := range r.Partitions {
+		if i%len(members) == me {
+			share = append(share, p)
+		}
+	}
+	return id, gen, share
+}
+
+func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment []Partition) error {
+	if r.MemberID != "" && id != r.MemberID {
+		return fmt.Errorf("member %s came back as %s", r.MemberID, id)
+	}
+	if _, taken := g.members[id]; r.MemberID == "" && (id == "" || taken) {
+		return fmt.Errorf("a new member must get a new member id, not %q", id)
+	}
+	// Every rebalance increments the generation; several members may
+	// join one (Kafka's join round), so the current one is allowed too.
+	if gen < g.generation || gen <= 0 {
+		return fmt.Errorf("generation %d, but %s is at generation %d and generations only grow", gen, r.Group, g.generation)
+	}
+	for _, p := range assignment {
+		if !slices.Contains(r.Partitions, p) {
+			return fmt.Errorf("assigned %s, which is not among the partitions to spread", p)
+		}
+		if holder, held := g.holder(p, gen, id); held {
+			return fmt.Errorf("assigned %s, which %s already holds in generation %d", p, holder, gen)
+		}
+	}
+	return nil
+}
+
+// holder is the member other than id that holds p in generation gen.
+func (g group) holder(p Partition, gen int32, id string) (string, bool) {
+	for _, other := range slices.Sorted(maps.Keys(g.members)) {
+		m := g.members[other]
+		if other != id && m.gen == gen && gen == g.generation && slices.Contains(m.assignment, p) {
+			return other, true
+		}
+	}
+	return "", false
+}
+
+// nextGeneration moves g to generation gen: a member that has not rejoined
+// since holds nothing (DESIGN, KIP-447).
+func (g group) nextGeneration(gen int32) group {
+	g.generation = gen
+	members := map[string]member{}
+	for id, m := range g.members {
+		m.assignment = nil
+		members[id] = m
+	}
+	g.members = members
+	return g
+}
+
+func (st *step) leaveGroup(r Request) outcome {
+	g := st.s.groups[r.Group]
+	if _, ok := g.members[r.MemberID]; !ok {
+		return refuse(UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)
+	}
+	// A leave is a rebalance: the generation moves on.
+	g = g.withoutMember(r.MemberID).nextGeneration(g.generation + 1)
+	st.s.setGroup(r.Group, g)
+	return ok(NewResponse())
+}
+
+// expireMembers removes members whose session timed out; each group that
+// lost one rebalances.
+func (st *step) expireMembers() {
+	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
+		g := st.s.groups[name]
+		expired := false
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			if m := g.members[id]; st.s.now-m.lastSeen >= m.sessionMs {
+				g, expired = g.withoutMember(id), true
+			}
+		}
+		if expired {
+			st.s.setGroup(name, g.nextGeneration(g.generation+1))
+		}
+	}
+}
+
+// txnOffsetCommit stores a consumer's offsets in the producer's transaction,
+// pending until the COMMIT marker (KIP-98, KIP-447).
+func (st *step) txnOffsetCommit(r Request) outcome {
+	t, fencedProducer := st.owner(r)
+	fencedConsumer := st.checkGeneration(r)
+	switch {
+	case fencedProducer != nil && fencedConsumer != nil:
+		// Both fences hold; brokers differ in which they check first.
+		out := *fencedProducer
+		out.also = ClassOf(fencedConsumer.refuse)
+		return out
+	case fencedProducer != nil:
+		return *fencedProducer
+	case fencedConsumer != nil:
+		return *fencedConsumer
+	}
+	if !slices.Contains(t.groups, r.Group) {
+		if st.s.opts.TxnVersion < 2 {
+			return refuse(InvalidTxnState, "%s is not in %s's transaction: AddOffsetsToTxn comes first (KIP-98)", r.Group, r.TransactionalID)
+		}
+		// KIP-890: the commit adds its group implicitly.
+		t = st.begin(t)
+		t.groups = addSorted(t.groups, r.Group)
+	}
+	pending := maps.Clone(t.pending)
+	if pending == nil {
+		pending = map[string]map[Partition]int64{}
+	}
+	offsets := maps.Clone(pending[r.Group])
+	if offsets == nil {
+		offsets = map[Partition]int64{}
+	}
+	maps.Copy(offsets, r.Offsets)
+	pending[r.Group] = offsets
+	t.pending = pending
+	st.s.setTxn(r.TransactionalID, t)
+	if g, m, ok := st.member(r); ok {
+		m.lastSeen = st.s.now
+		st.s.setGroup(r.Group, g.withMember(r.MemberID, m))
+	}
+	return ok(NewResponse())
+}
+
+func (st *step) member(r Request) (group, member, bool) {
+	g := st.s.groups[r.Group]
+	m, ok := g.members[r.MemberID]
+	return g, m, ok
+}
+
+// checkGeneration fences a zombie consumer: its group metadata must name a
+// current member of the current generation (KIP-447, seed 002). The
+// groupId-string overload sends generation -1 and is not checked.
+func (st *step) checkGeneration(r Request) *outcome {
+	if r.GenerationID == NoGeneration {
+		return nil
+	}
+	g, _, ok := st.member(r)
+	if !ok {
+		out := refuse(UnknownMemberID, "%s is not a member of %s (KIP-447)", r.MemberID, r.Group)
+		return &out
+	}
+	if r.GenerationID != g.generation {
+		out := refuse(IllegalGeneration, "generation %d is stale: %s is at generation %d (KIP-447, seed 002)", r.GenerationID, r.Group, g.generation)
+		return &out
+	}
+	return nil
+}
+
+// offsetFetch answers a group's committed offset; with require_stable, not
+// while a transaction holds a pending offset for it (KIP-447).
+func (st *step) offsetFetch(r Request) outcome {
+	if r.RequireStable {
+		for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
+			if _, pending := st.s.txns[id].pending[r.Group][r.Partition]; pending {
+				return refuse(UnstableOffsetCommit, "%s of %s has an offset pending in %s's transaction (KIP-447)", r.Partition, r.Group, id)
+			}
+		}
+	}
+	resp := NewResponse()
+	if off, ok := st.s.groups[r.Group].committed[r.Partition]; ok {
+		resp.Offset = off
+	}
+	if got := st.observed(); got != nil && got.Offset != resp.Offset {
+		return bad("offset %d, but %s's committed offset for %s is %d", got.Offset, r.Group, r.Partition, resp.Offset)
+	}
+	return ok(resp)
+}

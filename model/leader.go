@@ -1,0 +1,207 @@
+package model
+
+import "fmt"
+
+// Partition leaders: one log and one producer-state table per partition.
+
+func (st *step) produce(r Request) outcome {
+	ps := st.s.parts[r.Partition]
+	pe, known := ps.producer(r.ProducerID)
+	if known && r.Epoch < pe.epoch {
+		// KIP-98, seed 000: the leader learnt a newer epoch (from a batch or
+		// a marker) and refuses the zombie. KIP-588 keeps
+		// INVALID_PRODUCER_EPOCH on produce.
+		return refuse(InvalidProducerEpoch, "epoch %d is older than epoch %d, the newest the leader of %s has seen from producer %d (KIP-98 fencing)", r.Epoch, pe.epoch, r.Partition, r.ProducerID)
+	}
+	if r.TransactionalID != "" {
+		if out := st.verifyTxnWrite(r); out != nil {
+			return *out
+		}
+	} else if pe.txnFirst != NoOffset {
+		// KIP-98: a producer with a transaction open in this partition
+		// cannot write outside it.
+		return refuse(InvalidTxnState, "producer %d has a transaction open in %s since offset %d (KIP-98)", r.ProducerID, r.Partition, pe.txnFirst)
+	}
+	lastSeq := r.Sequence + int32(max(len(r.Records), 1)) - 1
+	if !known || r.Epoch > pe.epoch {
+		// KIP-98: a new producer, or a new epoch, starts at sequence 0.
+		if r.Sequence != 0 {
+			return refuse(OutOfOrderSequenceNumber, "producer %d epoch %d is new to %s, so its first sequence must be 0, not %d (KIP-98)", r.ProducerID, r.Epoch, r.Partition, r.Sequence)
+		}
+		pe.epoch, pe.batches = r.Epoch, nil
+	} else {
+		if b, dup := pe.duplicate(r.Sequence, lastSeq); dup {
+			// KIP-98: a retry of one of the last 5 batches gets the
+			// original offset and writes nothing; a broker that lost the
+			// batch's metadata says DUPLICATE_SEQUENCE_NUMBER instead.
+			resp := NewResponse()
+			resp.BaseOffset = b.baseOffset
+			return st.checkOffset(outcome{resp: resp, also: Duplicate})
+		}
+		if want := nextSeq(pe); r.Sequence != want {
+			out := refuse(OutOfOrderSequenceNumber, "producer %d epoch %d must send sequence %d to %s next, not %d (KIP-98)", r.ProducerID, r.Epoch, want, r.Partition, r.Sequence)
+			if r.Sequence < want {
+				out.also = Duplicate // an older batch whose metadata is gone
+			}
+			return out
+		}
+	}
+	return st.checkOffset(st.appendBatch(r, pe, lastSeq))
+}
+
+// verifyTxnWrite asks the coordinator whether a transactional write may
+// land: the producer must own its transactional.id, and the partition must
+// be in its ongoing transaction (KIP-890 verification: no hanging
+// transactions, KAFKA-14402). Under transactions v2 the produce adds its
+// partition itself, but only after the fencing check passed: a fenced
+// producer starts nothing.
+func (st *step) verifyTxnWrite(r Request) *outcome {
+	t, refused := st.owner(r)
+	if refused != nil {
+		if refused.refuse == ProducerFenced {
+			refused.refuse = InvalidProducerEpoch
+		}
+		return refused
+	}
+	if t.phase == Ongoing && containsPartition(t.partitions, r.Partition) {
+		return nil
+	}
+	if st.s.opts.TxnVersion < 2 {
+		out := refuse(InvalidTxnState, "%s is not in %s's ongoing transaction (KIP-890 verification, KAFKA-14402)", r.Partition, r.TransactionalID)
+		return &out
+	}
+	t = st.begin(t)
+	t.partitions = addSorted(t.partitions, r.Partition)
+	st.s.setTxn(r.TransactionalID, t)
+	return nil
+}
+
+func containsPartition(set []Partition, p Partition) bool {
+	for _, q := range set {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (pe producerEntry) duplicate(first, last int32) (batch, bool) {
+	for _, b := range pe.batches {
+		if b.firstSeq == first && b.lastSeq == last {
+			return b, true
+		}
+	}
+	return batch{}, false
+}
+
+// nextSeq is the sequence the producer must send next; sequences wrap
+// after MaxInt32 (KIP-98).
+func nextSeq(pe producerEntry) int32 {
+	if len(pe.batches) == 0 {
+		return 0
+	}
+	last := pe.batches[len(pe.batches)-1].lastSeq
+	if last == 1<<31-1 {
+		return 0
+	}
+	return last + 1
+}
+
+func (st *step) appendBatch(r Request, pe producerEntry, lastSeq int32) outcome {
+	ps := st.s.parts[r.Partition]
+	base := ps.end()
+	for _, rec := range r.Records {
+		ps.log = ps.log.Append(entry{key: rec.Key, value: rec.Value, pid: r.ProducerID, epoch: r.Epoch})
+	}
+	pe.batches = append(pe.batches[:len(pe.batches):len(pe.batches)], batch{firstSeq: r.Sequence, lastSeq: lastSeq, baseOffset: base})
+	if len(pe.batches) > dedupWindow {
+		pe.batches = pe.batches[len(pe.batches)-dedupWindow:]
+	}
+	if r.TransactionalID != "" && pe.txnFirst == NoOffset {
+		pe.txnFirst = base
+	}
+	st.s.setPart(r.Partition, ps.withProducer(r.ProducerID, pe))
+	resp := NewResponse()
+	resp.BaseOffset = base
+	return ok(resp)
+}
+
+// checkOffset holds the broker to the offset the log gives: each partition
+// is one log, so its answers fix the order of its writes.
+func (st *step) checkOffset(out outcome) outcome {
+	if got := st.observed(); got != nil && got.BaseOffset != out.resp.BaseOffset {
+		return bad("base offset %d, but the log of %s puts this batch at %d", got.BaseOffset, st.op.Req.Partition, out.resp.BaseOffset)
+	}
+	return out
+}
+
+// writeMarker appends a COMMIT or ABORT marker for pid: it takes one offset,
+// and moves the producer's epoch at this partition to the marker's (seed
+// 000: the ABORT at offset 41 carries epoch 1). Sequences belong to a
+// (producer id, epoch): a marker that moves the epoch clears them.
+func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
+	ps := st.s.parts[p]
+	pe, _ := ps.producer(pid)
+	at := ps.end()
+	ps.log = ps.log.Append(entry{pid: pid, epoch: epoch, control: true, commit: commit})
+	if !commit && pe.txnFirst != NoOffset {
+		ps.aborted = ps.aborted.Append(abortedTxn{pid: pid, first: pe.txnFirst, marker: at})
+	}
+	if epoch != pe.epoch {
+		pe.epoch, pe.batches = epoch, nil
+	}
+	pe.txnFirst = NoOffset
+	st.s.setPart(p, ps.withProducer(pid, pe))
+}
+
+// fetch returns records from an offset: read_committed only below the last
+// stable offset and never those of aborted transactions; control records
+// never (KIP-98). A broker may return fewer records than there are (fetch
+// size limits), so any prefix of them is a legal answer.
+func (st *step) fetch(r Request) outcome {
+	ps := st.s.parts[r.Partition]
+	limit := ps.end()
+	if r.Isolation == ReadCommitted {
+		limit = ps.lastStable()
+	}
+	resp := NewResponse()
+	resp.HighWatermark, resp.LastStableOffset = ps.end(), ps.lastStable()
+	got := st.observed()
+	for off := max(r.Offset, 0); off < limit; off++ {
+		if off%4096 == 0 && st.ctx.Err() != nil {
+			return bad("gave up: %v", st.ctx.Err())
+		}
+		e := ps.log.At(int(off))
+		if e.control || (r.Isolation == ReadCommitted && ps.isAborted(e.pid, off)) {
+			continue
+		}
+		rec := FetchedRecord{Offset: off, Key: e.key, Value: e.value, ProducerID: e.pid}
+		if got != nil {
+			i := len(resp.Records)
+			if i == len(got.Records) {
+				break // the broker returned a prefix
+			}
+			if got.Records[i] != rec {
+				return bad("fetch of %s returned %s, but the record there is %s", r.Partition, describeRecord(got.Records[i]), describeRecord(rec))
+			}
+		}
+		resp.Records = append(resp.Records, rec)
+	}
+	if got == nil {
+		return ok(resp)
+	}
+	if len(got.Records) > len(resp.Records) {
+		return bad("fetch of %s returned %s, which a %s read must not see (last stable offset %d, high watermark %d)", r.Partition, describeRecord(got.Records[len(resp.Records)]), r.Isolation, resp.LastStableOffset, resp.HighWatermark)
+	}
+	if got.HighWatermark != NoOffset && got.HighWatermark != resp.HighWatermark {
+		return bad("high watermark %d, but the log of %s ends at %d", got.HighWatermark, r.Partition, resp.HighWatermark)
+	}
+	if got.LastStableOffset != NoOffset && got.LastStableOffset != resp.LastStableOffset {
+		return bad("last stable offset %d, but it is %d in %s (KIP-98)", got.LastStableOffset, resp.LastStableOffset, r.Partition)
+	}
+	return ok(*got)
+}
+
+func describeRecord(r FetchedRecord) string {
+	return fmt.Sprintf("%s@%d (producer %d)", r.Key, r.Offset, r.ProducerID)
+}

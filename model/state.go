@@ -1,0 +1,290 @@
+package model
+
+import (
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Options choose between the behaviours Kafka allows.
+type Options struct {
+	// TxnVersion is the transaction protocol: 1 (KIP-98) or 2 (KIP-890).
+	TxnVersion int
+}
+
+// Defaults of Kafka's clients and brokers, used when a request does not say.
+const (
+	DefaultTxnTimeoutMs     = 60_000 // transaction.timeout.ms
+	DefaultSessionTimeoutMs = 45_000 // session.timeout.ms
+	// epochExhausted is the last epoch a producer id may be bumped to:
+	// Kafka rotates the producer id once the epoch reaches Short.MAX_VALUE-1
+	// (KIP-360).
+	epochExhausted int16 = 32766
+	// dedupWindow is how many batches per producer a leader remembers for
+	// duplicate detection (KIP-98, max.in.flight.requests.per.connection=5).
+	dedupWindow = 5
+)
+
+// State is the whole broker: a value, cheap to copy. Maps are never written
+// in place: a step copies a map before its first write (copy-on-write), and
+// partition logs share their history (vec).
+type State struct {
+	opts       Options
+	now        int64 // ms on the broker's clock, moved by Tick
+	txns       map[string]txnMeta
+	pids       map[int64]bool // every producer id ever handed out
+	nextPID    int64
+	nextMember int
+	parts      map[Partition]partState
+	groups     map[string]group
+}
+
+// Phase is a transaction's state at the coordinator (KIP-98). The model
+// writes markers at once, so PrepareCommit and PrepareAbort are never
+// observed: CompleteCommit and CompleteAbort stand for both (a real broker
+// may still be writing markers, and answers CONCURRENT_TRANSACTIONS then).
+type Phase int
+
+const (
+	Empty Phase = iota
+	Ongoing
+	CompleteCommit
+	CompleteAbort
+)
+
+func (p Phase) String() string {
+	return [...]string{"Empty", "Ongoing", "CompleteCommit", "CompleteAbort"}[p]
+}
+
+// txnMeta is the coordinator's record of one transactional.id.
+type txnMeta struct {
+	pid   int64
+	epoch int16
+	// prevPID and prevEpoch are what the producer held before it bumped its
+	// own epoch (KIP-360), so that a retry of that bump is recognised. They
+	// are NoEpoch when the last bump was not the producer's own.
+	prevPID    int64
+	prevEpoch  int16
+	phase      Phase
+	partitions []Partition // sorted
+	groups     []string    // sorted
+	pending    map[string]map[Partition]int64
+	startedAt  int64
+	timeoutMs  int64
+	// endedEpoch is the epoch whose EndTxn completed the last transaction,
+	// so that a retried EndTxn is answered again (KIP-98; KIP-890 bumps).
+	endedEpoch int16
+}
+
+// entry is one offset of a partition log: a record or a control marker.
+type entry struct {
+	key, value string
+	pid        int64
+	epoch      int16
+	control    bool // a COMMIT or ABORT marker
+	commit     bool // for a marker
+}
+
+// abortedTxn is a range of a partition log aborted by one producer, as in
+// Kafka's aborted-transaction index.
+type abortedTxn struct {
+	pid           int64
+	first, marker int64
+}
+
+type batch struct {
+	firstSeq, lastSeq int32
+	baseOffset        int64
+}
+
+// producerEntry is what a partition leader knows of one producer id.
+type producerEntry struct {
+	epoch int16
+	// batches are the last dedupWindow batches of this (pid, epoch), oldest first.
+	batches []batch
+	// txnFirst is the first offset of the producer's open transaction in this
+	// partition, or NoOffset.
+	txnFirst int64
+}
+
+type partState struct {
+	log       vec[entry]
+	aborted   vec[abortedTxn]
+	producers map[int64]producerEntry
+}
+
+type member struct {
+	gen        int32
+	assignment []Partition
+	lastSeen   int64
+	sessionMs  int64
+}
+
+type group struct {
+	generation int32
+	members    map[string]member
+	committed  map[Partition]int64
+}
+
+// Init is the state of a fresh cluster.
+func Init(opts Options) State {
+	if opts.TxnVersion == 0 {
+		opts.TxnVersion = 1
+	}
+	return State{opts: opts, nextPID: 1}
+}
+
+// TxnVersion is the transaction protocol the state follows.
+func (s State) TxnVersion() int { return s.opts.TxnVersion }
+
+// Equal reports whether two states are the same broker.
+func Equal(a, b State) bool { return reflect.DeepEqual(a, b) }
+
+// Hash is a hash of s such that equal states hash equally. It reads only
+// small parts of the state so that it stays cheap as logs grow.
+func Hash(s State) uint64 {
+	h := fnv.New64a()
+	fmt.Fprint(h, s.now, s.nextPID, s.nextMember, len(s.pids))
+	sum := h.Sum64()
+	for id, t := range s.txns {
+		sum ^= hashOf(id, t.pid, t.epoch, t.phase, len(t.partitions), len(t.pending))
+	}
+	for p, ps := range s.parts {
+		sum ^= hashOf(p, ps.log.Len(), ps.aborted.Len(), len(ps.producers))
+	}
+	for g, gr := range s.groups {
+		sum ^= hashOf(g, gr.generation, len(gr.members), len(gr.committed))
+	}
+	return sum
+}
+
+func hashOf(parts ...any) uint64 {
+	h := fnv.New64a()
+	fmt.Fprint(h, parts...)
+	return h.Sum64()
+}
+
+// String describes the state for visualizations: transactions, logs, groups.
+func (s State) String() string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(s.txns)) {
+		t := s.txns[id]
+		fmt.Fprintf(&b, "%s: pid %d epoch %d %s %v; ", id, t.pid, t.epoch, t.phase, t.partitions)
+	}
+	for _, p := range slices.Sorted(maps.Keys(s.parts)) {
+		ps := s.parts[p]
+		fmt.Fprintf(&b, "%s: end %d lso %d; ", p, ps.log.Len(), ps.lastStable())
+	}
+	for _, g := range slices.Sorted(maps.Keys(s.groups)) {
+		gr := s.groups[g]
+		fmt.Fprintf(&b, "%s: generation %d %d members committed %v; ", g, gr.generation, len(gr.members), gr.committed)
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
+// end is the log end offset, which is also the high watermark: the model has
+// one replica per partition.
+func (ps partState) end() int64 { return int64(ps.log.Len()) }
+
+// lastStable is the last stable offset: the first offset of the earliest open
+// transaction, or the log end (KIP-98).
+func (ps partState) lastStable() int64 {
+	lso := ps.end()
+	for _, pe := range ps.producers {
+		if pe.txnFirst != NoOffset && pe.txnFirst < lso {
+			lso = pe.txnFirst
+		}
+	}
+	return lso
+}
+
+func (ps partState) isAborted(pid, offset int64) bool {
+	for i := range ps.aborted.Len() {
+		a := ps.aborted.At(i)
+		if a.pid == pid && a.first <= offset && offset < a.marker {
+			return true
+		}
+	}
+	return false
+}
+
+// Copy-on-write setters. Each copies the map it writes on every call: maps
+// here are small (a few ids, partitions, groups), logs are shared.
+
+func (s *State) setTxn(id string, t txnMeta) {
+	s.txns = maps.Clone(s.txns)
+	if s.txns == nil {
+		s.txns = map[string]txnMeta{}
+	}
+	s.txns[id] = t
+}
+
+func (s *State) setPart(p Partition, ps partState) {
+	s.parts = maps.Clone(s.parts)
+	if s.parts == nil {
+		s.parts = map[Partition]partState{}
+	}
+	s.parts[p] = ps
+}
+
+func (s *State) setGroup(name string, g group) {
+	s.groups = maps.Clone(s.groups)
+	if s.groups == nil {
+		s.groups = map[string]group{}
+	}
+	s.groups[name] = g
+}
+
+func (s *State) addPID(pid int64) {
+	s.pids = maps.Clone(s.pids)
+	if s.pids == nil {
+		s.pids = map[int64]bool{}
+	}
+	s.pids[pid] = true
+	s.nextPID = max(s.nextPID, pid+1)
+}
+
+func (ps partState) withProducer(pid int64, pe producerEntry) partState {
+	ps.producers = maps.Clone(ps.producers)
+	if ps.producers == nil {
+		ps.producers = map[int64]producerEntry{}
+	}
+	ps.producers[pid] = pe
+	return ps
+}
+
+func (ps partState) producer(pid int64) (producerEntry, bool) {
+	pe, ok := ps.producers[pid]
+	if !ok {
+		pe = producerEntry{epoch: NoEpoch, txnFirst: NoOffset}
+	}
+	return pe, ok
+}
+
+func (g group) withMember(id string, m member) group {
+	g.members = maps.Clone(g.members)
+	if g.members == nil {
+		g.members = map[string]member{}
+	}
+	g.members[id] = m
+	return g
+}
+
+func (g group) withoutMember(id string) group {
+	g.members = maps.Clone(g.members)
+	delete(g.members, id)
+	return g
+}
+
+// addSorted returns set with x added, keeping it sorted and without
+// duplicates; set itself is unchanged.
+func addSorted[T ~string](set []T, x T) []T {
+	i, found := slices.BinarySearch(set, x)
+	if found {
+		return set
+	}
+	return slices.Insert(slices.Clip(set), i, x)
+}

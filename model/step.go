@@ -1,0 +1,153 @@
+package model
+
+import (
+	"context"
+	"fmt"
+)
+
+// Apply answers op the way the reference broker does, and returns the state
+// that follows. Faults other than Tick and BrokerRestart leave it unchanged.
+func Apply(s State, op Op) (State, Result) {
+	st := newStep(s, op, nil)
+	out := st.run()
+	if out.refuse != "" {
+		if out.effects {
+			return st.s, Fail(out.refuse)
+		}
+		return s, Fail(out.refuse)
+	}
+	return st.s, OK(out.resp)
+}
+
+// Check says whether a broker may have answered op with got in state s, and
+// returns the state that follows. The error names the rule that refuses the
+// answer. An undecided answer is always allowed: it is taken to have had its
+// effect here (the checker places it anywhere after its call, or last, which
+// is the same as never).
+func Check(s State, op Op, got Result) (State, error) {
+	return CheckContext(context.Background(), s, op, got)
+}
+
+// CheckContext is Check that gives up when ctx is done (a fetch over a long
+// log is the one step that can take a while).
+func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error) {
+	if got.Undecided() || !op.Kind.IsRequest() {
+		next, _ := Apply(s, op)
+		return next, nil
+	}
+	st := newStep(s, op, &got)
+	st.ctx = ctx
+	out := st.run()
+	if out.bad != nil {
+		return s, out.bad
+	}
+	class := ClassOf(got.Err)
+	if out.refuse != "" {
+		if class == ClassOf(out.refuse) || class == out.also {
+			if out.effects {
+				return st.s, nil
+			}
+			return s, nil
+		}
+		return s, fmt.Errorf("answered %s, but the broker must refuse with %s: %s", answerName(got), out.refuse, out.why)
+	}
+	if class == Success || class == out.also {
+		return st.s, nil
+	}
+	return s, fmt.Errorf("answered %s, but the request must succeed", answerName(got))
+}
+
+func answerName(r Result) string {
+	if r.Err == "" {
+		return "success"
+	}
+	return string(r.Err)
+}
+
+// outcome is what a rule decides for one request.
+type outcome struct {
+	resp   Response
+	refuse Code   // "": success
+	why    string // for a refusal: the rule and its source
+	// also is one more class the answer may take: DUPLICATE_SEQUENCE_NUMBER
+	// for a retried batch, or the other fencing class where two checks
+	// refuse at once.
+	also Class
+	// effects: the refusal changed the state all the same (Kafka's two-step
+	// fencing answers CONCURRENT_TRANSACTIONS after bumping the epoch).
+	effects bool
+	// bad: the broker's answer breaks a rule (a wrong offset, an epoch that
+	// did not grow, a record it must not return).
+	bad error
+}
+
+func refuse(code Code, format string, args ...any) outcome {
+	return outcome{refuse: code, why: fmt.Sprintf(format, args...)}
+}
+
+func ok(resp Response) outcome { return outcome{resp: resp} }
+
+func bad(format string, args ...any) outcome {
+	return outcome{bad: fmt.Errorf(format, args...)}
+}
+
+// step is one request being decided. got is nil when the model answers
+// itself; otherwise the broker's answer, whose choices (producer ids,
+// epochs, member ids, assignments) the rules take and check.
+type step struct {
+	ctx context.Context
+	s   State
+	op  Op
+	got *Result
+}
+
+func newStep(s State, op Op, got *Result) *step {
+	return &step{ctx: context.Background(), s: s, op: op, got: got}
+}
+
+// observed is the broker's successful response, or nil when the model
+// chooses (it answers itself, the answer was lost, or it was a refusal).
+func (st *step) observed() *Response {
+	if st.got == nil || !st.got.Succeeded() {
+		return nil
+	}
+	return &st.got.Resp
+}
+
+// answered reports whether the broker answered with code's class.
+func (st *step) answered(code Code) bool {
+	return st.got != nil && st.got.Answered && ClassOf(st.got.Err) == ClassOf(code)
+}
+
+func (st *step) run() outcome {
+	r := st.op.Req
+	switch st.op.Kind {
+	case InitProducerID:
+		return st.initProducerID(r)
+	case AddPartitions:
+		return st.addPartitions(r)
+	case AddOffsets:
+		return st.addOffsets(r)
+	case Produce:
+		return st.produce(r)
+	case TxnOffsetCommit:
+		return st.txnOffsetCommit(r)
+	case EndTxn:
+		return st.endTxn(r)
+	case JoinGroup:
+		return st.joinGroup(r)
+	case LeaveGroup:
+		return st.leaveGroup(r)
+	case OffsetFetch:
+		return st.offsetFetch(r)
+	case Fetch:
+		return st.fetch(r)
+	case Tick:
+		st.tick(r.Ms)
+	case BrokerRestart:
+		// A restart keeps the logs, and producer state rebuilt from them
+		// is the state before (DESIGN; Kafka's log recovery): nothing
+		// changes.
+	}
+	return ok(NewResponse())
+}
