@@ -111,7 +111,7 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 	case got == nil:
 		return st.grant(t.pid, t.epoch+1)
 	case got.ProducerID != t.pid:
-		return 0, 0, bad("producer id %d, but %d keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.epoch, t.pid)
+		return 0, 0, bad("producer id %d, but a known transactional.id keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.pid)
 	case got.Epoch <= t.epoch:
 		return 0, 0, bad("epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
 	}

@@ -94,17 +94,12 @@ func (pe producerEntry) duplicate(first, last int32) (batch, bool) {
 	return batch{}, false
 }
 
-// nextSeq is the sequence the producer must send next; sequences wrap
-// after MaxInt32 (KIP-98).
+// nextSeq is the sequence the producer must send next.
 func nextSeq(pe producerEntry) int32 {
 	if len(pe.batches) == 0 {
 		return 0
 	}
-	last := pe.batches[len(pe.batches)-1].lastSeq
-	if last == 1<<31-1 {
-		return 0
-	}
-	return last + 1
+	return pe.batches[len(pe.batches)-1].lastSeq + 1
 }
 
 func (st *step) appendBatch(r Request, pe producerEntry, lastSeq int32) outcome {

@@ -1,0 +1,222 @@
+package model_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// TestTranscripts replays the transcripts in testdata/: each command is a
+// request the reference broker answers (Apply), or, with got=..., an answer
+// some broker gave that the model judges (Check). See testdata/README.md
+// for the command language.
+func TestTranscripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := model.Init(model.Options{TxnVersion: 1})
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			switch td.Cmd {
+			case "reset":
+				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1)})
+				return ""
+			case "state":
+				return strings.ReplaceAll(s.String(), "; ", "\n")
+			}
+			op := parseOp(t, td)
+			if got, judged := parseGot(t, td); judged {
+				next, err := model.Check(s, op, got)
+				if err != nil {
+					return "refused: " + err.Error()
+				}
+				s = next
+				return "accepted"
+			}
+			var res model.Result
+			s, res = model.Apply(s, op)
+			return render(op.Kind, res)
+		})
+	})
+}
+
+var commands = map[string]model.Kind{
+	"init": model.InitProducerID, "add-partitions": model.AddPartitions, "produce": model.Produce,
+	"add-offsets": model.AddOffsets, "commit-offsets": model.TxnOffsetCommit, "end-txn": model.EndTxn,
+	"join": model.JoinGroup, "leave": model.LeaveGroup, "offset-fetch": model.OffsetFetch,
+	"fetch": model.Fetch, "tick": model.Tick, "restart": model.BrokerRestart,
+}
+
+func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
+	kind, ok := commands[td.Cmd]
+	if !ok {
+		td.Fatalf(t, "unknown command %q", td.Cmd)
+	}
+	r := model.NewRequest()
+	r.TransactionalID = strArg(td, "txn")
+	r.TimeoutMs = int64(intArg(t, td, "timeout", 0))
+	r.ProducerID = int64(intArg(t, td, "pid", -1))
+	r.Epoch = int16(intArg(t, td, "epoch", -1))
+	r.Partition = model.Partition(strArg(td, "partition"))
+	r.Partitions = partitions(td, "partitions")
+	r.Sequence = int32(intArg(t, td, "seq", 0))
+	r.Records = records(t, td)
+	r.Group = strArg(td, "group")
+	r.MemberID = strArg(td, "member")
+	r.GenerationID = int32(intArg(t, td, "gen", -1))
+	r.Offsets = offsets(t, td)
+	r.Commit = td.HasArg("commit")
+	r.Offset = int64(intArg(t, td, "from", 0))
+	r.Isolation = model.ReadUncommitted
+	if td.HasArg("committed") {
+		r.Isolation = model.ReadCommitted
+	}
+	r.RequireStable = td.HasArg("stable")
+	r.Ms = int64(intArg(t, td, "ms", 0))
+	r.SessionTimeoutMs = int64(intArg(t, td, "session", 0))
+	return model.Op{Kind: kind, Req: r}
+}
+
+// parseGot reads a broker's answer: got=ok (with got-* fields), got=CODE, or
+// got=none (no answer).
+func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
+	answer := strArg(td, "got")
+	switch answer {
+	case "":
+		return model.Result{}, false
+	case "none":
+		return model.NoAnswer(), true
+	case "ok":
+	default:
+		return model.Fail(model.Code(answer)), true
+	}
+	r := model.NewResponse()
+	r.ProducerID = int64(intArg(t, td, "got-pid", -1))
+	r.Epoch = int16(intArg(t, td, "got-epoch", -1))
+	r.BaseOffset = int64(intArg(t, td, "got-offset", -1))
+	r.Offset = r.BaseOffset
+	r.MemberID = strArg(td, "got-member")
+	r.GenerationID = int32(intArg(t, td, "got-gen", -1))
+	r.Assignment = partitions(td, "got-assign")
+	r.HighWatermark = int64(intArg(t, td, "got-hw", -1))
+	r.LastStableOffset = int64(intArg(t, td, "got-lso", -1))
+	if arg, ok := td.Arg("got-records"); ok {
+		for _, v := range arg.Vals {
+			if v != "" {
+				r.Records = append(r.Records, fetched(t, td, v))
+			}
+		}
+	}
+	return model.OK(r), true
+}
+
+// fetched parses key@offset/pid.
+func fetched(t *testing.T, td *datadriven.TestData, v string) model.FetchedRecord {
+	key, rest, ok1 := strings.Cut(v, "@")
+	off, pid, ok2 := strings.Cut(rest, "/")
+	o, err1 := strconv.ParseInt(off, 10, 64)
+	p, err2 := strconv.ParseInt(pid, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		td.Fatalf(t, "record %q is not key@offset/pid", v)
+	}
+	return model.FetchedRecord{Offset: o, Key: key, ProducerID: p}
+}
+
+func strArg(td *datadriven.TestData, key string) string {
+	if arg, ok := td.Arg(key); ok && len(arg.Vals) > 0 {
+		return arg.Vals[0]
+	}
+	return ""
+}
+
+func intArg(t *testing.T, td *datadriven.TestData, key string, def int) int {
+	s := strArg(td, key)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		td.Fatalf(t, "%s=%q is not a number", key, s)
+	}
+	return n
+}
+
+func partitions(td *datadriven.TestData, key string) []model.Partition {
+	arg, _ := td.Arg(key)
+	var ps []model.Partition
+	for _, v := range arg.Vals {
+		if v != "" {
+			ps = append(ps, model.Partition(v))
+		}
+	}
+	return ps
+}
+
+// records reads keys=(a,b) or keys=prefix*N (N records prefix-0..prefix-N-1).
+func records(t *testing.T, td *datadriven.TestData) []model.Record {
+	arg, _ := td.Arg("keys")
+	var recs []model.Record
+	for _, v := range arg.Vals {
+		prefix, count, many := strings.Cut(v, "*")
+		if !many {
+			recs = append(recs, model.Record{Key: v})
+			continue
+		}
+		n, err := strconv.Atoi(count)
+		if err != nil {
+			td.Fatalf(t, "keys=%s: %v", v, err)
+		}
+		for i := range n {
+			recs = append(recs, model.Record{Key: fmt.Sprintf("%s-%d", prefix, i)})
+		}
+	}
+	return recs
+}
+
+// offsets reads offsets=(trips-0:6,trips-1:3).
+func offsets(t *testing.T, td *datadriven.TestData) map[model.Partition]int64 {
+	arg, ok := td.Arg("offsets")
+	if !ok {
+		return nil
+	}
+	m := map[model.Partition]int64{}
+	for _, v := range arg.Vals {
+		p, off, _ := strings.Cut(v, ":")
+		n, err := strconv.ParseInt(off, 10, 64)
+		if err != nil {
+			td.Fatalf(t, "offsets=%s: %v", v, err)
+		}
+		m[model.Partition(p)] = n
+	}
+	return m
+}
+
+func render(kind model.Kind, res model.Result) string {
+	if !res.Succeeded() {
+		return string(res.Err)
+	}
+	r := res.Resp
+	switch kind {
+	case model.InitProducerID:
+		return fmt.Sprintf("producer %d epoch %d", r.ProducerID, r.Epoch)
+	case model.EndTxn:
+		if r.ProducerID != model.NoProducerID {
+			return fmt.Sprintf("ok, producer %d epoch %d", r.ProducerID, r.Epoch)
+		}
+	case model.Produce:
+		return fmt.Sprintf("offset %d", r.BaseOffset)
+	case model.JoinGroup:
+		return fmt.Sprintf("%s generation %d assigned %v", r.MemberID, r.GenerationID, r.Assignment)
+	case model.OffsetFetch:
+		return fmt.Sprintf("offset %d", r.Offset)
+	case model.Fetch:
+		var b strings.Builder
+		for _, rec := range r.Records {
+			fmt.Fprintf(&b, "%s@%d/%d ", rec.Key, rec.Offset, rec.ProducerID)
+		}
+		return fmt.Sprintf("%shw %d lso %d", b.String(), r.HighWatermark, r.LastStableOffset)
+	}
+	return "ok"
+}
