@@ -17,6 +17,9 @@ import (
 // for the command language.
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if !strings.HasSuffix(path, ".txt") {
+			return
+		}
 		s := model.Init(model.Options{TxnVersion: 1})
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			switch td.Cmd {
