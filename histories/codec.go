@@ -1,0 +1,343 @@
+package histories
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// The document is read as raw JSON values and each field is decoded by a
+// codec bound to the Go field it fills. Reading raw values (not a struct
+// through encoding/json) keeps field names case-sensitive, lets every error
+// name the field, and makes 1.5 or "7" for an integer an error instead of a
+// silent conversion. The same codecs write the fields back, so Save and Load
+// cannot drift apart.
+type codec interface {
+	// decode fills the field from raw, a non-null JSON value; path names
+	// the field in errors.
+	decode(path string, raw json.RawMessage) error
+	// absent reports whether the field holds the value that stands for
+	// "not in the document" (a sentinel, "", false, an empty list).
+	absent() bool
+	// encode is the field's JSON value: an object, a []any or a scalar.
+	encode() any
+}
+
+// bad is an error about the field at path ("" for the value itself).
+func bad(path, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if path == "" {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s: %s", path, msg)
+}
+
+// join is the path of a member of the value at path.
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// describe names a raw JSON value for an error message.
+func describe(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	s := string(raw)
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	switch raw[0] {
+	case '"':
+		return "the string " + s
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return s
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// asObject is raw as a JSON object's members.
+func asObject(path string, raw json.RawMessage) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, bad(path, "must be an object, got %s", describe(raw))
+	}
+	return m, nil
+}
+
+// asArray is raw as a JSON array's elements.
+func asArray(path string, raw json.RawMessage) ([]json.RawMessage, error) {
+	var a []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &a) != nil {
+		return nil, bad(path, "must be an array, got %s", describe(raw))
+	}
+	return a, nil
+}
+
+// has reports whether m has the member name; null counts as absent, as the
+// format says of "return".
+func has(m map[string]json.RawMessage, name string) bool {
+	raw, ok := m[name]
+	return ok && !isNull(raw)
+}
+
+// presence says whether a field must be in the document.
+type presence int
+
+const (
+	optional presence = iota // may be left out; then it holds its absent value
+	required                 // must be there, with a value other than the absent one
+	always                   // must be there; any value, the zero one too
+)
+
+// take decodes the member name of m into c.
+func take(m map[string]json.RawMessage, path, name string, need presence, c codec) error {
+	path = join(path, name)
+	if !has(m, name) {
+		if need == optional {
+			return nil
+		}
+		return bad("", "%s is required", path)
+	}
+	if err := c.decode(path, m[name]); err != nil {
+		return err
+	}
+	if need == required && c.absent() {
+		return bad("", "%s is required, got %s, which means absent", path, m[name])
+	}
+	return nil
+}
+
+// span is the values a number field may hold. When hasNone, none is the
+// model's sentinel for "absent": writing it means the same as leaving the
+// field out, and it is accepted even outside lo..hi.
+type span struct {
+	lo, hi  int64
+	none    int64
+	hasNone bool
+}
+
+var (
+	anyInt      = span{lo: math.MinInt64, hi: math.MaxInt64}
+	opIDs       = span{lo: math.MinInt, hi: math.MaxInt}
+	nonNegative = span{lo: 0, hi: math.MaxInt64}
+	sequences   = span{lo: math.MinInt32, hi: math.MaxInt32}
+	versions    = span{lo: 1, hi: 2}
+	epochs      = span{lo: 0, hi: math.MaxInt16, none: int64(model.NoEpoch), hasNone: true}
+	producerIDs = span{lo: 0, hi: math.MaxInt64, none: model.NoProducerID, hasNone: true}
+	offsets     = span{lo: 0, hi: math.MaxInt64, none: model.NoOffset, hasNone: true}
+	generations = span{lo: 0, hi: math.MaxInt32, none: int64(model.NoGeneration), hasNone: true}
+	durations   = span{lo: 0, hi: math.MaxInt64, none: 0, hasNone: true}
+)
+
+type integer interface {
+	~int | ~int16 | ~int32 | ~int64
+}
+
+// number is an integer field limited to a span.
+type number[T integer] struct {
+	p *T
+	s span
+}
+
+func (n number[T]) decode(path string, raw json.RawMessage) error {
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return bad(path, "must be an integer, got %s", describe(raw))
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return bad(path, "%s is out of range", describe(raw))
+	}
+	if err != nil {
+		return bad(path, "must be an integer, got %s", describe(raw))
+	}
+	if !(n.s.hasNone && v == n.s.none) && (v < n.s.lo || v > n.s.hi) {
+		return bad(path, "%d is out of range %s", v, n.s)
+	}
+	*n.p = T(v)
+	return nil
+}
+
+func (s span) String() string {
+	r := fmt.Sprintf("%d..%d", s.lo, s.hi)
+	if s.hasNone && (s.none < s.lo || s.none > s.hi) {
+		r += fmt.Sprintf(" (or %d: absent)", s.none)
+	}
+	return r
+}
+
+func (n number[T]) absent() bool { return n.s.hasNone && int64(*n.p) == n.s.none }
+func (n number[T]) encode() any  { return int64(*n.p) }
+
+// text is a string field; valid, when set, says which strings it may hold.
+type text[T ~string] struct {
+	p     *T
+	valid func(T) error
+}
+
+func (t text[T]) decode(path string, raw json.RawMessage) error {
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return bad(path, "must be a string, got %s", describe(raw))
+	}
+	if t.valid != nil {
+		if err := t.valid(T(s)); err != nil {
+			return bad(path, "%v", err)
+		}
+	}
+	*t.p = T(s)
+	return nil
+}
+
+func (t text[T]) absent() bool { return *t.p == "" }
+func (t text[T]) encode() any  { return string(*t.p) }
+
+// flag is a boolean field; false is its absent value.
+type flag struct{ p *bool }
+
+func (f flag) decode(path string, raw json.RawMessage) error {
+	if err := json.Unmarshal(raw, f.p); err != nil || (raw[0] != 't' && raw[0] != 'f') {
+		return bad(path, "must be true or false, got %s", describe(raw))
+	}
+	return nil
+}
+
+func (f flag) absent() bool { return !*f.p }
+func (f flag) encode() any  { return *f.p }
+
+// texts is a list of strings. An empty list loads as nil so that a loaded
+// history compares equal to the one it was saved from.
+type texts[T ~string] struct {
+	p     *[]T
+	valid func(T) error
+}
+
+func (t texts[T]) decode(path string, raw json.RawMessage) error {
+	elems, err := asArray(path, raw)
+	if err != nil {
+		return err
+	}
+	var out []T
+	for i, e := range elems {
+		var v T
+		if err := (text[T]{&v, t.valid}).decode(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
+			return err
+		}
+		out = append(out, v)
+	}
+	*t.p = out
+	return nil
+}
+
+func (t texts[T]) absent() bool { return len(*t.p) == 0 }
+
+func (t texts[T]) encode() any {
+	out := []any{}
+	for _, v := range *t.p {
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// list is a list of objects, each read with its own slots.
+type list[E any] struct {
+	p     *[]E
+	fresh func() E // an element with every field at its absent value
+	slots []slot[E]
+}
+
+func (l list[E]) decode(path string, raw json.RawMessage) error {
+	elems, err := asArray(path, raw)
+	if err != nil {
+		return err
+	}
+	var out []E
+	for i, e := range elems {
+		v := l.fresh()
+		if err := decodeStruct(fmt.Sprintf("%s[%d]", path, i), e, &v, l.slots); err != nil {
+			return err
+		}
+		out = append(out, v)
+	}
+	*l.p = out
+	return nil
+}
+
+func (l list[E]) absent() bool { return len(*l.p) == 0 }
+
+func (l list[E]) encode() any {
+	out := []any{}
+	for i := range *l.p {
+		out = append(out, encodeStruct(&(*l.p)[i], l.slots))
+	}
+	return out
+}
+
+// partitionOffsets is txn_offset_commit's {partition: next offset}.
+type partitionOffsets struct{ p *map[model.Partition]int64 }
+
+func (o partitionOffsets) decode(path string, raw json.RawMessage) error {
+	m, err := asObject(path, raw)
+	if err != nil {
+		return err
+	}
+	var out map[model.Partition]int64
+	for _, k := range sortedKeys(m) {
+		if err := validPartition(model.Partition(k)); err != nil {
+			return bad(path, "key %v", err)
+		}
+		var v int64
+		if err := (number[int64]{&v, nonNegative}).decode(path+"."+k, m[k]); err != nil {
+			return err
+		}
+		if out == nil {
+			out = map[model.Partition]int64{}
+		}
+		out[model.Partition(k)] = v
+	}
+	*o.p = out
+	return nil
+}
+
+func (o partitionOffsets) absent() bool { return len(*o.p) == 0 }
+
+func (o partitionOffsets) encode() any {
+	out := object{}
+	for _, k := range sortedKeys(*o.p) {
+		out = append(out, member{string(k), (*o.p)[k]})
+	}
+	return out
+}
+
+// sortedKeys are m's keys in order, so that errors and files do not depend
+// on map iteration.
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+func validPartition(p model.Partition) error {
+	if _, ok := p.Topic(); !ok {
+		return fmt.Errorf("%q is not a partition written \"topic-N\"", string(p))
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package histories
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// field is one member of a struct S as the document spells it.
+type field[S any] struct {
+	name string
+	bind func(*S) codec
+}
+
+// slot is a field as one operation type uses it.
+type slot[S any] struct {
+	field[S]
+	need presence
+}
+
+func (f field[S]) opt() slot[S]    { return slot[S]{f, optional} }
+func (f field[S]) req() slot[S]    { return slot[S]{f, required} }
+func (f field[S]) always() slot[S] { return slot[S]{f, always} }
+
+// decodeStruct fills s from the object raw. Members that no slot names are
+// ignored: the format grows only by adding fields.
+func decodeStruct[S any](path string, raw json.RawMessage, s *S, slots []slot[S]) error {
+	m, err := asObject(path, raw)
+	if err != nil {
+		return err
+	}
+	for _, sl := range slots {
+		if err := take(m, path, sl.name, sl.need, sl.bind(s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeStruct is s as an object in slot order, leaving out optional
+// fields that hold their absent value.
+func encodeStruct[S any](s *S, slots []slot[S]) object {
+	out := object{}
+	for _, sl := range slots {
+		c := sl.bind(s)
+		if sl.need == optional && c.absent() {
+			continue
+		}
+		out = append(out, member{sl.name, c.encode()})
+	}
+	return out
+}
+
+// Fields that requests and responses share, built for either struct.
+func producerID[S any](f func(*S) *int64) field[S] {
+	return field[S]{"producer_id", func(s *S) codec { return number[int64]{f(s), producerIDs} }}
+}
+
+func epoch[S any](f func(*S) *int16) field[S] {
+	return field[S]{"epoch", func(s *S) codec { return number[int16]{f(s), epochs} }}
+}
+
+func transactionalID[S any](f func(*S) *string) field[S] {
+	return field[S]{"transactional_id", func(s *S) codec { return text[string]{p: f(s)} }}
+}
+
+func memberID[S any](f func(*S) *string) field[S] {
+	return field[S]{"member_id", func(s *S) codec { return text[string]{p: f(s)} }}
+}
+
+func generationID[S any](f func(*S) *int32) field[S] {
+	return field[S]{"generation_id", func(s *S) codec { return number[int32]{f(s), generations} }}
+}
+
+func partitions[S any](name string, f func(*S) *[]model.Partition) field[S] {
+	return field[S]{name, func(s *S) codec { return texts[model.Partition]{f(s), validPartition} }}
+}
+
+type request = model.Request
+
+var (
+	qTxnID      = transactionalID(func(r *request) *string { return &r.TransactionalID })
+	qProducerID = producerID(func(r *request) *int64 { return &r.ProducerID })
+	qEpoch      = epoch(func(r *request) *int16 { return &r.Epoch })
+	qMemberID   = memberID(func(r *request) *string { return &r.MemberID })
+	qGeneration = generationID(func(r *request) *int32 { return &r.GenerationID })
+	qPartitions = partitions("partitions", func(r *request) *[]model.Partition { return &r.Partitions })
+
+	qTimeoutMs = field[request]{"timeout_ms", func(r *request) codec { return number[int64]{&r.TimeoutMs, durations} }}
+	qPartition = field[request]{"partition", func(r *request) codec {
+		return text[model.Partition]{&r.Partition, validPartition}
+	}}
+	qSequence = field[request]{"sequence", func(r *request) codec { return number[int32]{&r.Sequence, sequences} }}
+	qRecords  = field[request]{"records", func(r *request) codec {
+		return list[model.Record]{&r.Records, func() model.Record { return model.Record{} }, recordSlots}
+	}}
+	qGroup            = field[request]{"group", func(r *request) codec { return text[string]{p: &r.Group} }}
+	qOffsets          = field[request]{"offsets", func(r *request) codec { return partitionOffsets{&r.Offsets} }}
+	qCommit           = field[request]{"commit", func(r *request) codec { return flag{&r.Commit} }}
+	qSessionTimeoutMs = field[request]{"session_timeout_ms", func(r *request) codec {
+		return number[int64]{&r.SessionTimeoutMs, durations}
+	}}
+	qOffset    = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, offsets} }}
+	qIsolation = field[request]{"isolation", func(r *request) codec {
+		return text[model.Isolation]{&r.Isolation, validIsolation}
+	}}
+	qRequireStable = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
+	qMs            = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
+)
+
+type response = model.Response
+
+var (
+	pTxnID      = transactionalID(func(r *response) *string { return &r.TransactionalID })
+	pProducerID = producerID(func(r *response) *int64 { return &r.ProducerID })
+	pEpoch      = epoch(func(r *response) *int16 { return &r.Epoch })
+	pMemberID   = memberID(func(r *response) *string { return &r.MemberID })
+	pGeneration = generationID(func(r *response) *int32 { return &r.GenerationID })
+	pAssignment = partitions("assignment", func(r *response) *[]model.Partition { return &r.Assignment })
+
+	pBaseOffset = field[response]{"base_offset", func(r *response) codec { return number[int64]{&r.BaseOffset, offsets} }}
+	pOffset     = field[response]{"offset", func(r *response) codec { return number[int64]{&r.Offset, offsets} }}
+	pRecords    = field[response]{"records", func(r *response) codec {
+		return list[model.FetchedRecord]{&r.Records, freshFetched, fetchedSlots}
+	}}
+	pHighWatermark = field[response]{"high_watermark", func(r *response) codec {
+		return number[int64]{&r.HighWatermark, offsets}
+	}}
+	pLastStable = field[response]{"last_stable_offset", func(r *response) codec {
+		return number[int64]{&r.LastStableOffset, offsets}
+	}}
+)
+
+var recordSlots = []slot[model.Record]{
+	{field[model.Record]{"key", func(r *model.Record) codec { return text[string]{p: &r.Key} }}, always},
+	{field[model.Record]{"value", func(r *model.Record) codec { return text[string]{p: &r.Value} }}, optional},
+}
+
+// freshFetched is a fetched record before decoding: a record with no
+// "producer_id" was written by no producer id, Kafka's -1.
+func freshFetched() model.FetchedRecord { return model.FetchedRecord{ProducerID: model.NoProducerID} }
+
+type fetched = model.FetchedRecord
+
+var fetchedSlots = []slot[fetched]{
+	{field[fetched]{"offset", func(r *fetched) codec { return number[int64]{&r.Offset, nonNegative} }}, always},
+	{field[fetched]{"key", func(r *fetched) codec { return text[string]{p: &r.Key} }}, always},
+	{field[fetched]{"value", func(r *fetched) codec { return text[string]{p: &r.Value} }}, optional},
+	producerID(func(r *fetched) *int64 { return &r.ProducerID }).opt(),
+}
+
+// reqSlots are the request fields of each type that has a "req", in the
+// order of HISTORY.md. session_timeout_ms (join_group) is the model's
+// addition; documents that leave it out get the broker's default.
+var reqSlots = map[model.Kind][]slot[request]{
+	model.InitProducerID: {qTxnID.opt(), qTimeoutMs.opt(), qProducerID.opt(), qEpoch.opt()},
+	model.AddPartitions:  {qTxnID.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
+	model.Produce: {qTxnID.opt(), qProducerID.req(), qEpoch.req(), qPartition.req(), qSequence.always(),
+		qRecords.always()},
+	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req()},
+	// The groupId-string overload sends no member and generation -1.
+	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req(), qMemberID.opt(),
+		qGeneration.opt(), qOffsets.always()},
+	model.EndTxn:      {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
+	model.JoinGroup:   {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt()},
+	model.LeaveGroup:  {qGroup.req(), qMemberID.req()},
+	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt()},
+	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
+	model.Tick:        {qMs.always()},
+}
+
+// respSlots are the response fields of each type that has a "resp". They
+// are optional (but for timeout_abort's): a response is whatever the broker
+// said, and judging it is the checker's job, not the loader's.
+var respSlots = map[model.Kind][]slot[response]{
+	model.InitProducerID:  {pProducerID.opt(), pEpoch.opt()},
+	model.AddPartitions:   {},
+	model.Produce:         {pBaseOffset.opt()},
+	model.AddOffsets:      {},
+	model.TxnOffsetCommit: {},
+	model.EndTxn:          {pProducerID.opt(), pEpoch.opt()},
+	model.JoinGroup:       {pMemberID.opt(), pGeneration.opt(), pAssignment.opt()},
+	model.LeaveGroup:      {},
+	model.OffsetFetch:     {pOffset.opt()},
+	model.Fetch:           {pRecords.opt(), pHighWatermark.opt(), pLastStable.opt()},
+	model.TimeoutAbort:    {pTxnID.req(), pProducerID.req(), pEpoch.req()},
+}
+
+func validIsolation(i model.Isolation) error {
+	if i != model.ReadCommitted && i != model.ReadUncommitted {
+		return fmt.Errorf("must be %q or %q, got %q", model.ReadCommitted, model.ReadUncommitted, string(i))
+	}
+	return nil
+}
+
+func validKind(k model.Kind) error {
+	for _, known := range model.Kinds {
+		if k == known {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown operation type %q", string(k))
+}
+
+func validCode(c model.Code) error {
+	if !model.KnownCode(c) {
+		return fmt.Errorf("unknown error code %q", string(c))
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package histories
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// MainProc is the process under which a Recorder's own Broker methods
+// record.
+const MainProc = "main"
+
+// Recorder wraps a broker and records every call to it as an operation of a
+// history: the call time before the request goes out, the return time after
+// the answer comes back, ids in call order. It is itself a model.Broker
+// (recording under MainProc); Proc gives views for other processes.
+//
+// It is safe for concurrent use. A process's calls must not overlap (one
+// goroutine per process), as the format requires.
+type Recorder struct {
+	*process // the Broker methods, under MainProc
+
+	b      model.Broker
+	mu     sync.Mutex // guards clock and ops
+	clock  func() int64
+	nextID int
+	ops    []Op
+}
+
+var _ model.Broker = (*Recorder)(nil)
+
+// NewRecorder records the calls made through it to b, timed by clock. A nil
+// clock is a counter that moves on at every reading, which keeps recorded
+// histories deterministic.
+func NewRecorder(b model.Broker, clock func() int64) *Recorder {
+	if clock == nil {
+		var now int64
+		clock = func() int64 { now++; return now }
+	}
+	r := &Recorder{b: b, clock: clock}
+	r.process = &process{r: r, name: MainProc}
+	return r
+}
+
+// Proc is a view of the recorder whose calls are recorded as operations of
+// the process name.
+func (r *Recorder) Proc(name string) model.Broker { return &process{r: r, name: name} }
+
+// Fault records a fault operation (stall, wake, crash, restart,
+// broker_restart, tick with req.Ms) of proc at the current time. It panics
+// when kind is not a fault, which is a mistake in the calling code.
+func (r *Recorder) Fault(proc string, kind model.Kind, req model.Request) {
+	r.fault(proc, kind, req, model.NoAnswer())
+}
+
+// TimeoutAbort records that the coordinator aborted an expired transaction
+// and moved its producer to resp's epoch (resp carries the transactional id,
+// producer id and epoch).
+func (r *Recorder) TimeoutAbort(proc string, resp model.Response) {
+	r.fault(proc, model.TimeoutAbort, model.NewRequest(), model.OK(resp))
+}
+
+func (r *Recorder) fault(proc string, kind model.Kind, req model.Request, res model.Result) {
+	if !kind.IsFault() {
+		panic(fmt.Sprintf("histories: %q is not a fault", kind))
+	}
+	// A fault is a moment, not a call that waits for an answer.
+	r.end(r.begin(proc, kind, req), res, false)
+}
+
+// History is a copy of the operations recorded so far, sorted by id.
+// Requests and responses share their slices with the caller's.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	ops := append([]Op(nil), r.ops...)
+	r.mu.Unlock()
+	sort.Slice(ops, func(i, j int) bool { return ops[i].ID < ops[j].ID })
+	return History{Ops: ops}
+}
+
+// begin starts an operation: it takes the next id and the call time
+// together, so ids follow call order.
+func (r *Recorder) begin(proc string, kind model.Kind, req model.Request) Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := r.nextID
+	r.nextID++
+	return Op{ID: id, Proc: proc, Call: r.clock(), Op: model.Op{Kind: kind, Req: req}}
+}
+
+// end records op with its result, at the return time when it returned.
+func (r *Recorder) end(op Op, res model.Result, returned bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.Result = res
+	if returned {
+		op.Return, op.Returned = r.clock(), true
+	}
+	r.ops = append(r.ops, op)
+}
+
+// process records calls as operations of one process.
+type process struct {
+	r    *Recorder
+	name string
+}
+
+func (p *process) record(ctx context.Context, kind model.Kind, req model.Request,
+	send func(context.Context, model.Request) model.Result) model.Result {
+	op := p.r.begin(p.name, kind, req)
+	res := send(ctx, req)
+	// An unanswered result means the response was lost: the
+	// operation never returned.
+	p.r.end(op, res, res.Answered)
+	return res
+}
+
+func (p *process) InitProducerID(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.InitProducerID, req, p.r.b.InitProducerID)
+}
+
+func (p *process) AddPartitions(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.AddPartitions, req, p.r.b.AddPartitions)
+}
+
+func (p *process) Produce(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.Produce, req, p.r.b.Produce)
+}
+
+func (p *process) AddOffsets(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.AddOffsets, req, p.r.b.AddOffsets)
+}
+
+func (p *process) TxnOffsetCommit(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.TxnOffsetCommit, req, p.r.b.TxnOffsetCommit)
+}
+
+func (p *process) EndTxn(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.EndTxn, req, p.r.b.EndTxn)
+}
+
+func (p *process) JoinGroup(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.JoinGroup, req, p.r.b.JoinGroup)
+}
+
+func (p *process) LeaveGroup(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.LeaveGroup, req, p.r.b.LeaveGroup)
+}
+
+func (p *process) OffsetFetch(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.OffsetFetch, req, p.r.b.OffsetFetch)
+}
+
+func (p *process) Fetch(ctx context.Context, req model.Request) model.Result {
+	return p.record(ctx, model.Fetch, req, p.r.b.Fetch)
+}

@@ -1,0 +1,139 @@
+package histories
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// SaveFile writes h to the file at path (see Save).
+func SaveFile(path string, h History) error {
+	var buf bytes.Buffer
+	if err := Save(&buf, h); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// Save writes h as a v1 document: fields in the order of HISTORY.md, absent
+// fields left out, map keys sorted and one operation per line, so that files
+// diff well. Only the fields of each operation's type are written.
+//
+// Save refuses a history that Load would refuse (overlapping operations of
+// one process, a request without its required fields...), so every file it
+// writes can be checked.
+func Save(w io.Writer, h History) error {
+	doc := encodeHistory(h)
+	if _, err := Load(bytes.NewReader(doc)); err != nil {
+		return fmt.Errorf("history not saved: %w", err)
+	}
+	_, err := w.Write(doc)
+	return err
+}
+
+func encodeHistory(h History) []byte {
+	var b bytes.Buffer
+	b.WriteString("{\n")
+	writeMember(&b, member{"format", Format})
+	if h.Name != "" {
+		writeMember(&b, member{"name", h.Name})
+	}
+	if h.TransactionsVersion != 0 {
+		writeMember(&b, member{"transactions_version", h.TransactionsVersion})
+	}
+	if h.Trips != nil {
+		writeMember(&b, member{"trips", texts[string]{p: &h.Trips}.encode()})
+	}
+	b.WriteString(`  "ops": [`)
+	for i := range h.Ops {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("\n    ")
+		writeValue(&b, encodeOp(&h.Ops[i]))
+	}
+	if len(h.Ops) > 0 {
+		b.WriteString("\n  ")
+	}
+	b.WriteString("]\n}\n")
+	return b.Bytes()
+}
+
+// writeMember writes a top-level member on a line of its own.
+func writeMember(b *bytes.Buffer, m member) {
+	b.WriteString("  ")
+	m.write(b)
+	b.WriteString(",\n")
+}
+
+func (m member) write(b *bytes.Buffer) {
+	writeScalar(b, m.key)
+	b.WriteString(": ")
+	writeValue(b, m.val)
+}
+
+// encodeOp is op as an object in the order of HISTORY.md.
+func encodeOp(op *Op) object {
+	out := object{{"id", op.ID}, {"proc", op.Proc}, {"call", op.Call}}
+	if op.Returned {
+		out = append(out, member{"return", op.Return})
+	}
+	out = append(out, member{"type", string(op.Kind)})
+	if slots, ok := reqSlots[op.Kind]; ok {
+		out = append(out, member{"req", encodeStruct(&op.Req, slots)})
+	}
+	res := op.Result
+	if slots, ok := respSlots[op.Kind]; ok && res.Answered && res.Err == "" {
+		out = append(out, member{"resp", encodeStruct(&res.Resp, slots)})
+	}
+	if res.Answered && res.Err != "" {
+		out = append(out, member{"error", string(res.Err)})
+	}
+	return out
+}
+
+// object is a JSON object whose members keep their order.
+type object []member
+
+type member struct {
+	key string
+	val any
+}
+
+// writeValue writes v (an object, a []any or a scalar) on one line, with a
+// space after each colon and comma so the line reads like HISTORY.md.
+func writeValue(b *bytes.Buffer, v any) {
+	switch v := v.(type) {
+	case object:
+		b.WriteByte('{')
+		for i, m := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			m.write(b)
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeValue(b, e)
+		}
+		b.WriteByte(']')
+	default:
+		writeScalar(b, v)
+	}
+}
+
+// writeScalar writes a string, number or boolean, which cannot fail to
+// encode.
+func writeScalar(b *bytes.Buffer, v any) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	b.Truncate(b.Len() - 1) // Encode ends with a newline
+}

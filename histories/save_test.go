@@ -1,0 +1,203 @@
+package histories
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// req is a request with the sentinels of model.NewRequest and the fields
+// that fill sets.
+func req(fill func(*model.Request)) model.Request {
+	r := model.NewRequest()
+	fill(&r)
+	return r
+}
+
+func ok(fill func(*model.Response)) model.Result {
+	r := model.NewResponse()
+	fill(&r)
+	return model.OK(r)
+}
+
+// everyType is a history with an operation of every type, answered,
+// refused and unanswered ones, and every optional field set somewhere.
+func everyType() History {
+	const tid = "fare-writer-7"
+	txn := func(r *model.Request) { r.TransactionalID, r.ProducerID, r.Epoch = tid, 4001, 0 }
+	ops := []Op{
+		{Proc: "A", Op: model.Op{Kind: model.InitProducerID, Req: req(func(r *model.Request) {
+			r.TransactionalID, r.TimeoutMs = tid, 60000
+		})}, Result: ok(func(r *model.Response) { r.ProducerID, r.Epoch = 4001, 0 })},
+		{Proc: "A", Op: model.Op{Kind: model.AddPartitions, Req: req(func(r *model.Request) {
+			txn(r)
+			r.Partitions = []model.Partition{"fares-2", "fares-10"}
+		})}, Result: ok(func(*model.Response) {})},
+		{Proc: "A", Op: model.Op{Kind: model.Produce, Req: req(func(r *model.Request) {
+			txn(r)
+			r.Partition, r.Sequence = "fares-2", 0
+			r.Records = []model.Record{{Key: "trip-9001", Value: "fare 12.50"}, {Key: "trip-9002"}}
+		})}, Result: ok(func(r *model.Response) { r.BaseOffset = 40 })},
+		{Proc: "A", Op: model.Op{Kind: model.AddOffsets, Req: req(func(r *model.Request) {
+			txn(r)
+			r.Group = "fare-pricers"
+		})}, Result: ok(func(*model.Response) {})},
+		{Proc: "A", Op: model.Op{Kind: model.TxnOffsetCommit, Req: req(func(r *model.Request) {
+			txn(r)
+			r.Group, r.MemberID, r.GenerationID = "fare-pricers", "m-1", 3
+			r.Offsets = map[model.Partition]int64{"trips-1": 7, "trips-0": 12}
+		})}, Result: model.Fail(model.IllegalGeneration)},
+		{Proc: "A", Op: model.Op{Kind: model.EndTxn, Req: req(func(r *model.Request) {
+			txn(r)
+			r.Commit = true
+		})}, Result: ok(func(r *model.Response) { r.ProducerID, r.Epoch = 4001, 1 })},
+		{Proc: "B", Op: model.Op{Kind: model.JoinGroup, Req: req(func(r *model.Request) {
+			r.Group, r.SessionTimeoutMs = "fare-pricers", 10000
+			r.Partitions = []model.Partition{"trips-0", "trips-1"}
+		})}, Result: ok(func(r *model.Response) {
+			r.MemberID, r.GenerationID, r.Assignment = "m-2", 4, []model.Partition{"trips-0"}
+		})},
+		{Proc: "B", Op: model.Op{Kind: model.OffsetFetch, Req: req(func(r *model.Request) {
+			r.Group, r.Partition, r.RequireStable = "fare-pricers", "trips-0", true
+		})}, Result: model.Fail(model.UnstableOffsetCommit)},
+		{Proc: "B", Op: model.Op{Kind: model.OffsetFetch, Req: req(func(r *model.Request) {
+			r.Group, r.Partition = "fare-pricers", "trips-1"
+		})}, Result: ok(func(*model.Response) {})},
+		{Proc: "B", Op: model.Op{Kind: model.LeaveGroup, Req: req(func(r *model.Request) {
+			r.Group, r.MemberID = "fare-pricers", "m-2"
+		})}, Result: ok(func(*model.Response) {})},
+		{Proc: "R", Op: model.Op{Kind: model.Fetch, Req: req(func(r *model.Request) {
+			r.Partition, r.Offset, r.Isolation = "fares-2", 0, model.ReadCommitted
+		})}, Result: ok(func(r *model.Response) {
+			r.Records = []model.FetchedRecord{
+				{Offset: 40, Key: "trip-9001", Value: "fare 12.50", ProducerID: 4001},
+				{Offset: 41, Key: "trip-9003", ProducerID: model.NoProducerID},
+			}
+			r.HighWatermark, r.LastStableOffset = 43, 43
+		})},
+		{Proc: "A", Op: model.Op{Kind: model.Stall}},
+		{Proc: "C", Op: model.Op{Kind: model.Produce, Req: req(func(r *model.Request) {
+			r.ProducerID, r.Epoch, r.Partition, r.Sequence = 5000, 0, "fares-3", 0
+			r.Records = []model.Record{{Key: "trip-9004"}}
+		})}},
+		{Proc: "C", Op: model.Op{Kind: model.Produce, Req: req(func(r *model.Request) {
+			r.ProducerID, r.Epoch, r.Partition, r.Sequence = 5000, 0, "fares-3", 0
+			r.Records = []model.Record{{Key: "trip-9004"}}
+		})}, Result: model.Fail(model.RequestTimedOut)},
+		{Proc: "C", Op: model.Op{Kind: model.InitProducerID, Req: req(func(r *model.Request) {
+			r.ProducerID, r.Epoch = 5000, 0
+		})}, Result: ok(func(r *model.Response) { r.ProducerID, r.Epoch = 5000, 1 })},
+		{Proc: "broker", Op: model.Op{Kind: model.Tick, Req: req(func(r *model.Request) { r.Ms = 60000 })}},
+		{Proc: "coordinator", Op: model.Op{Kind: model.TimeoutAbort}, Result: ok(func(r *model.Response) {
+			r.TransactionalID, r.ProducerID, r.Epoch = tid, 4001, 2
+		})},
+		{Proc: "broker", Op: model.Op{Kind: model.BrokerRestart}},
+		{Proc: "A", Op: model.Op{Kind: model.Wake}},
+		{Proc: "A", Op: model.Op{Kind: model.Crash}},
+		{Proc: "A", Op: model.Op{Kind: model.Restart}},
+	}
+	for i := range ops {
+		op := &ops[i]
+		op.ID, op.Call = i, int64(10*i)
+		if op.Kind.IsFault() && op.Kind != model.Tick {
+			op.Req = model.NewRequest()
+		}
+		if !op.Result.Answered {
+			op.Result = model.NoAnswer()
+		}
+		if op.Kind.IsRequest() && op.Result.Answered {
+			op.Return, op.Returned = op.Call+5, true
+		}
+	}
+	return History{
+		Name:                "every type",
+		Ops:                 ops,
+		Trips:               []string{"trip-9001", "trip-9002", "trip-9003", "trip-9004"},
+		TransactionsVersion: 2,
+	}
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	h := everyType()
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	got, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+}
+
+// The golden file shows what Save writes; a change to it is a change to
+// every saved history, so it must be deliberate.
+func TestSaveGolden(t *testing.T) {
+	path := filepath.Join("testdata", "every-type.json")
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		require.NoError(t, SaveFile(path, everyType()))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, everyType()))
+	require.Equal(t, string(want), buf.String())
+
+	loaded, err := LoadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, everyType(), loaded)
+}
+
+func TestLoadExample(t *testing.T) {
+	h, err := LoadFile(filepath.Join("testdata", "example.json"))
+	require.NoError(t, err)
+	require.Equal(t, "fare-writer-7: zombie fenced by a restart", h.Name)
+	require.Nil(t, h.Trips)
+	require.Zero(t, h.TransactionsVersion)
+	require.Len(t, h.Ops, 5)
+
+	produce := h.Ops[2]
+	require.Equal(t, model.Produce, produce.Kind)
+	require.True(t, produce.Returned)
+	require.Equal(t, int64(15), produce.Return)
+	require.Equal(t, []model.Record{{Key: "trip-9001", Value: "fare 12.50"}}, produce.Req.Records)
+	require.Equal(t, model.Partition("fares-2"), produce.Req.Partition)
+	require.Equal(t, model.NoGeneration, produce.Req.GenerationID)
+	require.Equal(t, model.OK(respWith(func(r *model.Response) { r.BaseOffset = 40 })), produce.Result)
+
+	stall := h.Ops[3]
+	require.False(t, stall.Returned)
+	require.Equal(t, model.NoAnswer(), stall.Result)
+	require.Equal(t, model.NewRequest(), stall.Req)
+
+	require.Equal(t, model.Fail(model.ProducerFenced), h.Ops[4].Result)
+}
+
+func respWith(fill func(*model.Response)) model.Response { return ok(fill).Resp }
+
+func TestLoadLenient(t *testing.T) {
+	doc := `{"format": "fencecheck/history/v1", "later": {"x": [1]}, "trips": [], "ops": [
+	  {"id": 1, "proc": "A", "call": 0, "return": null, "type": "txn_offset_commit", "note": "ignored",
+	   "req": {"transactional_id": "t", "producer_id": 1, "epoch": 0, "group": "g", "offsets": {}, "colour": 3}},
+	  {"id": 2, "proc": "A", "call": 1, "return": 1, "type": "end_txn", "resp": null, "error": null,
+	   "req": {"transactional_id": "t", "producer_id": 1, "epoch": -1, "commit": false}}
+	]}`
+	_, err := Load(bytes.NewReader([]byte(doc)))
+	require.EqualError(t, err, `op 2: end_txn: req.epoch is required, got -1, which means absent`)
+
+	doc = `{"format": "fencecheck/history/v1", "later": {"x": [1]}, "trips": [], "ops": [
+	  {"id": 1, "proc": "A", "call": 0, "return": null, "type": "txn_offset_commit", "note": "ignored",
+	   "req": {"transactional_id": "t", "producer_id": 1, "epoch": 0, "group": "g", "offsets": {}, "colour": 3}},
+	  {"id": 2, "proc": "A", "call": 1, "return": 1, "type": "end_txn", "resp": null, "error": null,
+	   "req": {"transactional_id": "t", "producer_id": 1, "epoch": 0, "commit": false}}
+	]}`
+	h, err := Load(bytes.NewReader([]byte(doc)))
+	require.NoError(t, err)
+	require.Equal(t, []string{}, h.Trips)
+	require.Equal(t, model.NoGeneration, h.Ops[0].Req.GenerationID, "generation_id absent means the groupId-string overload")
+	require.Nil(t, h.Ops[0].Req.Offsets)
+	require.False(t, h.Ops[0].Returned)
+	require.True(t, h.Ops[1].Returned)
+	require.False(t, h.Ops[1].Result.Answered, "neither resp nor error: undecided")
+}
