@@ -1,0 +1,216 @@
+package checker
+
+import (
+	"sort"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// fate is how a transaction ended, as far as the history tells.
+type fate int
+
+const (
+	fateUnknown   fate = iota // still open, or its end never got an answer
+	fateCommitted             // an end_txn commit succeeded
+	fateAborted               // aborted by end_txn, by a newer init, or by the coordinator's timeout
+)
+
+// txn is one transaction instance: the operations one producer session
+// (transactional.id, producer id, epoch) sent between the start of a
+// transaction and the operation that ended it. Under transactions v1 a
+// session runs many transactions at one epoch, one after the other; under v2
+// every transaction has an epoch of its own.
+type txn struct {
+	transactionalID string
+	producerID      int64
+	epoch           int16
+	ops             []int // ids of its operations, in call order
+	fate            fate
+	endedBy         int // id of the operation that decided its fate; -1 while open
+
+	// An end_txn commit that succeeded, or may have, was called at
+	// commitCall: its records may be visible from then on (the commit
+	// marker can land before the answer comes back).
+	commitCalled bool
+	commitCall   int64
+	// commitReturn is when the successful end_txn commit returned: from
+	// then on every reader must see the transaction committed.
+	commitReturn int64
+}
+
+// visibleBy reports whether a read_committed reader may have seen the
+// transaction's records by time t: a commit had been called and the
+// transaction was not aborted.
+func (t *txn) visibleBy(at int64) bool {
+	return t.fate != fateAborted && t.commitCalled && t.commitCall <= at
+}
+
+// sessionKey names a producer session of a transactional.id.
+type sessionKey struct {
+	transactionalID string
+	producerID      int64
+	epoch           int16
+}
+
+// txnAnalysis assigns every transactional operation to its transaction.
+type txnAnalysis struct {
+	txnOf map[int]*txn // op id -> its transaction
+	txns  []*txn       // in order of their first operation
+}
+
+// committedWrite reports whether op is a produce whose records are committed:
+// a non-transactional produce that succeeded, or a transactional one whose
+// transaction committed.
+func (a txnAnalysis) committedWrite(op histories.Op) bool {
+	if op.Kind != model.Produce || !op.Result.Succeeded() {
+		return false
+	}
+	if op.Req.TransactionalID == "" {
+		return true
+	}
+	t := a.txnOf[op.ID]
+	return t != nil && t.fate == fateCommitted
+}
+
+// txnEvent is a moment at which an operation joins or ends a transaction.
+type txnEvent struct {
+	at   int64
+	ends bool // ends sort before joins at the same moment: the next transaction starts after
+	op   histories.Op
+}
+
+// analyzeTxns replays the history's transactional operations in time order.
+// An operation joins the open transaction of its session at its call; an
+// end_txn, a successful init_producer_id of the same transactional.id or a
+// timeout_abort ends it at the moment its outcome is known.
+func analyzeTxns(h histories.History) txnAnalysis {
+	r := txnReplay{txnAnalysis: txnAnalysis{txnOf: map[int]*txn{}}, open: map[sessionKey]*txn{}}
+	for _, e := range txnEvents(h) {
+		if e.ends {
+			r.end(e.op)
+		} else {
+			r.join(e.op)
+		}
+	}
+	return r.txnAnalysis
+}
+
+// txnEvents lists when each operation that matters to transactions acts.
+func txnEvents(h histories.History) []txnEvent {
+	var events []txnEvent
+	for _, op := range h.Ops {
+		switch {
+		case joinsTxn(op):
+			events = append(events, txnEvent{at: op.Call, op: op})
+		case op.Kind == model.TimeoutAbort:
+			events = append(events, txnEvent{at: op.Call, ends: true, op: op})
+		case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
+			events = append(events, txnEvent{at: op.Return, ends: true, op: op})
+		}
+		if op.Kind == model.EndTxn && op.Returned {
+			events = append(events, txnEvent{at: op.Return, ends: true, op: op})
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].at != events[j].at {
+			return events[i].at < events[j].at
+		}
+		return events[i].ends && !events[j].ends
+	})
+	return events
+}
+
+// joinsTxn reports whether op belongs to a transaction of its session.
+func joinsTxn(op histories.Op) bool {
+	switch op.Kind {
+	case model.AddPartitions, model.Produce, model.AddOffsets, model.TxnOffsetCommit, model.EndTxn:
+		return op.Req.TransactionalID != ""
+	}
+	return false
+}
+
+// txnReplay is the state of analyzeTxns between events.
+type txnReplay struct {
+	txnAnalysis
+	open map[sessionKey]*txn
+}
+
+func (r *txnReplay) join(op histories.Op) {
+	key := sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}
+	t := r.open[key]
+	if t == nil {
+		if op.Kind == model.EndTxn {
+			return // ends a transaction that is already over, or an empty one
+		}
+		t = &txn{transactionalID: key.transactionalID, producerID: key.producerID, epoch: key.epoch, endedBy: -1}
+		r.open[key] = t
+		r.txns = append(r.txns, t)
+	}
+	t.ops = append(t.ops, op.ID)
+	r.txnOf[op.ID] = t
+	if op.Kind == model.EndTxn && op.Req.Commit && !refused(op) && !t.commitCalled {
+		t.commitCalled, t.commitCall = true, op.Call
+	}
+}
+
+func (r *txnReplay) end(op histories.Op) {
+	switch op.Kind {
+	case model.EndTxn:
+		r.endByEndTxn(op)
+	case model.InitProducerID:
+		r.abortAll(op.Req.TransactionalID, op)
+	case model.TimeoutAbort:
+		r.abortAll(op.Result.Resp.TransactionalID, op)
+	}
+}
+
+// endByEndTxn decides the transaction an answered end_txn was sent for.
+func (r *txnReplay) endByEndTxn(op histories.Op) {
+	t := r.txnOf[op.ID]
+	if t == nil || t.endedBy >= 0 {
+		return
+	}
+	switch {
+	case op.Result.Succeeded() && op.Req.Commit:
+		t.fate, t.commitReturn = fateCommitted, op.Return
+	case op.Result.Succeeded():
+		t.fate = fateAborted
+	case model.ClassOf(op.Result.Err) == model.FencedProducer:
+		r.abortUnlessCommitting(t)
+	default:
+		return // undecided, or refused for a reason that leaves it open
+	}
+	r.close(t, op.ID)
+}
+
+// abortAll aborts every open transaction of transactionalID: a newer session
+// of the id (KIP-98) or the coordinator's timeout ended it.
+func (r *txnReplay) abortAll(transactionalID string, by histories.Op) {
+	for key, t := range r.open {
+		if key.transactionalID == transactionalID {
+			r.abortUnlessCommitting(t)
+			r.close(t, by.ID)
+		}
+	}
+}
+
+// abortUnlessCommitting marks t aborted, unless a commit of it may have taken
+// effect: then the coordinator completes that commit, and the fate stays
+// unknown.
+func (r *txnReplay) abortUnlessCommitting(t *txn) {
+	if !t.commitCalled {
+		t.fate = fateAborted
+	}
+}
+
+func (r *txnReplay) close(t *txn, by int) {
+	t.endedBy = by
+	delete(r.open, sessionKey{t.transactionalID, t.producerID, t.epoch})
+}
+
+// refused reports whether the broker answered op with a refusal: it had no
+// effect. Undecided answers are not refusals.
+func refused(op histories.Op) bool {
+	return op.Result.Answered && op.Result.Err != "" && model.ClassOf(op.Result.Err) != model.Undecided
+}
