@@ -1,0 +1,150 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// checkOffsetsMonotonic: a group's committed offsets never move backward,
+// neither as commits nor as offset_fetch answers, and no offset commit of a
+// stale generation succeeds (KIP-447).
+func checkOffsetsMonotonic(h histories.History) Verdict {
+	a := analyze(h)
+	committed := a.committedOffsets()
+	var violations []Violation
+	violations = append(violations, backwardCommits(committed)...)
+	violations = append(violations, a.backwardFetches(committed)...)
+	violations = append(violations, staleGenerations(h)...)
+	return a.verdict(OffsetsMonotonic, firstPerOp(violations))
+}
+
+// groupPartition names one partition's committed offset in one group.
+type groupPartition struct {
+	group     string
+	partition model.Partition
+}
+
+func (gp groupPartition) String() string { return fmt.Sprintf("group %s %s", gp.group, gp.partition) }
+
+// committedOffset is an offset a txn_offset_commit set in a transaction
+// that committed: it takes effect with the commit (KIP-447).
+type committedOffset struct {
+	op     int
+	offset int64
+	txn    *txn
+}
+
+// committedOffsets lists the committed offsets of each group partition, in
+// the call order of the operations that set them.
+func (a *analysis) committedOffsets() map[groupPartition][]committedOffset {
+	committed := map[groupPartition][]committedOffset{}
+	for _, op := range inCallOrder(a.h.Ops) {
+		t := a.txnOf[op.ID]
+		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() || t == nil || t.fate != fateCommitted {
+			continue
+		}
+		for _, p := range sortedPartitions(op.Req.Offsets) {
+			gp := groupPartition{op.Req.Group, p}
+			committed[gp] = append(committed[gp], committedOffset{op: op.ID, offset: op.Req.Offsets[p], txn: t})
+		}
+	}
+	return committed
+}
+
+func sortedPartitions(offsets map[model.Partition]int64) []model.Partition {
+	ps := make([]model.Partition, 0, len(offsets))
+	for p := range offsets {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	return ps
+}
+
+// backwardCommits finds commits of an offset lower than one whose commit had
+// returned before theirs was called.
+func backwardCommits(committed map[groupPartition][]committedOffset) []Violation {
+	var violations []Violation
+	for gp, offsets := range committed {
+		for _, later := range offsets {
+			for _, earlier := range offsets {
+				if earlier.txn.commitReturn < later.txn.commitCall && later.offset < earlier.offset {
+					violations = append(violations, Violation{Op: later.op, Related: []int{earlier.op, earlier.txn.endedBy},
+						Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, later.offset, earlier.op, earlier.offset)})
+					break
+				}
+			}
+		}
+	}
+	return violations
+}
+
+// backwardFetches finds offset_fetch answers lower than an earlier answer
+// (returned before this fetch was called) or than an offset whose commit
+// returned before it.
+func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffset) []Violation {
+	var violations []Violation
+	var earlier []histories.Op
+	for _, f := range inCallOrder(a.h.Ops) {
+		if f.Kind != model.OffsetFetch || !f.Result.Succeeded() {
+			continue
+		}
+		gp := groupPartition{f.Req.Group, f.Req.Partition}
+		if v, bad := fetchBelowFetch(gp, f, earlier); bad {
+			violations = append(violations, v)
+		} else if v, bad := fetchBelowCommit(gp, f, committed[gp]); bad {
+			violations = append(violations, v)
+		}
+		earlier = append(earlier, f)
+	}
+	return violations
+}
+
+func fetchBelowFetch(gp groupPartition, f histories.Op, earlier []histories.Op) (Violation, bool) {
+	got := f.Result.Resp.Offset
+	for _, e := range earlier {
+		same := groupPartition{e.Req.Group, e.Req.Partition} == gp
+		if was := e.Result.Resp.Offset; same && e.Return < f.Call && got < was {
+			return Violation{Op: f.ID, Related: []int{e.ID},
+				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d returned %d", gp, got, e.ID, was)}, true
+		}
+	}
+	return Violation{}, false
+}
+
+func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOffset) (Violation, bool) {
+	got := f.Result.Resp.Offset
+	for _, c := range committed {
+		if c.txn.commitReturn < f.Call && got < c.offset {
+			return Violation{Op: f.ID, Related: []int{c.op, c.txn.endedBy},
+				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d committed %d", gp, got, c.op, c.offset)}, true
+		}
+	}
+	return Violation{}, false
+}
+
+// staleGenerations finds offset commits that succeeded with a generation
+// older than one a join_group of the group had returned before the commit
+// was called. The groupId-string overload (generation -1) carries no
+// generation to check (seed 002).
+func staleGenerations(h histories.History) []Violation {
+	var violations []Violation
+	for _, op := range h.Ops {
+		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() || op.Req.GenerationID < 0 {
+			continue
+		}
+		for _, join := range h.Ops {
+			gen := join.Result.Resp.GenerationID
+			if join.Kind == model.JoinGroup && join.Result.Succeeded() && join.Req.Group == op.Req.Group &&
+				join.Return < op.Call && gen > op.Req.GenerationID {
+				violations = append(violations, Violation{Op: op.ID, Related: []int{join.ID},
+					Reason: fmt.Sprintf("txn_offset_commit of group %s at generation %d accepted after op %d returned generation %d",
+						op.Req.Group, op.Req.GenerationID, join.ID, gen)})
+				break
+			}
+		}
+	}
+	return violations
+}

@@ -1,0 +1,79 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// checkProgress: every trip the workload had to process is committed by the
+// end: carried by a committed write, or seen by a read_committed reader.
+// A config that can never commit (replicas sharing one transactional.id)
+// ends here as "no progress" rather than as a hang.
+func checkProgress(h histories.History) Verdict {
+	if h.Trips == nil {
+		return Verdict{Check: Progress, Status: Skipped, Reason: "the history lists no trips"}
+	}
+	a := analyze(h)
+	missing := a.uncommittedTrips()
+	if len(missing) == 0 {
+		return a.verdict(Progress, nil)
+	}
+	return a.verdict(Progress, []Violation{{Op: lastOp(h),
+		Reason: fmt.Sprintf("no progress: %d of %d trips never committed (%s)", len(missing), len(distinct(h.Trips)), listSome(missing, 3))}})
+}
+
+// lastOp is the id of the operation called last; -1 in an empty history.
+func lastOp(h histories.History) int {
+	ops := inCallOrder(h.Ops)
+	if len(ops) == 0 {
+		return -1
+	}
+	return ops[len(ops)-1].ID
+}
+
+// uncommittedTrips is the trips, in the history's order, that no committed
+// write carries and no read_committed fetch returned.
+func (a *analysis) uncommittedTrips() []string {
+	committed := map[string]bool{}
+	for _, op := range a.h.Ops {
+		if a.committedWrite(op) {
+			for _, rec := range op.Req.Records {
+				committed[rec.Key] = true
+			}
+		}
+		if isReadCommitted(op) {
+			for _, s := range fetchedRecords(op) {
+				committed[s.key] = true
+			}
+		}
+	}
+	var missing []string
+	for _, trip := range distinct(a.h.Trips) {
+		if !committed[trip] {
+			missing = append(missing, trip)
+		}
+	}
+	return missing
+}
+
+func distinct(keys []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// listSome is the first n items, then "..." when there are more.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + ", ..."
+}
