@@ -1,0 +1,191 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// describe tells what an operation does and what came of it in the words of
+// a Kafka client, as the seeds' timelines do: "`init_transactions()`
+// fare-writer-7", "producer id 4001, epoch 0".
+func describe(op histories.Op) (does, result string) {
+	return describeDoes(op), describeResult(op)
+}
+
+func describeDoes(op histories.Op) string {
+	req := op.Req
+	switch op.Kind {
+	case model.InitProducerID:
+		return describeInit(req)
+	case model.AddPartitions:
+		return "`add_partitions()` " + joinPartitions(req.Partitions)
+	case model.Produce:
+		return fmt.Sprintf("`produce()` %s to `%s` (pid %d, epoch %d, seq %d)",
+			recordKeys(req.Records), req.Partition, req.ProducerID, req.Epoch, req.Sequence)
+	case model.AddOffsets:
+		return "`add_offsets()` group " + req.Group
+	case model.TxnOffsetCommit:
+		return "`send_offsets_to_transaction()` " + describeOffsets(req)
+	case model.EndTxn:
+		if req.Commit {
+			return "`commit_transaction()`"
+		}
+		return "`abort_transaction()`"
+	case model.JoinGroup:
+		return strings.TrimSpace("`join_group()` " + req.Group)
+	case model.LeaveGroup:
+		return strings.TrimSpace("`leave_group()` " + req.Group)
+	case model.OffsetFetch:
+		return describeOffsetFetch(req)
+	case model.Fetch:
+		return fmt.Sprintf("`fetch()` %s from %d %s", req.Partition, req.Offset, req.Isolation)
+	case model.Tick:
+		return fmt.Sprintf("clock +%d ms", req.Ms)
+	}
+	if does, ok := faultWords[op.Kind]; ok {
+		return does
+	}
+	return string(op.Kind)
+}
+
+// faultWords is what the faults without parameters do.
+var faultWords = map[model.Kind]string{
+	model.Stall:         "stalls",
+	model.Wake:          "wakes",
+	model.Crash:         "crashes",
+	model.Restart:       "restarts",
+	model.BrokerRestart: "broker restarts",
+	model.TimeoutAbort:  "coordinator aborts expired txn",
+}
+
+func describeInit(req model.Request) string {
+	if req.TransactionalID == "" {
+		return "`init_producer_id()` idempotent"
+	}
+	does := "`init_transactions()` " + req.TransactionalID
+	if req.ProducerID != model.NoProducerID {
+		// KIP-360: the producer bumps its own epoch to recover.
+		does += fmt.Sprintf(", bumping pid %d epoch %d", req.ProducerID, req.Epoch)
+	}
+	return does
+}
+
+func describeOffsets(req model.Request) string {
+	var parts []string
+	for _, p := range sortedPartitions(req.Offsets) {
+		parts = append(parts, fmt.Sprintf("%s → %d", p, req.Offsets[p]))
+	}
+	if req.GenerationID == model.NoGeneration {
+		return strings.Join(parts, ", ") + " (group id only, no generation)"
+	}
+	return fmt.Sprintf("%s (generation %d)", strings.Join(parts, ", "), req.GenerationID)
+}
+
+func describeOffsetFetch(req model.Request) string {
+	does := fmt.Sprintf("`offset_fetch()` %s of group %s", req.Partition, req.Group)
+	if req.RequireStable {
+		does += ", require_stable"
+	}
+	return does
+}
+
+func recordKeys(records []model.Record) string {
+	if len(records) == 0 {
+		return "no records"
+	}
+	keys := make([]string, len(records))
+	for i, r := range records {
+		keys[i] = r.Key
+	}
+	return strings.Join(keys, ", ")
+}
+
+func joinPartitions(ps []model.Partition) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+func describeResult(op histories.Op) string {
+	res := op.Result
+	switch {
+	case op.Kind.IsFault():
+		return describeFaultResult(op)
+	case !res.Answered:
+		return "no answer"
+	case res.Undecided():
+		return string(res.Err) + ", may have taken effect"
+	case res.Err != "":
+		return "rejected: " + string(res.Err)
+	}
+	return describeSuccess(op)
+}
+
+func describeFaultResult(op histories.Op) string {
+	resp := op.Result.Resp
+	if op.Kind == model.TimeoutAbort && resp.TransactionalID != "" {
+		return fmt.Sprintf("%s now producer id %d, epoch %d", resp.TransactionalID, resp.ProducerID, resp.Epoch)
+	}
+	return ""
+}
+
+func describeSuccess(op histories.Op) string {
+	resp := op.Result.Resp
+	switch op.Kind {
+	case model.InitProducerID:
+		return fmt.Sprintf("producer id %d, epoch %d", resp.ProducerID, resp.Epoch)
+	case model.Produce:
+		return describeOffsetsWritten(resp.BaseOffset, len(op.Req.Records))
+	case model.EndTxn:
+		return describeEnd(op)
+	case model.JoinGroup:
+		return fmt.Sprintf("generation %d, gets %s", resp.GenerationID, orNothing(joinPartitions(resp.Assignment)))
+	case model.OffsetFetch:
+		if resp.Offset == model.NoOffset {
+			return "no offset"
+		}
+		return fmt.Sprintf("offset %d", resp.Offset)
+	case model.Fetch:
+		return describeFetched(resp)
+	}
+	return "ok"
+}
+
+func describeOffsetsWritten(base int64, n int) string {
+	if n <= 1 {
+		return fmt.Sprintf("offset %d", base)
+	}
+	return fmt.Sprintf("offsets %d–%d", base, base+int64(n)-1)
+}
+
+func describeEnd(op histories.Op) string {
+	ended := "aborted"
+	if op.Req.Commit {
+		ended = "committed"
+	}
+	if resp := op.Result.Resp; resp.ProducerID != model.NoProducerID {
+		// KIP-890: the answer names the session the producer goes on with.
+		ended += fmt.Sprintf("; producer id %d, epoch %d next", resp.ProducerID, resp.Epoch)
+	}
+	return ended
+}
+
+func describeFetched(resp model.Response) string {
+	var records []string
+	for _, r := range resp.Records {
+		records = append(records, fmt.Sprintf("%s@%d", r.Key, r.Offset))
+	}
+	return fmt.Sprintf("%s, hw %d, lso %d", orNothing(strings.Join(records, ", ")), resp.HighWatermark, resp.LastStableOffset)
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}

@@ -1,0 +1,67 @@
+package checker
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// WriteTimeline writes h as a Markdown table in the seeds' shape (Clock |
+// Who | Does | Result), one row per operation in call order, and below it
+// the verdict lines. A row of an operation that breaks a check starts with
+// "⚠" and names the checks it breaks.
+func WriteTimeline(w io.Writer, h histories.History, verdicts []Verdict) error {
+	breaks := checksBrokenBy(verdicts)
+	var b strings.Builder
+	b.WriteString("| Clock | Who | Does | Result |\n|---|---|---|---|\n")
+	for _, op := range inCallOrder(h.Ops) {
+		b.WriteString(timelineRow(op, breaks[op.ID]))
+	}
+	b.WriteString("\n")
+	for _, v := range verdicts {
+		fmt.Fprintf(&b, "- %s\n", v)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// timelineRow is one operation's row; broken names the checks it breaks.
+func timelineRow(op histories.Op, broken []string) string {
+	does, result := describe(op)
+	clock := fmt.Sprintf("%d (op %d)", op.Call, op.ID)
+	if len(broken) > 0 {
+		clock = "⚠ " + clock
+		result += " — **breaks " + strings.Join(broken, ", ") + "**"
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s |\n", cell(clock), cell(op.Proc), cell(does), cell(strings.TrimPrefix(result, " ")))
+}
+
+// checksBrokenBy maps each operation that breaks a check to the checks it
+// breaks, in the order of the verdicts.
+func checksBrokenBy(verdicts []Verdict) map[int][]string {
+	breaks := map[int][]string{}
+	for _, v := range verdicts {
+		if v.Status != Violated {
+			continue
+		}
+		for _, viol := range v.Violations {
+			if !slices.Contains(breaks[viol.Op], v.Check) {
+				breaks[viol.Op] = append(breaks[viol.Op], v.Check)
+			}
+		}
+	}
+	for _, checks := range breaks {
+		sort.SliceStable(checks, func(i, j int) bool { return slices.Index(Checks, checks[i]) < slices.Index(Checks, checks[j]) })
+	}
+	return breaks
+}
+
+// cell makes s safe inside a Markdown table cell.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
