@@ -1,0 +1,70 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+func TestExactlyOnceDuplicateAcrossPartitionsOfOneTopic(t *testing.T) {
+	b := &historyBuilder{}
+	b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
+	b.fetch("R", 2, 3, "fares-2", 40, model.ReadCommitted, rec(42, "trip-9001", 4001)) // the same record again
+	second := b.fetch("R", 4, 5, "fares-3", 0, model.ReadCommitted, rec(7, "trip-9001", 4002))
+	requireViolation(t, checkExactlyOnce(b.h), second,
+		"trip-9001 read committed twice in fares: at fares-2 offset 42 (op 0) and at fares-3 offset 7")
+}
+
+func TestExactlyOnceSameTripInTwoTopicsIsNoDuplicate(t *testing.T) {
+	b := &historyBuilder{}
+	b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
+	b.fetch("R", 2, 3, "tolls-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
+	requireHeld(t, checkExactlyOnce(b.h))
+}
+
+func TestExactlyOnceDuplicateOnlyInReadCommittedData(t *testing.T) {
+	b := &historyBuilder{}
+	b.fetch("R", 0, 1, "fares-2", 0, model.ReadUncommitted, rec(40, "trip-9001", 4001), rec(42, "trip-9001", 4001))
+	requireHeld(t, checkExactlyOnce(b.h))
+}
+
+func TestExactlyOnceLostWrite(t *testing.T) {
+	b := &historyBuilder{}
+	w := b.committedTxn("A", 0, fw0, "fares-2", 42, "trip-9001")
+	b.committedTxn("A", 10, fw0, "fares-2", 44, "trip-9002")
+	skipping := b.fetch("R", 20, 21, "fares-2", 40, model.ReadCommitted, rec(44, "trip-9002", 4001))
+	v := checkExactlyOnce(b.h)
+	requireViolation(t, v, skipping,
+		"trip-9001 committed at fares-2 offset 42 (op 1) missing from a read_committed fetch of offsets 40 to 44")
+	require.Equal(t, []int{w, w + 1}, v.Violations[0].Related, "the write and its commit")
+}
+
+func TestExactlyOnceNotLostOutsideWhatTheFetchCovered(t *testing.T) {
+	b := &historyBuilder{}
+	b.committedTxn("A", 0, fw0, "fares-2", 42, "trip-9001")
+	b.fetch("R", 20, 21, "fares-2", 43, model.ReadCommitted, rec(44, "trip-9002", 4001)) // starts above it
+	b.fetch("R", 22, 23, "fares-2", 0, model.ReadCommitted, rec(10, "trip-1", 4001))     // ends below it
+	requireHeld(t, checkExactlyOnce(b.h))
+}
+
+func TestExactlyOnceAbortedWriteIsNotLost(t *testing.T) {
+	b := &historyBuilder{}
+	b.produce("A", 0, 1, fw0, "fares-2", 42, "trip-9001")
+	b.endTxn("A", 2, 3, fw0, false)
+	b.fetch("R", 20, 21, "fares-2", 40, model.ReadCommitted, rec(44, "trip-9002", 4001))
+	requireHeld(t, checkExactlyOnce(b.h))
+}
+
+func TestExactlyOnceInconsistentOffsets(t *testing.T) {
+	b := &historyBuilder{}
+	b.produce("A", 0, 1, fw0, "fares-2", 40, "trip-1")
+	b.fetch("R", 2, 3, "fares-2", 40, model.ReadUncommitted, rec(40, "trip-1", 4001))
+	other := b.fetch("R", 4, 5, "fares-2", 40, model.ReadUncommitted, rec(40, "trip-1", 4002))
+	requireViolation(t, checkExactlyOnce(b.h), other,
+		"fares-2 offset 40 holds trip-1 of producer id 4002, but op 0 showed trip-1 of producer id 4001 there")
+
+	b.op(other).Result.Resp.Records[0].ProducerID = model.NoProducerID // a fetch that does not say
+	requireHeld(t, checkExactlyOnce(b.h))
+}

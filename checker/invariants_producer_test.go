@@ -1,0 +1,95 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+func TestOneLiveProducerZombieAcceptedAfterNewerEpoch(t *testing.T) {
+	b, ids := seed000()
+	zombie := b.produce("A", 41000, 41001, fw0, "fares-2", 44, "trip-9002")
+	v := checkOneLiveProducer(b.h)
+	requireViolation(t, v, zombie, "epoch 0 accepted after op 4 returned epoch 1 for fare-writer-7")
+	require.Equal(t, []int{ids["B init"]}, v.Violations[0].Related)
+}
+
+func TestOneLiveProducerComparesCallToReturn(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 5, fw0)
+	b.initTxns("B", 20, 30, fw1)
+	// Sent before B's answer arrived: the bump may not have happened yet.
+	overlapping := b.produce("A", 25, 40, fw0, "fares-2", 0, "trip-1")
+	requireHeld(t, checkOneLiveProducer(b.h))
+
+	// Sent after it arrived (though answered before A's overlapping produce).
+	b.op(overlapping).Call = 31
+	requireViolation(t, checkOneLiveProducer(b.h), overlapping, "")
+}
+
+func TestOneLiveProducerV2GrantFromEndTxn(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
+	commit := b.endTxnV2("A", 4, 5, fw0, true, fw1)
+	stale := b.produce("A2", 6, 7, fw0, "fares-2", 2, "trip-2")
+	requireViolation(t, checkOneLiveProducer(b.h), stale, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	require.Equal(t, 2, commit)
+
+	// Under v1 the end_txn names no session: the epoch stays current.
+	b.op(commit).Result = model.OK(model.NewResponse())
+	requireHeld(t, checkOneLiveProducer(b.h))
+}
+
+func TestOneLiveProducerTimeoutAbortBumps(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
+	abort := b.timeoutAbort(60000, fw1)
+	late := b.endTxn("A", 60001, 60002, fw0, true)
+	requireViolation(t, checkOneLiveProducer(b.h), late, "epoch 0 accepted after op 2 bumped to epoch 1 for fare-writer-7")
+	require.Equal(t, 2, abort)
+}
+
+func TestOneLiveProducerZombieCannotWinItsIDBack(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.initTxns("B", 2, 3, fw1)
+	// KIP-360: A asks to bump its own epoch 0 and gets epoch 2.
+	bump := b.initTxns("A", 4, 5, session{"fare-writer-7", 4001, 2})
+	b.op(bump).Req.ProducerID, b.op(bump).Req.Epoch = 4001, 0
+	requireViolation(t, checkOneLiveProducer(b.h), bump, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
+
+	b.fail(bump, model.ProducerFenced)
+	requireHeld(t, checkOneLiveProducer(b.h))
+}
+
+func TestOneLiveProducerAfterEpochRotation(t *testing.T) {
+	old := session{"fare-writer-7", 4001, 32766}
+	rotated := session{"fare-writer-7", 5002, 0}
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, old)
+	b.initTxns("B", 2, 3, rotated)
+	b.addPartitions("B", 4, 5, rotated, "fares-2")
+	stale := b.addPartitions("A", 6, 7, old, "fares-2")
+	requireViolation(t, checkOneLiveProducer(b.h), stale,
+		"producer id 4001 epoch 32766 accepted after op 1 returned producer id 5002 epoch 0 for fare-writer-7")
+}
+
+func TestOneLiveProducerOlderEpochLandsAfterNewer(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.initTxns("B", 10, 20, fw1)
+	newer := b.produce("B", 21, 22, fw1, "fares-2", 42, "trip-9001")
+	// Sent before B's init returned, so not stale by the clock, yet it
+	// lands above epoch 1's record.
+	older := b.produce("A", 15, 30, fw0, "fares-2", 44, "trip-9002")
+	v := checkOneLiveProducer(b.h)
+	requireViolation(t, v, older, "producer id 4001 epoch 0 record at fares-2 offset 44 lands after op 2 wrote epoch 1 at offset 42")
+	require.Equal(t, []int{newer}, v.Violations[0].Related)
+
+	b.op(older).Result.Resp.BaseOffset = 40
+	requireHeld(t, checkOneLiveProducer(b.h))
+}

@@ -1,0 +1,37 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+func TestProgressSkippedWithoutTrips(t *testing.T) {
+	b, _ := seed000()
+	require.Equal(t, Skipped, checkProgress(b.h).Status)
+	require.Equal(t, "progress: skipped", checkProgress(b.h).String())
+}
+
+func TestProgressHoldsWhenEveryTripIsCommittedOrRead(t *testing.T) {
+	b := &historyBuilder{}
+	b.committedTxn("A", 0, fw0, "fares-2", 0, "trip-1")
+	b.fetch("R", 10, 11, "fares-3", 0, model.ReadCommitted, rec(5, "trip-2", 4002))
+	b.h.Trips = []string{"trip-1", "trip-2"}
+	requireHeld(t, checkProgress(b.h))
+}
+
+func TestProgressNoProgress(t *testing.T) {
+	b := &historyBuilder{}
+	b.committedTxn("A", 0, fw0, "fares-2", 0, "trip-1")
+	b.produce("A", 10, 11, fw0, "fares-2", 2, "trip-2") // never committed
+	b.fetch("R", 12, 13, "fares-2", 0, model.ReadUncommitted, rec(2, "trip-2", 4001))
+	last := b.initTxns("B", 20, 21, fw1)
+	b.initTxns("C", 15, 22, session{"fare-writer-8", 4002, 0}) // last in the list, not by the clock
+	b.h.Trips = []string{"trip-1", "trip-2", "trip-3", "trip-4", "trip-5", "trip-1"}
+	requireViolation(t, checkProgress(b.h), last, "no progress: 4 of 5 trips never committed (trip-2, trip-3, trip-4, ...)")
+
+	b.h.Trips = []string{"trip-1", "trip-2"}
+	requireViolation(t, checkProgress(b.h), last, "no progress: 1 of 2 trips never committed (trip-2)")
+}
