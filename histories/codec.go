@@ -228,30 +228,17 @@ type texts[T ~string] struct {
 }
 
 func (t texts[T]) decode(path string, raw json.RawMessage) error {
-	elems, err := asArray(path, raw)
-	if err != nil {
-		return err
-	}
-	var out []T
-	for i, e := range elems {
-		var v T
-		if err := (text[T]{&v, t.valid}).decode(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
-			return err
-		}
-		out = append(out, v)
-	}
+	out, err := decodeList(path, raw, func(path string, raw json.RawMessage, v *T) error {
+		return text[T]{v, t.valid}.decode(path, raw)
+	})
 	*t.p = out
-	return nil
+	return err
 }
 
 func (t texts[T]) absent() bool { return len(*t.p) == 0 }
 
 func (t texts[T]) encode() any {
-	out := []any{}
-	for _, v := range *t.p {
-		out = append(out, string(v))
-	}
-	return out
+	return encodeList(*t.p, func(v *T) any { return string(*v) })
 }
 
 // list is a list of objects, each read with its own slots.
@@ -262,28 +249,42 @@ type list[E any] struct {
 }
 
 func (l list[E]) decode(path string, raw json.RawMessage) error {
-	elems, err := asArray(path, raw)
-	if err != nil {
-		return err
-	}
-	var out []E
-	for i, e := range elems {
-		v := l.fresh()
-		if err := decodeStruct(fmt.Sprintf("%s[%d]", path, i), e, &v, l.slots); err != nil {
-			return err
-		}
-		out = append(out, v)
-	}
+	out, err := decodeList(path, raw, func(path string, raw json.RawMessage, v *E) error {
+		*v = l.fresh()
+		return decodeStruct(path, raw, v, l.slots)
+	})
 	*l.p = out
-	return nil
+	return err
 }
 
 func (l list[E]) absent() bool { return len(*l.p) == 0 }
 
 func (l list[E]) encode() any {
+	return encodeList(*l.p, func(v *E) any { return encodeStruct(v, l.slots) })
+}
+
+// decodeList decodes each element of the array raw with dec.
+func decodeList[E any](path string, raw json.RawMessage, dec func(string, json.RawMessage, *E) error) ([]E, error) {
+	elems, err := asArray(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	var out []E
+	for i, e := range elems {
+		var v E
+		if err := dec(fmt.Sprintf("%s[%d]", path, i), e, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// encodeList is a list's JSON value; an empty list is [], not null.
+func encodeList[E any](s []E, enc func(*E) any) []any {
 	out := []any{}
-	for i := range *l.p {
-		out = append(out, encodeStruct(&(*l.p)[i], l.slots))
+	for i := range s {
+		out = append(out, enc(&s[i]))
 	}
 	return out
 }

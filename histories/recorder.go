@@ -21,7 +21,7 @@ const MainProc = "main"
 // It is safe for concurrent use. A process's calls must not overlap (one
 // goroutine per process), as the format requires.
 type Recorder struct {
-	*process // the Broker methods, under MainProc
+	calls // the Broker methods, under MainProc
 
 	b      model.Broker
 	mu     sync.Mutex // guards clock and ops
@@ -41,13 +41,19 @@ func NewRecorder(b model.Broker, clock func() int64) *Recorder {
 		clock = func() int64 { now++; return now }
 	}
 	r := &Recorder{b: b, clock: clock}
-	r.process = &process{r: r, name: MainProc}
+	r.calls = r.proc(MainProc)
 	return r
 }
 
 // Proc is a view of the recorder whose calls are recorded as operations of
 // the process name.
-func (r *Recorder) Proc(name string) model.Broker { return &process{r: r, name: name} }
+func (r *Recorder) Proc(name string) model.Broker { return r.proc(name) }
+
+func (r *Recorder) proc(name string) calls {
+	return func(ctx context.Context, kind model.Kind, req model.Request) model.Result {
+		return r.record(ctx, name, kind, req)
+	}
+}
 
 // Fault records a fault operation (stall, wake, crash, restart,
 // broker_restart, tick with req.Ms) of proc at the current time. It panics
@@ -102,58 +108,59 @@ func (r *Recorder) end(op Op, res model.Result, returned bool) {
 	r.ops = append(r.ops, op)
 }
 
-// process records calls as operations of one process.
-type process struct {
-	r    *Recorder
-	name string
-}
-
-func (p *process) record(ctx context.Context, kind model.Kind, req model.Request,
-	send func(context.Context, model.Request) model.Result) model.Result {
-	op := p.r.begin(p.name, kind, req)
-	res := send(ctx, req)
-	// An unanswered result means the response was lost: the
-	// operation never returned.
-	p.r.end(op, res, res.Answered)
+// record sends a request of proc to the broker and records it.
+func (r *Recorder) record(ctx context.Context, proc string, kind model.Kind, req model.Request) model.Result {
+	op := r.begin(proc, kind, req)
+	res, err := model.Send(ctx, r.b, model.Op{Kind: kind, Req: req})
+	if err != nil {
+		// Only the Broker methods call record, each with its own kind.
+		panic(err)
+	}
+	// An unanswered result means the response was lost: the operation
+	// never returned.
+	r.end(op, res, res.Answered)
 	return res
 }
 
-func (p *process) InitProducerID(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.InitProducerID, req, p.r.b.InitProducerID)
+// calls is a model.Broker made of one function that serves every kind.
+type calls func(ctx context.Context, kind model.Kind, req model.Request) model.Result
+
+func (c calls) InitProducerID(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.InitProducerID, req)
 }
 
-func (p *process) AddPartitions(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.AddPartitions, req, p.r.b.AddPartitions)
+func (c calls) AddPartitions(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.AddPartitions, req)
 }
 
-func (p *process) Produce(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.Produce, req, p.r.b.Produce)
+func (c calls) Produce(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.Produce, req)
 }
 
-func (p *process) AddOffsets(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.AddOffsets, req, p.r.b.AddOffsets)
+func (c calls) AddOffsets(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.AddOffsets, req)
 }
 
-func (p *process) TxnOffsetCommit(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.TxnOffsetCommit, req, p.r.b.TxnOffsetCommit)
+func (c calls) TxnOffsetCommit(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.TxnOffsetCommit, req)
 }
 
-func (p *process) EndTxn(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.EndTxn, req, p.r.b.EndTxn)
+func (c calls) EndTxn(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.EndTxn, req)
 }
 
-func (p *process) JoinGroup(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.JoinGroup, req, p.r.b.JoinGroup)
+func (c calls) JoinGroup(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.JoinGroup, req)
 }
 
-func (p *process) LeaveGroup(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.LeaveGroup, req, p.r.b.LeaveGroup)
+func (c calls) LeaveGroup(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.LeaveGroup, req)
 }
 
-func (p *process) OffsetFetch(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.OffsetFetch, req, p.r.b.OffsetFetch)
+func (c calls) OffsetFetch(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.OffsetFetch, req)
 }
 
-func (p *process) Fetch(ctx context.Context, req model.Request) model.Result {
-	return p.record(ctx, model.Fetch, req, p.r.b.Fetch)
+func (c calls) Fetch(ctx context.Context, req model.Request) model.Result {
+	return c(ctx, model.Fetch, req)
 }

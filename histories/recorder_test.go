@@ -1,0 +1,121 @@
+package histories
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// echoBroker answers every request with success, its base offset the
+// request's sequence, except that a sequence of -1 loses the response.
+var echoBroker = calls(func(_ context.Context, _ model.Kind, req model.Request) model.Result {
+	if req.Sequence == -1 {
+		return model.NoAnswer()
+	}
+	resp := model.NewResponse()
+	resp.BaseOffset = int64(req.Sequence)
+	return model.OK(resp)
+})
+
+func produceReq(seq int32) model.Request {
+	r := model.NewRequest()
+	r.ProducerID, r.Epoch, r.Partition, r.Sequence = 7, 0, "fares-0", seq
+	r.Records = []model.Record{{Key: fmt.Sprintf("trip-%d", seq)}}
+	return r
+}
+
+func TestRecorder(t *testing.T) {
+	ctx := context.Background()
+	rec := NewRecorder(echoBroker, nil)
+	a := rec.Proc("A")
+
+	res := a.Produce(ctx, produceReq(0))
+	require.Equal(t, int64(0), res.Resp.BaseOffset)
+	require.False(t, a.Produce(ctx, produceReq(-1)).Answered)
+	rec.Fault("A", model.Stall, model.NewRequest())
+	tick := model.NewRequest()
+	tick.Ms = 100
+	rec.Fault("broker", model.Tick, tick)
+	abort := model.NewResponse()
+	abort.TransactionalID, abort.ProducerID, abort.Epoch = "t", 7, 1
+	rec.TimeoutAbort("coordinator", abort)
+	rec.Produce(ctx, produceReq(1))
+
+	h := rec.History()
+	want := []Op{
+		{ID: 0, Proc: "A", Call: 1, Return: 2, Returned: true,
+			Op: model.Op{Kind: model.Produce, Req: produceReq(0)}, Result: res},
+		{ID: 1, Proc: "A", Call: 3, Op: model.Op{Kind: model.Produce, Req: produceReq(-1)}, Result: model.NoAnswer()},
+		{ID: 2, Proc: "A", Call: 4, Op: model.Op{Kind: model.Stall, Req: model.NewRequest()}, Result: model.NoAnswer()},
+		{ID: 3, Proc: "broker", Call: 5, Op: model.Op{Kind: model.Tick, Req: tick}, Result: model.NoAnswer()},
+		{ID: 4, Proc: "coordinator", Call: 6, Op: model.Op{Kind: model.TimeoutAbort, Req: model.NewRequest()},
+			Result: model.OK(abort)},
+		{ID: 5, Proc: MainProc, Call: 7, Return: 8, Returned: true,
+			Op: model.Op{Kind: model.Produce, Req: produceReq(1)}, Result: echoBroker.Produce(ctx, produceReq(1))},
+	}
+	require.Equal(t, want, h.Ops)
+
+	// A lost response is the one op a process may leave pending while it
+	// goes on, so the recorded history is a valid document.
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	loaded, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, loaded)
+
+	require.Panics(t, func() { rec.Fault("A", model.Produce, model.NewRequest()) })
+}
+
+func TestRecorderClock(t *testing.T) {
+	now := int64(1000)
+	rec := NewRecorder(echoBroker, func() int64 { now += 10; return now })
+	rec.Produce(context.Background(), produceReq(0))
+	op := rec.History().Ops[0]
+	require.Equal(t, int64(1010), op.Call)
+	require.Equal(t, int64(1020), op.Return)
+}
+
+func TestRecorderConcurrent(t *testing.T) {
+	const procs, calls = 8, 50
+	rec := NewRecorder(echoBroker, nil)
+	var wg sync.WaitGroup
+	for p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := rec.Proc(fmt.Sprintf("P%d", p))
+			for i := range calls {
+				seq := int32(i)
+				if i%10 == 9 {
+					seq = -1 // a lost response now and then
+				}
+				b.Produce(context.Background(), produceReq(seq))
+				if i%20 == 0 {
+					rec.Fault(fmt.Sprintf("P%d", p), model.Stall, model.NewRequest())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	h := rec.History()
+	require.Equal(t, procs*(calls+3), len(h.Ops), "every call and stall (i = 0, 20, 40)")
+	require.True(t, sort.SliceIsSorted(h.Ops, func(i, j int) bool { return h.Ops[i].ID < h.Ops[j].ID }))
+	for i, op := range h.Ops {
+		require.Equal(t, i, op.ID, "ids are dense")
+		if i > 0 {
+			require.Greater(t, op.Call, h.Ops[i-1].Call, "ids follow call order")
+		}
+		lost := op.Kind == model.Stall || op.Req.Sequence == -1
+		require.Equal(t, !lost, op.Returned, "op %d", op.ID)
+	}
+	// Save checks that no process's operations overlap.
+	require.NoError(t, Save(&bytes.Buffer{}, h))
+}
