@@ -40,12 +40,22 @@ func (a *analysis) duplicates() []Violation {
 				continue
 			}
 			reported[s.slot] = true
-			violations = append(violations, Violation{Op: op.ID, Related: []int{first.op},
-				Reason: fmt.Sprintf("%s read committed twice in %s: at %s offset %d (op %d) and at %s offset %d",
-					s.key, trip.topic, first.partition, first.offset, first.op, s.partition, s.offset)})
+			violations = append(violations, duplicate(trip.topic, first, s))
 		}
 	}
 	return violations
+}
+
+// duplicate is the violation of a fetch that found a trip at again, after
+// first.
+func duplicate(topic string, first, again sighting) Violation {
+	v := Violation{Op: again.op, Reason: fmt.Sprintf("%s read committed twice in %s: at %s offset %d and at %s offset %d",
+		again.key, topic, first.partition, first.offset, again.partition, again.offset)}
+	if first.op != again.op {
+		v.Related = []int{first.op}
+		v.Reason += fmt.Sprintf(" (op %d read the first)", first.op)
+	}
+	return v
 }
 
 // lostWrites finds read_committed fetches that returned offsets on both

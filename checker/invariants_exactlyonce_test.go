@@ -14,7 +14,15 @@ func TestExactlyOnceDuplicateAcrossPartitionsOfOneTopic(t *testing.T) {
 	b.fetch("R", 2, 3, "fares-2", 40, model.ReadCommitted, rec(42, "trip-9001", 4001)) // the same record again
 	second := b.fetch("R", 4, 5, "fares-3", 0, model.ReadCommitted, rec(7, "trip-9001", 4002))
 	requireViolation(t, checkExactlyOnce(b.h), second,
-		"trip-9001 read committed twice in fares: at fares-2 offset 42 (op 0) and at fares-3 offset 7")
+		"trip-9001 read committed twice in fares: at fares-2 offset 42 and at fares-3 offset 7 (op 0 read the first)")
+}
+
+func TestExactlyOnceDuplicateInOneFetch(t *testing.T) {
+	b := &historyBuilder{}
+	read := b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(1, "trip-9001", 5001), rec(2, "trip-9001", 5002))
+	v := checkExactlyOnce(b.h)
+	requireViolation(t, v, read, "trip-9001 read committed twice in fares: at fares-2 offset 1 and at fares-2 offset 2")
+	require.Empty(t, v.Violations[0].Related)
 }
 
 func TestExactlyOnceSameTripInTwoTopicsIsNoDuplicate(t *testing.T) {
