@@ -100,7 +100,18 @@ func recordKeys(records []model.Record) string {
 	for i, r := range records {
 		keys[i] = r.Key
 	}
-	return strings.Join(keys, ", ")
+	return abbreviate(keys)
+}
+
+// abbreviate joins items, keeping a long list to its ends and its length:
+// a timeline row stays one line to read.
+func abbreviate(items []string) string {
+	const ends = 3
+	if len(items) <= 2*ends+1 {
+		return strings.Join(items, ", ")
+	}
+	head, tail := strings.Join(items[:ends], ", "), strings.Join(items[len(items)-ends:], ", ")
+	return fmt.Sprintf("%s, …, %s (%d records)", head, tail, len(items))
 }
 
 func joinPartitions(ps []model.Partition) string {
@@ -180,7 +191,7 @@ func describeFetched(resp model.Response) string {
 	for _, r := range resp.Records {
 		records = append(records, fmt.Sprintf("%s@%d", r.Key, r.Offset))
 	}
-	return fmt.Sprintf("%s, hw %d, lso %d", orNothing(strings.Join(records, ", ")), resp.HighWatermark, resp.LastStableOffset)
+	return fmt.Sprintf("%s, hw %d, lso %d", orNothing(abbreviate(records)), resp.HighWatermark, resp.LastStableOffset)
 }
 
 func orNothing(s string) string {
