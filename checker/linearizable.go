@@ -1,0 +1,297 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// porcupineModel is the reference model seen by porcupine: each step asks
+// model.Check whether the broker's answer is one the rules allow. The rules
+// live in model/ only.
+func porcupineModel(opts model.Options) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return model.Init(opts) },
+		StepContext: func(ctx context.Context, state, input, _ any) (bool, any) {
+			op := input.(*histories.Op)
+			next, err := model.CheckContext(ctx, state.(model.State), op.Op, op.Result)
+			return err == nil, next
+		},
+		Equal: func(a, b any) bool { return model.Equal(a.(model.State), b.(model.State)) },
+		Hash:  func(s any) uint64 { return model.Hash(s.(model.State)) },
+		DescribeOperation: func(input, _ any) string {
+			op := input.(*histories.Op)
+			does, result := describe(*op)
+			return fmt.Sprintf("op %d: %s → %s", op.ID, does, result)
+		},
+		DescribeState: func(s any) string { return s.(model.State).String() },
+	}
+}
+
+// linearizability is the outcome of the linearizable check, with what the
+// visualization needs.
+type linearizability struct {
+	verdict Verdict
+	model   porcupine.Model
+	info    porcupine.LinearizationInfo
+	ops     []porcupine.Operation
+}
+
+// checkLinearizable runs porcupine under each transaction protocol the
+// history may have been recorded with; it holds if one explains it.
+func checkLinearizable(h histories.History, timeout time.Duration, verbose bool) linearizability {
+	ops := porcupineOps(h)
+	var first linearizability
+	for i, version := range txnVersions(h) {
+		m := porcupineModel(model.Options{TxnVersion: version})
+		m.Partition = partition
+		res, info := check(m, ops, timeout, verbose)
+		lin := linearizability{model: m, info: info, ops: ops, verdict: Verdict{Check: Linearizable}}
+		switch res {
+		case porcupine.Ok:
+			return lin
+		case porcupine.Unknown:
+			lin.verdict.Status = Unknown
+			lin.verdict.Reason = fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)
+		default:
+			lin.verdict.Status = Violated
+		}
+		if i == 0 {
+			first = lin
+		}
+	}
+	if first.verdict.Status == Violated {
+		_, first.info = check(first.model, ops, timeout, true)
+		first.verdict.Violations = []Violation{explainIllegal(first.model, first.info, h, txnVersions(h)[0])}
+	}
+	return first
+}
+
+func check(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, verbose bool) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+	if verbose {
+		return porcupine.CheckOperationsVerbose(m, ops, timeout)
+	}
+	return porcupine.CheckOperationsTimeout(m, ops, timeout), porcupine.LinearizationInfo{}
+}
+
+// txnVersions are the protocols to try, the likelier first: a history that
+// does not say is judged under both (HISTORY.md), and an EndTxn answered with
+// a producer id and epoch is a sign of transactions v2.
+func txnVersions(h histories.History) []int {
+	if h.TransactionsVersion != 0 {
+		return []int{h.TransactionsVersion}
+	}
+	for _, op := range h.Ops {
+		if op.Kind == model.EndTxn && op.Result.Succeeded() && op.Result.Resp.ProducerID != model.NoProducerID {
+			return []int{2, 1}
+		}
+	}
+	return []int{1, 2}
+}
+
+// porcupineOps are the operations linearizability judges: requests, ticks and
+// broker restarts. An undecided request stays open until after everything:
+// it may take effect at any time after its call. Faults happen at an instant.
+func porcupineOps(h histories.History) []porcupine.Operation {
+	var never int64
+	procs := map[string]int{}
+	for _, op := range h.Ops {
+		never = max(never, op.Call+1, op.Return+1)
+		if _, ok := procs[op.Proc]; !ok {
+			procs[op.Proc] = len(procs)
+		}
+	}
+	var ops []porcupine.Operation
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if !op.Kind.IsRequest() && op.Kind != model.Tick && op.Kind != model.BrokerRestart {
+			continue
+		}
+		ret := op.Call
+		switch {
+		case op.Kind.IsRequest() && op.Result.Undecided():
+			ret = never
+		case op.Returned:
+			ret = op.Return
+		}
+		ops = append(ops, porcupine.Operation{ClientId: procs[op.Proc], Input: op, Call: op.Call, Output: op.Result, Return: ret})
+	}
+	return ops
+}
+
+// partition splits a history into pieces that never meet: transactional
+// ids, producer ids, partitions and groups that no operation links. A
+// transaction spans partitions, so a piece is a connected component, not a
+// topic-partition. Ticks and broker restarts reach every piece.
+func partition(ops []porcupine.Operation) [][]porcupine.Operation {
+	uf := newUnionFind()
+	var global []porcupine.Operation
+	for _, o := range ops {
+		keys := touches(o.Input.(*histories.Op))
+		if len(keys) == 0 {
+			global = append(global, o)
+			continue
+		}
+		for _, k := range keys[1:] {
+			uf.union(keys[0], k)
+		}
+	}
+	pieces := map[string][]porcupine.Operation{}
+	var roots []string
+	for _, o := range ops {
+		keys := touches(o.Input.(*histories.Op))
+		if len(keys) == 0 {
+			continue
+		}
+		root := uf.find(keys[0])
+		if _, seen := pieces[root]; !seen {
+			roots = append(roots, root)
+		}
+		pieces[root] = append(pieces[root], o)
+	}
+	out := make([][]porcupine.Operation, 0, len(roots))
+	for _, root := range roots {
+		out = append(out, append(pieces[root], global...))
+	}
+	return out
+}
+
+// touches names what an operation reads or writes.
+func touches(op *histories.Op) []string {
+	r, resp := op.Req, op.Result.Resp
+	var keys []string
+	add := func(prefix, v string) {
+		if v != "" {
+			keys = append(keys, prefix+v)
+		}
+	}
+	pid := func(id int64) {
+		if id != model.NoProducerID {
+			add("pid:", fmt.Sprint(id))
+		}
+	}
+	switch op.Kind {
+	case model.Tick, model.BrokerRestart:
+		return nil
+	}
+	add("txn:", r.TransactionalID)
+	add("group:", r.Group)
+	add("part:", string(r.Partition))
+	for _, p := range r.Partitions {
+		if op.Kind == model.AddPartitions {
+			add("part:", string(p))
+		}
+	}
+	pid(r.ProducerID)
+	if op.Result.Succeeded() {
+		pid(resp.ProducerID)
+		for _, rec := range resp.Records {
+			pid(rec.ProducerID)
+		}
+	}
+	if len(keys) == 0 {
+		// An idempotent init whose answer was lost touches nothing
+		// anyone can see; it is a piece of its own.
+		keys = append(keys, fmt.Sprintf("op:%d", op.ID))
+	}
+	return keys
+}
+
+type unionFind map[string]string
+
+func newUnionFind() unionFind { return unionFind{} }
+
+func (u unionFind) find(k string) string {
+	for {
+		p, ok := u[k]
+		if !ok || p == k {
+			return k
+		}
+		u[k] = u[p]
+		k = p
+	}
+}
+
+func (u unionFind) union(a, b string) {
+	ra, rb := u.find(a), u.find(b)
+	if ra != rb {
+		u[ra] = rb
+	}
+}
+
+// explainIllegal turns porcupine's partial linearizations into a reason:
+// the first operation that no order can place, after the longest legal
+// order, and the rule that refuses it.
+func explainIllegal(m porcupine.Model, info porcupine.LinearizationInfo, h histories.History, version int) Violation {
+	partials := info.PartialLinearizationsOperations()
+	pieces := m.Partition(porcupineOps(h))
+	for i, piece := range pieces {
+		longest := longestOf(partials[i])
+		if len(longest) == len(piece) {
+			continue
+		}
+		state := model.Init(model.Options{TxnVersion: version})
+		placed := map[int]bool{}
+		var prefix []int
+		for _, o := range longest {
+			op := o.Input.(*histories.Op)
+			state, _ = model.Check(state, op.Op, op.Result)
+			placed[op.ID] = true
+			prefix = append(prefix, op.ID)
+		}
+		stuck := unplaced(piece, placed)
+		op, why := firstRefused(state, stuck)
+		return Violation{Op: op.ID, Related: prefix, Reason: fmt.Sprintf("no order places op %d (%s) after the %d operations that linearize: %s", op.ID, op.Kind, len(prefix), why)}
+	}
+	return Violation{Op: -1, Reason: "porcupine found no linearization"}
+}
+
+func longestOf(candidates [][]porcupine.Operation) []porcupine.Operation {
+	var longest []porcupine.Operation
+	for _, c := range candidates {
+		if len(c) > len(longest) {
+			longest = c
+		}
+	}
+	return longest
+}
+
+// unplaced are the operations left out of a partial linearization, the
+// earliest to return first: one of them had to come next.
+func unplaced(piece []porcupine.Operation, placed map[int]bool) []*histories.Op {
+	var left []porcupine.Operation
+	for _, o := range piece {
+		if op := o.Input.(*histories.Op); !placed[op.ID] && op.Kind.IsRequest() {
+			left = append(left, o)
+		}
+	}
+	slices.SortStableFunc(left, func(a, b porcupine.Operation) int { return int(a.Return - b.Return) })
+	ops := make([]*histories.Op, len(left))
+	for i, o := range left {
+		ops[i] = o.Input.(*histories.Op)
+	}
+	return ops
+}
+
+// firstRefused is the earliest-returning operation the model refuses in
+// state, with the model's reason.
+func firstRefused(state model.State, ops []*histories.Op) (*histories.Op, string) {
+	var reasons []string
+	for _, op := range ops {
+		if _, err := model.Check(state, op.Op, op.Result); err != nil {
+			return op, err.Error()
+		}
+		reasons = append(reasons, fmt.Sprint(op.ID))
+	}
+	if len(ops) == 0 {
+		return &histories.Op{ID: -1}, "no operation is left to place"
+	}
+	return ops[0], "each of ops " + strings.Join(reasons, ", ") + " fits alone, but no order fits them all"
+}
