@@ -209,14 +209,13 @@ type unionFind map[string]string
 func newUnionFind() unionFind { return unionFind{} }
 
 func (u unionFind) find(k string) string {
-	for {
-		p, ok := u[k]
-		if !ok || p == k {
-			return k
-		}
-		u[k] = u[p]
-		k = p
+	p, ok := u[k]
+	if !ok || p == k {
+		return k
 	}
+	root := u.find(p)
+	u[k] = root
+	return root
 }
 
 func (u unionFind) union(a, b string) {
