@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+type checkFlags struct {
+	html, timeline string
+	timeout        time.Duration
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	var f checkFlags
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")
+	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
+	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` (it then says unknown)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
+			"Checks each history file and prints one line per check:\n"+
+			"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
+			"  offsets-monotonic, progress: each ok, VIOLATED op N (why), unknown (why)\n"+
+			"  or skipped. With several files, each file's lines follow '== FILE'.\n"+
+			"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
+			"2 a file is unusable (the message names the operation and the field).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	files, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitHeld
+	}
+	if err == nil && len(files) == 0 {
+		err = errors.New("no history file given")
+	}
+	if err == nil && f.timeout <= 0 {
+		err = fmt.Errorf("--timeout must be positive, got %v", f.timeout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+		fs.Usage()
+		return exitUsage
+	}
+	exit := exitHeld
+	for _, file := range files {
+		if len(files) > 1 {
+			fmt.Fprintf(stdout, "== %s\n", file)
+		}
+		exit = max(exit, checkFile(file, f, len(files) > 1, stdout, stderr))
+	}
+	return exit
+}
+
+// parseInterleaved parses flags that may stand before, between or after the
+// file names, as users type them.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return files, nil
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer) int {
+	h, err := histories.LoadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+		return exitUsage
+	}
+	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != ""})
+	for _, v := range report.Verdicts {
+		fmt.Fprintln(stdout, v)
+	}
+	if err := writeReports(report, file, f, several); err != nil {
+		fmt.Fprintf(stderr, "fencecheck check: %s: %v\n", file, err)
+		return exitUsage
+	}
+	if !report.Held() {
+		return exitViolated
+	}
+	return exitHeld
+}
+
+func writeReports(report checker.Report, file string, f checkFlags, several bool) error {
+	if f.html != "" {
+		if err := writeTo(outputPath(f.html, file, ".html", several), report.WriteHTML); err != nil {
+			return err
+		}
+	}
+	if f.timeline != "" {
+		return writeTo(outputPath(f.timeline, file, ".md", several), report.WriteTimeline)
+	}
+	return nil
+}
+
+// outputPath is the report file for one history: the flag's path, or with
+// several histories that path with the history's name added.
+func outputPath(flagPath, history, ext string, several bool) string {
+	if !several {
+		return flagPath
+	}
+	name := strings.TrimSuffix(filepath.Base(history), filepath.Ext(history))
+	return strings.TrimSuffix(flagPath, filepath.Ext(flagPath)) + "-" + name + ext
+}
+
+func writeTo(path string, write func(io.Writer) error) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(out); err != nil {
+		out.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return out.Close()
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const canonical = "../../histories/canonical/"
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCheckExitCodes(t *testing.T) {
+	code, out, _ := runCLI("check", canonical+"seed-000-zombie-fenced.json")
+	require.Equal(t, exitHeld, code)
+	require.Equal(t, "linearizable: ok\none-live-producer: ok\nexactly-once: ok\nno-aborted-read: ok\noffsets-monotonic: ok\nprogress: ok\n", out)
+
+	code, out, _ = runCLI("check", canonical+"seed-000-zombie-accepted.json")
+	require.Equal(t, exitViolated, code)
+	require.Contains(t, out, "one-live-producer: VIOLATED op 11 (epoch 0 accepted after op 6 returned epoch 1 for fare-writer-7")
+}
+
+func TestCheckSeveralFiles(t *testing.T) {
+	fenced, accepted := canonical+"seed-000-zombie-fenced.json", canonical+"seed-000-zombie-accepted.json"
+	code, out, _ := runCLI("check", fenced, accepted)
+	require.Equal(t, exitViolated, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 14)
+	require.Equal(t, "== "+fenced, lines[0])
+	require.Equal(t, "== "+accepted, lines[7])
+}
+
+func TestCheckUnusableInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"format":"fencecheck/history/v1","ops":[{"id":0,"proc":"A","call":0,"type":"teleport"}]}`), 0o644))
+	for name, args := range map[string][]string{
+		"unknown op type": {"check", bad},
+		"missing file":    {"check", filepath.Join(dir, "nope.json")},
+		"no file":         {"check"},
+		"bad timeout":     {"check", "--timeout", "0s", canonical + "seed-000-zombie-fenced.json"},
+		"unknown flag":    {"check", "--frobnicate", canonical + "seed-000-zombie-fenced.json"},
+		"unknown command": {"frobnicate"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, errOut := runCLI(args...)
+			require.Equal(t, exitUsage, code)
+			require.NotEmpty(t, errOut)
+		})
+	}
+	_, _, errOut := runCLI("check", bad)
+	require.Contains(t, errOut, "op 0")
+	require.Contains(t, errOut, "teleport")
+}
+
+// A file that cannot be read does not hide the verdicts of the others.
+func TestCheckGoesOnAfterUnusableFile(t *testing.T) {
+	code, out, _ := runCLI("check", "missing.json", canonical+"seed-000-zombie-fenced.json")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, out, "linearizable: ok")
+}
+
+func TestCheckWritesReports(t *testing.T) {
+	dir := t.TempDir()
+	html, timeline := filepath.Join(dir, "h.html"), filepath.Join(dir, "t.md")
+	code, _, _ := runCLI("check", canonical+"seed-000-zombie-accepted.json", "--html", html, "--timeline", timeline)
+	require.Equal(t, exitViolated, code)
+	md, err := os.ReadFile(timeline)
+	require.NoError(t, err)
+	require.Contains(t, string(md), "| Clock | Who | Does | Result |")
+	require.Contains(t, string(md), "breaks linearizable, one-live-producer")
+	page, err := os.ReadFile(html)
+	require.NoError(t, err)
+	require.Contains(t, string(page), "breaks one-live-producer")
+}
+
+func TestHelp(t *testing.T) {
+	code, out, _ := runCLI("--help")
+	require.Equal(t, exitHeld, code)
+	require.Contains(t, out, "fencecheck check")
+	code, _, errOut := runCLI("check", "--help")
+	require.Equal(t, exitHeld, code)
+	for _, flag := range []string{"-html", "-timeline", "-timeout"} {
+		require.Contains(t, errOut, flag)
+	}
+}
