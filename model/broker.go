@@ -23,6 +23,23 @@ type Broker interface {
 	Fetch(ctx context.Context, req Request) Result
 }
 
+// Target is a broker that fencecheck can explore: the requests, and the
+// faults that strike the broker itself. The workload drives nothing else, so
+// the model, the optimised broker and a Kafka cluster are interchangeable.
+type Target interface {
+	Broker
+	// Tick moves the broker's clock by ms: transaction and session
+	// timeouts that pass fire.
+	Tick(ms int64)
+	// Restart stops the broker and starts it again on its logs.
+	Restart()
+	// Close releases the broker; a target is used for one exploration.
+	Close() error
+}
+
+// NewTarget makes a fresh target, for one exploration each.
+type NewTarget func() (Target, error)
+
 // Send dispatches op to the method of b that serves its kind.
 func Send(ctx context.Context, b Broker, op Op) (Result, error) {
 	send := map[Kind]func(context.Context, Request) Result{
@@ -68,6 +85,9 @@ func (b *RefBroker) Tick(ms int64) { b.apply(Tick, Request{Ms: ms}) }
 // Restart restarts the broker; the model keeps its logs and so its state.
 func (b *RefBroker) Restart() { b.apply(BrokerRestart, Request{}) }
 
+// Close does nothing: the model holds no resources.
+func (b *RefBroker) Close() error { return nil }
+
 func (b *RefBroker) InitProducerID(_ context.Context, r Request) Result {
 	return b.apply(InitProducerID, r)
 }
@@ -90,3 +110,5 @@ func (b *RefBroker) OffsetFetch(_ context.Context, r Request) Result {
 	return b.apply(OffsetFetch, r)
 }
 func (b *RefBroker) Fetch(_ context.Context, r Request) Result { return b.apply(Fetch, r) }
+
+var _ Target = (*RefBroker)(nil)
