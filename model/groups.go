@@ -45,17 +45,22 @@ func sessionTimeout(r Request) int64 {
 	return DefaultSessionTimeoutMs
 }
 
-// chooseJoin is the reference broker's own answer: a new member (or one
-// already in the current generation) starts a new generation; a member
-// that missed the last one joins it. Each takes its round-robin share.
+// chooseJoin is the reference broker's own answer: a new member starts a
+// new generation; a member that missed the last one joins it; a member
+// already in the current one keeps its assignment, as Kafka answers a
+// follower's rejoin without a rebalance. Each takes its round-robin share.
 func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	id := r.MemberID
 	if id == "" {
 		id = fmt.Sprintf("member-%d", st.s.nextMember)
 		st.s.nextMember++
 	}
+	m, known := g.members[id]
+	if known && m.gen == g.generation {
+		return id, m.gen, m.assignment
+	}
 	gen := g.generation + 1
-	if m, ok := g.members[id]; ok && m.gen < g.generation {
+	if known {
 		gen = g.generation
 	}
 	members := slices.Sorted(maps.Keys(g.members))
