@@ -80,8 +80,14 @@ func txnTimeout(r Request) int64 {
 }
 
 // grantFresh hands out a producer id never handed out before, at epoch 0.
+// When the answer was lost, the id stays unknown.
 func (st *step) grantFresh() outcome {
 	pid := st.s.nextPID
+	if st.undecided() {
+		resp := NewResponse()
+		resp.ProducerID, resp.Epoch = unknownPID, 0
+		return ok(resp)
+	}
 	if got := st.observed(); got != nil {
 		pid = got.ProducerID
 		if pid < 0 || st.s.pids[pid] {
@@ -108,6 +114,13 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 	case exhausted:
 		out := st.grantFresh()
 		return out.resp.ProducerID, 0, out
+	case t.pid == unknownPID && got != nil:
+		// The id a lost answer handed out shows itself: one never seen.
+		if got.ProducerID < 0 || st.s.pids[got.ProducerID] || got.Epoch <= t.epoch {
+			return 0, 0, bad("producer %d epoch %d cannot follow the lost grant of a new producer id at epoch %d (KIP-98)", got.ProducerID, got.Epoch, t.epoch)
+		}
+		st.s.addPID(got.ProducerID)
+		return st.grant(got.ProducerID, got.Epoch)
 	case got == nil:
 		return st.grant(t.pid, t.epoch+1)
 	case got.ProducerID != t.pid:

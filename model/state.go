@@ -23,6 +23,9 @@ const (
 	// Kafka rotates the producer id once the epoch reaches Short.MAX_VALUE-1
 	// (KIP-360).
 	epochExhausted int16 = 32766
+	// unknownPID stands for a producer id a broker handed out in an
+	// answer that was lost.
+	unknownPID int64 = -2
 	// dedupWindow is how many batches per producer a leader remembers for
 	// duplicate detection (KIP-98, max.in.flight.requests.per.connection=5).
 	dedupWindow = 5

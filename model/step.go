@@ -31,13 +31,21 @@ func Check(s State, op Op, got Result) (State, error) {
 // CheckContext is Check that gives up when ctx is done (a fetch over a long
 // log is the one step that can take a while).
 func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error) {
-	if got.Undecided() || !op.Kind.IsRequest() {
+	if !op.Kind.IsRequest() {
 		next, _ := Apply(s, op)
 		return next, nil
 	}
 	st := newStep(s, op, &got)
 	st.ctx = ctx
 	out := st.run()
+	if got.Undecided() {
+		// Its effect, if the rules allow one; what the broker chose for it
+		// (a producer id) stays unknown until a later answer shows it.
+		if out.bad != nil || (out.refuse != "" && !out.effects) {
+			return s, nil
+		}
+		return st.s, nil
+	}
 	if out.bad != nil {
 		return s, out.bad
 	}
@@ -104,6 +112,10 @@ type step struct {
 func newStep(s State, op Op, got *Result) *step {
 	return &step{ctx: context.Background(), s: s, op: op, got: got}
 }
+
+// undecided reports that the broker's answer is unknown: its choices must
+// stay open, not take the model's own.
+func (st *step) undecided() bool { return st.got != nil && st.got.Undecided() }
 
 // observed is the broker's successful response, or nil when the model
 // chooses (it answers itself, the answer was lost, or it was a refusal).

@@ -1,0 +1,149 @@
+package workload
+
+import (
+	"fmt"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Tick sizes: a second; past the session timeout but not the transaction
+// timeout (so a zombie consumer is evicted while its producer is not);
+// past both.
+var tickSizes = []int64{1_000, 50_000, 61_000}
+
+// actions are the moves rapid chooses among, named for what they do.
+func (r *run) actions() map[string]func(*rapid.T) {
+	acts := map[string]func(*rapid.T){
+		"StepProcess":           r.StepProcess,
+		"StallProcess":          r.StallProcess,
+		"WakeProcess":           r.WakeProcess,
+		"CrashProcess":          r.CrashProcess,
+		"ReplaceStalledProcess": r.ReplaceStalledProcess,
+		"LoseResponse":          r.LoseResponse,
+		"Tick":                  r.Tick,
+		"RestartBroker":         r.RestartBroker,
+	}
+	if r.sc.workers {
+		acts["JoinWorker"] = r.JoinWorker
+		acts["LeaveWorker"] = r.LeaveWorker
+	}
+	return acts
+}
+
+// did notes an action for the bug report and the coverage count; struck is
+// the process it hit, if any.
+func (r *run) did(action string, struck *proc, detail string) {
+	line := action
+	if struck != nil {
+		line += " " + struck.name
+	}
+	if detail != "" {
+		line += " " + detail
+	}
+	r.steps = append(r.steps, line)
+	r.cov.count(action, struck != nil && struck.c.inTxn())
+}
+
+// StepProcess lets one process move: deliver its request in flight or send
+// its next one.
+func (r *run) StepProcess(t *rapid.T) {
+	p := r.pick(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 || p.resend != nil || hasNext(p) }), "process")
+	r.did("StepProcess", p, "")
+	r.step(p)
+}
+
+func hasNext(p *proc) bool {
+	_, ok := p.c.next()
+	return ok
+}
+
+// StallProcess freezes a process: a garbage collection pause, a dropped
+// link. Its request in flight is held until it wakes.
+func (r *run) StallProcess(t *rapid.T) {
+	p := r.pick(t, r.movable(), "stall")
+	r.did("StallProcess", p, "")
+	p.stalled = true
+	r.fault(p.name, model.Stall, model.Request{})
+}
+
+// WakeProcess ends a stall: the process goes on as if nothing happened.
+func (r *run) WakeProcess(t *rapid.T) {
+	p := r.pick(t, r.where(r.procs, func(p *proc) bool { return p.stalled && p.live() }), "wake")
+	r.did("WakeProcess", p, "")
+	p.stalled = false
+	r.fault(p.name, model.Wake, model.Request{})
+}
+
+// CrashProcess kills a process; the orchestrator starts another from the
+// same config. A request in flight may or may not have reached the broker.
+func (r *run) CrashProcess(t *rapid.T) {
+	p := r.pick(t, r.where(r.procs, (*proc).live), "crash")
+	delivered := p.sent >= 0 && rapid.Bool().Draw(t, "delivered")
+	r.did("CrashProcess", p, map[bool]string{true: "(its request in flight arrived)"}[delivered])
+	r.crash(p, delivered)
+}
+
+// ReplaceStalledProcess is the orchestrator giving up on a stalled process
+// and starting another with the same config: two processes now claim the
+// same work, and the stalled one will wake as a zombie (seed 000).
+func (r *run) ReplaceStalledProcess(t *rapid.T) {
+	p := r.pick(t, r.where(r.procs, func(p *proc) bool { return p.stalled && p.live() && p.slot.current == p }), "replace")
+	r.did("ReplaceStalledProcess", p, "")
+	n := r.spawn(p.slot)
+	r.fault(n.name, model.Restart, model.Request{})
+}
+
+// LoseResponse delivers a request and drops its response: the client sends
+// the same request again.
+func (r *run) LoseResponse(t *rapid.T) {
+	p := r.pick(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "lose")
+	r.did("LoseResponse", p, "")
+	r.deliver(p, true)
+}
+
+// Tick moves the broker's clock: transaction and session timeouts fire.
+func (r *run) Tick(t *rapid.T) {
+	ms := rapid.SampledFrom(tickSizes).Draw(t, "ms")
+	r.did("Tick", nil, fmt.Sprintf("%d ms", ms))
+	r.clockTick(ms)
+}
+
+func (r *run) clockTick(ms int64) {
+	r.target.Tick(ms)
+	r.now += ms
+	r.fault("clock", model.Tick, model.Request{Ms: ms})
+}
+
+// RestartBroker restarts the broker on its logs.
+func (r *run) RestartBroker(t *rapid.T) {
+	r.did("RestartBroker", nil, "")
+	r.target.Restart()
+	r.fault("broker", model.BrokerRestart, model.Request{})
+}
+
+// maxWorkers bounds the group, to keep histories short.
+const maxWorkers = 3
+
+// JoinWorker starts one more worker: the group rebalances.
+func (r *run) JoinWorker(t *rapid.T) {
+	if r.liveWorkers() >= maxWorkers {
+		t.Skip("the group is full")
+	}
+	r.did("JoinWorker", nil, "")
+	r.addWorker()
+}
+
+// LeaveWorker makes a worker leave the group once its transaction is done;
+// the orchestrator does not replace it.
+func (r *run) LeaveWorker(t *rapid.T) {
+	p := r.pick(t, r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() }), "leave")
+	r.did("LeaveWorker", p, "")
+	p.c.(*worker).leave()
+	p.slot.restarts = false
+}
+
+func (r *run) liveWorkers() int {
+	return len(r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() && p.slot.current == p }))
+}

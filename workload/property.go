@@ -1,0 +1,96 @@
+package workload
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Options say what to explore.
+type Options struct {
+	Scenario Scenario
+	// Target makes a fresh broker for each check.
+	Target model.NewTarget
+	// TxnVersion is the transaction protocol the clients speak: 1, or 2
+	// (KIP-890: no AddPartitionsToTxn or AddOffsetsToTxn; EndTxn bumps
+	// the epoch). It must match the target's.
+	TxnVersion int
+	// Coverage, when set, counts the actions taken.
+	Coverage *Coverage
+}
+
+// Failure is the last counterexample a property found. rapid calls the
+// property once more with the shrunk case after shrinking, so after a
+// failed check it holds the minimal counterexample.
+type Failure struct {
+	mu      sync.Mutex
+	found   bool
+	history histories.History
+	report  checker.Report
+	steps   []string
+}
+
+// Found reports whether a counterexample was recorded, and returns it.
+func (f *Failure) Found() (histories.History, checker.Report, []string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.history, f.report, f.steps, f.found
+}
+
+func (f *Failure) set(h histories.History, report checker.Report, steps []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.found, f.history, f.report, f.steps = true, h, report, steps
+}
+
+// Property is one exploration as a rapid property: draw a world, run
+// rapid's choice of actions with every check after each one, end with the
+// quiet phase and the final reads, and check the whole history. A failure
+// is recorded in failure (when not nil) before the property fails.
+func Property(opts Options, failure *Failure) func(*rapid.T) {
+	if opts.Coverage == nil {
+		opts.Coverage = NewCoverage()
+	}
+	return func(t *rapid.T) {
+		target, err := opts.Target()
+		if err != nil {
+			t.Fatalf("starting the target: %v", err)
+		}
+		defer target.Close()
+		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
+		acts := r.actions()
+		acts[""] = func(t *rapid.T) { r.checkSoFar(t, failure) }
+		t.Repeat(acts)
+		r.quiesce()
+		r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))
+		r.judge(t, r.h, failure)
+	}
+}
+
+// checkSoFar runs every check but progress on the history so far: a
+// violation is found at the step that causes it, which helps shrinking.
+func (r *run) checkSoFar(t *rapid.T, failure *Failure) {
+	h := r.h
+	h.Trips = nil
+	r.judge(t, h, failure)
+}
+
+func (r *run) judge(t *rapid.T, h histories.History, failure *Failure) {
+	h.Ops = append([]histories.Op(nil), h.Ops...)
+	report := checker.Check(h, checker.Options{})
+	if report.Held() {
+		return
+	}
+	if failure != nil {
+		failure.set(h, report, append([]string(nil), r.steps...))
+	}
+	var b strings.Builder
+	_ = report.WriteTimeline(&b)
+	t.Fatalf("%s\nactions: %s", b.String(), strings.Join(r.steps, "; "))
+}

@@ -1,0 +1,99 @@
+package workload
+
+import (
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// settleRounds bounds the quiet phase. A configuration that cannot make
+// progress (replicas fencing each other) is stopped here and reported by
+// the progress check, not left to hang.
+const settleRounds = 40
+
+// quiesce is how every exploration ends, as Jepsen's do: faults stop,
+// stalled processes wake, every process runs until its work is done, the
+// clock lets every timeout fire, and they run once more; then a
+// read_committed reader reads every output partition from the start.
+func (r *run) quiesce() {
+	for _, p := range r.procs {
+		if p.stalled && p.live() {
+			p.stalled = false
+			r.fault(p.name, model.Wake, model.Request{})
+		}
+	}
+	r.settle()
+	r.clockTick(tickSizes[len(tickSizes)-1])
+	r.settle()
+	r.readOutputs()
+}
+
+// settle runs the processes round-robin, one whole request each, until
+// none has anything to do but wait. Waiting workers poll their group once
+// a round: a rebalance may have given them work.
+func (r *run) settle() {
+	for range settleRounds {
+		if !r.round(func(p *proc) bool { return !p.c.idle() }) &&
+			!r.round(func(p *proc) bool { return p.c.idle() && pollsGroup(p) }) {
+			return
+		}
+	}
+}
+
+// round gives one exchange to each movable process that keep selects, and
+// reports whether any of them is still busy afterwards.
+func (r *run) round(keep func(*proc) bool) bool {
+	busy := false
+	for _, p := range r.where(r.movable(), keep) {
+		if p.sent < 0 && !r.send(p) {
+			continue
+		}
+		r.deliver(p, false)
+		busy = busy || (p.live() && !p.c.idle())
+	}
+	return busy
+}
+
+func pollsGroup(p *proc) bool {
+	_, ok := p.c.(*worker)
+	return ok
+}
+
+// readOutputs reads every output partition from the start, read_committed,
+// until the last stable offset.
+func (r *run) readOutputs() {
+	for _, part := range r.outputPartitions() {
+		from := int64(0)
+		for range settleRounds {
+			req := model.NewRequest()
+			req.Partition, req.Offset, req.Isolation = part, from, model.ReadCommitted
+			res := r.sendDirect("reader", model.Op{Kind: model.Fetch, Req: req}, func(model.Result) {})
+			recs := res.Resp.Records
+			if !res.Succeeded() || len(recs) == 0 {
+				break
+			}
+			if from = recs[len(recs)-1].Offset + 1; from >= res.Resp.LastStableOffset {
+				break
+			}
+		}
+	}
+}
+
+func (r *run) outputPartitions() []model.Partition {
+	var parts []model.Partition
+	seen := map[model.Partition]bool{}
+	add := func(p model.Partition) {
+		if !seen[p] {
+			seen[p] = true
+			parts = append(parts, p)
+		}
+	}
+	for _, p := range r.procs {
+		switch c := p.c.(type) {
+		case *fareWriter:
+			add(c.shard.out)
+		}
+	}
+	for _, in := range r.inputs {
+		add(outputOf(in))
+	}
+	return parts
+}

@@ -1,0 +1,186 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// proc is one running process: a client, and what the scheduler knows of
+// it. A process that is replaced while stalled lives on as a zombie.
+type proc struct {
+	name    string
+	slot    *slot
+	c       client
+	stalled bool
+	dead    bool
+	sent    int       // the history index of its request in flight, or -1
+	resend  *model.Op // a request whose answer was lost, to send again
+}
+
+func (p *proc) live() bool { return !p.dead && !p.c.closed() }
+
+// slot is a unit the orchestrator keeps one process running for: a shard's
+// writer, a worker. It starts a new process from the same config when the
+// current one crashes, closes, or stops answering (seed 000).
+type slot struct {
+	current  *proc
+	start    func(name string) client
+	restarts bool
+}
+
+// run is one exploration: the target, the processes, the history so far.
+type run struct {
+	sc      Scenario
+	target  model.Target
+	v2      bool
+	h       histories.History
+	now     int64
+	procs   []*proc
+	slots   []*slot
+	named   int
+	steps   []string // the actions taken, for the bug report
+	cov     *Coverage
+	inputs  []model.Partition
+	outputs []string // topics
+}
+
+// tick moves the history's clock: every event takes a millisecond.
+func (r *run) tick() int64 {
+	r.now++
+	return r.now
+}
+
+func (r *run) record(op histories.Op) int {
+	op.ID = len(r.h.Ops)
+	r.h.Ops = append(r.h.Ops, op)
+	return op.ID
+}
+
+// histoOp is op as called by proc at call, not yet answered.
+func histoOp(proc string, call int64, op model.Op) histories.Op {
+	return histories.Op{Proc: proc, Call: call, Op: op, Result: model.NoAnswer()}
+}
+
+func (r *run) fault(proc string, kind model.Kind, req model.Request) {
+	r.record(histoOp(proc, r.tick(), model.Op{Kind: kind, Req: req}))
+}
+
+// spawn starts a new process in s, named by the next letter.
+func (r *run) spawn(s *slot) *proc {
+	name := procName(r.named)
+	r.named++
+	p := &proc{name: name, slot: s, c: s.start(name), sent: -1}
+	s.current = p
+	r.procs = append(r.procs, p)
+	return p
+}
+
+func procName(i int) string {
+	name := string(rune('A' + i%26))
+	if i >= 26 {
+		name += fmt.Sprint(i / 26)
+	}
+	return name
+}
+
+// send records the process's next request as called.
+func (r *run) send(p *proc) bool {
+	op, ok := model.Op{}, false
+	if p.resend != nil {
+		op, ok = *p.resend, true
+		p.resend = nil
+	} else {
+		op, ok = p.c.next()
+	}
+	if !ok {
+		return false
+	}
+	p.sent = r.record(histoOp(p.name, r.tick(), op))
+	return true
+}
+
+// deliver sends the request in flight to the broker. With lose, the
+// response is dropped on the way back and the client will send the same
+// request again, as a client library retries.
+func (r *run) deliver(p *proc, lose bool) {
+	op := &r.h.Ops[p.sent]
+	p.sent = -1
+	res, err := model.Send(context.Background(), r.target, op.Op)
+	if err != nil {
+		panic(err) // the workload sent a kind no broker answers: a bug here
+	}
+	if lose || !res.Answered {
+		p.resend = &op.Op
+		return
+	}
+	op.Returned, op.Return, op.Result = true, r.tick(), res
+	p.c.learn(op.Op, res)
+	if p.c.closed() {
+		r.replace(p)
+	}
+}
+
+// replace starts a new process in p's slot when p was its current one.
+func (r *run) replace(p *proc) {
+	if p.slot.current == p && p.slot.restarts {
+		n := r.spawn(p.slot)
+		r.fault(n.name, model.Restart, model.Request{})
+	}
+}
+
+// crash kills p. A request in flight may or may not reach the broker.
+func (r *run) crash(p *proc, delivered bool) {
+	if p.sent >= 0 {
+		if delivered {
+			_, _ = model.Send(context.Background(), r.target, r.h.Ops[p.sent].Op)
+		}
+		p.sent = -1
+	}
+	p.dead = true
+	r.fault(p.name, model.Crash, model.Request{})
+	r.replace(p)
+}
+
+// movable are the processes that can take a step: live, awake, with a
+// request in flight or one to send.
+func (r *run) movable() []*proc {
+	var ps []*proc
+	for _, p := range r.procs {
+		if p.live() && !p.stalled {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// step moves p: it delivers its request in flight, or sends its next one.
+// It reports whether anything happened.
+func (r *run) step(p *proc) bool {
+	if p.sent >= 0 {
+		r.deliver(p, false)
+		return true
+	}
+	return r.send(p)
+}
+
+// pick draws one of ps by name, so that rapid's log reads as a timeline.
+func (r *run) pick(t *rapid.T, ps []*proc, label string) *proc {
+	if len(ps) == 0 {
+		t.Skip("no process to " + label)
+	}
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.name
+	}
+	return ps[slices.Index(names, rapid.SampledFrom(names).Draw(t, label))]
+}
+
+func (r *run) where(ps []*proc, keep func(*proc) bool) []*proc {
+	return slices.DeleteFunc(slices.Clone(ps), func(p *proc) bool { return !keep(p) })
+}

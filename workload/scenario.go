@@ -1,0 +1,79 @@
+// Package workload is the simulated world fencecheck explores: fare writers
+// and consume-transform-produce workers talking to a broker only through
+// model.Target, an orchestrator that restarts what stops answering, and the
+// faults that make zombies: stalls, crashes, lost responses, rebalances,
+// clock ticks and broker restarts. A scheduler driven by rapid's draws
+// decides who moves next, so a seed replays the same interleaving, and
+// every request and answer is recorded as a history for the checker.
+package workload
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Scenario names a configuration of the pipeline, and the check a
+// misconfiguration is expected to break.
+type Scenario struct {
+	Name string
+	// Breaks lists the checks a misconfiguration is caught by (any one of
+	// them); empty for a correct configuration.
+	Breaks []string
+	// What the scenario runs.
+	writers   writerIDs // fare writers (seed 000), or none
+	replicas  int       // writer processes per shard; 8 for shared-id
+	workers   bool      // consume-transform-produce workers (seed 002)
+	groupMeta bool      // workers commit offsets with their group metadata (KIP-447)
+	about     string
+}
+
+// writerIDs is how fare writers choose their transactional.id.
+type writerIDs int
+
+const (
+	noWriters  writerIDs = iota
+	stableID             // one transactional.id per shard, whoever runs it (seed 000)
+	freshID              // a new transactional.id at every start (seed 000's warning)
+	sharedID             // every replica of the service shares one id (seed 000)
+	idempotent           // no transactional.id: idempotence only (seed 001)
+)
+
+// Scenarios are the configurations fencecheck explores.
+var Scenarios = []Scenario{
+	{Name: "stable-id", writers: stableID, replicas: 1, workers: true, groupMeta: true,
+		about: "one transactional.id per shard; KIP-447 workers commit offsets with their group metadata (correct)"},
+	{Name: "fresh-id-per-start", writers: freshID, replicas: 1, Breaks: []string{"exactly-once"},
+		about: "a fresh transactional.id at every start: a stalled old writer is never fenced (seed 000)"},
+	{Name: "shared-id", writers: sharedID, replicas: 8, Breaks: []string{"progress"},
+		about: "8 replicas share one transactional.id and fence each other (seed 000)"},
+	{Name: "idempotent-restart", writers: idempotent, replicas: 1, Breaks: []string{"exactly-once"},
+		about: "an idempotent-only producer resends after a restart under a new producer id (seed 001)"},
+	{Name: "groupid-string-offsets", workers: true, Breaks: []string{"offsets-monotonic", "exactly-once"},
+		about: "workers commit offsets with the groupId-string overload: no generation fencing (seed 002)"},
+}
+
+// Correct reports whether the scenario is a correct configuration.
+func (s Scenario) Correct() bool { return len(s.Breaks) == 0 }
+
+// About says what the scenario runs.
+func (s Scenario) About() string { return s.about }
+
+// ScenarioNamed finds a scenario by name.
+func ScenarioNamed(name string) (Scenario, error) {
+	for _, s := range Scenarios {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Scenario{}, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(ScenarioNames(), ", "))
+}
+
+// ScenarioNames lists the scenario names.
+func ScenarioNames() []string {
+	var names []string
+	for _, s := range Scenarios {
+		names = append(names, s.Name)
+	}
+	return slices.Clip(names)
+}

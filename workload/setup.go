@@ -1,0 +1,120 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+const (
+	group       = "fare-workers"
+	inputTopic  = "trips"
+	writerTopic = "fares"
+	workerTopic = "fares-ctp"
+)
+
+// newRun draws the size of the world (rapid shrinks it toward one shard,
+// one trip) and sets it up: the orchestrator's slots, and the input topic
+// the workers read, written by a source process.
+func newRun(t *rapid.T, sc Scenario, target model.Target, v2 bool, cov *Coverage) *run {
+	r := &run{sc: sc, target: target, v2: v2, cov: cov}
+	r.h.TransactionsVersion = 1
+	if v2 {
+		r.h.TransactionsVersion = 2
+	}
+	r.h.Trips = []string{}
+	if sc.writers != noWriters {
+		r.addWriters(rapid.IntRange(1, 2).Draw(t, "shards"), rapid.IntRange(1, 2).Draw(t, "trips per shard"))
+	}
+	if sc.workers {
+		r.seedInput(rapid.IntRange(1, 2).Draw(t, "input partitions"), rapid.IntRange(1, 2).Draw(t, "trips per partition"))
+		for range rapid.IntRange(1, 2).Draw(t, "workers") {
+			r.addWorker()
+		}
+	}
+	return r
+}
+
+func (r *run) addWriters(shards, trips int) {
+	r.outputs = append(r.outputs, writerTopic)
+	if r.sc.writers == sharedID {
+		shards = 1 // one shard of work, and every replica on it
+	}
+	for s := range shards {
+		sh := &shard{out: model.Partition(fmt.Sprintf("%s-%d", writerTopic, s)), acked: map[string]bool{}}
+		for i := range trips {
+			sh.trips = append(sh.trips, fmt.Sprintf("trip-%d%02d", s+1, i+1))
+		}
+		r.h.Trips = append(r.h.Trips, sh.trips...)
+		for replica := range r.sc.replicas {
+			r.spawn(&slot{restarts: true, start: r.writerConfig(sh, s, replica)})
+		}
+	}
+}
+
+// writerConfig is how the orchestrator starts a writer of shard s: the
+// scenario decides its transactional.id.
+func (r *run) writerConfig(sh *shard, s, replica int) func(string) client {
+	starts := 0
+	return func(string) client {
+		starts++
+		id := map[writerIDs]string{
+			stableID:   fmt.Sprintf("fare-writer-%d", s),
+			freshID:    fmt.Sprintf("fare-writer-%d-start%d", s, starts),
+			sharedID:   "fare-writer",
+			idempotent: "",
+		}[r.sc.writers]
+		return newFareWriter(sh, id, r.v2)
+	}
+}
+
+// seedInput writes the trips the workers read, before anything else, as a
+// process of its own: an idempotent producer, one batch per partition.
+func (r *run) seedInput(partitions, trips int) {
+	r.outputs = append(r.outputs, workerTopic)
+	src := newProducer("")
+	r.sendDirect("source", src.initOp(), func(res model.Result) { src.takeGrant(res.Resp) })
+	for p := range partitions {
+		part := model.Partition(fmt.Sprintf("%s-%d", inputTopic, p))
+		r.inputs = append(r.inputs, part)
+		op := src.produceOp(part, "", "")
+		op.Req.Records = nil
+		for i := range trips {
+			trip := fmt.Sprintf("trip-%c%02d", 'a'+p, i+1)
+			op.Req.Records = append(op.Req.Records, model.Record{Key: trip, Value: "ride of " + trip})
+			r.h.Trips = append(r.h.Trips, trip)
+		}
+		r.sendDirect("source", op, func(model.Result) {})
+	}
+}
+
+// sendDirect sends a request outside the scheduler (set-up and final
+// reads), recording it like any other.
+func (r *run) sendDirect(proc string, op model.Op, learn func(model.Result)) model.Result {
+	i := r.record(histoOp(proc, r.tick(), op))
+	res, err := model.Send(context.Background(), r.target, op)
+	if err != nil {
+		panic(err)
+	}
+	if res.Answered {
+		r.h.Ops[i].Returned, r.h.Ops[i].Return, r.h.Ops[i].Result = true, r.tick(), res
+		learn(res)
+	}
+	return res
+}
+
+func (r *run) addWorker() {
+	r.spawn(&slot{restarts: true, start: func(name string) client {
+		// KIP-447: a producer per worker, its id that worker's own.
+		return newWorker("fare-worker-"+name, group, r.inputs, outputOf, r.sc.groupMeta, r.v2)
+	}})
+}
+
+// outputOf is the output partition of an input partition.
+func outputOf(in model.Partition) model.Partition {
+	topic, _ := in.Topic()
+	return model.Partition(workerTopic + string(in[len(topic):]))
+}

@@ -1,0 +1,276 @@
+package workload
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// worker is a consume-transform-produce worker (seed 002, KIP-447): it
+// joins the group, reads the committed offset of each partition it is
+// assigned (require_stable), reads trips read_committed, and for each one
+// writes its fare and commits the input offset in one transaction. Its
+// transactional.id is its own (KIP-447: a producer per worker, not per
+// partition), so only the generation in its offset commits fences it when a
+// rebalance has given its partitions to another worker.
+type worker struct {
+	producer
+	group     string
+	inputs    []model.Partition // the input topic's partitions
+	outOf     func(model.Partition) model.Partition
+	groupMeta bool // commit offsets with group metadata; false: the groupId-string overload
+	v2        bool
+
+	member     string
+	generation int32
+	assigned   []model.Partition
+	position   map[model.Partition]int64 // next input offset to process
+	unknown    []model.Partition         // assigned, committed offset not yet read
+	drained    map[model.Partition]bool
+	batch      []model.FetchedRecord // read, not yet processed
+	from       model.Partition       // the partition batch came from
+	step       workerStep
+	leaving    bool
+}
+
+type workerStep int
+
+const (
+	workerInit workerStep = iota
+	workerJoin
+	workerFetchOffsets
+	workerRead
+	workerAddPartition
+	workerProduce
+	workerAddOffsets
+	workerCommitOffsets
+	workerCommit
+	workerAbort
+	workerLeave
+	workerClosed
+)
+
+func newWorker(txnID, group string, inputs []model.Partition, outOf func(model.Partition) model.Partition, groupMeta, v2 bool) *worker {
+	return &worker{producer: newProducer(txnID), group: group, inputs: inputs, outOf: outOf,
+		groupMeta: groupMeta, v2: v2, generation: model.NoGeneration}
+}
+
+func (w *worker) closed() bool { return w.step == workerClosed }
+
+func (w *worker) idle() bool {
+	if w.step != workerRead || w.leaving {
+		return false
+	}
+	for _, p := range w.assigned {
+		if !w.drained[p] {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *worker) inTxn() bool { return w.step > workerAddPartition && w.step <= workerCommit }
+
+// leave asks the worker to leave the group once no transaction is open.
+func (w *worker) leave() { w.leaving = true }
+
+func (w *worker) next() (model.Op, bool) {
+	if w.leaving && !w.inTxn() && w.step != workerInit && w.step != workerClosed {
+		w.step = workerLeave
+	}
+	switch w.step {
+	case workerInit:
+		return w.initOp(), true
+	case workerJoin:
+		return w.joinOp(), true
+	case workerFetchOffsets:
+		r := model.NewRequest()
+		r.Group, r.Partition, r.RequireStable = w.group, w.unknown[0], true
+		return model.Op{Kind: model.OffsetFetch, Req: r}, true
+	case workerRead:
+		return w.readOp()
+	case workerAddPartition:
+		if w.v2 {
+			w.step = workerProduce
+			return w.next()
+		}
+		return w.addPartitionsOp(w.outOf(w.from)), true
+	case workerProduce:
+		trip := w.batch[0].Key
+		return w.produceOp(w.outOf(w.from), trip, fmt.Sprintf("fare of %s", trip)), true
+	case workerAddOffsets:
+		if w.v2 {
+			w.step = workerCommitOffsets
+			return w.next()
+		}
+		r := w.request()
+		r.Group = w.group
+		return model.Op{Kind: model.AddOffsets, Req: r}, true
+	case workerCommitOffsets:
+		return w.commitOffsetsOp(), true
+	case workerCommit:
+		return w.endTxnOp(true), true
+	case workerAbort:
+		return w.endTxnOp(false), true
+	case workerLeave:
+		r := model.NewRequest()
+		r.Group, r.MemberID = w.group, w.member
+		return model.Op{Kind: model.LeaveGroup, Req: r}, true
+	}
+	return model.Op{}, false
+}
+
+func (w *worker) joinOp() model.Op {
+	r := model.NewRequest()
+	r.Group, r.MemberID, r.Partitions = w.group, w.member, w.inputs
+	return model.Op{Kind: model.JoinGroup, Req: r}
+}
+
+// readOp reads the next assigned partition that has trips left; with none,
+// the worker polls the group (a rejoin), which is how it learns of a
+// rebalance while it is idle.
+func (w *worker) readOp() (model.Op, bool) {
+	for _, p := range w.assigned {
+		if !w.drained[p] {
+			r := model.NewRequest()
+			r.Partition, r.Offset, r.Isolation = p, w.position[p], model.ReadCommitted
+			return model.Op{Kind: model.Fetch, Req: r}, true
+		}
+	}
+	return w.joinOp(), true
+}
+
+func (w *worker) commitOffsetsOp() model.Op {
+	r := w.request()
+	r.Group = w.group
+	r.Offsets = map[model.Partition]int64{w.from: w.batch[0].Offset + 1}
+	if w.groupMeta {
+		r.MemberID, r.GenerationID = w.member, w.generation
+	}
+	return model.Op{Kind: model.TxnOffsetCommit, Req: r}
+}
+
+func (w *worker) learn(op model.Op, res model.Result) {
+	switch classify(res) {
+	case fenced:
+		w.step = workerClosed
+		return
+	case retry:
+		return
+	case abortable:
+		w.recover(op, res)
+		return
+	}
+	switch op.Kind {
+	case model.InitProducerID:
+		w.takeGrant(res.Resp)
+		w.step = workerJoin
+	case model.JoinGroup:
+		w.joined(res.Resp)
+	case model.OffsetFetch:
+		w.position[w.unknown[0]] = max(res.Resp.Offset, 0)
+		w.unknown = w.unknown[1:]
+		if len(w.unknown) == 0 {
+			w.step = workerRead
+		}
+	case model.Fetch:
+		w.read(op.Req.Partition, res.Resp)
+	case model.AddPartitions:
+		w.step = workerProduce
+	case model.Produce:
+		w.seqs[op.Req.Partition]++
+		w.step = workerAddOffsets
+	case model.AddOffsets:
+		w.step = workerCommitOffsets
+	case model.TxnOffsetCommit:
+		w.step = workerCommit
+	case model.EndTxn:
+		w.ended(op, res)
+	case model.LeaveGroup:
+		w.step = workerClosed
+	}
+}
+
+// joined takes an assignment: a new one is read from its committed offsets.
+func (w *worker) joined(resp model.Response) {
+	same := resp.GenerationID == w.generation && slices.Equal(resp.Assignment, w.assigned)
+	w.member, w.generation = resp.MemberID, resp.GenerationID
+	w.step = workerRead
+	if same {
+		return
+	}
+	w.assigned = resp.Assignment
+	w.position, w.drained, w.batch = map[model.Partition]int64{}, map[model.Partition]bool{}, nil
+	w.unknown = slices.Clone(resp.Assignment)
+	if len(w.unknown) > 0 {
+		w.step = workerFetchOffsets
+	}
+}
+
+func (w *worker) read(p model.Partition, resp model.Response) {
+	if len(resp.Records) == 0 {
+		w.drained[p] = w.position[p] >= resp.LastStableOffset
+		return
+	}
+	w.batch, w.from = resp.Records, p
+	w.step = workerAddPartition
+}
+
+func (w *worker) ended(op model.Op, res model.Result) {
+	w.takeGrant(res.Resp)
+	if !op.Req.Commit {
+		w.afterAbort()
+		return
+	}
+	w.position[w.from] = w.batch[0].Offset + 1
+	w.batch = w.batch[1:]
+	w.step = workerAddPartition
+	if len(w.batch) == 0 {
+		w.step = workerRead
+	}
+}
+
+// afterAbort goes back to the committed offsets, rejoining first when the
+// group fenced the worker.
+func (w *worker) afterAbort() {
+	if w.generation == model.NoGeneration {
+		w.step = workerJoin
+		return
+	}
+	w.rewind()
+}
+
+// rewind starts again from the committed offsets of the assignment.
+func (w *worker) rewind() {
+	w.batch = nil
+	w.unknown = slices.Clone(w.assigned)
+	w.drained = map[model.Partition]bool{}
+	w.step = workerFetchOffsets
+	if len(w.unknown) == 0 {
+		w.step = workerRead
+	}
+}
+
+// recover handles a refusal: a fenced consumer (a stale generation, an
+// unknown member) aborts and rejoins; other errors abort and rewind.
+func (w *worker) recover(op model.Op, res model.Result) {
+	switch {
+	case model.ClassOf(res.Err) == model.FencedConsumer && op.Kind == model.JoinGroup:
+		w.member, w.generation = "", model.NoGeneration // forgotten by the group: join anew
+	case model.ClassOf(res.Err) == model.FencedConsumer:
+		w.generation = model.NoGeneration
+		w.step = workerAbort
+		if res.Err == model.UnknownMemberID {
+			w.member = ""
+		}
+	case op.Kind == model.LeaveGroup:
+		w.step = workerClosed
+	case op.Kind == model.EndTxn && !op.Req.Commit:
+		w.afterAbort()
+	case w.inTxn():
+		w.step = workerAbort
+	default:
+		w.rewind()
+	}
+}

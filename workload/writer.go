@@ -1,0 +1,158 @@
+package workload
+
+import (
+	"fmt"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// fareWriter writes the fare of each trip of its shard in a transaction of
+// its own (seed 000). On start it learns which trips are already committed
+// by reading its output partition read_committed after InitProducerId, which
+// has fenced any older owner of its transactional.id and aborted its open
+// transaction. An idempotent-only writer (seed 001) has no transaction and
+// cannot do that: it relies on its source, which re-delivers every trip it
+// did not see acknowledged.
+type fareWriter struct {
+	producer
+	shard *shard
+	phase writerPhase
+	trip  string // the trip in hand
+	read  int64  // restore: the next offset to read
+	// committed are the trips this writer knows committed: read back on
+	// start, and its own commits since.
+	committed map[string]bool
+	v2    bool   // transactions v2: partitions are added by the produce itself
+}
+
+type writerPhase int
+
+const (
+	writerInit writerPhase = iota
+	writerRestore
+	writerBegin
+	writerProduce
+	writerCommit
+	writerAbort
+	writerClosed
+)
+
+// shard is one unit of ownership: its trips, its output partition, and
+// what its source saw acknowledged.
+type shard struct {
+	trips []string
+	out   model.Partition
+	acked map[string]bool // idempotent writers: trips the source will not re-deliver
+}
+
+func newFareWriter(s *shard, txnID string, v2 bool) *fareWriter {
+	return &fareWriter{producer: newProducer(txnID), shard: s, v2: v2, committed: map[string]bool{}}
+}
+
+func (w *fareWriter) transactional() bool { return w.txnID != "" }
+
+func (w *fareWriter) closed() bool { return w.phase == writerClosed }
+
+func (w *fareWriter) idle() bool { return w.phase == writerBegin && w.nextTrip() == "" }
+
+func (w *fareWriter) inTxn() bool { return w.phase == writerProduce || w.phase == writerCommit }
+
+func (w *fareWriter) next() (model.Op, bool) {
+	switch w.phase {
+	case writerInit:
+		return w.initOp(), true
+	case writerRestore:
+		r := model.NewRequest()
+		r.Partition, r.Offset, r.Isolation = w.shard.out, w.read, model.ReadCommitted
+		return model.Op{Kind: model.Fetch, Req: r}, true
+	case writerBegin:
+		if w.trip = w.nextTrip(); w.trip == "" {
+			return model.Op{}, false // the shard is done
+		}
+		if w.transactional() && !w.v2 {
+			return w.addPartitionsOp(w.shard.out), true
+		}
+		w.phase = writerProduce
+		return w.next()
+	case writerProduce:
+		return w.produceOp(w.shard.out, w.trip, fmt.Sprintf("fare of %s", w.trip)), true
+	case writerCommit:
+		return w.endTxnOp(true), true
+	case writerAbort:
+		return w.endTxnOp(false), true
+	}
+	return model.Op{}, false
+}
+
+// nextTrip is the first trip not yet done: committed in the output (as the
+// restore read it) or acknowledged to the source.
+func (w *fareWriter) nextTrip() string {
+	for _, t := range w.shard.trips {
+		if !w.shard.acked[t] && !w.committed[t] {
+			return t
+		}
+	}
+	return ""
+}
+
+func (w *fareWriter) learn(op model.Op, res model.Result) {
+	switch classify(res) {
+	case fenced:
+		w.phase = writerClosed
+		return
+	case retry:
+		return
+	case abortable:
+		w.recover(op, res)
+		return
+	}
+	switch op.Kind {
+	case model.InitProducerID:
+		w.takeGrant(res.Resp)
+		w.phase, w.read = writerBegin, 0
+		if w.transactional() {
+			w.phase, w.committed = writerRestore, map[string]bool{}
+		}
+	case model.Fetch:
+		w.restored(res.Resp)
+	case model.AddPartitions:
+		w.phase = writerProduce
+	case model.Produce:
+		w.seqs[op.Req.Partition]++
+		w.phase = writerCommit
+		if !w.transactional() {
+			w.shard.acked[w.trip] = true
+			w.phase = writerBegin
+		}
+	case model.EndTxn:
+		w.takeGrant(res.Resp)
+		if op.Req.Commit {
+			w.committed[w.trip] = true
+		}
+		w.phase = writerBegin
+	}
+}
+
+// restored takes what a restore fetch read: trips already committed.
+func (w *fareWriter) restored(resp model.Response) {
+	for _, rec := range resp.Records {
+		w.committed[rec.Key] = true
+		w.read = rec.Offset + 1
+	}
+	if len(resp.Records) == 0 || w.read >= resp.LastStableOffset {
+		w.phase = writerBegin
+	}
+}
+
+// recover handles an abortable error: abort the transaction and begin the
+// trip again; a refused abort means there was nothing to abort.
+func (w *fareWriter) recover(op model.Op, res model.Result) {
+	switch {
+	case !w.transactional():
+		w.phase = writerInit // a new producer id, as Kafka's idempotent producer resets
+	case op.Kind == model.EndTxn && !op.Req.Commit:
+		w.phase = writerBegin
+	default:
+		w.phase = writerAbort
+	}
+}
