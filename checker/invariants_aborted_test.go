@@ -52,3 +52,14 @@ func TestNoAbortedReadOfUnacknowledgedWrite(t *testing.T) {
 	b.op(read).Result.Resp.Records[0].Key = "trip-from-nowhere"
 	requireHeld(t, checkNoAbortedRead(b.h))
 }
+
+func TestNoAbortedReadAbortAfterUndecidedCommit(t *testing.T) {
+	b := &historyBuilder{}
+	b.produce("A", 0, 1, fw0, "fares-2", 0, "trip-1")
+	b.lose(b.endTxn("A", 2, 0, fw0, true))
+	abort := b.endTxn("A", 3, 4, fw0, false) // the abort won: the commit never took effect
+	read := b.fetch("R", 5, 6, "fares-2", 0, model.ReadCommitted, rec(0, "trip-1", 4001))
+	v := checkNoAbortedRead(b.h)
+	requireViolation(t, v, read, "")
+	require.Equal(t, []int{0, abort}, v.Violations[0].Related)
+}

@@ -48,12 +48,23 @@ func TestTxnFates(t *testing.T) {
 func TestTxnsOfOneEpochAreSeparatedByEndTxn(t *testing.T) {
 	b := &historyBuilder{}
 	first := b.committedTxn("A", 0, fw0, "fares-2", 0, "trip-1")
+	// Called the moment the commit returned: the next transaction.
 	second := b.produce("A", 3, 4, fw0, "fares-2", 2, "trip-2")
 	b.endTxn("A", 5, 6, fw0, false)
 	a := analyze(b.h)
 	require.NotSame(t, a.txnOf[first], a.txnOf[second])
 	require.Equal(t, fateCommitted, a.txnOf[first].fate)
 	require.Equal(t, fateAborted, a.txnOf[second].fate)
+}
+
+func TestTxnEndsBeforeOneCalledTheMomentItReturns(t *testing.T) {
+	b := &historyBuilder{}
+	first := b.produce("A", 0, 1, fw0, "fares-2", 0, "trip-1")
+	second := b.produce("A", 3, 4, fw0, "fares-2", 1, "trip-2") // listed before the commit
+	b.endTxn("A", 2, 3, fw0, true)
+	a := analyze(b.h)
+	require.NotSame(t, a.txnOf[first], a.txnOf[second])
+	require.Equal(t, fateUnknown, a.txnOf[second].fate)
 }
 
 func TestTxnAbortedByTimeout(t *testing.T) {
