@@ -1,0 +1,148 @@
+package kafka
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// The transaction protocols every scenario runs under: Kafka 3.9 speaks
+// transactions v1 (KIP-98), the newest versions speak v2 (KIP-890).
+var protocols = []struct {
+	name         string
+	kafkaVersion string
+	txnVersion   int
+}{
+	{"txn-v1", "3.9", 1},
+	{"txn-v2", "", 2},
+}
+
+// forEachProtocol runs fn as a subtest against a fresh kfake cluster under
+// each transaction protocol.
+func forEachProtocol(t *testing.T, fn func(t *testing.T, s *scenario)) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			s := newScenario(t, p.kafkaVersion)
+			require.Equal(t, p.txnVersion, s.target.TransactionsVersion())
+			fn(t, s)
+		})
+	}
+}
+
+// scenario is a kfake cluster with a recorder in front of it.
+type scenario struct {
+	t      *testing.T
+	target *Target
+	rec    *histories.Recorder
+	ctx    context.Context
+}
+
+func newScenario(t *testing.T, kafkaVersion string) *scenario {
+	t.Helper()
+	target, err := NewKfake(Config{
+		Topics:       map[string]int32{"fares": 3, "trips": 1},
+		KafkaVersion: kafkaVersion,
+		Logf:         t.Logf,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, target.Close()) })
+	return &scenario{t: t, target: target, rec: histories.NewRecorder(target, nil), ctx: context.Background()}
+}
+
+// send sends one request of proc, recorded.
+func (s *scenario) send(proc string, kind model.Kind, req model.Request) model.Result {
+	s.t.Helper()
+	res, err := model.Send(s.ctx, s.rec.Proc(proc), model.Op{Kind: kind, Req: req})
+	require.NoError(s.t, err)
+	return res
+}
+
+// ok sends a request that must succeed.
+func (s *scenario) ok(proc string, kind model.Kind, req model.Request) model.Response {
+	s.t.Helper()
+	res := s.send(proc, kind, req)
+	require.True(s.t, res.Succeeded(), "%s %s: %+v", proc, kind, res)
+	return res.Resp
+}
+
+// history is what was recorded, marked with the protocol spoken.
+func (s *scenario) history(name string) histories.History {
+	h := s.rec.History()
+	h.Name, h.TransactionsVersion = name, s.target.TransactionsVersion()
+	return h
+}
+
+// check runs every check on the history; want names the checks that must
+// be violated, every other must hold.
+func (s *scenario) check(name string, want ...string) checker.Report {
+	s.t.Helper()
+	report := checker.Check(s.history(name), checker.Options{})
+	for _, v := range report.Verdicts {
+		if slices.Contains(want, v.Check) {
+			require.Equal(s.t, checker.Violated, v.Status, "%s: %s", v.Check, v)
+			continue
+		}
+		require.True(s.t, v.Held(), "%s: %s", v.Check, v)
+	}
+	return report
+}
+
+// session is a producer's (transactional id, producer id, epoch).
+type session struct {
+	txnID string
+	pid   int64
+	epoch int16
+}
+
+func initRequest(txnID string) model.Request {
+	r := model.NewRequest()
+	r.TransactionalID = txnID
+	return r
+}
+
+func (s session) request() model.Request {
+	r := model.NewRequest()
+	r.TransactionalID, r.ProducerID, r.Epoch = s.txnID, s.pid, s.epoch
+	return r
+}
+
+func (s session) addPartitions(ps ...model.Partition) model.Request {
+	r := s.request()
+	r.Partitions = ps
+	return r
+}
+
+func (s session) produce(p model.Partition, seq int32, keys ...string) model.Request {
+	r := s.request()
+	r.Partition, r.Sequence = p, seq
+	for _, k := range keys {
+		r.Records = append(r.Records, model.Record{Key: k, Value: "fare of " + k})
+	}
+	return r
+}
+
+func (s session) endTxn(commit bool) model.Request {
+	r := s.request()
+	r.Commit = commit
+	return r
+}
+
+func fetchRequest(p model.Partition, iso model.Isolation) model.Request {
+	r := model.NewRequest()
+	r.Partition, r.Offset, r.Isolation = p, 0, iso
+	return r
+}
+
+func keysOf(records []model.FetchedRecord) []string {
+	var keys []string
+	for _, r := range records {
+		keys = append(keys, r.Key)
+	}
+	return keys
+}

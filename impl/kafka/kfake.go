@@ -1,0 +1,151 @@
+package kafka
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+const (
+	kfakeBrokers = 3
+	// kfakeMinSession lets scaled session timeouts through: kfake, like
+	// Kafka, refuses any below 6 s unless told otherwise.
+	kfakeMinSession = time.Millisecond
+)
+
+// NewKfake starts an in-process kfake cluster of three brokers with the
+// topics of cfg.Topics and returns a target on it; Close stops it. Its logs
+// are kept in cfg.DataDir (a temporary directory when empty), so that
+// Restart can reopen the cluster on them.
+func NewKfake(cfg Config) (*Target, error) {
+	cfg = cfg.withDefaults()
+	e, err := startEmbedded(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t, err := connect(cfg, e)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// embedded is a kfake cluster that can be stopped and started again on the
+// same data directory and ports.
+type embedded struct {
+	opts    []kfake.Opt
+	addrs   []string
+	dir     string
+	ownsDir bool // a temporary directory, removed on close
+
+	mu      sync.Mutex
+	cluster *kfake.Cluster
+}
+
+func startEmbedded(cfg Config) (*embedded, error) {
+	e := &embedded{dir: cfg.DataDir}
+	if e.dir == "" {
+		dir, err := os.MkdirTemp("", "fencecheck-kfake-")
+		if err != nil {
+			return nil, fmt.Errorf("kafka: %w", err)
+		}
+		e.dir, e.ownsDir = dir, true
+	}
+	opts, err := kfakeOpts(cfg, e.dir)
+	if err != nil {
+		e.removeDir()
+		return nil, err
+	}
+	cluster, err := kfake.NewCluster(opts...)
+	if err != nil {
+		e.removeDir()
+		return nil, fmt.Errorf("kafka: starting kfake: %w", err)
+	}
+	e.cluster, e.addrs = cluster, cluster.ListenAddrs()
+	// A restart must come back on the same ports, where the client looks.
+	ports, err := portsOf(e.addrs)
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	e.opts = append(opts, kfake.Ports(ports...))
+	return e, nil
+}
+
+func kfakeOpts(cfg Config, dir string) ([]kfake.Opt, error) {
+	opts := []kfake.Opt{
+		kfake.NumBrokers(kfakeBrokers),
+		kfake.DataDir(dir),
+		kfake.GroupMinSessionTimeout(kfakeMinSession),
+	}
+	names := names{prefix: cfg.TopicPrefix + cfg.RunID}
+	for _, topic := range slices.Sorted(maps.Keys(cfg.Topics)) {
+		opts = append(opts, kfake.SeedTopics(cfg.Topics[topic], names.topic(topic)))
+	}
+	if cfg.KafkaVersion != "" {
+		// The broker speaks the capped versions too, as that Kafka would.
+		v, err := versionCap(cfg.KafkaVersion)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kfake.MaxVersions(v))
+	}
+	return opts, nil
+}
+
+func portsOf(addrs []string) ([]int, error) {
+	ports := make([]int, len(addrs))
+	for i, addr := range addrs {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("kafka: kfake address %q: %w", addr, err)
+		}
+		if ports[i], err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("kafka: kfake address %q: %w", addr, err)
+		}
+	}
+	return ports, nil
+}
+
+// restart stops the cluster (it writes its state to the data directory)
+// and starts it again from there.
+func (e *embedded) restart() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cluster == nil {
+		return fmt.Errorf("the cluster is closed")
+	}
+	e.cluster.Close()
+	e.cluster = nil
+	cluster, err := kfake.NewCluster(e.opts...)
+	if err != nil {
+		return fmt.Errorf("reopening kfake on %s: %w", e.dir, err)
+	}
+	e.cluster = cluster
+	return nil
+}
+
+func (e *embedded) close() error {
+	e.mu.Lock()
+	if e.cluster != nil {
+		e.cluster.Close()
+		e.cluster = nil
+	}
+	e.mu.Unlock()
+	return e.removeDir()
+}
+
+func (e *embedded) removeDir() error {
+	if !e.ownsDir {
+		return nil
+	}
+	return os.RemoveAll(e.dir)
+}

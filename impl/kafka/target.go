@@ -1,0 +1,216 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Config says which cluster to check and how to speak to it.
+type Config struct {
+	// Brokers are the bootstrap addresses (host:port) of a real cluster.
+	// NewKfake ignores them.
+	Brokers []string
+	// Topics are the model's topics and their partition counts: seeded
+	// on kfake, created (under TopicPrefix) on a real cluster when
+	// missing. A request naming another topic is not sent.
+	Topics map[string]int32
+	// TopicPrefix starts every name this target uses on the cluster
+	// (topics, transactional ids, groups); "" is "fencecheck-".
+	TopicPrefix string
+	// RunID follows the prefix, so that runs on one cluster never meet.
+	// New picks a random one when it is empty; NewKfake, whose cluster is
+	// the run's own, uses none.
+	RunID string
+	// KafkaVersion caps the request versions, as "3.9" or "4.0"; "" is
+	// the newest franz-go knows. Below 4.0 transactions speak protocol v1;
+	// from 4.0, where the broker supports it, v2 (KIP-890).
+	KafkaVersion string
+	// TimeScale is how many real milliseconds one model millisecond
+	// lasts; 0 is 0.01. See the package documentation.
+	TimeScale float64
+	// RebalanceTimeout is how long (real time) a join waits for the
+	// group's other members to rejoin before the coordinator drops
+	// them; 0 is 200 ms.
+	RebalanceTimeout time.Duration
+	// RequestTimeout bounds each request, retries included; 0 is 10 s.
+	RequestTimeout time.Duration
+	// DataDir is where a kfake cluster keeps its logs, so that Restart
+	// finds them; "" is a temporary directory removed on Close.
+	DataDir string
+	// Logf receives why an answer was taken as undecided; nil is
+	// log.Printf.
+	Logf func(format string, args ...any)
+}
+
+const (
+	defaultPrefix           = "fencecheck-"
+	defaultTimeScale        = 0.01
+	defaultRebalanceTimeout = 200 * time.Millisecond
+	defaultRequestTimeout   = 10 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.TopicPrefix == "" {
+		c.TopicPrefix = defaultPrefix
+	}
+	if c.TimeScale <= 0 {
+		c.TimeScale = defaultTimeScale
+	}
+	if c.RebalanceTimeout <= 0 {
+		c.RebalanceTimeout = defaultRebalanceTimeout
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = defaultRequestTimeout
+	}
+	if c.Logf == nil {
+		c.Logf = log.Printf
+	}
+	return c
+}
+
+// Target is a Kafka-protocol cluster behind model.Target. It is safe for
+// concurrent use.
+type Target struct {
+	cfg    Config
+	names  names
+	cl     *kgo.Client
+	routes *routes
+	txnV   int
+
+	// embedded is the kfake cluster, nil on a real one.
+	embedded *embedded
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ model.Target = (*Target)(nil)
+
+// New connects to the cluster at cfg.Brokers, creating the topics of
+// cfg.Topics under the target's prefix where they are missing.
+func New(cfg Config) (*Target, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("kafka: no bootstrap brokers; NewKfake runs an embedded cluster")
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = randomRunID()
+	}
+	t, err := connect(cfg.withDefaults(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.createTopics(); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// randomRunID names one run: eight hex digits and a dash.
+func randomRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + "-"
+}
+
+// connect starts the client and learns what the cluster speaks.
+func connect(cfg Config, e *embedded) (*Target, error) {
+	versions, err := versionCap(cfg.KafkaVersion)
+	if err != nil {
+		return nil, err
+	}
+	seeds := cfg.Brokers
+	if e != nil {
+		seeds = e.addrs
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MaxVersions(versions))
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	t := &Target{cfg: cfg, names: names{prefix: cfg.TopicPrefix + cfg.RunID}, cl: cl, embedded: e}
+	t.routes = newRoutes(cl, t.names, cfg.Topics)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout)
+	defer cancel()
+	if t.txnV, err = transactionsVersion(ctx, cl, versions); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// TransactionsVersion is the transaction protocol requests are sent in: 1
+// (KIP-98) or 2 (KIP-890), for histories.History.TransactionsVersion.
+func (t *Target) TransactionsVersion() int { return t.txnV }
+
+// Tick lets ms of model time pass: the broker's clock is the wall clock, so
+// this sleeps ms*TimeScale.
+func (t *Target) Tick(ms int64) {
+	if ms > 0 {
+		time.Sleep(t.realDuration(ms))
+	}
+}
+
+// Restart stops the broker and starts it again on its logs. On kfake that
+// is the whole cluster, reopened on its data directory and its ports; the
+// client's connections die with it and are dialled again by the next
+// requests. A real cluster's brokers are not this target's to restart:
+// there Restart only forgets the coordinators and leaders it knew.
+func (t *Target) Restart() {
+	if t.embedded != nil {
+		if err := t.embedded.restart(); err != nil {
+			t.cfg.Logf("kafka: restarting the embedded cluster: %v", err)
+		}
+	} else {
+		t.cfg.Logf("kafka: a real cluster is not restarted by fencecheck; restart its brokers yourself")
+	}
+	t.routes.forgetAll()
+}
+
+// Close releases the client and, on kfake, the cluster and its data.
+func (t *Target) Close() error {
+	t.closeOnce.Do(func() {
+		t.cl.Close()
+		if t.embedded != nil {
+			t.closeErr = t.embedded.close()
+		}
+	})
+	return t.closeErr
+}
+
+// realDuration is how long ms of model time lasts on the wall clock.
+func (t *Target) realDuration(ms int64) time.Duration {
+	return time.Duration(float64(ms) * t.cfg.TimeScale * float64(time.Millisecond))
+}
+
+// scaledMs is a model timeout as the broker gets it, never below 1 ms.
+func (t *Target) scaledMs(ms int64) int32 {
+	real := float64(ms) * t.cfg.TimeScale
+	if real < 1 {
+		return 1
+	}
+	if real > float64(1<<31-1) {
+		return 1<<31 - 1
+	}
+	return int32(real)
+}
+
+// requestCtx bounds one request, retries included.
+func (t *Target) requestCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, t.cfg.RequestTimeout)
+}
+
+// undecided is the answer to a request whose outcome cannot be told.
+func (t *Target) undecided(kind model.Kind, format string, args ...any) model.Result {
+	t.cfg.Logf("kafka: %s undecided: %s", kind, fmt.Sprintf(format, args...))
+	return model.Fail(model.RequestTimedOut)
+}
