@@ -246,9 +246,7 @@ func (t *Target) offsetFetchRequest(ctx context.Context, group string, tp topicP
 	g.Group = group
 	gt := kmsg.NewOffsetFetchRequestGroupTopic()
 	gt.Topic, gt.Partitions = tp.topic, []int32{tp.partition}
-	if _, id, err := t.routes.leader(ctx, tp); err == nil {
-		gt.TopicID = id
-	}
+	gt.TopicID = t.routes.topicID(ctx, tp)
 	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
 	req.Groups = []kmsg.OffsetFetchRequestGroup{g}
 	return req

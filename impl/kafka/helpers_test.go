@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,6 +40,7 @@ func forEachProtocol(t *testing.T, fn func(t *testing.T, s *scenario)) {
 type scenario struct {
 	t      *testing.T
 	target *Target
+	lossy  *lossyBroker
 	rec    *histories.Recorder
 	ctx    context.Context
 }
@@ -52,7 +54,8 @@ func newScenario(t *testing.T, kafkaVersion string) *scenario {
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, target.Close()) })
-	return &scenario{t: t, target: target, rec: histories.NewRecorder(target, nil), ctx: context.Background()}
+	lossy := &lossyBroker{b: target}
+	return &scenario{t: t, target: target, lossy: lossy, rec: histories.NewRecorder(lossy, nil), ctx: context.Background()}
 }
 
 // send sends one request of proc, recorded.
@@ -145,4 +148,83 @@ func keysOf(records []model.FetchedRecord) []string {
 		keys = append(keys, r.Key)
 	}
 	return keys
+}
+
+
+// lose sends a request of proc whose answer is lost on the way back: the
+// broker applies it, the history shows it never returning.
+func (s *scenario) lose(proc string, kind model.Kind, req model.Request) {
+	s.t.Helper()
+	s.lossy.dropNext.Store(true)
+	res := s.send(proc, kind, req)
+	require.False(s.t, res.Answered)
+}
+
+// lossyBroker passes requests to b and can drop the next answer.
+type lossyBroker struct {
+	b        model.Broker
+	dropNext atomic.Bool
+}
+
+func (l *lossyBroker) call(ctx context.Context, kind model.Kind, req model.Request) model.Result {
+	res, err := model.Send(ctx, l.b, model.Op{Kind: kind, Req: req})
+	if err != nil || l.dropNext.Swap(false) {
+		return model.NoAnswer()
+	}
+	return res
+}
+
+func (l *lossyBroker) InitProducerID(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.InitProducerID, r)
+}
+func (l *lossyBroker) AddPartitions(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.AddPartitions, r)
+}
+func (l *lossyBroker) Produce(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.Produce, r)
+}
+func (l *lossyBroker) AddOffsets(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.AddOffsets, r)
+}
+func (l *lossyBroker) TxnOffsetCommit(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.TxnOffsetCommit, r)
+}
+func (l *lossyBroker) EndTxn(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.EndTxn, r)
+}
+func (l *lossyBroker) JoinGroup(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.JoinGroup, r)
+}
+func (l *lossyBroker) LeaveGroup(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.LeaveGroup, r)
+}
+func (l *lossyBroker) OffsetFetch(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.OffsetFetch, r)
+}
+func (l *lossyBroker) Fetch(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.Fetch, r)
+}
+
+func joinRequest(group, member string, partitions ...model.Partition) model.Request {
+	r := model.NewRequest()
+	r.Group, r.MemberID, r.Partitions = group, member, partitions
+	return r
+}
+
+func (s session) addOffsets(group string) model.Request {
+	r := s.request()
+	r.Group = group
+	return r
+}
+
+func (s session) commitOffsets(group, member string, generation int32, offsets map[model.Partition]int64) model.Request {
+	r := s.request()
+	r.Group, r.MemberID, r.GenerationID, r.Offsets = group, member, generation, offsets
+	return r
+}
+
+func offsetFetchRequest(group string, p model.Partition) model.Request {
+	r := model.NewRequest()
+	r.Group, r.Partition, r.RequireStable = group, p, true
+	return r
 }

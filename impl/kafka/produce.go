@@ -61,9 +61,7 @@ func (t *Target) Produce(ctx context.Context, r model.Request) model.Result {
 func (t *Target) produceTopic(ctx context.Context, tp topicPartition, records []byte) kmsg.ProduceRequestTopic {
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = tp.topic
-	if _, id, err := t.routes.leader(ctx, tp); err == nil {
-		rt.TopicID = id
-	}
+	rt.TopicID = t.routes.topicID(ctx, tp)
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = tp.partition, records
 	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
@@ -130,9 +128,7 @@ func (t *Target) fetchRequest(ctx context.Context, tp topicPartition, from int64
 	}
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic = tp.topic
-	if _, id, err := t.routes.leader(ctx, tp); err == nil {
-		rt.TopicID = id
-	}
+	rt.TopicID = t.routes.topicID(ctx, tp)
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.partition, from, fetchMaxBytes
 	rp.CurrentLeaderEpoch, rp.LogStartOffset = -1, -1

@@ -111,6 +111,13 @@ func (r *routes) leader(ctx context.Context, tp topicPartition) (int32, [16]byte
 	return 0, [16]byte{}, fmt.Errorf("%w: no leader known for %s partition %d", errNotSent, tp.topic, tp.partition)
 }
 
+// topicID is the cluster's id of tp's topic, zero when it cannot be learnt
+// (the request then names the topic by name, which older versions use).
+func (r *routes) topicID(ctx context.Context, tp topicPartition) [16]byte {
+	_, id, _ := r.leader(ctx, tp)
+	return id
+}
+
 func (r *routes) cachedLeader(tp topicPartition) (int32, [16]byte, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -54,3 +54,87 @@ func TestSeed000ZombieFenced(t *testing.T) {
 		}
 	})
 }
+
+// Seed 001: an idempotent-only producer's dedup state is its session's. A
+// write whose answer was lost, resent after a restart, lands twice: the
+// broker is right (linearizable), and exactly-once catches the config.
+func TestSeed001IdempotentRestartDuplicates(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		first := s.ok("P", model.InitProducerID, initRequest(""))
+		p := session{"", first.ProducerID, first.Epoch}
+		require.Equal(t, int16(0), p.epoch)
+		require.Equal(t, int64(0), s.ok("P", model.Produce, p.produce(fares2, 0, "trip-9000")).BaseOffset)
+		s.lose("P", model.Produce, p.produce(fares2, 1, "trip-9001"))
+
+		// P crashes and restarts: a fresh producer id, no link to the old.
+		second := s.ok("P2", model.InitProducerID, initRequest(""))
+		p2 := session{"", second.ProducerID, second.Epoch}
+		require.NotEqual(t, p.pid, p2.pid)
+		require.Equal(t, int16(0), p2.epoch)
+		require.Equal(t, int64(2), s.ok("P2", model.Produce, p2.produce(fares2, 0, "trip-9001")).BaseOffset)
+
+		read := s.ok("reader", model.Fetch, fetchRequest(fares2, model.ReadCommitted))
+		require.Equal(t, []string{"trip-9000", "trip-9001", "trip-9001"}, keysOf(read.Records))
+
+		s.check("seed-001-idempotent-restart", "exactly-once")
+	})
+}
+
+// Within one session the broker deduplicates: the resend of a batch whose
+// answer was lost gets the original offset and writes nothing.
+func TestIdempotentRetryDeduplicated(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		got := s.ok("P", model.InitProducerID, initRequest(""))
+		p := session{"", got.ProducerID, got.Epoch}
+		s.lose("P", model.Produce, p.produce(fares2, 0, "trip-9001"))
+		require.Equal(t, int64(0), s.ok("P", model.Produce, p.produce(fares2, 0, "trip-9001")).BaseOffset)
+		read := s.ok("reader", model.Fetch, fetchRequest(fares2, model.ReadUncommitted))
+		require.Equal(t, []string{"trip-9001"}, keysOf(read.Records))
+		s.check("idempotent-retry-deduplicated")
+	})
+}
+
+// Seed 002: a zombie consumer is fenced by its group generation (KIP-447):
+// after a rebalance its transactional offset commit with the old group
+// metadata is refused, and the committed offset is the new owner's.
+func TestSeed002StaleGenerationFenced(t *testing.T) {
+	const group = "fare-workers"
+	trips0, fares0 := model.Partition("trips-0"), model.Partition("fares-0")
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		v1 := s.target.TransactionsVersion() == 1
+		j1 := s.ok("W1", model.JoinGroup, joinRequest(group, "", trips0))
+		require.Equal(t, []model.Partition{trips0}, j1.Assignment)
+		got := s.ok("W1", model.InitProducerID, initRequest("fare-worker-w1"))
+		w1 := session{"fare-worker-w1", got.ProducerID, got.Epoch}
+		if v1 {
+			s.ok("W1", model.AddPartitions, w1.addPartitions(fares0))
+		}
+		s.ok("W1", model.Produce, w1.produce(fares0, 0, "trip-9001"))
+
+		// W1 stalls; the group rebalances and trips-0 goes to W2.
+		j2 := s.ok("W2", model.JoinGroup, joinRequest(group, "", trips0))
+		require.Greater(t, j2.GenerationID, j1.GenerationID)
+		require.Equal(t, []model.Partition{trips0}, j2.Assignment)
+		got = s.ok("W2", model.InitProducerID, initRequest("fare-worker-w2"))
+		w2 := session{"fare-worker-w2", got.ProducerID, got.Epoch}
+		if v1 {
+			s.ok("W2", model.AddPartitions, w2.addPartitions(fares0))
+		}
+		s.ok("W2", model.Produce, w2.produce(fares0, 0, "trip-9001"))
+		s.ok("W2", model.AddOffsets, w2.addOffsets(group))
+		s.ok("W2", model.TxnOffsetCommit, w2.commitOffsets(group, j2.MemberID, j2.GenerationID, map[model.Partition]int64{trips0: 1}))
+		s.ok("W2", model.EndTxn, w2.endTxn(true))
+
+		// W1 wakes and commits with its stale group metadata.
+		s.ok("W1", model.AddOffsets, w1.addOffsets(group))
+		stale := s.send("W1", model.TxnOffsetCommit, w1.commitOffsets(group, j1.MemberID, j1.GenerationID, map[model.Partition]int64{trips0: 1}))
+		require.Equal(t, model.FencedConsumer, model.ClassOf(stale.Err), "%+v", stale)
+		s.ok("W1", model.EndTxn, w1.endTxn(false))
+
+		require.Equal(t, int64(1), s.ok("reader", model.OffsetFetch, offsetFetchRequest(group, trips0)).Offset)
+		read := s.ok("reader", model.Fetch, fetchRequest(fares0, model.ReadCommitted))
+		require.Equal(t, []string{"trip-9001"}, keysOf(read.Records))
+
+		s.check("seed-002-fenced-by-generation")
+	})
+}

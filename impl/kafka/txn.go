@@ -107,7 +107,7 @@ func (t *Target) TxnOffsetCommit(ctx context.Context, r model.Request) model.Res
 	req.Group = t.names.group(r.Group)
 	req.ProducerID, req.ProducerEpoch = r.ProducerID, r.Epoch
 	req.Generation, req.MemberID = r.GenerationID, r.MemberID
-	topics, err := t.commitTopics(r.Offsets)
+	topics, err := t.commitTopics(ctx, r.Offsets)
 	if err != nil {
 		return t.undecided(model.TxnOffsetCommit, "not sent: %v", err)
 	}
@@ -120,8 +120,11 @@ func (t *Target) TxnOffsetCommit(ctx context.Context, r model.Request) model.Res
 	return t.result(model.TxnOffsetCommit, firstError(txnOffsetCommitCodes(resp)), model.NewResponse())
 }
 
-func (t *Target) commitTopics(offsets map[model.Partition]int64) ([]kmsg.TxnOffsetCommitRequestTopic, error) {
+// commitTopics names each topic both ways: by name (up to v5) and by id
+// (v6 on); the version the client picks decides which is sent.
+func (t *Target) commitTopics(ctx context.Context, offsets map[model.Partition]int64) ([]kmsg.TxnOffsetCommitRequestTopic, error) {
 	byTopic := map[string][]kmsg.TxnOffsetCommitRequestTopicPartition{}
+	ids := map[string][16]byte{}
 	for _, p := range slices.Sorted(maps.Keys(offsets)) {
 		tp, err := t.names.split(p)
 		if err != nil {
@@ -130,11 +133,12 @@ func (t *Target) commitTopics(offsets map[model.Partition]int64) ([]kmsg.TxnOffs
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset = tp.partition, offsets[p]
 		byTopic[tp.topic] = append(byTopic[tp.topic], rp)
+		ids[tp.topic] = t.routes.topicID(ctx, tp)
 	}
 	var topics []kmsg.TxnOffsetCommitRequestTopic
 	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()
-		rt.Topic, rt.Partitions = topic, byTopic[topic]
+		rt.Topic, rt.TopicID, rt.Partitions = topic, ids[topic], byTopic[topic]
 		topics = append(topics, rt)
 	}
 	return topics, nil
