@@ -33,7 +33,8 @@ func (r *run) actions() map[string]func(*rapid.T) {
 }
 
 // did notes an action for the bug report and the coverage count; struck is
-// the process it hit, if any.
+// the process it hit, or nil for a fault of the broker's, which strikes
+// every process with a transaction open.
 func (r *run) did(action string, struck *proc, detail string) {
 	line := action
 	if struck != nil {
@@ -43,15 +44,37 @@ func (r *run) did(action string, struck *proc, detail string) {
 		line += " " + detail
 	}
 	r.steps = append(r.steps, line)
-	r.cov.count(action, struck != nil && struck.c.inTxn())
+	midTxn := struck != nil && struck.c.inTxn()
+	if struck == nil {
+		midTxn = len(r.where(r.procs, func(p *proc) bool { return p.live() && p.c.inTxn() })) > 0
+	}
+	r.cov.count(action, midTxn)
 }
 
-// StepProcess lets one process move: deliver its request in flight or send
-// its next one.
+// StepProcess lets processes move, one after another: each delivers its
+// request in flight or sends its next one. Processes move far more often
+// than faults strike, so one action is several moves.
 func (r *run) StepProcess(t *rapid.T) {
-	p := r.pick(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 || p.resend != nil || hasNext(p) }), "process")
-	r.did("StepProcess", p, "")
-	r.step(p)
+	for range rapid.IntRange(1, 12).Draw(t, "moves") {
+		ready := r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 || p.resend != nil || hasNext(p) })
+		if len(ready) == 0 {
+			return
+		}
+		p := r.pick(t, ready, "process")
+		r.did("StepProcess", p, "")
+		r.step(p)
+	}
+}
+
+// pickVictim draws the process a fault strikes, half the time among those
+// with a transaction open: that is where fencing matters, and where a
+// uniform draw rarely lands when most processes are between trips.
+func (r *run) pickVictim(t *rapid.T, ps []*proc, label string) *proc {
+	inTxn := r.where(ps, func(p *proc) bool { return p.c.inTxn() })
+	if len(inTxn) > 0 && rapid.Bool().Draw(t, label+" mid-transaction") {
+		ps = inTxn
+	}
+	return r.pick(t, ps, label)
 }
 
 func hasNext(p *proc) bool {
@@ -62,7 +85,7 @@ func hasNext(p *proc) bool {
 // StallProcess freezes a process: a garbage collection pause, a dropped
 // link. Its request in flight is held until it wakes.
 func (r *run) StallProcess(t *rapid.T) {
-	p := r.pick(t, r.movable(), "stall")
+	p := r.pickVictim(t, r.movable(), "stall")
 	r.did("StallProcess", p, "")
 	p.stalled = true
 	r.fault(p.name, model.Stall, model.Request{})
@@ -79,7 +102,7 @@ func (r *run) WakeProcess(t *rapid.T) {
 // CrashProcess kills a process; the orchestrator starts another from the
 // same config. A request in flight may or may not have reached the broker.
 func (r *run) CrashProcess(t *rapid.T) {
-	p := r.pick(t, r.where(r.procs, (*proc).live), "crash")
+	p := r.pickVictim(t, r.where(r.procs, (*proc).live), "crash")
 	delivered := p.sent >= 0 && rapid.Bool().Draw(t, "delivered")
 	r.did("CrashProcess", p, map[bool]string{true: "(its request in flight arrived)"}[delivered])
 	r.crash(p, delivered)
@@ -98,7 +121,7 @@ func (r *run) ReplaceStalledProcess(t *rapid.T) {
 // LoseResponse delivers a request and drops its response: the client sends
 // the same request again.
 func (r *run) LoseResponse(t *rapid.T) {
-	p := r.pick(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "lose")
+	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "lose")
 	r.did("LoseResponse", p, "")
 	r.deliver(p, true)
 }

@@ -5,8 +5,8 @@ import (
 )
 
 // settleRounds bounds the quiet phase. A configuration that cannot make
-// progress (replicas fencing each other) is stopped here and reported by
-// the progress check, not left to hang.
+// progress (replicas fencing each other) is stopped, and reported by the
+// progress check, not left to hang.
 const settleRounds = 40
 
 // quiesce is how every exploration ends, as Jepsen's do: faults stop,
@@ -14,6 +14,7 @@ const settleRounds = 40
 // clock lets every timeout fire, and they run once more; then a
 // read_committed reader reads every output partition from the start.
 func (r *run) quiesce() {
+	r.stuck = 0
 	for _, p := range r.procs {
 		if p.stalled && p.live() {
 			p.stalled = false
@@ -31,6 +32,9 @@ func (r *run) quiesce() {
 // a round: a rebalance may have given them work.
 func (r *run) settle() {
 	for range settleRounds {
+		if r.stuck > len(r.slots) {
+			return // every slot restarted, nothing committed: no progress
+		}
 		if !r.round(func(p *proc) bool { return !p.c.idle() }) &&
 			!r.round(func(p *proc) bool { return p.c.idle() && pollsGroup(p) }) {
 			return

@@ -48,6 +48,9 @@ type run struct {
 	cov     *Coverage
 	inputs  []model.Partition
 	outputs []string // topics
+	// stuck counts restarts since the last commit: when every slot has
+	// been restarted and nobody committed, the quiet phase gives up.
+	stuck int
 }
 
 // tick moves the history's clock: every event takes a millisecond.
@@ -69,6 +72,12 @@ func histoOp(proc string, call int64, op model.Op) histories.Op {
 
 func (r *run) fault(proc string, kind model.Kind, req model.Request) {
 	r.record(histoOp(proc, r.tick(), model.Op{Kind: kind, Req: req}))
+}
+
+// open adds a slot to the orchestrator's care and starts its first process.
+func (r *run) open(s *slot) {
+	r.slots = append(r.slots, s)
+	r.spawn(s)
 }
 
 // spawn starts a new process in s, named by the next letter.
@@ -120,15 +129,33 @@ func (r *run) deliver(p *proc, lose bool) {
 		return
 	}
 	op.Returned, op.Return, op.Result = true, r.tick(), res
+	if commits(op.Op, res) {
+		r.stuck = 0
+	}
 	p.c.learn(op.Op, res)
 	if p.c.closed() {
 		r.replace(p)
 	}
 }
 
+// commits reports whether an answer committed a write: a transaction's
+// commit, or an idempotent write.
+func commits(op model.Op, res model.Result) bool {
+	switch {
+	case !res.Succeeded():
+		return false
+	case op.Kind == model.EndTxn:
+		return op.Req.Commit
+	case op.Kind == model.Produce:
+		return op.Req.TransactionalID == ""
+	}
+	return false
+}
+
 // replace starts a new process in p's slot when p was its current one.
 func (r *run) replace(p *proc) {
 	if p.slot.current == p && p.slot.restarts {
+		r.stuck++
 		n := r.spawn(p.slot)
 		r.fault(n.name, model.Restart, model.Request{})
 	}

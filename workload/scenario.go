@@ -22,7 +22,7 @@ type Scenario struct {
 	Breaks []string
 	// What the scenario runs.
 	writers   writerIDs // fare writers (seed 000), or none
-	replicas  int       // writer processes per shard; 8 for shared-id
+	replicas  int       // writer processes per shard; up to 8 for shared-id
 	workers   bool      // consume-transform-produce workers (seed 002)
 	groupMeta bool      // workers commit offsets with their group metadata (KIP-447)
 	about     string

@@ -27,10 +27,14 @@ func newRun(t *rapid.T, sc Scenario, target model.Target, v2 bool, cov *Coverage
 	}
 	r.h.Trips = []string{}
 	if sc.writers != noWriters {
-		r.addWriters(rapid.IntRange(1, 2).Draw(t, "shards"), rapid.IntRange(1, 2).Draw(t, "trips per shard"))
+		replicas := 1
+		if sc.writers == sharedID {
+			replicas = rapid.IntRange(2, sc.replicas).Draw(t, "replicas")
+		}
+		r.addWriters(rapid.IntRange(1, 2).Draw(t, "shards"), rapid.IntRange(1, 3).Draw(t, "trips per shard"), replicas)
 	}
 	if sc.workers {
-		r.seedInput(rapid.IntRange(1, 2).Draw(t, "input partitions"), rapid.IntRange(1, 2).Draw(t, "trips per partition"))
+		r.seedInput(rapid.IntRange(1, 2).Draw(t, "input partitions"), rapid.IntRange(1, 3).Draw(t, "trips per partition"))
 		for range rapid.IntRange(1, 2).Draw(t, "workers") {
 			r.addWorker()
 		}
@@ -38,7 +42,7 @@ func newRun(t *rapid.T, sc Scenario, target model.Target, v2 bool, cov *Coverage
 	return r
 }
 
-func (r *run) addWriters(shards, trips int) {
+func (r *run) addWriters(shards, trips, replicas int) {
 	r.outputs = append(r.outputs, writerTopic)
 	if r.sc.writers == sharedID {
 		shards = 1 // one shard of work, and every replica on it
@@ -49,15 +53,15 @@ func (r *run) addWriters(shards, trips int) {
 			sh.trips = append(sh.trips, fmt.Sprintf("trip-%d%02d", s+1, i+1))
 		}
 		r.h.Trips = append(r.h.Trips, sh.trips...)
-		for replica := range r.sc.replicas {
-			r.spawn(&slot{restarts: true, start: r.writerConfig(sh, s, replica)})
+		for range replicas {
+			r.open(&slot{restarts: true, start: r.writerConfig(sh, s)})
 		}
 	}
 }
 
 // writerConfig is how the orchestrator starts a writer of shard s: the
 // scenario decides its transactional.id.
-func (r *run) writerConfig(sh *shard, s, replica int) func(string) client {
+func (r *run) writerConfig(sh *shard, s int) func(string) client {
 	starts := 0
 	return func(string) client {
 		starts++
@@ -107,7 +111,7 @@ func (r *run) sendDirect(proc string, op model.Op, learn func(model.Result)) mod
 }
 
 func (r *run) addWorker() {
-	r.spawn(&slot{restarts: true, start: func(name string) client {
+	r.open(&slot{restarts: true, start: func(name string) client {
 		// KIP-447: a producer per worker, its id that worker's own.
 		return newWorker("fare-worker-"+name, group, r.inputs, outputOf, r.sc.groupMeta, r.v2)
 	}})

@@ -1,0 +1,145 @@
+package workload
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// Budget is how hard an exploration looks.
+type Budget struct {
+	Checks int    // interleavings to try (rapid's checks)
+	Steps  int    // average actions per interleaving (rapid's steps)
+	Seed   uint64 // 0: a random seed, reported in the outcome
+	// Replay is a rapid fail file to replay instead of exploring.
+	Replay string
+}
+
+// Outcome is what an exploration found.
+type Outcome struct {
+	Seed    uint64
+	Checks  int      // how many interleavings ran, shrinking included
+	Ops     int      // how many operations they sent
+	Failure *Failure // nil when every check held
+	// FailFile is rapid's record of the shrunk counterexample, which
+	// replays it (Budget.Replay).
+	FailFile string
+	Log      string // rapid's own report
+}
+
+// Explore runs the property outside go test: rapid's Check takes an
+// interface, and this is the CLI's. Progress (checks done, operations per
+// second) goes to progress every few seconds when it is not nil.
+func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
+	if b.Seed == 0 && b.Replay == "" {
+		b.Seed = uint64(time.Now().UnixNano())
+	}
+	if err := setRapidFlags(b); err != nil {
+		return Outcome{}, err
+	}
+	tb := &explorer{name: "fencecheck-" + opts.Scenario.Name}
+	failure := &Failure{}
+	var checks, ops atomic.Int64
+	prop := Property(opts, failure)
+	counted := func(t *rapid.T) {
+		checks.Add(1)
+		defer func() { ops.Add(int64(opsOf(failure))) }()
+		prop(t)
+	}
+	stop := reportProgress(progress, &checks, &ops)
+	rapid.Check(tb, counted)
+	stop()
+	out := Outcome{Seed: b.Seed, Checks: int(checks.Load()), Ops: int(ops.Load()), Log: tb.log.String()}
+	if tb.failed {
+		out.Failure = failure
+		out.FailFile = newestFailFile(tb.name)
+	}
+	return out, nil
+}
+
+func opsOf(f *Failure) int {
+	h, _, _, _ := f.Found()
+	return len(h.Ops)
+}
+
+// setRapidFlags points rapid at the budget. rapid reads its settings from
+// the process's flags; the CLI never parses those, so they are set here.
+func setRapidFlags(b Budget) error {
+	settings := map[string]string{
+		"rapid.checks":   fmt.Sprint(b.Checks),
+		"rapid.steps":    fmt.Sprint(b.Steps),
+		"rapid.seed":     fmt.Sprint(b.Seed),
+		"rapid.failfile": b.Replay,
+	}
+	for name, value := range settings {
+		if err := flag.CommandLine.Set(name, value); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func reportProgress(w io.Writer, checks, ops *atomic.Int64) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		tick := time.NewTicker(3 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				secs := time.Since(start).Seconds()
+				fmt.Fprintf(w, "fencecheck: %d checks, %.0f operations/s\n", checks.Load(), float64(ops.Load())/secs)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// newestFailFile is the fail file rapid just wrote for name.
+func newestFailFile(name string) string {
+	files, _ := filepath.Glob(filepath.Join("testdata", "rapid", name, name+"-*.fail"))
+	var newest string
+	var at time.Time
+	for _, f := range files {
+		if info, err := os.Stat(f); err == nil && info.ModTime().After(at) {
+			newest, at = f, info.ModTime()
+		}
+	}
+	return newest
+}
+
+// explorer is the rapid.TB of an exploration outside go test: it keeps
+// rapid's report instead of failing a test.
+type explorer struct {
+	name   string
+	failed bool
+	log    strings.Builder
+}
+
+func (e *explorer) Helper()                           {}
+func (e *explorer) Name() string                      { return e.name }
+func (e *explorer) Logf(format string, args ...any)   { fmt.Fprintf(&e.log, format+"\n", args...) }
+func (e *explorer) Log(args ...any)                   { fmt.Fprintln(&e.log, args...) }
+func (e *explorer) Errorf(format string, args ...any) { e.failed = true; e.Logf(format, args...) }
+func (e *explorer) Error(args ...any)                 { e.failed = true; e.Log(args...) }
+func (e *explorer) Fatalf(format string, args ...any) { e.Errorf(format, args...) }
+func (e *explorer) Fatal(args ...any)                 { e.Error(args...) }
+func (e *explorer) FailNow()                          { e.failed = true }
+func (e *explorer) Fail()                             { e.failed = true }
+func (e *explorer) Failed() bool                      { return e.failed }
+func (e *explorer) SkipNow()                          {}
+func (e *explorer) Skip(...any)                       {}
+func (e *explorer) Skipf(string, ...any)              {}
