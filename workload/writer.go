@@ -22,7 +22,7 @@ type fareWriter struct {
 	// committed are the trips this writer knows committed: read back on
 	// start, and its own commits since.
 	committed map[string]bool
-	v2    bool   // transactions v2: partitions are added by the produce itself
+	v2        bool // transactions v2: partitions are added by the produce itself
 }
 
 type writerPhase int
