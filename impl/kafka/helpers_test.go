@@ -2,13 +2,11 @@ package kafka
 
 import (
 	"context"
-	"slices"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -81,21 +79,6 @@ func (s *scenario) history(name string) histories.History {
 	return h
 }
 
-// check runs every check on the history; want names the checks that must
-// be violated, every other must hold.
-func (s *scenario) check(name string, want ...string) checker.Report {
-	s.t.Helper()
-	report := checker.Check(s.history(name), checker.Options{})
-	for _, v := range report.Verdicts {
-		if slices.Contains(want, v.Check) {
-			require.Equal(s.t, checker.Violated, v.Status, "%s: %s", v.Check, v)
-			continue
-		}
-		require.True(s.t, v.Held(), "%s: %s", v.Check, v)
-	}
-	return report
-}
-
 // session is a producer's (transactional id, producer id, epoch).
 type session struct {
 	txnID string
@@ -149,7 +132,6 @@ func keysOf(records []model.FetchedRecord) []string {
 	}
 	return keys
 }
-
 
 // lose sends a request of proc whose answer is lost on the way back: the
 // broker applies it, the history shows it never returning.
@@ -227,4 +209,16 @@ func offsetFetchRequest(group string, p model.Partition) model.Request {
 	r := model.NewRequest()
 	r.Group, r.Partition, r.RequireStable = group, p, true
 	return r
+}
+
+// begin initialises a transactional producer and, under transactions v1,
+// registers partitions in its first transaction (v2 adds them on produce).
+func (s *scenario) begin(proc, txnID string, partitions ...model.Partition) session {
+	s.t.Helper()
+	got := s.ok(proc, model.InitProducerID, initRequest(txnID))
+	ses := session{txnID, got.ProducerID, got.Epoch}
+	if len(partitions) > 0 && s.target.TransactionsVersion() == 1 {
+		s.ok(proc, model.AddPartitions, ses.addPartitions(partitions...))
+	}
+	return ses
 }

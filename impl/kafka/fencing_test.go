@@ -1,0 +1,82 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// A producer fenced by a new owner's init is refused on its next produce,
+// to a partition outside the new owner's transaction, with a fenced-producer
+// error (KIP-98; under v1 kfake diverges, see FINDINGS.md).
+func TestZombieProduceRefused(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-7", fares2)
+		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-9001"))
+		s.ok("B", model.InitProducerID, initRequest("fare-writer-7"))
+		zombie := s.send("A", model.Produce, a.produce(fares2, 1, "trip-9002"))
+		require.False(t, zombie.Succeeded())
+		s.check("zombie-produce-invalid-txn-state")
+	})
+}
+
+// Under transactions v2 a produce adds its partition to the transaction,
+// but only after its epoch passed the fencing check: a fenced producer
+// starts nothing, so the owner's next commit has nothing to commit
+// (INVALID_TXN_STATE) and writes no marker. kfake diverges: FINDINGS.md.
+func TestFencedProduceStartsNothing(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		if s.target.TransactionsVersion() < 2 {
+			t.Skip("implicit partition adds are transactions v2")
+		}
+		a := s.begin("A", "fare-writer-7")
+		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-9001"))
+		a.epoch = s.ok("A", model.EndTxn, a.endTxn(true)).Epoch
+		got := s.ok("B", model.InitProducerID, initRequest("fare-writer-7"))
+		b := session{"fare-writer-7", got.ProducerID, got.Epoch}
+		zombie := s.send("A", model.Produce, a.produce(fares2, 0, "trip-9002"))
+		require.Equal(t, model.FencedProducer, model.ClassOf(zombie.Err), "%+v", zombie)
+		commit := s.send("B", model.EndTxn, b.endTxn(true))
+		t.Logf("owner's commit with nothing of its own open: %+v", commit)
+		read := s.ok("reader", model.Fetch, fetchRequest(fares2, model.ReadCommitted))
+		t.Logf("high watermark %d (2 when the zombie started nothing)", read.HighWatermark)
+		s.check("fenced-produce-starts-nothing")
+	})
+}
+
+// An abort with no transaction open: Kafka 3.x refuses it
+// (INVALID_TXN_STATE); Kafka 4 under transactions v2 accepts it and bumps
+// the epoch (KAFKA-18464). See FINDINGS.md for who diverges.
+func TestEmptyAbort(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-7")
+		s.send("A", model.EndTxn, a.endTxn(false))
+		s.check("empty-abort-accepted")
+	})
+}
+
+// KIP-360: a producer may bump its own epoch only while it is the current
+// (or, for a retry, the previous) one. A zombie two epochs behind must be
+// fenced, never handed the id back.
+func TestZombieCannotBumpStaleEpoch(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-7")
+		s.ok("B", model.InitProducerID, initRequest("fare-writer-7"))
+		s.ok("C", model.InitProducerID, initRequest("fare-writer-7"))
+		bump := initRequest("fare-writer-7")
+		bump.ProducerID, bump.Epoch = a.pid, a.epoch
+		res := s.send("A", model.InitProducerID, bump)
+		t.Logf("zombie's bump of epoch %d: %+v", a.epoch, res)
+		if res.Succeeded() {
+			// The zombie owns the id again: its writes go through.
+			a.epoch = res.Resp.Epoch
+			if s.target.TransactionsVersion() == 1 {
+				s.ok("A", model.AddPartitions, a.addPartitions(fares2))
+			}
+			s.ok("A", model.Produce, a.produce(fares2, 0, "trip-9002"))
+		}
+		s.check("zombie-wins-id-back")
+	})
+}
