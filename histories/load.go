@@ -223,13 +223,17 @@ func checkIDs(ops []Op) error {
 	return nil
 }
 
-// checkOverlap reports two operations of one process that overlap in time.
-// An operation that never returned is exempt: its process goes on (a retry
-// after a lost response) while it stays pending for ever.
+// checkOverlap reports two requests of one process that overlap in time.
+// A request that never returned is exempt: its process goes on (a retry
+// after a lost response) while it stays pending for ever. Faults are
+// instants, and may strike a process while its request is in flight (it
+// stalls, or crashes, with the request on the wire).
 func checkOverlap(ops []Op) error {
 	byProc := map[string][]Op{}
 	for _, op := range ops {
-		byProc[op.Proc] = append(byProc[op.Proc], op)
+		if op.Kind.IsRequest() {
+			byProc[op.Proc] = append(byProc[op.Proc], op)
+		}
 	}
 	for _, proc := range sortedKeys(byProc) {
 		if err := checkProcOverlap(byProc[proc]); err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"pgregory.net/rapid"
@@ -41,6 +42,12 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
 	}
+	// rapid asks testing.Short, which needs the testing flags registered
+	// and parsed; in a test binary both are done already.
+	testing.Init()
+	if !flag.Parsed() {
+		_ = flag.CommandLine.Parse(nil)
+	}
 	if err := setRapidFlags(b); err != nil {
 		return Outcome{}, err
 	}
@@ -62,6 +69,20 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 		out.FailFile = newestFailFile(tb.name)
 	}
 	return out, nil
+}
+
+// Discard removes rapid's fail file once a bundle holds a copy, so that
+// exploring leaves nothing behind in the working directory.
+func (o Outcome) Discard() {
+	if o.FailFile == "" {
+		return
+	}
+	_ = os.Remove(o.FailFile)
+	for dir := filepath.Dir(o.FailFile); dir != "." && dir != string(filepath.Separator); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			return // not empty: someone else's files
+		}
+	}
 }
 
 func opsOf(f *Failure) int {

@@ -23,6 +23,8 @@ type Options struct {
 	TxnVersion int
 	// Coverage, when set, counts the actions taken.
 	Coverage *Coverage
+	// Observe, when set, sees every finished history.
+	Observe func(histories.History)
 }
 
 // Failure is the last counterexample a property found. rapid calls the
@@ -69,6 +71,9 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		t.Repeat(acts)
 		r.quiesce()
 		r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))
+		if opts.Observe != nil {
+			opts.Observe(r.h)
+		}
 		r.judge(t, r.h, failure)
 	}
 }

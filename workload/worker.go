@@ -76,8 +76,11 @@ func (w *worker) inTxn() bool { return w.step > workerAddPartition && w.step <= 
 func (w *worker) leave() { w.leaving = true }
 
 func (w *worker) next() (model.Op, bool) {
-	if w.leaving && !w.inTxn() && w.step != workerInit && w.step != workerClosed {
+	if w.leaving && !w.inTxn() && w.step != workerClosed {
 		w.step = workerLeave
+		if w.member == "" {
+			w.step = workerClosed // never joined: nothing to leave
+		}
 	}
 	switch w.step {
 	case workerInit:

@@ -19,13 +19,19 @@ const (
 const usage = `fencecheck: a model checker for Kafka's fencing invariants.
 
 Usage:
+  fencecheck run [--target T] [--scenario S] [--seed N] [--checks N] [--steps N] [--out DIR]
   fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...
+  fencecheck replay BUNDLE
 
 Commands:
+  run     explore random interleavings of producers and workers with zombies,
+          restarts and rebalances against a broker; a violation is shrunk to
+          a short timeline and saved as a bug report.
   check   judge history files (HISTORY.md format v1): linearizability against
           the reference broker, one live producer per transactional.id,
           exactly-once reads, no aborted reads, monotonic group offsets, and
           progress.
+  replay  run a bug report's interleaving again.
 
 Run 'fencecheck COMMAND --help' for a command's flags.
 Exit status: 0 every check holds, 1 a check is violated, 2 unusable input.
@@ -41,6 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "check":
 		return runCheck(args[1:], stdout, stderr)
+	case "run":
+		return runRun(args[1:], stdout, stderr)
+	case "replay":
+		return runReplay(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitHeld

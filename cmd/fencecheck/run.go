@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/model"
+	"github.com/fencecheck/fencecheck/workload"
+)
+
+// targets are the brokers fencecheck can explore, by name.
+var targets = map[string]func(txnVersion int) model.NewTarget{
+	"model": func(v int) model.NewTarget {
+		return func() (model.Target, error) { return model.NewBroker(model.Options{TxnVersion: v}), nil }
+	},
+}
+
+func targetNames() []string {
+	var names []string
+	for name := range targets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+type runFlags struct {
+	target, scenario, out string
+	seed                  uint64
+	checks, steps         int
+	txnVersion            int
+}
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.target, "target", "model", "the broker to explore: "+strings.Join(targetNames(), ", "))
+	fs.StringVar(&f.scenario, "scenario", "stable-id", "the configuration to explore: "+strings.Join(workload.ScenarioNames(), ", ")+", or all")
+	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
+	fs.IntVar(&f.checks, "checks", 100, "how many interleavings to try")
+	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
+	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
+	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: fencecheck run [flags]\n\n"+
+			"Explores random interleavings of fare writers and consume-transform-produce\n"+
+			"workers, with zombies, restarts and rebalances, against a broker, and checks\n"+
+			"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
+			"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
+			"Progress goes to stderr. Exit status: 0 every check held, 1 a violation was\n"+
+			"found (a misconfiguration is expected to give one), 2 bad flags.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitHeld
+		}
+		return exitUsage
+	}
+	scenarios, err := f.validate(fs.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
+		return exitUsage
+	}
+	exit := exitHeld
+	for _, sc := range scenarios {
+		exit = max(exit, explore(sc, f, stdout, stderr))
+	}
+	return exit
+}
+
+func (f runFlags) validate(rest []string) ([]workload.Scenario, error) {
+	switch {
+	case len(rest) > 0:
+		return nil, fmt.Errorf("unexpected argument %q", rest[0])
+	case targets[f.target] == nil:
+		return nil, fmt.Errorf("unknown --target %q (known: %s)", f.target, strings.Join(targetNames(), ", "))
+	case f.checks < 1:
+		return nil, fmt.Errorf("--checks must be at least 1, got %d", f.checks)
+	case f.steps < 1:
+		return nil, fmt.Errorf("--steps must be at least 1, got %d", f.steps)
+	case f.txnVersion != 1 && f.txnVersion != 2:
+		return nil, fmt.Errorf("--txn-version must be 1 or 2, got %d", f.txnVersion)
+	case f.scenario == "all":
+		return workload.Scenarios, nil
+	}
+	sc, err := workload.ScenarioNamed(f.scenario)
+	return []workload.Scenario{sc}, err
+}
+
+func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
+	opts := workload.Options{Scenario: sc, Target: targets[f.target](f.txnVersion), TxnVersion: f.txnVersion}
+	out, err := workload.Explore(opts, workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed}, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.target, f.txnVersion, out.Seed, sc.About())
+	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed}
+	return reportOutcome(out, run, f.out, stdout, stderr)
+}
+
+// reportOutcome prints what an exploration found: every check held, or the
+// shrunk timeline, its verdicts and where its bug report went.
+func reportOutcome(out workload.Outcome, run workload.Run, dir string, stdout, stderr io.Writer) int {
+	if out.Failure == nil {
+		fmt.Fprintf(stdout, "every check held over %d interleavings (%d operations)\n", out.Checks, out.Ops)
+		return exitHeld
+	}
+	h, report, steps, _ := out.Failure.Found()
+	fmt.Fprintf(stdout, "VIOLATION, shrunk to %d operations after %d actions:\n\n", len(h.Ops), len(steps))
+	if err := report.WriteTimeline(stdout); err != nil {
+		fmt.Fprintf(stderr, "fencecheck: %v\n", err)
+	}
+	bundle, err := workload.WriteBundle(dir, run, out.Failure, out.FailFile)
+	if err == nil {
+		out.Discard()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck: writing the bug report: %v\n", err)
+		return exitViolated
+	}
+	fmt.Fprintf(stdout, "\nbug report: %s\nreplay:     fencecheck check %s\n            fencecheck replay %s\n",
+		bundle, filepath.Join(bundle, workload.BundleHistory), bundle)
+	return exitViolated
+}
+
+func runReplay(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: fencecheck replay BUNDLE\n\n"+
+			"Runs a saved counterexample's interleaving against its target again and\n"+
+			"checks the new history. Exit status: 1 it still fails, 0 it no longer does,\n"+
+			"2 the bundle is unusable.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitHeld
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "fencecheck replay: give one bundle directory")
+		return exitUsage
+	}
+	dir := fs.Arg(0)
+	run, err := workload.ReadRun(dir)
+	if err == nil && targets[run.Target] == nil {
+		err = fmt.Errorf("unknown target %q in %s", run.Target, workload.BundleRun)
+	}
+	var sc workload.Scenario
+	if err == nil {
+		sc, err = workload.ScenarioNamed(run.Scenario)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
+		return exitUsage
+	}
+	opts := workload.Options{Scenario: sc, Target: targets[run.Target](run.TxnVersion), TxnVersion: run.TxnVersion}
+	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: 30}, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
+		return exitUsage
+	}
+	if out.Failure == nil {
+		fmt.Fprintln(stdout, "the counterexample no longer fails: every check held")
+		return exitHeld
+	}
+	_, report, _, _ := out.Failure.Found()
+	if err := report.WriteTimeline(stdout); err != nil {
+		fmt.Fprintf(stderr, "fencecheck: %v\n", err)
+	}
+	return exitViolated
+}

@@ -1,0 +1,130 @@
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// Run names what was explored, so that a bundle can be replayed.
+type Run struct {
+	Scenario   string `json:"scenario"`
+	Target     string `json:"target"`
+	TxnVersion int    `json:"transactions_version"`
+	Seed       uint64 `json:"seed,omitempty"`
+}
+
+// Files of a bundle.
+const (
+	BundleHistory  = "history.json"
+	BundleTimeline = "timeline.md"
+	BundleHTML     = "report.html"
+	BundleRun      = "run.json"
+	BundleFailFile = "rapid.fail"
+	bundleReadme   = "README.md"
+)
+
+// WriteBundle writes a counterexample as a bug report into dir (created if
+// missing; "" makes a fresh directory under the system's temporary one):
+// the history (HISTORY.md format), the timeline, porcupine's HTML, the
+// actions rapid shrank it to, and how to replay it. It returns the
+// directory.
+func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, error) {
+	h, report, steps, ok := f.Found()
+	if !ok {
+		return "", fmt.Errorf("no counterexample to write")
+	}
+	dir, err := bundleDir(dir, run.Scenario)
+	if err != nil {
+		return "", err
+	}
+	visual := checker.Check(h, checker.Options{Visualize: true})
+	writes := map[string]func(io.Writer) error{
+		BundleHistory:  func(w io.Writer) error { return histories.Save(w, h) },
+		BundleTimeline: report.WriteTimeline,
+		BundleHTML:     visual.WriteHTML,
+		BundleRun:      func(w io.Writer) error { return writeJSON(w, run) },
+		bundleReadme:   func(w io.Writer) error { return writeReadme(w, run, report, steps, dir) },
+	}
+	for name, write := range writes {
+		if err := writeFile(filepath.Join(dir, name), write); err != nil {
+			return dir, err
+		}
+	}
+	if failFile != "" {
+		if err := copyFile(failFile, filepath.Join(dir, BundleFailFile)); err != nil {
+			return dir, err
+		}
+	}
+	return dir, nil
+}
+
+func bundleDir(dir, scenario string) (string, error) {
+	if dir == "" {
+		return os.MkdirTemp("", "fencecheck-"+scenario+"-")
+	}
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, dir string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Counterexample: %s on %s\n\n", run.Scenario, run.Target)
+	for _, v := range report.Verdicts {
+		fmt.Fprintf(&b, "    %s\n", v)
+	}
+	fmt.Fprintf(&b, "\nThe timeline is in %s, porcupine's view in %s, the history in %s.\n\n", BundleTimeline, BundleHTML, BundleHistory)
+	fmt.Fprintf(&b, "## Replay\n\n    go run ./cmd/fencecheck check %s\n", filepath.Join(dir, BundleHistory))
+	fmt.Fprintf(&b, "    go run ./cmd/fencecheck replay %s\n\n", dir)
+	b.WriteString("The first judges the recorded history again; the second runs the same interleaving against the target again.\n\n")
+	b.WriteString("## Actions, as rapid shrank them\n\n")
+	for _, s := range steps {
+		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(out); err != nil {
+		out.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return out.Close()
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
+}
+
+// ReadRun reads what a bundle explored.
+func ReadRun(dir string) (Run, error) {
+	var run Run
+	data, err := os.ReadFile(filepath.Join(dir, BundleRun))
+	if err != nil {
+		return run, err
+	}
+	if err := json.Unmarshal(data, &run); err != nil {
+		return run, fmt.Errorf("%s: %w", filepath.Join(dir, BundleRun), err)
+	}
+	return run, nil
+}
