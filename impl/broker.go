@@ -1,0 +1,175 @@
+// Package impl is the optimised broker: the reference model's rules (model/)
+// served by the data structures of a real Kafka broker, safe for many
+// goroutines at once.
+//
+// Each partition is a log of batches with an offset index, a producer-state
+// table (epoch, the last five batches, the open transaction's first
+// offset), an aborted-transaction index and an incrementally kept last
+// stable offset. The transaction and group coordinators are sharded by id;
+// each shard keeps its own append-only log of state records, as Kafka keeps
+// __transaction_state and __consumer_offsets. Restart drops every table and
+// rebuilds it from those logs.
+//
+// Lock order. Every request takes its locks in one global order and holds
+// them all until it answers (strict two-phase locking, which makes every
+// request atomic and so the broker linearizable):
+//
+//	transaction shards (by index) → group shards (by index) → partition registry → partitions (by name)
+//
+// The coordinators write markers to partitions and commit offsets to groups,
+// so they lock downwards; a partition leader never reaches up to a
+// coordinator while it holds a partition lock. Tick and Restart take every
+// shard.
+package impl
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Config chooses the protocol and the seeded bugs.
+type Config struct {
+	// TxnVersion is the transaction protocol: 1 (KIP-98) or 2 (KIP-890);
+	// 0 is 1.
+	TxnVersion int
+	// Mutants is the set of seeded bugs to switch on, named as in Mutants
+	// (ParseMutants reads them from a list).
+	Mutants map[string]bool
+}
+
+// Broker is the optimised broker. It answers every request as the reference
+// model would, and is safe for concurrent use.
+type Broker struct {
+	v2   bool
+	bugs mutantSet
+
+	// now is the broker's clock in ms, moved by Tick. Tick writes it
+	// holding every coordinator shard; readers hold at least one.
+	now atomic.Int64
+	// producerIDs hands out producer ids. It stands for the controller's
+	// producer-id allocator (KRaft's ProducerIdsRecord), which lives
+	// outside this broker and so survives its restarts.
+	producerIDs atomic.Int64
+	// nextMember numbers new group members; Restart recounts it from the
+	// group logs.
+	nextMember atomic.Int64
+
+	txns   [shardCount]txnShard
+	groups [shardCount]groupShard
+	parts  registry
+}
+
+// shardCount is how many shards each coordinator has.
+const shardCount = 16
+
+var _ model.Target = (*Broker)(nil)
+
+// New is a fresh broker: empty logs, no producers, no groups.
+func New(cfg Config) *Broker {
+	b := &Broker{v2: cfg.TxnVersion >= 2, bugs: mutantsOf(cfg.Mutants)}
+	// The model's first producer id is 1.
+	b.producerIDs.Store(1)
+	for i := range b.txns {
+		b.txns[i].reset()
+	}
+	for i := range b.groups {
+		b.groups[i].reset()
+	}
+	b.parts.reset()
+	return b
+}
+
+// freshProducerID hands out a producer id never handed out before (KIP-98).
+func (b *Broker) freshProducerID() int64 { return b.producerIDs.Add(1) - 1 }
+
+// Close releases the broker; it holds nothing but memory.
+func (b *Broker) Close() error { return nil }
+
+// Tick moves the broker's clock by ms: transactions and group members whose
+// timeouts passed are expired, in the model's order (transactional ids, then
+// groups and members, each sorted), so that markers land at the model's
+// offsets.
+func (b *Broker) Tick(ms int64) {
+	unlockTxns := b.lockAllTxnShards()
+	defer unlockTxns()
+	b.now.Add(ms)
+	unlockGroups := b.lockAllGroupShards()
+	defer unlockGroups()
+	b.expireTxns()
+	b.expireMembers()
+}
+
+// Restart stops the broker and starts it again on its logs: every table is
+// dropped and rebuilt by replaying the logs (DESIGN: nothing acknowledged is
+// lost; Kafka's log recovery and coordinator loading).
+func (b *Broker) Restart() {
+	unlockTxns := b.lockAllTxnShards()
+	defer unlockTxns()
+	unlockGroups := b.lockAllGroupShards()
+	defer unlockGroups()
+	unlockParts := b.parts.lockAll()
+	defer unlockParts()
+	for i := range b.txns {
+		b.txns[i].recover()
+	}
+	var highest int64 = -1
+	for i := range b.groups {
+		highest = max(highest, b.groups[i].recover())
+	}
+	b.nextMember.Store(highest + 1)
+	for _, p := range b.parts.all() {
+		p.recover(b.bugs)
+	}
+}
+
+func (b *Broker) lockAllTxnShards() (unlock func()) {
+	for i := range b.txns {
+		b.txns[i].mu.Lock()
+	}
+	return func() {
+		for i := range b.txns {
+			b.txns[i].mu.Unlock()
+		}
+	}
+}
+
+func (b *Broker) lockAllGroupShards() (unlock func()) {
+	for i := range b.groups {
+		b.groups[i].mu.Lock()
+	}
+	return func() {
+		for i := range b.groups {
+			b.groups[i].mu.Unlock()
+		}
+	}
+}
+
+// The requests. Each serves one kind of model.Request; ctx is not consulted,
+// as every request is answered at once from memory.
+
+func (b *Broker) InitProducerID(_ context.Context, r model.Request) model.Result {
+	return b.initProducerID(r)
+}
+func (b *Broker) AddPartitions(_ context.Context, r model.Request) model.Result {
+	return b.addPartitions(r)
+}
+func (b *Broker) Produce(_ context.Context, r model.Request) model.Result { return b.produce(r) }
+func (b *Broker) AddOffsets(_ context.Context, r model.Request) model.Result {
+	return b.addOffsets(r)
+}
+func (b *Broker) TxnOffsetCommit(_ context.Context, r model.Request) model.Result {
+	return b.txnOffsetCommit(r)
+}
+func (b *Broker) EndTxn(_ context.Context, r model.Request) model.Result { return b.endTxn(r) }
+func (b *Broker) JoinGroup(_ context.Context, r model.Request) model.Result {
+	return b.joinGroup(r)
+}
+func (b *Broker) LeaveGroup(_ context.Context, r model.Request) model.Result {
+	return b.leaveGroup(r)
+}
+func (b *Broker) OffsetFetch(_ context.Context, r model.Request) model.Result {
+	return b.offsetFetch(r)
+}
+func (b *Broker) Fetch(_ context.Context, r model.Request) model.Result { return b.fetch(r) }

@@ -1,0 +1,254 @@
+package impl
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// TestDifferentialAgainstModel sends the same random requests to the
+// reference model and to the broker, one at a time, and requires every
+// answer to be the same, under both transaction protocols. The requests
+// are plausible enough to succeed often: they mostly use the producer ids,
+// epochs, sequences, members and generations handed out so far, and
+// sometimes stale or wrong ones.
+func TestDifferentialAgainstModel(t *testing.T) {
+	for _, version := range []int{1, 2} {
+		t.Run(fmt.Sprintf("txn-v%d", version), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				d := newDifferential(version)
+				rt.Repeat(d.actions())
+			})
+		})
+	}
+}
+
+var (
+	txnIDs      = []string{"tx-a", "tx-b", "tx-c"}
+	outputs     = []model.Partition{"out-0", "out-1", "out-2"}
+	inputs      = []model.Partition{"in-0", "in-1", "in-2"}
+	theGroup    = "g"
+	isolations  = []model.Isolation{model.ReadCommitted, model.ReadUncommitted}
+	tickLengths = []int64{100, 1_000, 5_000, 20_000, 60_000}
+)
+
+// differential is one run: both brokers, and what clients learnt from the
+// answers so far.
+type differential struct {
+	ref  *model.RefBroker
+	impl *Broker
+	// sessions handed out, per transactional.id ("" for idempotent-only
+	// producers), oldest first.
+	sessions map[string][]session
+	// next sequence per (session, partition), and the last batch sent
+	// there, for retries.
+	next    map[seqKey]int32
+	members []joined
+	keys    int
+}
+
+type seqKey struct {
+	session
+	partition model.Partition
+}
+
+type joined struct {
+	id  string
+	gen int32
+}
+
+func newDifferential(version int) *differential {
+	return &differential{
+		ref:      model.NewBroker(model.Options{TxnVersion: version}),
+		impl:     New(Config{TxnVersion: version}),
+		sessions: map[string][]session{},
+		next:     map[seqKey]int32{},
+	}
+}
+
+// send gives r to both brokers and requires the same answer.
+func (d *differential) send(t *rapid.T, kind model.Kind, r model.Request) model.Result {
+	want := send(d.ref, kind, r)
+	got := send(d.impl, kind, r)
+	require.Equal(t, want, got, "%s %+v", kind, r)
+	return want
+}
+
+func (d *differential) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"InitProducer":   d.initProducer,
+		"AddPartitions":  d.addPartitions,
+		"ProduceRecord":  d.produceRecord,
+		"AddOffsets":     d.addOffsets,
+		"CommitOffsets":  d.commitOffsets,
+		"CommitTxn":      func(t *rapid.T) { d.endTxn(t, true) },
+		"AbortTxn":       func(t *rapid.T) { d.endTxn(t, false) },
+		"JoinGroup":      d.joinGroup,
+		"LeaveGroup":     d.leaveGroup,
+		"FetchCommitted": func(t *rapid.T) { d.fetch(t, model.ReadCommitted) },
+		"FetchAll":       func(t *rapid.T) { d.fetch(t, model.ReadUncommitted) },
+		"FetchOffsets":   d.offsetFetch,
+		"Tick":           d.tick,
+		"RestartBroker":  func(*rapid.T) { d.ref.Restart(); d.impl.Restart() },
+		"":               d.logsAgree,
+	}
+}
+
+// logsAgree reads every partition from the start, both ways: the logs, the
+// last stable offsets and the aborted ranges must agree after every step.
+func (d *differential) logsAgree(t *rapid.T) {
+	for _, p := range outputs {
+		for _, iso := range isolations {
+			d.send(t, model.Fetch, fetchReq(p, 0, iso))
+		}
+	}
+}
+
+// txnID draws a transactional.id; idempotent includes "" (none).
+func (d *differential) txnID(t *rapid.T, idempotent bool) string {
+	ids := txnIDs
+	if idempotent {
+		ids = append([]string{""}, ids...)
+	}
+	return rapid.SampledFrom(ids).Draw(t, "txn")
+}
+
+// sessionFor draws the session a client of id uses: mostly the latest,
+// sometimes an older one (a zombie), sometimes a made-up one.
+func (d *differential) sessionFor(t *rapid.T, id string) session {
+	known := d.sessions[id]
+	switch choice := rapid.IntRange(0, 9).Draw(t, "session"); {
+	case len(known) == 0 || choice == 0:
+		return session{pid: rapid.Int64Range(1, 4).Draw(t, "pid"), epoch: int16(rapid.IntRange(0, 3).Draw(t, "epoch"))}
+	case choice <= 2:
+		return rapid.SampledFrom(known).Draw(t, "old session")
+	default:
+		return known[len(known)-1]
+	}
+}
+
+func (d *differential) granted(id string, res model.Result) {
+	if res.Succeeded() && res.Resp.ProducerID != model.NoProducerID {
+		d.sessions[id] = append(d.sessions[id], sessionOf(res))
+	}
+}
+
+func (d *differential) initProducer(t *rapid.T) {
+	id := d.txnID(t, true)
+	r := initReq(id, rapid.SampledFrom([]int64{0, 500, 3_000}).Draw(t, "timeout"))
+	if id != "" && rapid.IntRange(0, 4).Draw(t, "own bump") == 0 {
+		r = bumpReq(id, d.sessionFor(t, id))
+	}
+	d.granted(id, d.send(t, model.InitProducerID, r))
+}
+
+func (d *differential) addPartitions(t *rapid.T) {
+	id := d.txnID(t, false)
+	parts := rapid.SliceOfNDistinct(rapid.SampledFrom(outputs), 0, 3, rapid.ID).Draw(t, "partitions")
+	d.send(t, model.AddPartitions, addPartitionsReq(id, d.sessionFor(t, id), parts...))
+}
+
+// produceRecord sends one to three batches of one producer to one
+// partition, so that sequences run past the leader's window of five.
+func (d *differential) produceRecord(t *rapid.T) {
+	id := d.txnID(t, true)
+	s := d.sessionFor(t, id)
+	if rapid.IntRange(0, 19).Draw(t, "outside its transaction") == 0 {
+		id = "" // a transactional producer id writing without its id
+	}
+	p := rapid.SampledFrom(outputs).Draw(t, "partition")
+	for range rapid.IntRange(1, 3).Draw(t, "batches") {
+		d.produceBatch(t, id, s, p)
+	}
+}
+
+func (d *differential) produceBatch(t *rapid.T, id string, s session, p model.Partition) {
+	key := seqKey{s, p}
+	seq := d.next[key]
+	switch rapid.IntRange(0, 9).Draw(t, "sequence") {
+	case 0:
+		seq = max(seq-1-rapid.Int32Range(0, 6).Draw(t, "back"), 0) // a retry
+	case 1:
+		seq++ // a gap
+	case 2:
+		seq = 0
+	}
+	keys := make([]string, rapid.IntRange(0, 2).Draw(t, "records"))
+	for i := range keys {
+		d.keys++
+		keys[i] = fmt.Sprintf("k%d", d.keys)
+	}
+	res := d.send(t, model.Produce, produceReq(id, s, p, seq, keys...))
+	if res.Succeeded() && seq == d.next[key] {
+		d.next[key] = seq + int32(max(len(keys), 1))
+	}
+}
+
+func (d *differential) addOffsets(t *rapid.T) {
+	id := d.txnID(t, false)
+	d.send(t, model.AddOffsets, addOffsetsReq(id, d.sessionFor(t, id), theGroup))
+}
+
+func (d *differential) commitOffsets(t *rapid.T) {
+	id := d.txnID(t, false)
+	m := d.memberFor(t)
+	if rapid.IntRange(0, 5).Draw(t, "groupId-string overload") == 0 {
+		m.gen = model.NoGeneration
+	}
+	offsets := map[model.Partition]int64{
+		rapid.SampledFrom(inputs).Draw(t, "input"): rapid.Int64Range(0, 20).Draw(t, "offset"),
+	}
+	d.send(t, model.TxnOffsetCommit, commitOffsetsReq(id, d.sessionFor(t, id), theGroup, m.id, m.gen, offsets))
+}
+
+// memberFor draws a member as a consumer knows it: mostly one that joined
+// (perhaps since rebalanced away), sometimes a made-up one.
+func (d *differential) memberFor(t *rapid.T) joined {
+	if len(d.members) == 0 || rapid.IntRange(0, 9).Draw(t, "made-up member") == 0 {
+		return joined{id: fmt.Sprintf("member-%d", rapid.IntRange(0, 3).Draw(t, "member")),
+			gen: int32(rapid.IntRange(0, 4).Draw(t, "generation"))}
+	}
+	return rapid.SampledFrom(d.members).Draw(t, "member")
+}
+
+func (d *differential) endTxn(t *rapid.T, commit bool) {
+	id := d.txnID(t, false)
+	d.granted(id, d.send(t, model.EndTxn, endTxnReq(id, d.sessionFor(t, id), commit)))
+}
+
+func (d *differential) joinGroup(t *rapid.T) {
+	id := ""
+	if len(d.members) > 0 && rapid.Bool().Draw(t, "rejoin") {
+		id = d.memberFor(t).id
+	}
+	sessionMs := rapid.SampledFrom([]int64{0, 2_000, 10_000}).Draw(t, "session timeout")
+	res := d.send(t, model.JoinGroup, joinReq(theGroup, id, sessionMs, inputs...))
+	if res.Succeeded() {
+		d.members = append(d.members, joined{id: res.Resp.MemberID, gen: res.Resp.GenerationID})
+	}
+}
+
+func (d *differential) leaveGroup(t *rapid.T) {
+	d.send(t, model.LeaveGroup, leaveReq(theGroup, d.memberFor(t).id))
+}
+
+func (d *differential) fetch(t *rapid.T, isolation model.Isolation) {
+	p := rapid.SampledFrom(outputs).Draw(t, "partition")
+	d.send(t, model.Fetch, fetchReq(p, rapid.Int64Range(-1, 12).Draw(t, "from"), isolation))
+}
+
+func (d *differential) offsetFetch(t *rapid.T) {
+	group := rapid.SampledFrom([]string{theGroup, "other"}).Draw(t, "group")
+	p := rapid.SampledFrom(inputs).Draw(t, "input")
+	d.send(t, model.OffsetFetch, offsetFetchReq(group, p, rapid.Bool().Draw(t, "require stable")))
+}
+
+func (d *differential) tick(t *rapid.T) {
+	ms := rapid.SampledFrom(tickLengths).Draw(t, "ms")
+	d.ref.Tick(ms)
+	d.impl.Tick(ms)
+}

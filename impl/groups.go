@@ -1,0 +1,309 @@
+package impl
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// The group coordinator, one shard of groups per lock: generations,
+// members, and offsets (KIP-447).
+
+// groupShard is one shard: its groups, and the log they are rebuilt from
+// (its partition of __consumer_offsets).
+type groupShard struct {
+	mu     sync.Mutex
+	groups map[string]*group
+	log    []groupRecord
+}
+
+type group struct {
+	generation int32
+	members    map[string]member
+	committed  map[model.Partition]int64
+	// pending holds transactional offsets by producer id until the
+	// transaction's marker reaches the group (KIP-447).
+	pending map[int64]map[model.Partition]int64
+}
+
+type member struct {
+	gen        int32
+	assignment []model.Partition
+	lastSeen   int64
+	sessionMs  int64
+}
+
+// noGroup is what a group that was never written looks like.
+var noGroup = &group{}
+
+func (s *groupShard) reset() {
+	s.groups = map[string]*group{}
+	s.log = nil
+}
+
+// lookup is the named group, or noGroup; it must not be written.
+func (s *groupShard) lookup(name string) *group {
+	if g := s.groups[name]; g != nil {
+		return g
+	}
+	return noGroup
+}
+
+// write logs a record and applies it.
+func (s *groupShard) write(rec groupRecord) {
+	s.log = append(s.log, rec)
+	s.apply(rec)
+}
+
+func (s *groupShard) apply(rec groupRecord) {
+	g := s.groups[rec.groupName()]
+	if g == nil {
+		g = &group{members: map[string]member{}, committed: map[model.Partition]int64{},
+			pending: map[int64]map[model.Partition]int64{}}
+		s.groups[rec.groupName()] = g
+	}
+	rec.applyTo(g)
+}
+
+// recover rebuilds the shard's groups from its log, as a coordinator loads
+// __consumer_offsets, and returns the highest member number it saw (-1 for
+// none), from which new member ids go on.
+func (s *groupShard) recover() (highestMember int64) {
+	s.groups = map[string]*group{}
+	highestMember = -1
+	for _, rec := range s.log {
+		s.apply(rec)
+		if m, ok := rec.(membership); ok {
+			for id := range m.members {
+				var n int64
+				if _, err := fmt.Sscanf(id, "member-%d", &n); err == nil {
+					highestMember = max(highestMember, n)
+				}
+			}
+		}
+	}
+	return highestMember
+}
+
+// A groupRecord is one entry of a shard's log.
+type groupRecord interface {
+	groupName() string
+	applyTo(g *group)
+}
+
+// membership is a group's generation and members after a rebalance or a
+// heartbeat, as Kafka writes GroupMetadata. The record owns its map.
+type membership struct {
+	group      string
+	generation int32
+	members    map[string]member
+}
+
+// pendingOffsets is a TxnOffsetCommit waiting for its transaction's marker.
+type pendingOffsets struct {
+	group      string
+	producerID int64
+	offsets    map[model.Partition]int64
+}
+
+// txnMarker is a COMMIT or ABORT reaching the group: pending offsets of the
+// producer become committed, or are dropped.
+type txnMarker struct {
+	group      string
+	producerID int64
+	commit     bool
+}
+
+// memberSeen is a member's sign of life, which restarts its session timer.
+type memberSeen struct {
+	group, member string
+	at            int64
+}
+
+func (r membership) groupName() string     { return r.group }
+func (r pendingOffsets) groupName() string { return r.group }
+func (r txnMarker) groupName() string      { return r.group }
+func (r memberSeen) groupName() string     { return r.group }
+
+func (r membership) applyTo(g *group) {
+	g.generation = r.generation
+	g.members = maps.Clone(r.members)
+}
+
+func (r pendingOffsets) applyTo(g *group) {
+	pending := g.pending[r.producerID]
+	if pending == nil {
+		pending = map[model.Partition]int64{}
+		g.pending[r.producerID] = pending
+	}
+	maps.Copy(pending, r.offsets)
+}
+
+func (r txnMarker) applyTo(g *group) {
+	if r.commit {
+		maps.Copy(g.committed, g.pending[r.producerID])
+	}
+	delete(g.pending, r.producerID)
+}
+
+func (r memberSeen) applyTo(g *group) {
+	if m, ok := g.members[r.member]; ok {
+		m.lastSeen = r.at
+		g.members[r.member] = m
+	}
+}
+
+func sessionTimeout(r model.Request) int64 {
+	if r.SessionTimeoutMs > 0 {
+		return r.SessionTimeoutMs
+	}
+	return model.DefaultSessionTimeoutMs
+}
+
+// joinGroup is a whole rebalance round for one member (JoinGroup and
+// SyncGroup in one): it answers the member id, the generation and the
+// member's round-robin share of the partitions, as the model chooses.
+func (b *Broker) joinGroup(r model.Request) model.Result {
+	sh := b.groupShard(r.Group)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	g := sh.lookup(r.Group)
+	if _, ok := g.members[r.MemberID]; r.MemberID != "" && !ok {
+		return model.Fail(model.UnknownMemberID) // KIP-345
+	}
+	id, gen, share := b.chooseJoin(r, g)
+	members, generation := maps.Clone(g.members), g.generation
+	if members == nil {
+		members = map[string]member{}
+	}
+	if gen > generation {
+		// A new generation: every member holds nothing until it rejoins.
+		members, generation = nextGeneration(members), gen
+	}
+	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r)}
+	sh.write(membership{group: r.Group, generation: generation, members: members})
+	resp := model.NewResponse()
+	resp.MemberID, resp.GenerationID, resp.Assignment = id, gen, share
+	return model.OK(resp)
+}
+
+// chooseJoin is the model's choice: a new member starts a new generation;
+// a member that missed the last one joins it; a member already in the
+// current one keeps its assignment, as Kafka answers a follower's rejoin
+// without a rebalance. Each takes its round-robin share.
+func (b *Broker) chooseJoin(r model.Request, g *group) (string, int32, []model.Partition) {
+	id := r.MemberID
+	if id == "" {
+		id = fmt.Sprintf("member-%d", b.nextMember.Add(1)-1)
+	}
+	m, known := g.members[id]
+	if known && m.gen == g.generation {
+		return id, m.gen, m.assignment
+	}
+	gen := g.generation + 1
+	if known {
+		gen = g.generation
+	}
+	members := slices.Sorted(maps.Keys(g.members))
+	if gen > g.generation || !slices.Contains(members, id) {
+		members = addSorted(members, id)
+	}
+	me := slices.Index(members, id)
+	var share []model.Partition
+	for i, p := range r.Partitions {
+		if i%len(members) == me {
+			share = append(share, p)
+		}
+	}
+	return id, gen, share
+}
+
+// nextGeneration is members in a new generation: none holds anything until
+// it rejoins (DESIGN, KIP-447). It writes members in place.
+func nextGeneration(members map[string]member) map[string]member {
+	for id, m := range members {
+		m.assignment = nil
+		members[id] = m
+	}
+	return members
+}
+
+func (b *Broker) leaveGroup(r model.Request) model.Result {
+	sh := b.groupShard(r.Group)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	g := sh.lookup(r.Group)
+	if _, ok := g.members[r.MemberID]; !ok {
+		return model.Fail(model.UnknownMemberID)
+	}
+	// A leave is a rebalance: the generation moves on.
+	members := maps.Clone(g.members)
+	delete(members, r.MemberID)
+	sh.write(membership{group: r.Group, generation: g.generation + 1, members: nextGeneration(members)})
+	return done()
+}
+
+// expireMembers removes members whose session timed out; each group that
+// lost one rebalances. Tick calls it holding every group shard.
+func (b *Broker) expireMembers() {
+	now := b.now.Load()
+	for _, name := range b.groupNames() {
+		sh := b.groupShard(name)
+		g := sh.lookup(name)
+		members := maps.Clone(g.members)
+		maps.DeleteFunc(members, func(_ string, m member) bool { return now-m.lastSeen >= m.sessionMs })
+		if len(members) < len(g.members) {
+			sh.write(membership{group: name, generation: g.generation + 1, members: nextGeneration(members)})
+		}
+	}
+}
+
+// groupNames is every group, sorted; the caller holds every group shard.
+func (b *Broker) groupNames() []string {
+	var names []string
+	for i := range b.groups {
+		names = slices.AppendSeq(names, maps.Keys(b.groups[i].groups))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// generationRefusal fences a zombie consumer: its group metadata must name
+// a current member of the current generation (KIP-447, seed 002). The
+// groupId-string overload sends generation -1 and is not checked.
+func (g *group) generationRefusal(r model.Request) model.Code {
+	if r.GenerationID == model.NoGeneration {
+		return ""
+	}
+	if _, ok := g.members[r.MemberID]; !ok {
+		return model.UnknownMemberID
+	}
+	if r.GenerationID != g.generation {
+		return model.IllegalGeneration
+	}
+	return ""
+}
+
+// offsetFetch answers a group's committed offset; with require_stable, not
+// while a transaction holds a pending offset for it (KIP-447).
+func (b *Broker) offsetFetch(r model.Request) model.Result {
+	sh := b.groupShard(r.Group)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	g := sh.lookup(r.Group)
+	if r.RequireStable {
+		for _, pending := range g.pending {
+			if _, ok := pending[r.Partition]; ok {
+				return model.Fail(model.UnstableOffsetCommit)
+			}
+		}
+	}
+	resp := model.NewResponse()
+	if off, ok := g.committed[r.Partition]; ok {
+		resp.Offset = off
+	}
+	return model.OK(resp)
+}

@@ -1,0 +1,127 @@
+package impl
+
+import "github.com/fencecheck/fencecheck/model"
+
+// The partition leaders: produce and fetch.
+
+// txnCheck is the transaction coordinator's say in a transactional write,
+// asked with the coordinator's shard locked (KIP-890 verification).
+type txnCheck interface {
+	// verify is "" when the write may land, else the refusal.
+	verify() model.Code
+	// landed tells the coordinator that the write was accepted.
+	landed()
+}
+
+func (b *Broker) produce(r model.Request) model.Result {
+	if r.TransactionalID != "" {
+		return b.produceTxn(r)
+	}
+	p := b.parts.open(r.Partition)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.produce(r, b.bugs, nil)
+}
+
+// produce answers a write; txn is nil for a write outside a transaction.
+func (p *partition) produce(r model.Request, bugs mutantSet, txn txnCheck) model.Result {
+	pe, known := p.producers[r.ProducerID]
+	if known && r.Epoch < pe.epoch && !bugs.has(noEpochCheck) {
+		// KIP-98, seed 000: the leader learnt a newer epoch (from a batch
+		// or a marker) and refuses the zombie; KIP-588 keeps
+		// INVALID_PRODUCER_EPOCH on produce.
+		return model.Fail(model.InvalidProducerEpoch)
+	}
+	if txn != nil {
+		if code := txn.verify(); code != "" {
+			return model.Fail(code)
+		}
+	} else if known && pe.txnFirst != model.NoOffset {
+		// KIP-98: a producer with a transaction open here cannot write
+		// outside it.
+		return model.Fail(model.InvalidTxnState)
+	}
+	res := p.appendInSequence(r, pe, bugs, txn != nil)
+	if txn != nil && res.Succeeded() {
+		txn.landed()
+	}
+	return res
+}
+
+// appendInSequence appends the batch when its sequence is the next one of
+// its (producer id, epoch), and answers a retry of a remembered batch with
+// the original offset (KIP-98 idempotence). pe is nil for a producer the
+// leader does not know.
+func (p *partition) appendInSequence(r model.Request, pe *producerState, bugs mutantSet, txn bool) model.Result {
+	lastSeq := r.Sequence + int32(max(len(r.Records), 1)) - 1
+	newEpoch := pe == nil || r.Epoch > pe.epoch
+	if pe != nil && (!newEpoch || bugs.has(dedupIgnoresEpoch)) {
+		if dup, ok := pe.duplicate(r.Sequence, lastSeq); ok {
+			// A retry of one of the last 5 batches writes nothing.
+			return produced(dup.base)
+		}
+	}
+	switch {
+	case newEpoch && r.Sequence != 0:
+		// A new producer, or a new epoch, starts at sequence 0.
+		return model.Fail(model.OutOfOrderSequenceNumber)
+	case !newEpoch && r.Sequence != pe.nextSeq():
+		return model.Fail(model.OutOfOrderSequenceNumber)
+	}
+	base := p.end()
+	p.appendBatch(batch{count: int32(len(r.Records)), producerID: r.ProducerID, epoch: r.Epoch,
+		firstSeq: r.Sequence, lastSeq: lastSeq, txn: txn}, r.Records, bugs)
+	return produced(base)
+}
+
+func produced(base int64) model.Result {
+	resp := model.NewResponse()
+	resp.BaseOffset = base
+	return model.OK(resp)
+}
+
+// emptyPartition answers fetches of partitions nothing was written to.
+var emptyPartition = newPartition()
+
+func (b *Broker) fetch(r model.Request) model.Result {
+	p := b.parts.lookup(r.Partition)
+	if p == nil {
+		p = emptyPartition
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return model.OK(p.fetch(r, b.bugs))
+}
+
+// fetch returns the records from r.Offset: read_committed only below the
+// last stable offset and never those of aborted transactions; control
+// records never (KIP-98). The aborted-transaction index names the aborted
+// ranges in the fetched range, so the log is read once, from the offset
+// index's position.
+func (p *partition) fetch(r model.Request, bugs mutantSet) model.Response {
+	start, end, stable := max(r.Offset, 0), p.end(), p.stableOffset()
+	if bugs.has(lsoIgnoresOpenTxn) {
+		stable = end
+	}
+	limit := end
+	var filter *abortFilter
+	if r.Isolation == model.ReadCommitted {
+		limit = stable
+		if !bugs.has(readCommittedIgnoresAborts) {
+			filter = newAbortFilter(p.aborted.overlapping(start, limit))
+		}
+	}
+	resp := model.NewResponse()
+	resp.HighWatermark, resp.LastStableOffset = end, stable
+	for i := p.batchAt(start); i < len(p.batches) && p.batches[i].base < limit; i++ {
+		b := p.batches[i]
+		if !keep(b, filter) {
+			continue
+		}
+		for off := max(b.base, start); off < min(b.base+int64(b.count), limit); off++ {
+			rec := p.records[b.recordsAt+int(off-b.base)]
+			resp.Records = append(resp.Records, model.FetchedRecord{Offset: off, Key: rec.Key, Value: rec.Value, ProducerID: b.producerID})
+		}
+	}
+	return resp
+}

@@ -1,0 +1,109 @@
+package impl
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Transactional writes: a produce or an offset commit inside a transaction
+// needs the coordinator's word as well as the leader's or the group's.
+
+// produceTxn answers a transactional produce with the coordinator's shard
+// and then the partition locked (the lock order of broker.go).
+func (b *Broker) produceTxn(r model.Request) model.Result {
+	sh := b.txnShard(r.TransactionalID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	p := b.parts.open(r.Partition)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.produce(r, b.bugs, &txnWrite{b: b, sh: sh, r: r})
+}
+
+// txnWrite is the coordinator's side of one transactional produce.
+type txnWrite struct {
+	b  *Broker
+	sh *txnShard
+	r  model.Request
+	// begin is the transaction the write starts or joins implicitly
+	// (KIP-890), set once verify passes and written once the write lands.
+	begin *txnMeta
+}
+
+// verify lets the write land when its producer owns the transactional.id and
+// the partition is in the ongoing transaction (KIP-890 verification: no
+// hanging transactions, KAFKA-14402). Under transactions v2 the write adds
+// its partition itself, but only after the fencing check passed: a fenced
+// producer starts nothing.
+func (w *txnWrite) verify() model.Code {
+	t, refused := w.sh.owner(w.r)
+	if refused == model.ProducerFenced && w.b.bugs.has(noEpochCheck) {
+		refused = ""
+	}
+	switch {
+	case refused == model.ProducerFenced:
+		// KIP-588 keeps INVALID_PRODUCER_EPOCH on produce.
+		return model.InvalidProducerEpoch
+	case refused != "":
+		return refused
+	case w.b.bugs.has(hangingTxn):
+		return ""
+	case t.phase == model.Ongoing && slices.Contains(t.partitions, w.r.Partition):
+		return ""
+	case !w.b.v2:
+		return model.InvalidTxnState
+	}
+	t = w.b.begin(t)
+	t.partitions = addSorted(t.partitions, w.r.Partition)
+	w.begin = &t
+	return ""
+}
+
+func (w *txnWrite) landed() {
+	if w.begin != nil {
+		w.sh.write(w.r.TransactionalID, *w.begin)
+	}
+}
+
+// txnOffsetCommit stores a consumer's offsets in the producer's transaction,
+// pending until the COMMIT marker (KIP-98, KIP-447). Both the producer and
+// the consumer must be current: the epoch fences a zombie producer, the
+// generation a zombie consumer (seed 002).
+func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
+	sh := b.txnShard(r.TransactionalID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	t, fencedProducer := sh.owner(r)
+	gs := b.groupShard(r.Group)
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	var fencedConsumer model.Code
+	if !b.bugs.has(offsetsIgnoreGeneration) {
+		fencedConsumer = gs.lookup(r.Group).generationRefusal(r)
+	}
+	switch {
+	case fencedProducer != "":
+		// Where both fences hold, brokers differ in which they check
+		// first; the model answers the producer's.
+		return model.Fail(fencedProducer)
+	case fencedConsumer != "":
+		return model.Fail(fencedConsumer)
+	}
+	if !slices.Contains(t.groups, r.Group) {
+		if !b.v2 {
+			// KIP-98: AddOffsetsToTxn comes first.
+			return model.Fail(model.InvalidTxnState)
+		}
+		// KIP-890: the commit adds its group implicitly.
+		t = b.begin(t)
+		t.groups = addSorted(t.groups, r.Group)
+		sh.write(r.TransactionalID, t)
+	}
+	gs.write(pendingOffsets{group: r.Group, producerID: t.producerID, offsets: maps.Clone(r.Offsets)})
+	if _, member := gs.lookup(r.Group).members[r.MemberID]; member {
+		gs.write(memberSeen{group: r.Group, member: r.MemberID, at: b.now.Load()})
+	}
+	return done()
+}
