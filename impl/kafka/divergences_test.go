@@ -54,6 +54,10 @@ var knownDivergences = map[string]divergence{
 		violated: []string{"linearizable"},
 		about:    "under transactions v2 kfake adds a fenced producer's partition to the owner's transaction before the epoch check, so the owner's empty commit commits (epoch bumped, COMMIT marker written)",
 	},
+	"transaction-timeout-txn-v2": {
+		violated: []string{"linearizable"},
+		about:    "under transactions v2 kfake answers a timed-out producer's commit INVALID_TXN_STATE, as Kafka did before KAFKA-20785; Kafka now answers PRODUCER_FENCED",
+	},
 	"zombie-wins-id-back-txn-v1": {
 		violated: []string{"linearizable", "one-live-producer"},
 		about:    "kfake lets a producer bump any epoch not above the current one (KIP-360 InitProducerId); Kafka fences all but the current and the previous epoch",

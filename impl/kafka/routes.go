@@ -26,11 +26,11 @@ const (
 // Produce and Fetch versions name topics by). What it knows may go stale;
 // a broker that says it is not the one makes it look again.
 type routes struct {
-	cl     *kgo.Client
 	names  names
 	topics map[string]int32 // the model's topics and partition counts
 
 	mu           sync.Mutex
+	cl           *kgo.Client // replaced when the broker restarts
 	coordinators map[coordinatorKey]int32
 	leaders      map[string][]int32 // cluster topic -> leader by partition
 	topicIDs     map[string][16]byte
@@ -46,6 +46,24 @@ func newRoutes(cl *kgo.Client, n names, topics map[string]int32) *routes {
 	r := &routes{cl: cl, names: n, topics: topics}
 	r.forgetAll()
 	return r
+}
+
+// client is the client requests go through now.
+func (r *routes) client() *kgo.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cl
+}
+
+// replaceClient puts cl in the old client's place, forgetting every route,
+// and returns the old client.
+func (r *routes) replaceClient(cl *kgo.Client) *kgo.Client {
+	r.forgetAll()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.cl
+	r.cl = cl
+	return old
 }
 
 func (r *routes) forgetAll() {
@@ -71,7 +89,7 @@ func (r *routes) coordinator(ctx context.Context, kind int8, key string) (int32,
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey, req.CoordinatorKeys, req.CoordinatorType = key, []string{key}, kind
-	resp, err := req.RequestWith(ctx, r.cl)
+	resp, err := req.RequestWith(ctx, r.client())
 	if err != nil {
 		return 0, fmt.Errorf("%w: finding the coordinator of %q: %v", errNotSent, key, err)
 	}
@@ -143,7 +161,7 @@ func (r *routes) loadMetadata(ctx context.Context) error {
 		rt.Topic = &name
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctx, r.cl)
+	resp, err := req.RequestWith(ctx, r.client())
 	if err != nil {
 		return fmt.Errorf("%w: metadata: %v", errNotSent, err)
 	}
@@ -232,7 +250,7 @@ func (r *routes) sendOnce(ctx context.Context, rt route, req kmsg.Request) (kmsg
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.cl.Broker(int(id)).Request(ctx, req)
+	resp, err := r.client().Broker(int(id)).Request(ctx, req)
 	if err != nil {
 		if neverSent(err) {
 			return nil, fmt.Errorf("%w: %v", errNotSent, err)

@@ -83,7 +83,6 @@ func (c Config) withDefaults() Config {
 type Target struct {
 	cfg    Config
 	names  names
-	cl     *kgo.Client
 	routes *routes
 	txnV   int
 
@@ -137,7 +136,7 @@ func connect(cfg Config, e *embedded) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	t := &Target{cfg: cfg, names: names{prefix: cfg.TopicPrefix + cfg.RunID}, cl: cl, embedded: e}
+	t := &Target{cfg: cfg, names: names{prefix: cfg.TopicPrefix + cfg.RunID}, embedded: e}
 	t.routes = newRoutes(cl, t.names, cfg.Topics)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout)
 	defer cancel()
@@ -161,10 +160,12 @@ func (t *Target) Tick(ms int64) {
 }
 
 // Restart stops the broker and starts it again on its logs. On kfake that
-// is the whole cluster, reopened on its data directory and its ports; the
-// client's connections die with it and are dialled again by the next
-// requests. A real cluster's brokers are not this target's to restart:
-// there Restart only forgets the coordinators and leaders it knew.
+// is the whole cluster, reopened on its data directory and its ports, and
+// the client is replaced: the old one's connections died with the cluster,
+// and a request sent on one of them would be lost without an answer. A
+// request in flight during the restart gets no answer, as it would from a
+// crashing broker. A real cluster's brokers are not this target's to
+// restart: there Restart only reconnects.
 func (t *Target) Restart() {
 	if t.embedded != nil {
 		if err := t.embedded.restart(); err != nil {
@@ -173,13 +174,19 @@ func (t *Target) Restart() {
 	} else {
 		t.cfg.Logf("kafka: a real cluster is not restarted by fencecheck; restart its brokers yourself")
 	}
-	t.routes.forgetAll()
+	cl, err := kgo.NewClient(t.routes.client().Opts()...)
+	if err != nil {
+		t.cfg.Logf("kafka: reconnecting after a restart: %v", err)
+		t.routes.forgetAll()
+		return
+	}
+	t.routes.replaceClient(cl).Close()
 }
 
 // Close releases the client and, on kfake, the cluster and its data.
 func (t *Target) Close() error {
 	t.closeOnce.Do(func() {
-		t.cl.Close()
+		t.routes.client().Close()
 		if t.embedded != nil {
 			t.closeErr = t.embedded.close()
 		}

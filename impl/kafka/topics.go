@@ -25,7 +25,7 @@ func (t *Target) createTopics() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.cfg.RequestTimeout)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, t.cl)
+	resp, err := req.RequestWith(ctx, t.routes.client())
 	if err != nil {
 		return fmt.Errorf("kafka: creating topics: %w", err)
 	}
