@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // checkExactlyOnce: read_committed readers see each trip once (no
@@ -61,12 +62,13 @@ func duplicate(topic string, first, again sighting) Violation {
 // lostWrites finds read_committed fetches that returned offsets on both
 // sides of a committed record but not the record itself.
 func (a *analysis) lostWrites() []Violation {
+	committed := a.committedRecords()
 	var violations []Violation
 	for _, fetch := range a.h.Ops {
 		if !isReadCommitted(fetch) {
 			continue
 		}
-		for _, w := range a.committedRecordsIn(fetch) {
+		for _, w := range skippedBy(fetch, committed[fetch.Req.Partition]) {
 			violations = append(violations, Violation{Op: fetch.ID, Related: a.writeAndCommit(w.op),
 				Reason: fmt.Sprintf("%s committed at %s offset %d (op %d) missing from a read_committed fetch of offsets %d to %d",
 					w.key, w.partition, w.offset, w.op, fetch.Req.Offset, highestOffset(fetch))})
@@ -75,27 +77,34 @@ func (a *analysis) lostWrites() []Violation {
 	return violations
 }
 
-// committedRecordsIn is the committed records in the range a read_committed
-// fetch covered (from its start to the highest offset it returned) that it
+// committedRecords is the records of committed writes, by partition, in
+// the call order of their writes.
+func (a *analysis) committedRecords() map[model.Partition][]sighting {
+	committed := map[model.Partition][]sighting{}
+	for _, op := range inCallOrder(a.h.Ops) {
+		if a.committedWrite(op) {
+			committed[op.Req.Partition] = append(committed[op.Req.Partition], producedRecords(op)...)
+		}
+	}
+	return committed
+}
+
+// skippedBy is the records among written that lie in the range a fetch
+// covered (from its start to the highest offset it returned) but that it
 // did not return.
-func (a *analysis) committedRecordsIn(fetch histories.Op) []sighting {
+func skippedBy(fetch histories.Op, written []sighting) []sighting {
 	returned := map[int64]bool{}
 	for _, s := range fetchedRecords(fetch) {
 		returned[s.offset] = true
 	}
 	high := highestOffset(fetch)
-	var missing []sighting
-	for _, op := range inCallOrder(a.h.Ops) {
-		if !a.committedWrite(op) || op.Req.Partition != fetch.Req.Partition {
-			continue
-		}
-		for _, w := range producedRecords(op) {
-			if w.offset >= fetch.Req.Offset && w.offset <= high && !returned[w.offset] {
-				missing = append(missing, w)
-			}
+	var skipped []sighting
+	for _, w := range written {
+		if w.offset >= fetch.Req.Offset && w.offset <= high && !returned[w.offset] {
+			skipped = append(skipped, w)
 		}
 	}
-	return missing
+	return skipped
 }
 
 // highestOffset is the highest offset a fetch returned; -1 when none.
