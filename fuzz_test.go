@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/workload"
 )
 
 // FuzzHistoryLoad feeds arbitrary documents to load and check: none may make
@@ -36,4 +38,17 @@ func FuzzHistoryLoad(f *testing.F) {
 			require.Equal(t, checker.Checks[i], v.Check)
 		}
 	})
+}
+
+// FuzzPropertyStableIDTxnV1 and FuzzPropertyStableIDTxnV2 run the correct
+// configuration's property as coverage-guided fuzz targets: the fuzzer's
+// bytes are rapid's draws, so it steers toward interleavings that reach new
+// code. Run them longer in your own CI with
+// go test -run '^$' -fuzz '^FuzzPropertyStableIDTxnV2$' -fuzztime 10m .
+func FuzzPropertyStableIDTxnV1(f *testing.F) {
+	f.Fuzz(rapid.MakeFuzz(workload.Property(workload.Options{Scenario: scenario(f, "stable-id"), Target: modelTarget(1), TxnVersion: 1}, nil)))
+}
+
+func FuzzPropertyStableIDTxnV2(f *testing.F) {
+	f.Fuzz(rapid.MakeFuzz(workload.Property(workload.Options{Scenario: scenario(f, "stable-id"), Target: modelTarget(2), TxnVersion: 2}, nil)))
 }
