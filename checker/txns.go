@@ -40,7 +40,7 @@ type txn struct {
 }
 
 // visibleBy reports whether a read_committed reader may have seen the
-// transaction's records by time t: a commit had been called and the
+// transaction's records by time at: a commit had been called and the
 // transaction was not aborted.
 func (t *txn) visibleBy(at int64) bool {
 	return t.fate != fateAborted && t.commitCalled && t.commitCall <= at
