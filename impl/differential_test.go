@@ -49,6 +49,9 @@ type differential struct {
 	next    map[seqKey]int32
 	members []joined
 	keys    int
+	// restartAlways restarts the broker (not the model) after every
+	// request, so that every answer comes from rebuilt tables.
+	restartAlways bool
 }
 
 type seqKey struct {
@@ -75,6 +78,9 @@ func (d *differential) send(t *rapid.T, kind model.Kind, r model.Request) model.
 	want := send(d.ref, kind, r)
 	got := send(d.impl, kind, r)
 	require.Equal(t, want, got, "%s %+v", kind, r)
+	if d.restartAlways {
+		d.impl.Restart()
+	}
 	return want
 }
 

@@ -1,0 +1,244 @@
+package impl
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// TestConcurrentLinearizable runs clients on goroutines against one broker
+// at once: a sequential prefix, then parallel branches (transactional
+// producers, two of them sharing a transactional.id so that they fence each
+// other, an idempotent producer, a reader; broker restarts among them), then
+// a sequential suffix that lets every timeout fire and reads everything.
+// The recorded history must pass every check: linearizable against the
+// model, and every invariant.
+func TestConcurrentLinearizable(t *testing.T) {
+	for seed := range uint64(40) {
+		version := 1 + int(seed%2)
+		t.Run(fmt.Sprintf("seed-%d-v%d", seed, version), func(t *testing.T) {
+			t.Parallel()
+			h := runConcurrently(seed, Config{TxnVersion: version})
+			report := checker.Check(h, checker.Options{Timeout: 20 * time.Second})
+			if !report.Held() {
+				var timeline strings.Builder
+				require.NoError(t, report.WriteTimeline(&timeline))
+				require.Fail(t, "a check failed", "%v\n%s", report.Verdicts, timeline.String())
+			}
+		})
+	}
+}
+
+// runConcurrently records one run of the workload against a fresh broker.
+func runConcurrently(seed uint64, cfg Config) histories.History {
+	b := New(cfg)
+	version := max(cfg.TxnVersion, 1)
+	rec := histories.NewRecorder(b, nil)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	setup := newClient(rec, "setup", version, rng.Uint64())
+	setup.txn, setup.output, setup.input = "tx-c", "out-2", "in-2"
+	setup.transact(6)
+
+	var wg sync.WaitGroup
+	for i, kind := range branchKinds(rng) {
+		c := newClient(rec, fmt.Sprintf("%s-%d", kind, i), version, rng.Uint64())
+		c.output = outputs[rng.IntN(len(outputs))]
+		c.input = model.Partition(fmt.Sprintf("in-%s", c.name))
+		budget := 8 + rng.IntN(6)
+		wg.Go(func() { c.run(kind, budget, b) })
+	}
+	wg.Wait()
+
+	// The quiet phase: open transactions and members time out, then a
+	// reader reads every partition.
+	rec.Fault(histories.MainProc, model.Tick, model.Request{Ms: 70_000})
+	b.Tick(70_000)
+	for _, p := range outputs {
+		send(rec, model.Fetch, fetchReq(p, 0, model.ReadCommitted))
+	}
+	h := rec.History()
+	h.TransactionsVersion = version
+	return h
+}
+
+// branchKinds chooses the clients of the parallel phase.
+func branchKinds(rng *rand.Rand) []string {
+	kinds := []string{"zombie-a", "owner-a", "writer-b", "idempotent", "reader"}
+	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	return kinds[:3+rng.IntN(3)]
+}
+
+// client is one process of the workload: its own view of the broker, a
+// budget of requests, and what it learnt from the answers.
+type client struct {
+	name    string
+	b       model.Broker
+	rec     *histories.Recorder
+	rng     *rand.Rand
+	v2      bool
+	budget  int
+	txn     string // "" for an idempotent producer
+	s       session
+	current bool // s is a session this client holds
+	seq     map[model.Partition]int32
+	keys    int
+	output  model.Partition
+	input   model.Partition
+	member  joined
+	offset  int64
+}
+
+func newClient(rec *histories.Recorder, name string, version int, seed uint64) *client {
+	return &client{name: name, b: rec.Proc(name), rec: rec, rng: rand.New(rand.NewPCG(seed, 1)),
+		v2: version >= 2, seq: map[model.Partition]int32{}}
+}
+
+func (c *client) run(kind string, budget int, b *Broker) {
+	switch {
+	case strings.HasSuffix(kind, "-a"):
+		c.txn = "tx-a"
+	case kind == "writer-b":
+		c.txn = "tx-b"
+	case kind == "reader":
+		c.read(budget, b)
+		return
+	}
+	if c.txn == "" {
+		c.produceIdempotent(budget)
+		return
+	}
+	c.transact(budget)
+}
+
+// send is one request, counted against the budget.
+func (c *client) send(kind model.Kind, r model.Request) model.Result {
+	c.budget--
+	res := send(c.b, kind, r)
+	switch model.ClassOf(res.Err) {
+	case model.FencedProducer, model.WrongProducerID:
+		c.current = false
+	}
+	return res
+}
+
+// transact runs transactions until the budget is spent: begin, write,
+// commit offsets now and then, and commit (mostly) or abort.
+func (c *client) transact(budget int) {
+	c.budget = budget
+	for c.budget > 0 {
+		if !c.current {
+			c.init()
+			continue
+		}
+		c.oneTxn()
+	}
+}
+
+func (c *client) init() {
+	if res := c.send(model.InitProducerID, initReq(c.txn, 0)); res.Succeeded() {
+		c.newSession(sessionOf(res))
+	}
+}
+
+func (c *client) newSession(s session) {
+	c.s, c.current = s, true
+	clear(c.seq)
+}
+
+func (c *client) oneTxn() {
+	if !c.v2 && !c.send(model.AddPartitions, addPartitionsReq(c.txn, c.s, c.output)).Succeeded() {
+		return
+	}
+	for range 1 + c.rng.IntN(2) {
+		c.produce(c.output)
+	}
+	if c.rng.IntN(3) == 0 {
+		c.commitOffsets()
+	}
+	if !c.current {
+		return
+	}
+	res := c.send(model.EndTxn, endTxnReq(c.txn, c.s, c.rng.IntN(4) != 0))
+	if res.Succeeded() && c.v2 {
+		c.newSession(sessionOf(res))
+	}
+}
+
+// produce writes one batch of fresh keys, now and then sending it twice
+// (a retry whose first answer was slow): the second gets the same offset.
+func (c *client) produce(p model.Partition) {
+	keys := make([]string, 1+c.rng.IntN(2))
+	for i := range keys {
+		c.keys++
+		keys[i] = fmt.Sprintf("%s-k%d", c.name, c.keys)
+	}
+	r := produceReq(c.txn, c.s, p, c.seq[p], keys...)
+	if !c.send(model.Produce, r).Succeeded() {
+		return
+	}
+	c.seq[p] += int32(len(keys))
+	if c.rng.IntN(5) == 0 {
+		c.send(model.Produce, r)
+	}
+}
+
+// commitOffsets commits this client's own input partition, always further
+// on, in its transaction, as a consume-transform-produce loop does.
+func (c *client) commitOffsets() {
+	if c.member.id == "" {
+		res := c.send(model.JoinGroup, joinReq(theGroup, "", 0, inputs...))
+		if !res.Succeeded() {
+			return
+		}
+		c.member = joined{id: res.Resp.MemberID, gen: res.Resp.GenerationID}
+	}
+	if !c.v2 && !c.send(model.AddOffsets, addOffsetsReq(c.txn, c.s, theGroup)).Succeeded() {
+		return
+	}
+	c.offset += int64(1 + c.rng.IntN(3))
+	offsets := map[model.Partition]int64{c.input: c.offset}
+	res := c.send(model.TxnOffsetCommit, commitOffsetsReq(c.txn, c.s, theGroup, c.member.id, c.member.gen, offsets))
+	if model.ClassOf(res.Err) == model.FencedConsumer {
+		c.member = joined{} // rebalanced away: join again next time
+	}
+}
+
+func (c *client) produceIdempotent(budget int) {
+	c.budget = budget
+	for c.budget > 0 {
+		if !c.current {
+			c.init()
+			continue
+		}
+		c.produce(c.output)
+	}
+}
+
+// read fetches and asks for offsets, and now and then restarts the broker
+// under everyone's feet (a restart is invisible to the model).
+func (c *client) read(budget int, b *Broker) {
+	c.budget = budget
+	for c.budget > 0 {
+		switch c.rng.IntN(5) {
+		case 0:
+			c.budget--
+			c.rec.Fault(c.name, model.BrokerRestart, model.NewRequest())
+			b.Restart()
+		case 1:
+			c.send(model.OffsetFetch, offsetFetchReq(theGroup, inputs[c.rng.IntN(len(inputs))], c.rng.IntN(2) == 0))
+		default:
+			isolation := isolations[c.rng.IntN(len(isolations))]
+			c.send(model.Fetch, fetchReq(outputs[c.rng.IntN(len(outputs))], 0, isolation))
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package impl
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+func TestParseMutants(t *testing.T) {
+	all, err := ParseMutants("all")
+	require.NoError(t, err)
+	require.Len(t, all, 13)
+	require.ElementsMatch(t, slices.Collect(maps.Keys(Mutants)), mutantNames[:])
+
+	some, err := ParseMutants(" hanging-txn, no-epoch-check ,")
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"hanging-txn": true, "no-epoch-check": true}, some)
+
+	none, err := ParseMutants("")
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	_, err = ParseMutants("no-epoch-check,typo")
+	require.ErrorContains(t, err, `unknown mutant "typo"`)
+	require.ErrorContains(t, err, "late-endtxn-hits-next-txn")
+
+	require.Panics(t, func() { New(Config{Mutants: map[string]bool{"typo": true}}) })
+}
+
+// mutantCase is a short conversation whose last answer a mutant changes.
+type mutantCase struct {
+	version int
+	script  func(b model.Target) model.Result
+}
+
+var p0 = model.Partition("out-0")
+
+// mutantCases shows, for each mutant, where its switch bites.
+var mutantCases = map[string]mutantCase{
+	// A zombie's write lands in the new owner's transaction.
+	"no-epoch-check": {1, func(b model.Target) model.Result {
+		zombie := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		owner := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddPartitions, addPartitionsReq("t", owner, p0))
+		send(b, model.Produce, produceReq("t", owner, p0, 0, "new"))
+		return send(b, model.Produce, produceReq("t", zombie, p0, 0, "zombie"))
+	}},
+	// The old owner's transaction stays open: no ABORT marker, the last
+	// stable offset stays at its first record.
+	"init-keeps-txn-open": {1, func(b model.Target) model.Result {
+		old := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddPartitions, addPartitionsReq("t", old, p0))
+		send(b, model.Produce, produceReq("t", old, p0, 0, "a"))
+		send(b, model.InitProducerID, initReq("t", 0))
+		return send(b, model.Fetch, fetchReq(p0, 0, model.ReadCommitted))
+	}},
+	// The ABORT marker carried epoch 1; a leader that did not learn it
+	// takes epoch 0's next sequence.
+	"leader-ignores-marker-epoch": {1, func(b model.Target) model.Result {
+		old := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddPartitions, addPartitionsReq("t", old, p0))
+		send(b, model.Produce, produceReq("t", old, p0, 0, "a"))
+		send(b, model.InitProducerID, initReq("t", 0))
+		return send(b, model.Produce, produceReq("", old, p0, 1, "b"))
+	}},
+	// Under KIP-890 the next transaction's epoch starts again at sequence
+	// 0; matched by sequence alone it looks like a retry and is lost.
+	"dedup-ignores-epoch": {2, func(b model.Target) model.Result {
+		s := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.Produce, produceReq("t", s, p0, 0, "a"))
+		next := sessionOf(send(b, model.EndTxn, endTxnReq("t", s, true)))
+		return send(b, model.Produce, produceReq("t", next, p0, 0, "b"))
+	}},
+	// Seed 002: the zombie consumer of generation 1 commits after the
+	// rebalance to generation 2.
+	"offsets-ignore-generation": {1, func(b model.Target) model.Result {
+		zombie := send(b, model.JoinGroup, joinReq("g", "", 0, inputs...)).Resp
+		send(b, model.JoinGroup, joinReq("g", "", 0, inputs...))
+		s := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddOffsets, addOffsetsReq("t", s, "g"))
+		offsets := map[model.Partition]int64{"in-0": 5}
+		return send(b, model.TxnOffsetCommit, commitOffsetsReq("t", s, "g", zombie.MemberID, zombie.GenerationID, offsets))
+	}},
+	"read-committed-ignores-aborts": {1, func(b model.Target) model.Result {
+		s := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddPartitions, addPartitionsReq("t", s, p0))
+		send(b, model.Produce, produceReq("t", s, p0, 0, "a"))
+		send(b, model.EndTxn, endTxnReq("t", s, false))
+		return send(b, model.Fetch, fetchReq(p0, 0, model.ReadCommitted))
+	}},
+	"lso-ignores-open-txn": {1, func(b model.Target) model.Result {
+		s := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddPartitions, addPartitionsReq("t", s, p0))
+		send(b, model.Produce, produceReq("t", s, p0, 0, "a"))
+		return send(b, model.Fetch, fetchReq(p0, 0, model.ReadCommitted))
+	}},
+	// The producer that let its transaction expire is not fenced.
+	"timeout-abort-keeps-epoch": {1, func(b model.Target) model.Result {
+		s := sessionOf(send(b, model.InitProducerID, initReq("t", 1_000)))
+		send(b, model.AddPartitions, addPartitionsReq("t", s, p0))
+		b.Tick(2_000)
+		return send(b, model.AddPartitions, addPartitionsReq("t", s, p0))
+	}},
+	// Seed 001's retry after a broker restart: the rebuilt table knows the
+	// batch; a lost table writes it twice.
+	"restart-loses-producer-state": {1, func(b model.Target) model.Result {
+		s := sessionOf(send(b, model.InitProducerID, initReq("", 0)))
+		send(b, model.Produce, produceReq("", s, p0, 0, "a"))
+		b.Restart()
+		return send(b, model.Produce, produceReq("", s, p0, 0, "a"))
+	}},
+	"reinit-keeps-epoch": {1, func(b model.Target) model.Result {
+		send(b, model.InitProducerID, initReq("t", 0))
+		return send(b, model.InitProducerID, initReq("t", 0))
+	}},
+	// KAFKA-17754: the first transaction's EndTxn, delayed, arrives while
+	// the second is open and commits it.
+	"late-endtxn-hits-next-txn": {2, func(b model.Target) model.Result {
+		first := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.Produce, produceReq("t", first, p0, 0, "a"))
+		second := sessionOf(send(b, model.EndTxn, endTxnReq("t", first, true)))
+		send(b, model.Produce, produceReq("t", second, p0, 0, "b"))
+		return send(b, model.EndTxn, endTxnReq("t", first, false))
+	}},
+	// The fenced session's abort closes the new owner's transaction.
+	"marker-matches-pid-only": {1, func(b model.Target) model.Result {
+		zombie := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		owner := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddPartitions, addPartitionsReq("t", owner, p0))
+		send(b, model.Produce, produceReq("t", owner, p0, 0, "a"))
+		return send(b, model.EndTxn, endTxnReq("t", zombie, false))
+	}},
+	// KAFKA-14402: a write to a partition never added to the transaction.
+	"hanging-txn": {1, func(b model.Target) model.Result {
+		s := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.AddPartitions, addPartitionsReq("t", s, "out-1"))
+		return send(b, model.Produce, produceReq("t", s, p0, 0, "a"))
+	}},
+}
+
+// TestEachMutantIsLive shows that each switch changes an answer where it
+// should: without it the broker answers as the model does, with it not.
+func TestEachMutantIsLive(t *testing.T) {
+	require.Len(t, mutantCases, len(Mutants))
+	for name, c := range mutantCases {
+		t.Run(name, func(t *testing.T) {
+			want := c.script(model.NewBroker(model.Options{TxnVersion: c.version}))
+			correct := c.script(New(Config{TxnVersion: c.version}))
+			require.Equal(t, want, correct, "without the mutant the broker answers as the model")
+			mutated := c.script(New(Config{TxnVersion: c.version, Mutants: map[string]bool{name: true}}))
+			require.NotEqual(t, classOrAnswer(correct), classOrAnswer(mutated), "%s changes nothing here", name)
+		})
+	}
+}
+
+// classOrAnswer is what tells two answers apart for a client: the class of
+// a refusal, or the whole answer of a success.
+func classOrAnswer(r model.Result) any {
+	if r.Succeeded() {
+		return r.Resp
+	}
+	return model.ClassOf(r.Err)
+}
