@@ -58,6 +58,14 @@ var knownDivergences = map[string]divergence{
 		violated: []string{"linearizable"},
 		about:    "under transactions v2 kfake answers a timed-out producer's commit INVALID_TXN_STATE, as Kafka did before KAFKA-20785; Kafka now answers PRODUCER_FENCED",
 	},
+	"dropped-member-rejoins-txn-v1": {
+		violated: []string{"linearizable"},
+		about:    "the model keeps a member that did not rejoin a rebalance; Kafka (and kfake) drop it when the rebalance times out, so its rejoin is UNKNOWN_MEMBER_ID",
+	},
+	"dropped-member-rejoins-txn-v2": {
+		violated: []string{"linearizable"},
+		about:    "as under v1 (groups do not depend on the transaction protocol)",
+	},
 	"zombie-wins-id-back-txn-v1": {
 		violated: []string{"linearizable", "one-live-producer"},
 		about:    "kfake lets a producer bump any epoch not above the current one (KIP-360 InitProducerId); Kafka fences all but the current and the previous epoch",
