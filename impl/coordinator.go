@@ -14,7 +14,7 @@ import (
 type txnShard struct {
 	mu   sync.Mutex
 	txns map[string]txnMeta
-	log  []txnRecord
+	log  segmented[txnRecord]
 }
 
 // txnRecord is one entry of the shard's log: the whole state of one
@@ -51,12 +51,12 @@ const epochExhausted int16 = 32766
 
 func (s *txnShard) reset() {
 	s.txns = map[string]txnMeta{}
-	s.log = nil
+	s.log = segmented[txnRecord]{}
 }
 
 // write logs the new state of id and applies it.
 func (s *txnShard) write(id string, t txnMeta) {
-	s.log = append(s.log, txnRecord{id: id, meta: t})
+	s.log.Append(txnRecord{id: id, meta: t})
 	s.txns[id] = t
 }
 
@@ -64,7 +64,7 @@ func (s *txnShard) write(id string, t txnMeta) {
 // __transaction_state when it becomes the shard's leader.
 func (s *txnShard) recover() {
 	s.txns = map[string]txnMeta{}
-	for _, rec := range s.log {
+	for _, rec := range s.log.All {
 		s.txns[rec.id] = rec.meta
 	}
 }

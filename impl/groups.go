@@ -17,7 +17,7 @@ import (
 type groupShard struct {
 	mu     sync.Mutex
 	groups map[string]*group
-	log    []groupRecord
+	log    segmented[groupRecord]
 }
 
 type group struct {
@@ -41,7 +41,7 @@ var noGroup = &group{}
 
 func (s *groupShard) reset() {
 	s.groups = map[string]*group{}
-	s.log = nil
+	s.log = segmented[groupRecord]{}
 }
 
 // lookup is the named group, or noGroup; it must not be written.
@@ -54,7 +54,7 @@ func (s *groupShard) lookup(name string) *group {
 
 // write logs a record and applies it.
 func (s *groupShard) write(rec groupRecord) {
-	s.log = append(s.log, rec)
+	s.log.Append(rec)
 	s.apply(rec)
 }
 
@@ -74,7 +74,7 @@ func (s *groupShard) apply(rec groupRecord) {
 func (s *groupShard) recover() (highestMember int64) {
 	s.groups = map[string]*group{}
 	highestMember = -1
-	for _, rec := range s.log {
+	for _, rec := range s.log.All {
 		s.apply(rec)
 		if m, ok := rec.(membership); ok {
 			for id := range m.members {

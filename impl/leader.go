@@ -4,15 +4,6 @@ import "github.com/fencecheck/fencecheck/model"
 
 // The partition leaders: produce and fetch.
 
-// txnCheck is the transaction coordinator's say in a transactional write,
-// asked with the coordinator's shard locked (KIP-890 verification).
-type txnCheck interface {
-	// verify is "" when the write may land, else the refusal.
-	verify() model.Code
-	// landed tells the coordinator that the write was accepted.
-	landed()
-}
-
 func (b *Broker) produce(r model.Request) model.Result {
 	if r.TransactionalID != "" {
 		return b.produceTxn(r)
@@ -20,11 +11,11 @@ func (b *Broker) produce(r model.Request) model.Result {
 	p := b.parts.open(r.Partition)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.produce(r, b.bugs, nil)
+	return p.produce(&r, b.bugs, nil)
 }
 
 // produce answers a write; txn is nil for a write outside a transaction.
-func (p *partition) produce(r model.Request, bugs mutantSet, txn txnCheck) model.Result {
+func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) model.Result {
 	pe, known := p.producers[r.ProducerID]
 	if known && r.Epoch < pe.epoch && !bugs.has(noEpochCheck) {
 		// KIP-98, seed 000: the leader learnt a newer epoch (from a batch
@@ -52,7 +43,7 @@ func (p *partition) produce(r model.Request, bugs mutantSet, txn txnCheck) model
 // its (producer id, epoch), and answers a retry of a remembered batch with
 // the original offset (KIP-98 idempotence). pe is nil for a producer the
 // leader does not know.
-func (p *partition) appendInSequence(r model.Request, pe *producerState, bugs mutantSet, txn bool) model.Result {
+func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs mutantSet, txn bool) model.Result {
 	lastSeq := r.Sequence + int32(max(len(r.Records), 1)) - 1
 	newEpoch := pe == nil || r.Epoch > pe.epoch
 	if pe != nil && (!newEpoch || bugs.has(dedupIgnoresEpoch)) {
@@ -113,15 +104,24 @@ func (p *partition) fetch(r model.Request, bugs mutantSet) model.Response {
 	}
 	resp := model.NewResponse()
 	resp.HighWatermark, resp.LastStableOffset = end, stable
-	for i := p.batchAt(start); i < len(p.batches) && p.batches[i].base < limit; i++ {
-		b := p.batches[i]
+	if start < limit {
+		resp.Records = make([]model.FetchedRecord, 0, limit-start)
+	}
+	for i, n := p.batchAt(start), p.batches.Len(); i < n; i++ {
+		b := p.batches.At(i)
+		if b.base >= limit {
+			break
+		}
 		if !keep(b, filter) {
 			continue
 		}
 		for off := max(b.base, start); off < min(b.base+int64(b.count), limit); off++ {
-			rec := p.records[b.recordsAt+int(off-b.base)]
+			rec := p.records.At(b.recordsAt + int(off-b.base))
 			resp.Records = append(resp.Records, model.FetchedRecord{Offset: off, Key: rec.Key, Value: rec.Value, ProducerID: b.producerID})
 		}
+	}
+	if len(resp.Records) == 0 {
+		resp.Records = nil // as the model answers an empty fetch
 	}
 	return resp
 }

@@ -16,13 +16,17 @@ type partition struct {
 	// The log: batches in offset order, and the records of the data
 	// batches, each batch holding a run of them. A marker is a batch of
 	// one offset and no record (Kafka's control batch).
-	batches []batch
-	records []model.Record
+	batches segmented[batch]
+	records segmented[model.Record]
 
 	// Derived tables.
 	producers map[int64]*producerState
 	open      openTxns
 	aborted   abortedIndex
+
+	// The padding keeps partitions that sit side by side in memory off
+	// each other's cache lines, so writers to two partitions share nothing.
+	_ [64]byte
 }
 
 // batch is one write to the log: a producer's batch or a marker.
@@ -45,10 +49,10 @@ func newPartition() *partition {
 
 // end is the log end offset, also the high watermark (one replica).
 func (p *partition) end() int64 {
-	if len(p.batches) == 0 {
+	if p.batches.Len() == 0 {
 		return 0
 	}
-	last := p.batches[len(p.batches)-1]
+	last := p.batches.Last()
 	return last.base + int64(last.count)
 }
 
@@ -69,9 +73,9 @@ func (p *partition) stableUpTo(end int64) int64 {
 // appendBatch writes b with records to the log and applies it to the
 // derived tables; the leader has accepted it.
 func (p *partition) appendBatch(b batch, records []model.Record, bugs mutantSet) {
-	b.base, b.recordsAt = p.end(), len(p.records)
-	p.records = append(p.records, records...)
-	p.batches = append(p.batches, b)
+	b.base, b.recordsAt = p.end(), p.records.Len()
+	p.records.Append(records...)
+	p.batches.Append(b)
 	p.apply(b, bugs)
 }
 
@@ -144,7 +148,7 @@ func (p *partition) recover(bugs mutantSet) {
 	p.producers = map[int64]*producerState{}
 	p.open = openTxns{}
 	p.aborted = abortedIndex{}
-	for _, b := range p.batches {
+	for _, b := range p.batches.All {
 		p.apply(b, bugs)
 	}
 	if bugs.has(restartLosesProducerState) {
@@ -155,8 +159,8 @@ func (p *partition) recover(bugs mutantSet) {
 
 // batchAt is the index of the first batch holding offset off or later.
 func (p *partition) batchAt(off int64) int {
-	return sort.Search(len(p.batches), func(i int) bool {
-		b := p.batches[i]
+	return sort.Search(p.batches.Len(), func(i int) bool {
+		b := p.batches.At(i)
 		return b.base+int64(b.count) > off
 	})
 }

@@ -1,28 +1,28 @@
 package impl
 
 import (
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencecheck/fencecheck/model"
 )
 
 // registry is the broker's partitions by name. A partition comes into being
 // with its first write (a batch or a marker); its pointer never changes, so
-// a request may hold it after letting go of the registry.
+// a request may hold it after letting go of the registry. The map is
+// replaced, never written, so that lookups share no lock: writers to
+// different partitions touch no common memory.
 type registry struct {
-	mu     sync.RWMutex
-	byName map[model.Partition]*partition
+	mu     sync.Mutex // serialises creation
+	byName atomic.Pointer[map[model.Partition]*partition]
 }
 
-func (r *registry) reset() { r.byName = map[model.Partition]*partition{} }
+func (r *registry) reset() { r.byName.Store(&map[model.Partition]*partition{}) }
 
 // lookup is the partition named p, or nil when nothing was ever written there.
-func (r *registry) lookup(p model.Partition) *partition {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.byName[p]
-}
+func (r *registry) lookup(p model.Partition) *partition { return (*r.byName.Load())[p] }
 
 // open is the partition named p, created empty when it does not exist yet.
 func (r *registry) open(p model.Partition) *partition {
@@ -31,12 +31,13 @@ func (r *registry) open(p model.Partition) *partition {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	part := r.byName[p]
-	if part == nil {
-		part = newPartition()
-		r.byName[p] = part
+	if part := r.lookup(p); part != nil {
+		return part
 	}
-	return part
+	byName := maps.Clone(*r.byName.Load())
+	byName[p] = newPartition()
+	r.byName.Store(&byName)
+	return byName[p]
 }
 
 // lockSorted opens and locks the partitions named by names, which must be
@@ -75,14 +76,10 @@ func (r *registry) lockAll() (unlock func()) {
 
 // all is every partition, by name; the caller holds r.mu.
 func (r *registry) all() []*partition {
-	names := make([]model.Partition, 0, len(r.byName))
-	for name := range r.byName {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	parts := make([]*partition, len(names))
-	for i, name := range names {
-		parts[i] = r.byName[name]
+	byName := *r.byName.Load()
+	parts := make([]*partition, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		parts = append(parts, byName[name])
 	}
 	return parts
 }

@@ -19,17 +19,20 @@ func (b *Broker) produceTxn(r model.Request) model.Result {
 	p := b.parts.open(r.Partition)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.produce(r, b.bugs, &txnWrite{b: b, sh: sh, r: r})
+	return p.produce(&r, b.bugs, &txnWrite{b: b, sh: sh, r: r})
 }
 
-// txnWrite is the coordinator's side of one transactional produce.
+// txnWrite is the transaction coordinator's say in one transactional
+// produce, asked with the coordinator's shard locked (KIP-890
+// verification).
 type txnWrite struct {
 	b  *Broker
 	sh *txnShard
 	r  model.Request
-	// begin is the transaction the write starts or joins implicitly
+	// begun is the transaction the write starts or joins implicitly
 	// (KIP-890), set once verify passes and written once the write lands.
-	begin *txnMeta
+	begun    txnMeta
+	implicit bool
 }
 
 // verify lets the write land when its producer owns the transactional.id and
@@ -55,15 +58,15 @@ func (w *txnWrite) verify() model.Code {
 	case !w.b.v2:
 		return model.InvalidTxnState
 	}
-	t = w.b.begin(t)
-	t.partitions = addSorted(t.partitions, w.r.Partition)
-	w.begin = &t
+	w.begun, w.implicit = w.b.begin(t), true
+	w.begun.partitions = addSorted(t.partitions, w.r.Partition)
 	return ""
 }
 
+// landed tells the coordinator that the write was accepted.
 func (w *txnWrite) landed() {
-	if w.begin != nil {
-		w.sh.write(w.r.TransactionalID, *w.begin)
+	if w.implicit {
+		w.sh.write(w.r.TransactionalID, w.begun)
 	}
 }
 
