@@ -24,6 +24,7 @@ package impl
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/fencecheck/fencecheck/model"
@@ -125,23 +126,30 @@ func (b *Broker) Restart() {
 }
 
 func (b *Broker) lockAllTxnShards() (unlock func()) {
+	locks := make([]sync.Locker, len(b.txns))
 	for i := range b.txns {
-		b.txns[i].mu.Lock()
+		locks[i] = &b.txns[i].mu
 	}
-	return func() {
-		for i := range b.txns {
-			b.txns[i].mu.Unlock()
-		}
-	}
+	return lockInOrder(locks)
 }
 
 func (b *Broker) lockAllGroupShards() (unlock func()) {
+	locks := make([]sync.Locker, len(b.groups))
 	for i := range b.groups {
-		b.groups[i].mu.Lock()
+		locks[i] = &b.groups[i].mu
+	}
+	return lockInOrder(locks)
+}
+
+// lockInOrder locks each of locks in turn, which the caller has put in the
+// lock order of this file.
+func lockInOrder(locks []sync.Locker) (unlock func()) {
+	for _, l := range locks {
+		l.Lock()
 	}
 	return func() {
-		for i := range b.groups {
-			b.groups[i].mu.Unlock()
+		for _, l := range locks {
+			l.Unlock()
 		}
 	}
 }

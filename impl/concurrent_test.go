@@ -133,14 +133,18 @@ func (c *client) send(kind model.Kind, r model.Request) model.Result {
 
 // transact runs transactions until the budget is spent: begin, write,
 // commit offsets now and then, and commit (mostly) or abort.
-func (c *client) transact(budget int) {
+func (c *client) transact(budget int) { c.whileBudget(budget, c.oneTxn) }
+
+// whileBudget does step until the budget is spent, taking a session first
+// whenever the client holds none.
+func (c *client) whileBudget(budget int, step func()) {
 	c.budget = budget
 	for c.budget > 0 {
 		if !c.current {
 			c.init()
 			continue
 		}
-		c.oneTxn()
+		step()
 	}
 }
 
@@ -214,14 +218,7 @@ func (c *client) commitOffsets() {
 }
 
 func (c *client) produceIdempotent(budget int) {
-	c.budget = budget
-	for c.budget > 0 {
-		if !c.current {
-			c.init()
-			continue
-		}
-		c.produce(c.output)
-	}
+	c.whileBudget(budget, func() { c.produce(c.output) })
 }
 
 // read fetches and asks for offsets, and now and then restarts the broker

@@ -97,8 +97,7 @@ func (b *Broker) initProducerID(r model.Request) model.Result {
 		// producer id at epoch 0, with no link to any earlier session.
 		return granted(b.freshProducerID(), 0)
 	}
-	sh := b.txnShard(r.TransactionalID)
-	sh.mu.Lock()
+	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
 	t, known := sh.txns[r.TransactionalID]
 	if !known {
@@ -201,8 +200,7 @@ func (b *Broker) addOffsets(r model.Request) model.Result {
 // addToTxn begins the owner's transaction if need be and adds to it
 // (AddPartitionsToTxn, AddOffsetsToTxn: KIP-98).
 func (b *Broker) addToTxn(r model.Request, add func(txnMeta) txnMeta) model.Result {
-	sh := b.txnShard(r.TransactionalID)
-	sh.mu.Lock()
+	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
 	t, refused := sh.owner(r)
 	if refused != "" {

@@ -16,11 +16,16 @@ import (
 // are plausible enough to succeed often: they mostly use the producer ids,
 // epochs, sequences, members and generations handed out so far, and
 // sometimes stale or wrong ones.
-func TestDifferentialAgainstModel(t *testing.T) {
+func TestDifferentialAgainstModel(t *testing.T) { checkDifferential(t, false) }
+
+// checkDifferential runs the differential property under both protocols;
+// restartAlways restarts the broker after every request.
+func checkDifferential(t *testing.T, restartAlways bool) {
 	for _, version := range []int{1, 2} {
 		t.Run(fmt.Sprintf("txn-v%d", version), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				d := newDifferential(version)
+				d.restartAlways = restartAlways
 				rt.Repeat(d.actions())
 			})
 		})

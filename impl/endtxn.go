@@ -11,8 +11,7 @@ import (
 // transaction the same way, markers first.
 
 func (b *Broker) endTxn(r model.Request) model.Result {
-	sh := b.txnShard(r.TransactionalID)
-	sh.mu.Lock()
+	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
 	if t, known := sh.txns[r.TransactionalID]; known && b.isEndTxnRetry(t, r) {
 		// KIP-98: a retried EndTxn of the transaction that just completed

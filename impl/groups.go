@@ -167,8 +167,7 @@ func sessionTimeout(r model.Request) int64 {
 // SyncGroup in one): it answers the member id, the generation and the
 // member's round-robin share of the partitions, as the model chooses.
 func (b *Broker) joinGroup(r model.Request) model.Result {
-	sh := b.groupShard(r.Group)
-	sh.mu.Lock()
+	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
 	if _, ok := g.members[r.MemberID]; r.MemberID != "" && !ok {
@@ -232,8 +231,7 @@ func nextGeneration(members map[string]member) map[string]member {
 }
 
 func (b *Broker) leaveGroup(r model.Request) model.Result {
-	sh := b.groupShard(r.Group)
-	sh.mu.Lock()
+	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
 	if _, ok := g.members[r.MemberID]; !ok {
@@ -290,8 +288,7 @@ func (g *group) generationRefusal(r model.Request) model.Code {
 // offsetFetch answers a group's committed offset; with require_stable, not
 // while a transaction holds a pending offset for it (KIP-447).
 func (b *Broker) offsetFetch(r model.Request) model.Result {
-	sh := b.groupShard(r.Group)
-	sh.mu.Lock()
+	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
 	if r.RequireStable {

@@ -13,8 +13,7 @@ import (
 // produceTxn answers a transactional produce with the coordinator's shard
 // and then the partition locked (the lock order of broker.go).
 func (b *Broker) produceTxn(r model.Request) model.Result {
-	sh := b.txnShard(r.TransactionalID)
-	sh.mu.Lock()
+	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
 	p := b.parts.open(r.Partition)
 	p.mu.Lock()
@@ -75,12 +74,10 @@ func (w *txnWrite) landed() {
 // the consumer must be current: the epoch fences a zombie producer, the
 // generation a zombie consumer (seed 002).
 func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
-	sh := b.txnShard(r.TransactionalID)
-	sh.mu.Lock()
+	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
 	t, fencedProducer := sh.owner(r)
-	gs := b.groupShard(r.Group)
-	gs.mu.Lock()
+	gs := b.lockGroupShard(r.Group)
 	defer gs.mu.Unlock()
 	var fencedConsumer model.Code
 	if !b.bugs.has(offsetsIgnoreGeneration) {
