@@ -78,6 +78,16 @@ func TestPropertyMisconfigurationsAreCaught(t *testing.T) {
 	}
 }
 
+// requireHeld fails with the counterexample's verdicts when there is one.
+func requireHeld(t *testing.T, out workload.Outcome) {
+	if out.Failure == nil {
+		return
+	}
+	defer out.Discard()
+	_, report, steps, _ := out.Failure.Found()
+	t.Fatalf("seed %d: a counterexample after %v: %v", out.Seed, steps, report.Verdicts)
+}
+
 func breaksOneOf(report checker.Report, checks []string) bool {
 	for _, check := range checks {
 		if report.Verdict(check).Status == checker.Violated {
@@ -96,7 +106,7 @@ func TestPropertyCoverage(t *testing.T) {
 		out, err := workload.Explore(workload.Options{Scenario: scenario(t, "stable-id"), Target: modelTarget(version), TxnVersion: version, Coverage: cov},
 			workload.Budget{Checks: 100, Steps: 30, Seed: 1}, nil)
 		require.NoError(t, err)
-		require.Nil(t, out.Failure)
+		requireHeld(t, out)
 	}
 	t.Logf("coverage over the default budget:\n%s", cov)
 	for _, action := range []string{"StepProcess", "StallProcess", "WakeProcess", "CrashProcess", "ReplaceStalledProcess",

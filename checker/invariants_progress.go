@@ -2,9 +2,11 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // checkProgress: every trip the workload had to process is committed by the
@@ -34,16 +36,16 @@ func lastOp(h histories.History) int {
 }
 
 // uncommittedTrips is the trips, in the history's order, that no committed
-// write carries and no read_committed fetch returned.
+// write carries and no read_committed fetch returned, in the output topics.
 func (a *analysis) uncommittedTrips() []string {
 	committed := map[string]bool{}
 	for _, op := range a.h.Ops {
-		if a.committedWrite(op) {
+		if a.committedWrite(op) && a.isOutput(op.Req.Partition) {
 			for _, rec := range op.Req.Records {
 				committed[rec.Key] = true
 			}
 		}
-		if isReadCommitted(op) {
+		if isReadCommitted(op) && a.isOutput(op.Req.Partition) {
 			for _, s := range fetchedRecords(op) {
 				committed[s.key] = true
 			}
@@ -56,6 +58,12 @@ func (a *analysis) uncommittedTrips() []string {
 		}
 	}
 	return missing
+}
+
+// isOutput reports whether p belongs to an output topic (every topic is one
+// when the history does not say).
+func (a *analysis) isOutput(p model.Partition) bool {
+	return a.h.OutputTopics == nil || slices.Contains(a.h.OutputTopics, topicOf(p))
 }
 
 func distinct(keys []string) []string {

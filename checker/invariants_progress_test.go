@@ -35,3 +35,18 @@ func TestProgressNoProgress(t *testing.T) {
 	b.h.Trips = []string{"trip-1", "trip-2"}
 	requireViolation(t, checkProgress(b.h), last, "no progress: 1 of 2 trips never committed (trip-2)")
 }
+
+// A trip read from the input topic is not processed: only records in the
+// output topics count when the history names them.
+func TestProgressCountsOnlyOutputTopics(t *testing.T) {
+	b := &historyBuilder{}
+	b.fetch("W", 0, 1, "trips-0", 0, model.ReadCommitted, rec(0, "trip-1", 3001))
+	b.h.Trips = []string{"trip-1"}
+	requireHeld(t, checkProgress(b.h))
+
+	b.h.OutputTopics = []string{"fares"}
+	requireViolation(t, checkProgress(b.h), 0, "no progress: 1 of 1 trips never committed (trip-1)")
+
+	b.committedTxn("A", 10, fw0, "fares-2", 0, "trip-1")
+	requireHeld(t, checkProgress(b.h))
+}

@@ -14,6 +14,12 @@ type History struct {
 	// Trips are the trip keys the workload had to process; nil when the
 	// document has no "trips" (progress is then skipped).
 	Trips []string
+	// OutputTopics are the topics whose committed records count as a trip
+	// processed, for progress; nil counts every topic. An extension of
+	// HISTORY.md ("output_topics"): a pipeline that reads trips from one
+	// topic and writes them to another has processed a trip only when it
+	// is in the second.
+	OutputTopics []string
 	// TransactionsVersion is 1 or 2 (KIP-890), or 0 when the document does
 	// not say (a history either version explains passes).
 	TransactionsVersion int

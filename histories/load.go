@@ -92,6 +92,9 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 	if err := take(m, "", "trips", optional, texts[string]{p: &h.Trips}); err != nil {
 		return err
 	}
+	if err := take(m, "", "output_topics", optional, texts[string]{p: &h.OutputTopics}); err != nil {
+		return err
+	}
 	if has(m, "trips") && h.Trips == nil {
 		// "trips": [] says there was nothing to process, which is not
 		// the same as not saying.

@@ -46,6 +46,9 @@ func encodeHistory(h History) []byte {
 	if h.Trips != nil {
 		writeMember(&b, member{"trips", texts[string]{p: &h.Trips}.encode()})
 	}
+	if h.OutputTopics != nil {
+		writeMember(&b, member{"output_topics", texts[string]{p: &h.OutputTopics}.encode()})
+	}
 	b.WriteString(`  "ops": [`)
 	for i := range h.Ops {
 		if i > 0 {

@@ -118,6 +118,7 @@ func everyType() History {
 		Name:                "every type",
 		Ops:                 ops,
 		Trips:               []string{"trip-9001", "trip-9002", "trip-9003", "trip-9004"},
+		OutputTopics:        []string{"fares"},
 		TransactionsVersion: 2,
 	}
 }

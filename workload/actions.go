@@ -159,8 +159,11 @@ func (r *run) JoinWorker(t *rapid.T) {
 }
 
 // LeaveWorker makes a worker leave the group once its transaction is done;
-// the orchestrator does not replace it.
+// the orchestrator does not replace it, but keeps one worker at least.
 func (r *run) LeaveWorker(t *rapid.T) {
+	if r.liveWorkers() < 2 {
+		t.Skip("the last worker stays")
+	}
 	p := r.pick(t, r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() }), "leave")
 	r.did("LeaveWorker", p, "")
 	p.c.(*worker).leave()
@@ -168,5 +171,5 @@ func (r *run) LeaveWorker(t *rapid.T) {
 }
 
 func (r *run) liveWorkers() int {
-	return len(r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() && p.slot.current == p }))
+	return len(r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() && p.slot.current == p && p.slot.restarts }))
 }

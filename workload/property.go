@@ -71,6 +71,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		t.Repeat(acts)
 		r.quiesce()
 		r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))
+		r.h.OutputTopics = r.outputs
 		if opts.Observe != nil {
 			opts.Observe(r.h)
 		}

@@ -59,8 +59,8 @@ func newWorker(txnID, group string, inputs []model.Partition, outOf func(model.P
 func (w *worker) closed() bool { return w.step == workerClosed }
 
 func (w *worker) idle() bool {
-	if w.step != workerRead || w.leaving {
-		return false
+	if w.step != workerRead || w.leaving || w.member == "" {
+		return false // a worker outside the group must join it
 	}
 	for _, p := range w.assigned {
 		if !w.drained[p] {
