@@ -171,5 +171,8 @@ func (r *run) LeaveWorker(t *rapid.T) {
 }
 
 func (r *run) liveWorkers() int {
-	return len(r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() && p.slot.current == p && p.slot.restarts }))
+	return len(r.where(r.procs, func(p *proc) bool {
+		_, ok := p.c.(*worker)
+		return ok && p.live() && p.slot.current == p && p.slot.restarts
+	}))
 }
