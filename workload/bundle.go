@@ -18,6 +18,9 @@ type Run struct {
 	Target     string `json:"target"`
 	TxnVersion int    `json:"transactions_version"`
 	Seed       uint64 `json:"seed,omitempty"`
+	// KafkaVersion and Brokers say which Kafka target it was.
+	KafkaVersion string `json:"kafka_version,omitempty"`
+	Brokers      string `json:"brokers,omitempty"`
 }
 
 // Files of a bundle.

@@ -9,14 +9,22 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/impl/kafka"
 	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/workload"
 )
 
-// targets are the brokers fencecheck can explore, by name.
-var targets = map[string]func(txnVersion int) model.NewTarget{
-	"model": func(v int) model.NewTarget {
-		return func() (model.Target, error) { return model.NewBroker(model.Options{TxnVersion: v}), nil }
+// targets are the brokers fencecheck can explore, by name: each makes a
+// fresh broker per interleaving.
+var targets = map[string]func(f runFlags) model.NewTarget{
+	"model": func(f runFlags) model.NewTarget {
+		return func() (model.Target, error) { return model.NewBroker(model.Options{TxnVersion: f.txnVersion}), nil }
+	},
+	"kfake": func(f runFlags) model.NewTarget {
+		return func() (model.Target, error) { return kafka.NewKfake(f.kafkaConfig()) }
+	},
+	"kafka": func(f runFlags) model.NewTarget {
+		return func() (model.Target, error) { return kafka.New(f.kafkaConfig()) }
 	},
 }
 
@@ -29,8 +37,17 @@ func targetNames() []string {
 	return names
 }
 
+func (f runFlags) kafkaConfig() kafka.Config {
+	cfg := kafka.Config{Topics: workload.Topics, KafkaVersion: f.kafkaVersion, Logf: func(string, ...any) {}}
+	if f.brokers != "" {
+		cfg.Brokers = strings.Split(f.brokers, ",")
+	}
+	return cfg
+}
+
 type runFlags struct {
 	target, scenario, out string
+	brokers, kafkaVersion string
 	seed                  uint64
 	checks, steps         int
 	txnVersion            int
@@ -46,6 +63,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.checks, "checks", 100, "how many interleavings to try")
 	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
 	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
+	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`")
+	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
 	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: fencecheck run [flags]\n\n"+
@@ -63,7 +82,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	scenarios, err := f.validate(fs.Args())
+	scenarios, err := (&f).validate(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
@@ -75,34 +94,69 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	return exit
 }
 
-func (f runFlags) validate(rest []string) ([]workload.Scenario, error) {
+func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 	switch {
 	case len(rest) > 0:
 		return nil, fmt.Errorf("unexpected argument %q", rest[0])
 	case targets[f.target] == nil:
 		return nil, fmt.Errorf("unknown --target %q (known: %s)", f.target, strings.Join(targetNames(), ", "))
+	case f.target == "kafka" && f.brokers == "":
+		return nil, fmt.Errorf("--target kafka needs --brokers host:port,...")
+	case f.target != "kafka" && f.brokers != "":
+		return nil, fmt.Errorf("--brokers goes with --target kafka")
 	case f.checks < 1:
 		return nil, fmt.Errorf("--checks must be at least 1, got %d", f.checks)
 	case f.steps < 1:
 		return nil, fmt.Errorf("--steps must be at least 1, got %d", f.steps)
 	case f.txnVersion != 1 && f.txnVersion != 2:
 		return nil, fmt.Errorf("--txn-version must be 1 or 2, got %d", f.txnVersion)
-	case f.scenario == "all":
+	}
+	if err := f.settleKafkaVersion(); err != nil {
+		return nil, err
+	}
+	if f.scenario == "all" {
 		return workload.Scenarios, nil
 	}
 	sc, err := workload.ScenarioNamed(f.scenario)
 	return []workload.Scenario{sc}, err
 }
 
+// settleKafkaVersion makes --kafka-version and --txn-version agree for a
+// Kafka target: a release before 4.0 speaks transactions v1 (KIP-890 came
+// with 4.0); without --kafka-version, v1 caps at 3.9.
+func (f *runFlags) settleKafkaVersion() error {
+	if f.target == "model" {
+		if f.kafkaVersion != "" {
+			return fmt.Errorf("--kafka-version goes with --target kfake or kafka")
+		}
+		return nil
+	}
+	if f.kafkaVersion == "" {
+		if f.txnVersion == 1 {
+			f.kafkaVersion = "3.9"
+		}
+		return nil
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(f.kafkaVersion, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("--kafka-version %q is not a release like 3.9", f.kafkaVersion)
+	}
+	f.txnVersion = 2
+	if major < 4 {
+		f.txnVersion = 1
+	}
+	return nil
+}
+
 func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
-	opts := workload.Options{Scenario: sc, Target: targets[f.target](f.txnVersion), TxnVersion: f.txnVersion}
+	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion}
 	out, err := workload.Explore(opts, workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
 	}
 	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.target, f.txnVersion, out.Seed, sc.About())
-	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed}
+	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed, KafkaVersion: f.kafkaVersion, Brokers: f.brokers}
 	return reportOutcome(out, run, f.out, stdout, stderr)
 }
 
@@ -163,7 +217,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
 		return exitUsage
 	}
-	opts := workload.Options{Scenario: sc, Target: targets[run.Target](run.TxnVersion), TxnVersion: run.TxnVersion}
+	f := runFlags{target: run.Target, txnVersion: run.TxnVersion, kafkaVersion: run.KafkaVersion, brokers: run.Brokers}
+	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion}
 	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: 30}, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
