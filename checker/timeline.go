@@ -24,6 +24,9 @@ func WriteTimeline(w io.Writer, h histories.History, verdicts []Verdict) error {
 	b.WriteString("\n")
 	for _, v := range verdicts {
 		fmt.Fprintf(&b, "- %s\n", v)
+		if v.Check == Linearizable && v.Status == Violated && len(v.Violations[0].Related) > 0 {
+			fmt.Fprintf(&b, "  - the longest order the model accepts: ops %s\n", joinIDs(v.Violations[0].Related))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -58,6 +61,14 @@ func checksBrokenBy(verdicts []Verdict) map[int][]string {
 		sort.SliceStable(checks, func(i, j int) bool { return slices.Index(Checks, checks[i]) < slices.Index(Checks, checks[j]) })
 	}
 	return breaks
+}
+
+func joinIDs(ids []int) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cell makes s safe inside a Markdown table cell.

@@ -77,6 +77,7 @@ func TestCheckWritesReports(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(md), "| Clock | Who | Does | Result |")
 	require.Contains(t, string(md), "breaks linearizable, one-live-producer")
+	require.Contains(t, string(md), "the longest order the model accepts: ops 0, 1, 2, 3, 4, 6, 7, 8, 9")
 	page, err := os.ReadFile(html)
 	require.NoError(t, err)
 	require.Contains(t, string(page), "breaks one-live-producer")
