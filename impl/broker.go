@@ -95,9 +95,12 @@ func (b *Broker) Close() error { return nil }
 func (b *Broker) Tick(ms int64) {
 	unlockTxns := b.lockAllTxnShards()
 	defer unlockTxns()
-	b.now.Add(ms)
 	unlockGroups := b.lockAllGroupShards()
 	defer unlockGroups()
+	// Every reader of the clock holds a shard, so the clock moves only once
+	// Tick holds them all: no request sees the new time before the
+	// timeouts it brings have fired.
+	b.now.Add(ms)
 	b.expireTxns()
 	b.expireMembers()
 }

@@ -239,3 +239,32 @@ func (c *client) read(budget int, b *Broker) {
 		}
 	}
 }
+
+// TestConcurrentTicksAndRestarts runs the clients while another goroutine
+// moves the clock (transactions and members expire under their feet) and
+// restarts the broker. A tick has no duration in a history, so this run is
+// not checked for linearizability: it is here for the race detector and
+// for the lock order (it must end).
+func TestConcurrentTicksAndRestarts(t *testing.T) {
+	for seed := range uint64(10) {
+		b := New(Config{TxnVersion: 1 + int(seed%2)})
+		rec := histories.NewRecorder(b, nil)
+		rng := rand.New(rand.NewPCG(seed, 2))
+		var wg sync.WaitGroup
+		for i, kind := range []string{"zombie-a", "owner-a", "writer-b", "idempotent", "reader"} {
+			c := newClient(rec, fmt.Sprintf("%s-%d", kind, i), 1+int(seed%2), rng.Uint64())
+			c.output, c.input = outputs[i%len(outputs)], model.Partition(c.name)
+			wg.Go(func() { c.run(kind, 60, b) })
+		}
+		wg.Go(func() {
+			for i := range 40 {
+				b.Tick(int64(500 * (i % 7)))
+				if i%5 == 0 {
+					b.Restart()
+				}
+			}
+		})
+		wg.Wait()
+		require.NotEmpty(t, rec.History().Ops)
+	}
+}

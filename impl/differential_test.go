@@ -79,7 +79,7 @@ func newDifferential(version int) *differential {
 }
 
 // send gives r to both brokers and requires the same answer.
-func (d *differential) send(t *rapid.T, kind model.Kind, r model.Request) model.Result {
+func (d *differential) send(t require.TestingT, kind model.Kind, r model.Request) model.Result {
 	want := send(d.ref, kind, r)
 	got := send(d.impl, kind, r)
 	require.Equal(t, want, got, "%s %+v", kind, r)
@@ -105,13 +105,13 @@ func (d *differential) actions() map[string]func(*rapid.T) {
 		"FetchOffsets":   d.offsetFetch,
 		"Tick":           d.tick,
 		"RestartBroker":  func(*rapid.T) { d.ref.Restart(); d.impl.Restart() },
-		"":               d.logsAgree,
+		"":               func(t *rapid.T) { d.logsAgree(t) },
 	}
 }
 
 // logsAgree reads every partition from the start, both ways: the logs, the
 // last stable offsets and the aborted ranges must agree after every step.
-func (d *differential) logsAgree(t *rapid.T) {
+func (d *differential) logsAgree(t require.TestingT) {
 	for _, p := range outputs {
 		for _, iso := range isolations {
 			d.send(t, model.Fetch, fetchReq(p, 0, iso))
