@@ -178,22 +178,24 @@ func (st *step) begin(t txnMeta) txnMeta {
 }
 
 func (st *step) addPartitions(r Request) outcome {
-	t, refused := st.owner(r)
-	if refused != nil {
-		return *refused
-	}
-	if st.stillCompleting(t) {
-		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
-	}
-	t = st.begin(t)
-	for _, p := range r.Partitions {
-		t.partitions = addSorted(t.partitions, p)
-	}
-	st.s.setTxn(r.TransactionalID, t)
-	return ok(NewResponse())
+	return st.register(r, func(t txnMeta) txnMeta {
+		for _, p := range r.Partitions {
+			t.partitions = addSorted(t.partitions, p)
+		}
+		return t
+	})
 }
 
 func (st *step) addOffsets(r Request) outcome {
+	return st.register(r, func(t txnMeta) txnMeta {
+		t.groups = addSorted(t.groups, r.Group)
+		return t
+	})
+}
+
+// register adds partitions or a group to the owner's transaction, which
+// begins if none is open (KIP-98).
+func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 	t, refused := st.owner(r)
 	if refused != nil {
 		return *refused
@@ -201,9 +203,7 @@ func (st *step) addOffsets(r Request) outcome {
 	if st.stillCompleting(t) {
 		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
 	}
-	t = st.begin(t)
-	t.groups = addSorted(t.groups, r.Group)
-	st.s.setTxn(r.TransactionalID, t)
+	st.s.setTxn(r.TransactionalID, add(st.begin(t)))
 	return ok(NewResponse())
 }
 

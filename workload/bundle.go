@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/files"
 )
 
 // Run names what was explored, so that a bundle can be replayed.
@@ -56,7 +57,7 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 		bundleReadme:   func(w io.Writer) error { return writeReadme(w, run, report, steps, dir) },
 	}
 	for name, write := range writes {
-		if err := writeFile(filepath.Join(dir, name), write); err != nil {
+		if err := files.Write(filepath.Join(dir, name), write); err != nil {
 			return dir, err
 		}
 	}
@@ -97,18 +98,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(out); err != nil {
-		out.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return out.Close()
 }
 
 func copyFile(from, to string) error {

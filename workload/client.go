@@ -87,6 +87,21 @@ const (
 	abortable        // abort the transaction and start the work again
 )
 
+// react handles what every client does alike: a fenced client closes, a
+// retriable answer is sent again, an abortable one is recovered from. It
+// reports whether the answer succeeded and is the client's to learn from.
+func react(op model.Op, res model.Result, closeClient func(), recover func(model.Op, model.Result)) bool {
+	switch classify(res) {
+	case fenced:
+		closeClient()
+	case abortable:
+		recover(op, res)
+	case succeeded:
+		return true
+	}
+	return false
+}
+
 func classify(res model.Result) answer {
 	switch model.ClassOf(res.Err) {
 	case model.Success, model.Duplicate:

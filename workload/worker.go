@@ -155,14 +155,7 @@ func (w *worker) commitOffsetsOp() model.Op {
 }
 
 func (w *worker) learn(op model.Op, res model.Result) {
-	switch classify(res) {
-	case fenced:
-		w.step = workerClosed
-		return
-	case retry:
-		return
-	case abortable:
-		w.recover(op, res)
+	if !react(op, res, func() { w.step = workerClosed }, w.recover) {
 		return
 	}
 	switch op.Kind {

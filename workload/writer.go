@@ -96,14 +96,7 @@ func (w *fareWriter) nextTrip() string {
 }
 
 func (w *fareWriter) learn(op model.Op, res model.Result) {
-	switch classify(res) {
-	case fenced:
-		w.phase = writerClosed
-		return
-	case retry:
-		return
-	case abortable:
-		w.recover(op, res)
+	if !react(op, res, func() { w.phase = writerClosed }, w.recover) {
 		return
 	}
 	switch op.Kind {

@@ -5,13 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/files"
 )
 
 type checkFlags struct {
@@ -99,12 +99,12 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 
 func writeReports(report checker.Report, file string, f checkFlags, several bool) error {
 	if f.html != "" {
-		if err := writeTo(outputPath(f.html, file, ".html", several), report.WriteHTML); err != nil {
+		if err := files.Write(outputPath(f.html, file, ".html", several), report.WriteHTML); err != nil {
 			return err
 		}
 	}
 	if f.timeline != "" {
-		return writeTo(outputPath(f.timeline, file, ".md", several), report.WriteTimeline)
+		return files.Write(outputPath(f.timeline, file, ".md", several), report.WriteTimeline)
 	}
 	return nil
 }
@@ -117,16 +117,4 @@ func outputPath(flagPath, history, ext string, several bool) string {
 	}
 	name := strings.TrimSuffix(filepath.Base(history), filepath.Ext(history))
 	return strings.TrimSuffix(flagPath, filepath.Ext(flagPath)) + "-" + name + ext
-}
-
-func writeTo(path string, write func(io.Writer) error) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(out); err != nil {
-		out.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return out.Close()
 }
