@@ -17,11 +17,11 @@ import (
 
 // TestConcurrentLinearizable runs clients on goroutines against one broker
 // at once: a sequential prefix, then parallel branches (transactional
-// producers, two of them sharing a transactional.id so that they fence each
-// other, an idempotent producer, a reader; broker restarts among them), then
-// a sequential suffix that lets every timeout fire and reads everything.
-// The recorded history must pass every check: linearizable against the
-// model, and every invariant.
+// producers, among them a zombie and the new owner of its transactional.id
+// that fences it, an idempotent producer, a reader that restarts the
+// broker), then a sequential suffix that lets every timeout fire and reads
+// everything. The recorded history must pass every check: linearizable
+// against the model, and every invariant.
 func TestConcurrentLinearizable(t *testing.T) {
 	for seed := range uint64(40) {
 		version := 1 + int(seed%2)
@@ -54,6 +54,7 @@ func runConcurrently(seed uint64, cfg Config) histories.History {
 		c := newClient(rec, fmt.Sprintf("%s-%d", kind, i), version, rng.Uint64())
 		c.output = outputs[rng.IntN(len(outputs))]
 		c.input = model.Partition(fmt.Sprintf("in-%s", c.name))
+		c.becomeZombie(kind)
 		budget := 8 + rng.IntN(6)
 		wg.Go(func() { c.run(kind, budget, b) })
 	}
@@ -90,6 +91,10 @@ type client struct {
 	txn     string // "" for an idempotent producer
 	s       session
 	current bool // s is a session this client holds
+	// zombie: the client took its session before the parallel phase and
+	// never takes another; fenced, it goes on sending with the old one
+	// (seed 000: a process that stalled with sends queued).
+	zombie bool
 	seq     map[model.Partition]int32
 	keys    int
 	output  model.Partition
@@ -120,6 +125,16 @@ func (c *client) run(kind string, budget int, b *Broker) {
 	c.transact(budget)
 }
 
+// becomeZombie gives the zombie its session before the parallel phase, so
+// that in it only the owner takes sessions of the shared id: the owner
+// fences the zombie while the zombie is busy.
+func (c *client) becomeZombie(kind string) {
+	if kind == "zombie-a" {
+		c.txn, c.zombie = "tx-a", true
+		c.init()
+	}
+}
+
 // send is one request, counted against the budget.
 func (c *client) send(kind model.Kind, r model.Request) model.Result {
 	c.budget--
@@ -140,7 +155,7 @@ func (c *client) transact(budget int) { c.whileBudget(budget, c.oneTxn) }
 func (c *client) whileBudget(budget int, step func()) {
 	c.budget = budget
 	for c.budget > 0 {
-		if !c.current {
+		if !c.holdsSession() {
 			c.init()
 			continue
 		}
@@ -154,22 +169,33 @@ func (c *client) init() {
 	}
 }
 
+// holdsSession reports whether the client goes on with its session: it
+// is current, or the client is a zombie that does not know better.
+func (c *client) holdsSession() bool { return c.current || c.zombie }
+
 func (c *client) newSession(s session) {
 	c.s, c.current = s, true
 	clear(c.seq)
 }
 
+// oneTxn writes to this client's output partition and, half the time, to
+// a second one, so that a transaction's markers land on several partitions
+// at once.
 func (c *client) oneTxn() {
-	if !c.v2 && !c.send(model.AddPartitions, addPartitionsReq(c.txn, c.s, c.output)).Succeeded() {
+	parts := []model.Partition{c.output}
+	if other := outputs[c.rng.IntN(len(outputs))]; other != c.output && c.rng.IntN(2) == 0 {
+		parts = append(parts, other)
+	}
+	if !c.v2 && !c.send(model.AddPartitions, addPartitionsReq(c.txn, c.s, parts...)).Succeeded() {
 		return
 	}
-	for range 1 + c.rng.IntN(2) {
-		c.produce(c.output)
+	for _, p := range parts {
+		c.produce(p)
 	}
 	if c.rng.IntN(3) == 0 {
 		c.commitOffsets()
 	}
-	if !c.current {
+	if !c.holdsSession() {
 		return
 	}
 	res := c.send(model.EndTxn, endTxnReq(c.txn, c.s, c.rng.IntN(4) != 0))
