@@ -95,12 +95,12 @@ type client struct {
 	// never takes another; fenced, it goes on sending with the old one
 	// (seed 000: a process that stalled with sends queued).
 	zombie bool
-	seq     map[model.Partition]int32
-	keys    int
-	output  model.Partition
-	input   model.Partition
-	member  joined
-	offset  int64
+	seq    map[model.Partition]int32
+	keys   int
+	output model.Partition
+	input  model.Partition
+	member joined
+	offset int64
 }
 
 func newClient(rec *histories.Recorder, name string, version int, seed uint64) *client {
