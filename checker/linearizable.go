@@ -114,6 +114,9 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		if !op.Kind.IsRequest() && op.Kind != model.Tick && op.Kind != model.BrokerRestart {
 			continue
 		}
+		if op.Result.Undecided() && readOnly(op.Kind) {
+			continue // a read nobody saw the answer of changes nothing
+		}
 		ret := op.Call
 		switch {
 		case op.Kind.IsRequest() && op.Result.Undecided():
@@ -125,6 +128,9 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 	}
 	return ops
 }
+
+// readOnly reports whether a request kind never changes the broker.
+func readOnly(k model.Kind) bool { return k == model.Fetch || k == model.OffsetFetch }
 
 // partition splits a history into pieces that never meet: transactional
 // ids, producer ids, partitions and groups that no operation links. A

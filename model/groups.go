@@ -21,6 +21,15 @@ func (st *step) joinGroup(r Request) outcome {
 		}
 	}
 	id, gen, assignment := st.chooseJoin(r, g)
+	if st.undecided() {
+		// Nobody saw the answer: the member it created, if new, is one
+		// nobody can name, and what it was assigned is unknown, so it
+		// holds nothing the model could hold against a later answer.
+		if r.MemberID == "" {
+			id = lostMember
+		}
+		assignment = nil
+	}
 	if got := st.observed(); got != nil {
 		id, gen, assignment = got.MemberID, got.GenerationID, got.Assignment
 		if err := st.checkJoin(r, g, id, gen, assignment); err != nil {
@@ -38,6 +47,9 @@ func (st *step) joinGroup(r Request) outcome {
 	return ok(resp)
 }
 
+// lostMember names the member a join whose answer was lost created.
+const lostMember = "(a member whose join was not answered)"
+
 func sessionTimeout(r Request) int64 {
 	if r.SessionTimeoutMs > 0 {
 		return r.SessionTimeoutMs
@@ -51,7 +63,7 @@ func sessionTimeout(r Request) int64 {
 // follower's rejoin without a rebalance. Each takes its round-robin share.
 func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	id := r.MemberID
-	if id == "" {
+	if id == "" && !st.undecided() {
 		id = fmt.Sprintf("member-%d", st.s.nextMember)
 		st.s.nextMember++
 	}
