@@ -22,6 +22,8 @@ type Run struct {
 	// KafkaVersion and Brokers say which Kafka target it was.
 	KafkaVersion string `json:"kafka_version,omitempty"`
 	Brokers      string `json:"brokers,omitempty"`
+	// Mutants are the seeded bugs switched on in the optimised broker.
+	Mutants []string `json:"mutants,omitempty"`
 }
 
 // Files of a bundle.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/histories"
 )
 
 // Budget is how hard an exploration looks.
@@ -54,10 +56,16 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	tb := &explorer{name: "fencecheck-" + opts.Scenario.Name}
 	failure := &Failure{}
 	var checks, ops atomic.Int64
+	observe := opts.Observe
+	opts.Observe = func(h histories.History) {
+		ops.Add(int64(len(h.Ops)))
+		if observe != nil {
+			observe(h)
+		}
+	}
 	prop := Property(opts, failure)
 	counted := func(t *rapid.T) {
 		checks.Add(1)
-		defer func() { ops.Add(int64(opsOf(failure))) }()
 		prop(t)
 	}
 	stop := reportProgress(progress, &checks, &ops)
@@ -83,11 +91,6 @@ func (o Outcome) Discard() {
 			return // not empty: someone else's files
 		}
 	}
-}
-
-func opsOf(f *Failure) int {
-	h, _, _, _ := f.Found()
-	return len(h.Ops)
 }
 
 // setRapidFlags points rapid at the budget. rapid reads its settings from

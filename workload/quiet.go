@@ -32,7 +32,7 @@ func (r *run) quiesce() {
 // a round: a rebalance may have given them work.
 func (r *run) settle() {
 	for range settleRounds {
-		if r.stuck > len(r.slots) {
+		if r.stuck >= len(r.slots) {
 			return // every slot restarted, nothing committed: no progress
 		}
 		if !r.round(func(p *proc) bool { return !p.c.idle() }) &&

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/impl"
 	"github.com/fencecheck/fencecheck/impl/kafka"
 	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/workload"
@@ -19,6 +21,11 @@ import (
 var targets = map[string]func(f runFlags) model.NewTarget{
 	"model": func(f runFlags) model.NewTarget {
 		return func() (model.Target, error) { return model.NewBroker(model.Options{TxnVersion: f.txnVersion}), nil }
+	},
+	"impl": func(f runFlags) model.NewTarget {
+		return func() (model.Target, error) {
+			return impl.New(impl.Config{TxnVersion: f.txnVersion, Mutants: f.mutants}), nil
+		}
 	},
 	"kfake": func(f runFlags) model.NewTarget {
 		return func() (model.Target, error) { return kafka.NewKfake(f.kafkaConfig()) }
@@ -37,6 +44,14 @@ func targetNames() []string {
 	return names
 }
 
+// targetName names the target, with its mutants.
+func (f runFlags) targetName() string {
+	if len(f.mutants) == 0 {
+		return f.target
+	}
+	return f.target + " with mutant " + strings.Join(slices.Sorted(maps.Keys(f.mutants)), ", ")
+}
+
 func (f runFlags) kafkaConfig() kafka.Config {
 	cfg := kafka.Config{Topics: workload.Topics, KafkaVersion: f.kafkaVersion, Logf: func(string, ...any) {}}
 	if f.brokers != "" {
@@ -48,6 +63,8 @@ func (f runFlags) kafkaConfig() kafka.Config {
 type runFlags struct {
 	target, scenario, out string
 	brokers, kafkaVersion string
+	mutant                string
+	mutants               map[string]bool
 	seed                  uint64
 	checks, steps         int
 	txnVersion            int
@@ -57,7 +74,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.target, "target", "model", "the broker to explore: "+strings.Join(targetNames(), ", "))
+	fs.StringVar(&f.target, "target", "impl", "the broker to explore: "+strings.Join(targetNames(), ", "))
+	fs.StringVar(&f.mutant, "mutant", "", "with --target impl: switch on a seeded bug, `NAME`[,NAME...] or all, each explored on its own: "+strings.Join(mutantNames(), ", "))
 	fs.StringVar(&f.scenario, "scenario", "stable-id", "the configuration to explore: "+strings.Join(workload.ScenarioNames(), ", ")+", or all")
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
 	fs.IntVar(&f.checks, "checks", 100, "how many interleavings to try")
@@ -88,10 +106,38 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	exit := exitHeld
-	for _, sc := range scenarios {
-		exit = max(exit, explore(sc, f, stdout, stderr))
+	for _, mutants := range mutantRuns(f.mutant) {
+		f.mutants = mutants
+		for _, sc := range scenarios {
+			exit = max(exit, explore(sc, f, stdout, stderr))
+		}
 	}
 	return exit
+}
+
+// mutantRuns is one set of mutants per exploration: none, or each named
+// mutant on its own, so that a violation is the one bug's.
+func mutantRuns(names string) []map[string]bool {
+	set, _ := impl.ParseMutants(names)
+	if len(set) == 0 {
+		return []map[string]bool{nil}
+	}
+	var runs []map[string]bool
+	for _, name := range mutantNames() {
+		if set[name] {
+			runs = append(runs, map[string]bool{name: true})
+		}
+	}
+	return runs
+}
+
+func mutantNames() []string {
+	var names []string
+	for name := range impl.Mutants {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
@@ -110,6 +156,11 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 		return nil, fmt.Errorf("--steps must be at least 1, got %d", f.steps)
 	case f.txnVersion != 1 && f.txnVersion != 2:
 		return nil, fmt.Errorf("--txn-version must be 1 or 2, got %d", f.txnVersion)
+	case f.mutant != "" && f.target != "impl":
+		return nil, fmt.Errorf("--mutant goes with --target impl")
+	}
+	if _, err := impl.ParseMutants(f.mutant); err != nil {
+		return nil, fmt.Errorf("--mutant: %w", err)
 	}
 	if err := f.settleKafkaVersion(); err != nil {
 		return nil, err
@@ -155,8 +206,9 @@ func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.target, f.txnVersion, out.Seed, sc.About())
-	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed, KafkaVersion: f.kafkaVersion, Brokers: f.brokers}
+	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.targetName(), f.txnVersion, out.Seed, sc.About())
+	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed,
+		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants))}
 	return reportOutcome(out, run, f.out, stdout, stderr)
 }
 
@@ -218,6 +270,11 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	f := runFlags{target: run.Target, txnVersion: run.TxnVersion, kafkaVersion: run.KafkaVersion, brokers: run.Brokers}
+	f.mutants, err = impl.ParseMutants(strings.Join(run.Mutants, ","))
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
+		return exitUsage
+	}
 	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion}
 	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: 30}, nil)
 	if err != nil {
