@@ -159,9 +159,11 @@ func (r *txnReplay) end(op histories.Op) {
 	case model.EndTxn:
 		r.endByEndTxn(op)
 	case model.InitProducerID:
-		r.abortAll(op.Req.TransactionalID, op)
+		if op.Result.Succeeded() {
+			r.abortAll(op.Req.TransactionalID, op.Result.Resp, op)
+		}
 	case model.TimeoutAbort:
-		r.abortAll(op.Result.Resp.TransactionalID, op)
+		r.abortAll(op.Result.Resp.TransactionalID, op.Result.Resp, op)
 	}
 }
 
@@ -184,11 +186,13 @@ func (r *txnReplay) endByEndTxn(op histories.Op) {
 	r.close(t, op.ID)
 }
 
-// abortAll aborts every open transaction of transactionalID: a newer session
-// of the id (KIP-98) or the coordinator's timeout ended it.
-func (r *txnReplay) abortAll(transactionalID string, by histories.Op) {
+// abortAll aborts every open transaction of transactionalID that the
+// grant supersedes: a newer session of the id (KIP-98) or the coordinator's
+// timeout ended it. An answer that arrives late may grant an epoch older
+// than a session already open, which it does not end.
+func (r *txnReplay) abortAll(transactionalID string, grant model.Response, by histories.Op) {
 	for key, t := range r.open {
-		if key.transactionalID == transactionalID {
+		if key.transactionalID == transactionalID && (key.producerID != grant.ProducerID || key.epoch < grant.Epoch) {
 			r.abortUnlessCommitting(t)
 			r.close(t, by.ID)
 		}

@@ -167,3 +167,15 @@ func TestOddOperationsDoNotPanic(t *testing.T) {
 		}
 	})
 }
+
+// An init answered late, granting an older epoch, does not end a session
+// that a newer grant opened.
+func TestTxnNotAbortedByALateOlderGrant(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("B", 0, 2, fw1)
+	w := b.produce("B", 3, 4, fw1, "fares-2", 0, "trip-1")
+	b.initTxns("A", 1, 5, fw0) // returns after B's produce, with epoch 0
+	b.endTxn("B", 6, 7, fw1, true)
+	a := analyze(b.h)
+	require.Equal(t, fateCommitted, a.txnOf[w].fate)
+}
