@@ -128,7 +128,7 @@ func (b *Broker) expireTxns() {
 	for _, id := range slices.Sorted(maps.Keys(expired)) {
 		t := expired[id]
 		if !b.bugs.has(timeoutAbortKeepsEpoch) {
-			t.epoch++
+			t.epoch = model.Bumped(t.epoch)
 		}
 		t = b.completeLocked(t, pick(parts, touched, t.partitions), false, t.epoch)
 		t.prevProducerID, t.prevEpoch = model.NoProducerID, model.NoEpoch

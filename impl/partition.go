@@ -121,7 +121,7 @@ func (p *partition) applyMarker(b batch, bugs mutantSet) {
 	if !b.commit && first != model.NoOffset {
 		p.aborted.add(abortedTxn{producerID: b.producerID, first: first, marker: b.base, stable: p.stableUpTo(b.base + 1)})
 	}
-	if b.epoch != pe.epoch && !bugs.has(leaderIgnoresMarkerEpoch) {
+	if (b.epoch > pe.epoch || pe.epoch == model.NoEpoch) && !bugs.has(leaderIgnoresMarkerEpoch) {
 		pe.epoch = b.epoch
 		if !bugs.has(dedupIgnoresEpoch) {
 			pe.forget()

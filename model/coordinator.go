@@ -2,6 +2,7 @@ package model
 
 import (
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -49,7 +50,7 @@ func (st *step) initProducerID(r Request) outcome {
 		if st.answered(ConcurrentTransactions) {
 			// Kafka does it in two steps: bump and abort, answer
 			// CONCURRENT_TRANSACTIONS; the retry bumps again.
-			t.epoch++
+			t.epoch = bumped(t.epoch)
 			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
 			st.s.setTxn(r.TransactionalID, st.complete(t, false, t.epoch))
 			return outcome{refuse: ConcurrentTransactions, effects: true}
@@ -71,6 +72,13 @@ func (st *step) initProducerID(r Request) outcome {
 	st.s.setTxn(r.TransactionalID, t)
 	return out
 }
+
+// bumped is the epoch after e when the coordinator bumps it itself (a
+// fence, a timeout); it stops at the largest epoch rather than wrap.
+func bumped(e int16) int16 { return min(e, math.MaxInt16-1) + 1 }
+
+// Bumped is bumped, for brokers that follow the model's rules.
+func Bumped(e int16) int16 { return bumped(e) }
 
 func txnTimeout(r Request) int64 {
 	if r.TimeoutMs > 0 {
@@ -296,7 +304,7 @@ func (st *step) tick(ms int64) {
 		if t.phase == Ongoing && st.s.now-t.startedAt >= t.timeoutMs {
 			// KIP-98: the coordinator aborts an expired transaction and
 			// bumps the epoch, so the producer that let it expire is fenced.
-			t.epoch++
+			t.epoch = bumped(t.epoch)
 			t = st.complete(t, false, t.epoch)
 			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
 			st.s.setTxn(id, t)

@@ -142,7 +142,8 @@ func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
 	if !commit && pe.txnFirst != NoOffset {
 		ps.aborted = ps.aborted.Append(abortedTxn{pid: pid, first: pe.txnFirst, marker: at})
 	}
-	if epoch != pe.epoch {
+	if epoch > pe.epoch || pe.epoch == NoEpoch {
+		// Epochs never go back: a marker of an older epoch moves nothing.
 		pe.epoch, pe.batches = epoch, nil
 	}
 	pe.txnFirst = NoOffset
