@@ -25,6 +25,9 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		"Tick":                  r.Tick,
 		"RestartBroker":         r.RestartBroker,
 	}
+	if r.sc.Name == adversaryScenario {
+		acts["Adversary"] = r.Adversary
+	}
 	if r.sc.workers {
 		acts["JoinWorker"] = r.JoinWorker
 		acts["LeaveWorker"] = r.LeaveWorker

@@ -49,6 +49,8 @@ var Scenarios = []Scenario{
 		about: "8 replicas share one transactional.id and fence each other (seed 000)"},
 	{Name: "idempotent-restart", writers: idempotent, replicas: 1, Breaks: []string{"exactly-once"},
 		about: "an idempotent-only producer resends after a restart under a new producer id (seed 001)"},
+	{Name: adversaryScenario, writers: stableID, replicas: 1, workers: true, groupMeta: true,
+		about: "the correct configuration, plus an adversary sending stale and forged producer ids, epochs, sequences, generations and timeouts (correct)"},
 	{Name: "groupid-string-offsets", workers: true, Breaks: []string{"offsets-monotonic", "exactly-once"},
 		about: "workers commit offsets with the groupId-string overload: no generation fencing (seed 002)"},
 }
