@@ -103,6 +103,11 @@ func react(op model.Op, res model.Result, closeClient func(), recover func(model
 }
 
 func classify(res model.Result) answer {
+	if res.Err == model.InvalidProducerEpoch {
+		// KIP-588: a produce refused for its epoch is abortable; the
+		// client aborts (and learns then whether it is fenced for good).
+		return abortable
+	}
 	switch model.ClassOf(res.Err) {
 	case model.Success, model.Duplicate:
 		return succeeded

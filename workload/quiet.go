@@ -22,6 +22,9 @@ func (r *run) quiesce() {
 		}
 	}
 	r.settle()
+	for len(r.delayed) > 0 {
+		r.deliverDelayed()
+	}
 	r.clockTick(tickSizes[len(tickSizes)-1])
 	r.settle()
 	r.readOutputs()
@@ -43,17 +46,16 @@ func (r *run) settle() {
 }
 
 // round gives one exchange to each movable process that keep selects, and
-// reports whether any of them is still busy afterwards.
+// reports whether any process has work left afterwards (one the
+// orchestrator just started among them).
 func (r *run) round(keep func(*proc) bool) bool {
-	busy := false
 	for _, p := range r.where(r.movable(), keep) {
 		if p.sent < 0 && !r.send(p) {
 			continue
 		}
 		r.deliver(p, false)
-		busy = busy || (p.live() && !p.c.idle())
 	}
-	return busy
+	return len(r.where(r.movable(), func(p *proc) bool { return !p.c.idle() && (p.sent >= 0 || p.resend != nil || hasNext(p)) })) > 0
 }
 
 func pollsGroup(p *proc) bool {
@@ -65,18 +67,24 @@ func pollsGroup(p *proc) bool {
 // until the last stable offset.
 func (r *run) readOutputs() {
 	for _, part := range r.outputPartitions() {
-		from := int64(0)
-		for range settleRounds {
-			req := model.NewRequest()
-			req.Partition, req.Offset, req.Isolation = part, from, model.ReadCommitted
-			res := r.sendDirect("reader", model.Op{Kind: model.Fetch, Req: req}, func(model.Result) {})
-			recs := res.Resp.Records
-			if !res.Succeeded() || len(recs) == 0 {
-				break
-			}
-			if from = recs[len(recs)-1].Offset + 1; from >= res.Resp.LastStableOffset {
-				break
-			}
+		r.readPartition(part)
+	}
+}
+
+// readPartition reads part from the start, read_committed, until the last
+// stable offset.
+func (r *run) readPartition(part model.Partition) {
+	from := int64(0)
+	for range settleRounds {
+		req := model.NewRequest()
+		req.Partition, req.Offset, req.Isolation = part, from, model.ReadCommitted
+		res := r.sendDirect("reader", model.Op{Kind: model.Fetch, Req: req}, func(model.Result) {})
+		recs := res.Resp.Records
+		if !res.Succeeded() || len(recs) == 0 {
+			return
+		}
+		if from = recs[len(recs)-1].Offset + 1; from >= res.Resp.LastStableOffset {
+			return
 		}
 	}
 }

@@ -51,6 +51,9 @@ type run struct {
 	// stuck counts restarts since the last commit: when every slot has
 	// been restarted and nobody committed, the quiet phase gives up.
 	stuck int
+	// delayed are requests the network holds back: their clients gave up
+	// on them and sent them again, and they arrive later all the same.
+	delayed []model.Op
 }
 
 // tick moves the history's clock: every event takes a millisecond.
@@ -125,7 +128,8 @@ func (r *run) deliver(p *proc, lose bool) {
 		panic(err) // the workload sent a kind no broker answers: a bug here
 	}
 	if lose || !res.Answered {
-		p.resend = &op.Op
+		again := op.Op
+		p.resend = &again
 		return
 	}
 	op.Returned, op.Return, op.Result = true, r.tick(), res

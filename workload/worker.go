@@ -155,7 +155,7 @@ func (w *worker) commitOffsetsOp() model.Op {
 }
 
 func (w *worker) learn(op model.Op, res model.Result) {
-	if !react(op, res, func() { w.step = workerClosed }, w.recover) {
+	if !react(op, res, w.fenced, w.recover) {
 		return
 	}
 	switch op.Kind {
@@ -185,6 +185,16 @@ func (w *worker) learn(op model.Op, res model.Result) {
 		w.ended(op, res)
 	case model.LeaveGroup:
 		w.step = workerClosed
+	}
+}
+
+// fenced closes the worker: a fenced producer is closed for good, and the
+// application closes its consumer with it, which leaves the group so that
+// its partitions go to others at once.
+func (w *worker) fenced() {
+	w.step = workerClosed
+	if w.member != "" && w.generation != model.NoGeneration {
+		w.step, w.leaving = workerLeave, true
 	}
 }
 
