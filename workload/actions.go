@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 
 	"pgregory.net/rapid"
@@ -24,6 +25,9 @@ func (r *run) actions() map[string]func(*rapid.T) {
 		"LoseResponse":          r.LoseResponse,
 		"Tick":                  r.Tick,
 		"RestartBroker":         r.RestartBroker,
+		"DelayRequest":          r.DelayRequest,
+		"DeliverDelayedRequest": r.DeliverDelayedRequest,
+		"ReadOutput":            r.ReadOutput,
 	}
 	if r.sc.Name == adversaryScenario {
 		acts["Adversary"] = r.Adversary
@@ -127,6 +131,48 @@ func (r *run) LoseResponse(t *rapid.T) {
 	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "lose")
 	r.did("LoseResponse", p, "")
 	r.deliver(p, true)
+}
+
+// DelayRequest holds a request back in the network: its client times out
+// and sends it again, and the first copy arrives later, after the client
+// has moved on (KAFKA-17754: a late EndTxn landing on the next
+// transaction).
+func (r *run) DelayRequest(t *rapid.T) {
+	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "delay")
+	r.did("DelayRequest", p, "")
+	again := r.h.Ops[p.sent].Op
+	r.delayed = append(r.delayed, again)
+	p.resend, p.sent = &again, -1
+}
+
+// DeliverDelayedRequest lets the oldest delayed request arrive; nobody is
+// waiting for its answer.
+func (r *run) DeliverDelayedRequest(t *rapid.T) {
+	if len(r.delayed) == 0 {
+		t.Skip("no request is delayed")
+	}
+	r.did("DeliverDelayedRequest", nil, "")
+	r.deliverDelayed()
+}
+
+func (r *run) deliverDelayed() {
+	op := r.delayed[0]
+	r.delayed = r.delayed[1:]
+	if _, err := model.Send(context.Background(), r.target, op); err != nil {
+		panic(err)
+	}
+}
+
+// ReadOutput is a downstream consumer reading an output partition
+// read_committed from the start, while transactions are open.
+func (r *run) ReadOutput(t *rapid.T) {
+	parts := r.outputPartitions()
+	if len(parts) == 0 {
+		t.Skip("no output yet")
+	}
+	part := rapid.SampledFrom(parts).Draw(t, "partition")
+	r.did("ReadOutput", nil, string(part))
+	r.readPartition(part)
 }
 
 // Tick moves the broker's clock: transaction and session timeouts fire.
