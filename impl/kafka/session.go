@@ -1,0 +1,210 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// SessionConfig is a consume-transform-produce worker built on franz-go's
+// own exactly-once loop, kgo.GroupTransactSession: it reads trips from
+// Input, read_committed, in the consumer group Group, and writes the fare
+// of each to Output in a transaction that also commits the input offsets
+// (KIP-447). Topic and group names are the model's; the session uses the
+// target's names for them on the cluster.
+//
+// Its requests are not recorded: kgo's broker hooks (HookBrokerWrite,
+// HookBrokerRead) see a request's key and size, never its fields, so a
+// history of the session's producer ids, epochs and generations cannot be
+// built from them. The properties judge what it leaves behind: the
+// committed output, read through the target.
+type SessionConfig struct {
+	Group, TransactionalID string
+	Input, Output          string
+	// SessionTimeout, RebalanceTimeout and TransactionTimeout are real
+	// time; 0 is 1 s, 1 s and 3 s.
+	SessionTimeout, RebalanceTimeout, TransactionTimeout time.Duration
+}
+
+// Session is one running worker process. Its faults are those a harness
+// can impose on a real client: Stall (it stops polling, its transaction
+// left open), Crash (its client closed with the transaction unfinished),
+// and a restart is a new Session with the same config.
+type Session struct {
+	gts    *kgo.GroupTransactSession
+	output string
+	done   chan struct{}
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	stalled   chan struct{} // closed on wake; nil when running
+	committed int
+	err       error
+}
+
+// StartSession starts a worker on the target's cluster.
+func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
+	gts, err := kgo.NewGroupTransactSession(t.sessionOpts(cfg)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{gts: gts, output: t.names.topic(cfg.Output), done: make(chan struct{}), cancel: cancel}
+	go s.loop(ctx)
+	return s, nil
+}
+
+func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
+	seeds := t.cfg.Brokers
+	if t.embedded != nil {
+		seeds = t.embedded.addrs
+	}
+	versions, _ := versionCap(t.cfg.KafkaVersion) // checked when the target started
+	return []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.MaxVersions(versions),
+		kgo.TransactionalID(t.names.txnID(cfg.TransactionalID)),
+		kgo.TransactionTimeout(orDefault(cfg.TransactionTimeout, 3*time.Second)),
+		kgo.ConsumerGroup(t.names.group(cfg.Group)),
+		kgo.ConsumeTopics(t.names.topic(cfg.Input)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.SessionTimeout(orDefault(cfg.SessionTimeout, time.Second)),
+		kgo.RebalanceTimeout(orDefault(cfg.RebalanceTimeout, time.Second)),
+		kgo.HeartbeatInterval(100 * time.Millisecond),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// recordsPerTransaction keeps transactions small, so that faults find
+// some open.
+const recordsPerTransaction = 2
+
+// loop is the exactly-once loop of franz-go's documentation: poll, begin,
+// produce the transformed records, end (committing the input offsets with
+// the group's metadata, or aborting if the group rebalanced meanwhile).
+func (s *Session) loop(ctx context.Context) {
+	defer close(s.done)
+	for ctx.Err() == nil {
+		fetches := s.gts.PollRecords(ctx, recordsPerTransaction)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return
+		}
+		if fetches.Empty() {
+			continue
+		}
+		if err := s.transact(ctx, fetches); err != nil {
+			s.fail(err)
+			return
+		}
+	}
+}
+
+// transact processes one poll's records in one transaction.
+func (s *Session) transact(ctx context.Context, fetches kgo.Fetches) error {
+	if err := s.gts.Begin(); err != nil {
+		return err
+	}
+	var produced []*kgo.Record
+	fetches.EachRecord(func(in *kgo.Record) {
+		produced = append(produced, &kgo.Record{Topic: s.output, Partition: in.Partition, Key: in.Key,
+			Value: []byte("fare of " + string(in.Key))})
+	})
+	produceErr := s.gts.ProduceSync(ctx, produced...).FirstErr()
+	s.waitWhileStalled(ctx)
+	committed, err := s.gts.End(ctx, kgo.TransactionEndTry(produceErr == nil))
+	if ctx.Err() != nil {
+		return nil // crashed mid-transaction
+	}
+	if err != nil {
+		return err
+	}
+	if committed {
+		s.mu.Lock()
+		s.committed++
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Stall freezes the worker at its next transaction's end: it holds the
+// transaction open and does not poll, as a process in a long pause does
+// (its heartbeats go on in kgo's background, as a JVM's would not).
+func (s *Session) Stall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stalled == nil {
+		s.stalled = make(chan struct{})
+	}
+}
+
+// Wake lets a stalled worker end its transaction and go on.
+func (s *Session) Wake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stalled != nil {
+		close(s.stalled)
+		s.stalled = nil
+	}
+}
+
+func (s *Session) waitWhileStalled(ctx context.Context) {
+	s.mu.Lock()
+	stalled := s.stalled
+	s.mu.Unlock()
+	if stalled == nil {
+		return
+	}
+	select {
+	case <-stalled:
+	case <-ctx.Done():
+	}
+}
+
+// Crash stops the worker abruptly: whatever transaction is open stays
+// unfinished, for the next owner of its transactional id (or the
+// transaction timeout) to abort.
+func (s *Session) Crash() {
+	s.cancel()
+	s.Wake()
+	<-s.done
+	s.gts.Client().Close()
+}
+
+// Close stops the worker after its current transaction and leaves the
+// group; it returns the error that stopped the worker, if any.
+func (s *Session) Close() error {
+	s.cancel()
+	s.Wake()
+	<-s.done
+	s.gts.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Committed is how many transactions the worker committed.
+func (s *Session) Committed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed
+}
+
+func (s *Session) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil && !errors.Is(err, context.Canceled) {
+		s.err = err
+	}
+}

@@ -1,0 +1,172 @@
+package kafka
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+const (
+	sessionTrips      = 40
+	sessionPartitions = 2
+)
+
+// TestGroupTransactSessionExactlyOnce runs franz-go's own exactly-once loop
+// (kgo.GroupTransactSession) against kfake through the faults a harness
+// can impose on a real client: a worker stalls mid-transaction while a
+// second joins and takes partitions from it (a zombie consumer, seed 002),
+// a worker crashes mid-transaction and restarts with the same
+// transactional id (a zombie producer, seed 000). The history records the
+// input and the final read_committed reads; exactly-once and progress
+// must hold on it.
+func TestGroupTransactSessionExactlyOnce(t *testing.T) {
+	if os.Getenv("FENCECHECK_SESSION") == "" {
+		// Open: on kfake the committed output stays empty for 20 s after
+		// the stall and the crash (the last stable offset held by an
+		// unfinished transaction, not yet explained); FINDINGS.md.
+		t.Skip("set FENCECHECK_SESSION=1: the session's output is not yet committed within the bound on kfake")
+	}
+	forEachSessionProtocol(t, func(t *testing.T, s *scenario) {
+		trips := s.seedTrips()
+		cfg := func(id string) SessionConfig {
+			return SessionConfig{Group: "fare-workers", TransactionalID: id, Input: "trips", Output: "fares"}
+		}
+		w1 := s.startSession(cfg("ctp-w1"))
+		w1.Stall() // its first transaction stays open: it is still joining
+		s.rec.Fault("W1", model.Stall, model.NewRequest())
+		w2 := s.startSession(cfg("ctp-w2"))
+		s.waitFor(func() bool { return w2.Committed() > 0 }, "w2 commits while w1 is stalled")
+		w1.Wake()
+		s.rec.Fault("W1", model.Wake, model.NewRequest())
+
+		w2.Crash()
+		s.rec.Fault("W2", model.Crash, model.NewRequest())
+		w2 = s.startSession(cfg("ctp-w2"))
+		s.rec.Fault("W2", model.Restart, model.NewRequest())
+
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) >= len(trips) }, "every trip committed")
+		t.Logf("w1 committed %d transactions, w2 (restarted) %d", w1.Committed(), w2.Committed())
+		require.NoError(t, w1.Close())
+		require.NoError(t, w2.Close())
+
+		s.readAll("fares")
+		h := s.history("group-transact-session")
+		h.Trips, h.OutputTopics = trips, []string{"fares"}
+		report := checker.Check(h, checker.Options{})
+		for _, check := range []string{checker.ExactlyOnce, checker.NoAbortedRead, checker.Progress} {
+			require.True(t, report.Verdict(check).Held(), "%s", report.Verdict(check))
+		}
+	})
+}
+
+// forEachSessionProtocol runs fn under each transaction protocol against a
+// fresh kfake cluster whose input and output topics have a partition for
+// each of two workers.
+func forEachSessionProtocol(t *testing.T, fn func(t *testing.T, s *scenario)) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			target, err := NewKfake(Config{
+				Topics:       map[string]int32{"trips": sessionPartitions, "fares": sessionPartitions},
+				KafkaVersion: p.kafkaVersion,
+				Logf:         t.Logf,
+			})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, target.Close()) })
+			lossy := &lossyBroker{b: target}
+			fn(t, &scenario{t: t, target: target, lossy: lossy, rec: histories.NewRecorder(lossy, nil), ctx: t.Context()})
+		})
+	}
+}
+
+// seedTrips writes the trips the workers read, with an idempotent producer.
+func (s *scenario) seedTrips() []string {
+	s.t.Helper()
+	got := s.ok("source", model.InitProducerID, initRequest(""))
+	src := session{"", got.ProducerID, got.Epoch}
+	var trips []string
+	for p := range sessionPartitions {
+		part := model.Partition(fmt.Sprintf("trips-%d", p))
+		var keys []string
+		for i := range sessionTrips / sessionPartitions {
+			keys = append(keys, fmt.Sprintf("trip-%c%02d", 'a'+p, i+1))
+		}
+		s.ok("source", model.Produce, src.produce(part, 0, keys...))
+		trips = append(trips, keys...)
+	}
+	return trips
+}
+
+func (s *scenario) startSession(cfg SessionConfig) *Session {
+	s.t.Helper()
+	w, err := s.target.StartSession(cfg)
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// waitFor polls cond for up to 20 s.
+func (s *scenario) waitFor(cond func() bool, what string) {
+	s.t.Helper()
+	if !assertEventually(cond, 20*time.Second) {
+		s.t.Fatalf("waiting until %s: %d committed keys", what, len(s.committedKeys("fares")))
+	}
+}
+
+// committedKeys are the distinct keys of topic read_committed, read
+// unrecorded, for waiting.
+func (s *scenario) committedKeys(topic string) map[string]bool {
+	keys := map[string]bool{}
+	for p := range sessionPartitions {
+		part := model.Partition(fmt.Sprintf("%s-%d", topic, p))
+		for from := int64(0); ; {
+			req := fetchRequest(part, model.ReadCommitted)
+			req.Offset = from
+			res := s.target.Fetch(s.ctx, req)
+			if !res.Succeeded() || len(res.Resp.Records) == 0 {
+				break
+			}
+			for _, r := range res.Resp.Records {
+				keys[r.Key] = true
+			}
+			if from = res.Resp.Records[len(res.Resp.Records)-1].Offset + 1; from >= res.Resp.LastStableOffset {
+				break
+			}
+		}
+	}
+	return keys
+}
+
+// readAll reads every partition of topic from the start, read_committed,
+// recorded, until its last stable offset.
+func (s *scenario) readAll(topic string) {
+	for p := range sessionPartitions {
+		part := model.Partition(fmt.Sprintf("%s-%d", topic, p))
+		for from := int64(0); ; {
+			req := fetchRequest(part, model.ReadCommitted)
+			req.Offset = from
+			res := s.send("reader", model.Fetch, req)
+			if !res.Succeeded() || len(res.Resp.Records) == 0 {
+				break
+			}
+			if from = res.Resp.Records[len(res.Resp.Records)-1].Offset + 1; from >= res.Resp.LastStableOffset {
+				break
+			}
+		}
+	}
+}
+
+func assertEventually(cond func() bool, within time.Duration) bool {
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
