@@ -16,6 +16,9 @@ type grant struct {
 	producerID int64
 	epoch      int16
 	verb       string // how op made it current, for reasons
+	// bumped is the session a producer named to bump its own epoch
+	// (KIP-360), when op was such a request.
+	bumped sessionKey
 }
 
 // grantOf is the session op hands out, if any: a successful
@@ -30,6 +33,7 @@ func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
 		g.at, g.verb = op.Call, "bumped to"
 		return resp.TransactionalID, g, true
 	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
+		g.bumped = sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}
 		return op.Req.TransactionalID, g, true
 	case op.Kind == model.EndTxn && op.Req.TransactionalID != "" && op.Result.Succeeded() && resp.ProducerID != model.NoProducerID:
 		return op.Req.TransactionalID, g, true
@@ -101,7 +105,7 @@ func staleSessions(h histories.History) []Violation {
 			continue
 		}
 		for _, g := range grants[key.transactionalID] {
-			if g.at < op.Call && supersedes(g, key, grants[key.transactionalID]) {
+			if g.at < op.Call && supersedes(g, key, grants[key.transactionalID]) && !retriesBump(op, key, g) {
 				violations = append(violations, Violation{Op: op.ID, Related: []int{g.op},
 					Reason: fmt.Sprintf("%s accepted after op %d %s %s for %s",
 						sessionName(key.producerID, key.epoch, g.producerID), g.op, g.verb,
@@ -111,6 +115,14 @@ func staleSessions(h histories.History) []Violation {
 		}
 	}
 	return violations
+}
+
+// retriesBump reports whether op is a retry of the KIP-360 bump that made g:
+// the same producer naming the same epoch, answered the same session. Kafka
+// keeps that one previous epoch open for exactly this (lastProducerEpoch).
+func retriesBump(op histories.Op, key sessionKey, g grant) bool {
+	resp := op.Result.Resp
+	return op.Kind == model.InitProducerID && g.bumped == key && resp.ProducerID == g.producerID && resp.Epoch == g.epoch
 }
 
 // sessionName is "epoch E", or "producer id P epoch E" when the producer id

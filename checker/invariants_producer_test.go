@@ -93,3 +93,30 @@ func TestOneLiveProducerOlderEpochLandsAfterNewer(t *testing.T) {
 	b.op(older).Result.Resp.BaseOffset = 40
 	requireHeld(t, checkOneLiveProducer(b.h))
 }
+
+// A producer that retries its own KIP-360 bump after the answer was lost is
+// answered the same session: not a zombie winning its id back. Anyone
+// else's bump in between makes the same request stale.
+func TestOneLiveProducerAllowsARetriedOwnBump(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.add("A", 2, 3, model.InitProducerID, withSession(fw0), grantOf4001(1))
+	b.add("A", 4, 5, model.InitProducerID, withSession(fw0), grantOf4001(1)) // the retry
+	requireHeld(t, checkOneLiveProducer(b.h))
+
+	b.initTxns("B", 6, 7, session{"fare-writer-7", 4001, 2})
+	zombie := b.add("A", 8, 9, model.InitProducerID, withSession(fw0), grantOf4001(3))
+	requireViolation(t, checkOneLiveProducer(b.h), zombie, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
+}
+
+func withSession(s session) model.Request {
+	r := model.NewRequest()
+	r.TransactionalID, r.ProducerID, r.Epoch = s.tid, s.pid, s.epoch
+	return r
+}
+
+func grantOf4001(epoch int16) model.Response {
+	resp := model.NewResponse()
+	resp.ProducerID, resp.Epoch = 4001, epoch
+	return resp
+}
