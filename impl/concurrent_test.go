@@ -15,14 +15,14 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// TestConcurrentLinearizable runs clients on goroutines against one broker
+// TestPropertyLinearizable runs clients on goroutines against one broker
 // at once: a sequential prefix, then parallel branches (transactional
 // producers, among them a zombie and the new owner of its transactional.id
 // that fences it, an idempotent producer, a reader that restarts the
 // broker), then a sequential suffix that lets every timeout fire and reads
 // everything. The recorded history must pass every check: linearizable
 // against the model, and every invariant.
-func TestConcurrentLinearizable(t *testing.T) {
+func TestPropertyLinearizable(t *testing.T) {
 	for seed := range uint64(40) {
 		version := 1 + int(seed%2)
 		t.Run(fmt.Sprintf("seed-%d-v%d", seed, version), func(t *testing.T) {

@@ -1,0 +1,95 @@
+package fencecheck_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/impl"
+	"github.com/fencecheck/fencecheck/model"
+	"github.com/fencecheck/fencecheck/workload"
+)
+
+// TestPropertyDifferential runs one interleaving against the reference
+// model and the optimised broker at once: every answer must be the same,
+// broker restarts included (the optimised broker rebuilds its state from its
+// logs; the model keeps it), and every check must hold on the history.
+func TestPropertyDifferential(t *testing.T) {
+	for _, version := range []int{1, 2} {
+		for _, name := range []string{"stable-id", "adversary"} {
+			sc := scenario(t, name)
+			t.Run(fmt.Sprintf("%s-v%d", name, version), func(t *testing.T) {
+				rapid.Check(t, func(t *rapid.T) {
+					var pair *twin
+					target := func() (model.Target, error) {
+						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version}), impl: impl.New(impl.Config{TxnVersion: version})}
+						return pair, nil
+					}
+					opts := workload.Options{Scenario: sc, Target: target, TxnVersion: version}
+					workload.Property(opts, nil)(t)
+					if pair.diff != "" {
+						t.Fatal(pair.diff)
+					}
+				})
+			})
+		}
+	}
+}
+
+// twin sends every request to both brokers, answers with the model's
+// answer, and keeps the first difference.
+type twin struct {
+	model, impl model.Target
+	mu          sync.Mutex
+	diff        string
+}
+
+func (w *twin) both(kind model.Kind, r model.Request) model.Result {
+	op := model.Op{Kind: kind, Req: r}
+	want, _ := model.Send(context.Background(), w.model, op)
+	got, _ := model.Send(context.Background(), w.impl, op)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.diff == "" && fmt.Sprint(want) != fmt.Sprint(got) {
+		w.diff = fmt.Sprintf("%s %+v: the model answered %+v, the optimised broker %+v", kind, r, want, got)
+	}
+	return want
+}
+
+func (w *twin) Tick(ms int64) { w.model.Tick(ms); w.impl.Tick(ms) }
+func (w *twin) Restart()      { w.model.Restart(); w.impl.Restart() }
+func (w *twin) Close() error  { return w.impl.Close() }
+
+func (w *twin) InitProducerID(_ context.Context, r model.Request) model.Result {
+	return w.both(model.InitProducerID, r)
+}
+func (w *twin) AddPartitions(_ context.Context, r model.Request) model.Result {
+	return w.both(model.AddPartitions, r)
+}
+func (w *twin) Produce(_ context.Context, r model.Request) model.Result {
+	return w.both(model.Produce, r)
+}
+func (w *twin) AddOffsets(_ context.Context, r model.Request) model.Result {
+	return w.both(model.AddOffsets, r)
+}
+func (w *twin) TxnOffsetCommit(_ context.Context, r model.Request) model.Result {
+	return w.both(model.TxnOffsetCommit, r)
+}
+func (w *twin) EndTxn(_ context.Context, r model.Request) model.Result {
+	return w.both(model.EndTxn, r)
+}
+func (w *twin) JoinGroup(_ context.Context, r model.Request) model.Result {
+	return w.both(model.JoinGroup, r)
+}
+func (w *twin) LeaveGroup(_ context.Context, r model.Request) model.Result {
+	return w.both(model.LeaveGroup, r)
+}
+func (w *twin) OffsetFetch(_ context.Context, r model.Request) model.Result {
+	return w.both(model.OffsetFetch, r)
+}
+func (w *twin) Fetch(_ context.Context, r model.Request) model.Result {
+	return w.both(model.Fetch, r)
+}
