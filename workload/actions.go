@@ -141,7 +141,7 @@ func (r *run) DelayRequest(t *rapid.T) {
 	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "delay")
 	r.did("DelayRequest", p, "")
 	again := r.h.Ops[p.sent].Op
-	r.delayed = append(r.delayed, again)
+	r.delayed = append(r.delayed, delayedRequest{from: p.name, op: again})
 	p.resend, p.sent = &again, -1
 }
 
@@ -152,13 +152,14 @@ func (r *run) DeliverDelayedRequest(t *rapid.T) {
 		t.Skip("no request is delayed")
 	}
 	r.did("DeliverDelayedRequest", nil, "")
-	r.deliverDelayed()
+	r.deliverDelayedAt(0)
 }
 
-func (r *run) deliverDelayed() {
-	op := r.delayed[0]
-	r.delayed = r.delayed[1:]
-	if _, err := model.Send(context.Background(), r.target, op); err != nil {
+// deliverDelayedAt lets the i-th delayed request arrive.
+func (r *run) deliverDelayedAt(i int) {
+	d := r.delayed[i]
+	r.delayed = append(r.delayed[:i:i], r.delayed[i+1:]...)
+	if _, err := model.Send(context.Background(), r.target, d.op); err != nil {
 		panic(err)
 	}
 }

@@ -23,7 +23,7 @@ func (r *run) quiesce() {
 	}
 	r.settle()
 	for len(r.delayed) > 0 {
-		r.deliverDelayed()
+		r.deliverDelayedAt(0)
 	}
 	r.clockTick(tickSizes[len(tickSizes)-1])
 	r.settle()
@@ -54,8 +54,26 @@ func (r *run) round(keep func(*proc) bool) bool {
 			continue
 		}
 		r.deliver(p, false)
+		r.deliverDelayedOf(p)
 	}
 	return len(r.where(r.movable(), func(p *proc) bool { return !p.c.idle() && (p.sent >= 0 || p.resend != nil || hasNext(p)) })) > 0
+}
+
+// deliverDelayedOf lets p's delayed requests arrive once p is in the middle
+// of its next transaction: the moment a late request does harm (KAFKA-17754:
+// a late EndTxn ending the next transaction; KAFKA-14402: a late produce
+// after its transaction ended).
+func (r *run) deliverDelayedOf(p *proc) {
+	if !p.c.inTxn() {
+		return
+	}
+	for i := 0; i < len(r.delayed); {
+		if r.delayed[i].from == p.name {
+			r.deliverDelayedAt(i)
+			continue
+		}
+		i++
+	}
 }
 
 func pollsGroup(p *proc) bool {

@@ -53,7 +53,13 @@ type run struct {
 	stuck int
 	// delayed are requests the network holds back: their clients gave up
 	// on them and sent them again, and they arrive later all the same.
-	delayed []model.Op
+	delayed []delayedRequest
+}
+
+// delayedRequest is a copy of a request the network holds back.
+type delayedRequest struct {
+	from string // the process that sent it
+	op   model.Op
 }
 
 // tick moves the history's clock: every event takes a millisecond.
