@@ -4,10 +4,12 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// settleRounds bounds the quiet phase. A configuration that cannot make
-// progress (replicas fencing each other) is stopped, and reported by the
-// progress check, not left to hang.
-const settleRounds = 40
+// settleRounds bounds the quiet phase, far above what any worker needs to
+// drain its input (a round is one request per process). A configuration
+// that cannot make progress (replicas fencing each other) is stopped
+// sooner, when every slot has been restarted twice without a commit, and
+// reported by the progress check rather than left to hang.
+const settleRounds = 400
 
 // quiesce is how every exploration ends, as Jepsen's do: faults stop,
 // stalled processes wake, every process runs until its work is done, the
@@ -35,8 +37,8 @@ func (r *run) quiesce() {
 // a round: a rebalance may have given them work.
 func (r *run) settle() {
 	for range settleRounds {
-		if r.stuck >= len(r.slots) {
-			return // every slot restarted, nothing committed: no progress
+		if r.stuck >= 2*len(r.slots) {
+			return // every slot restarted twice, nothing committed: no progress
 		}
 		if !r.round(func(p *proc) bool { return !p.c.idle() }) &&
 			!r.round(func(p *proc) bool { return p.c.idle() && pollsGroup(p) }) {

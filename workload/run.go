@@ -49,7 +49,7 @@ type run struct {
 	inputs  []model.Partition
 	outputs []string // topics
 	// stuck counts restarts since the last commit: when every slot has
-	// been restarted and nobody committed, the quiet phase gives up.
+	// been restarted twice and nobody committed, the quiet phase gives up.
 	stuck int
 	// delayed are requests the network holds back: their clients gave up
 	// on them and sent them again, and they arrive later all the same.

@@ -262,6 +262,8 @@ func (w *worker) rewind() {
 // unknown member) aborts and rejoins; other errors abort and rewind.
 func (w *worker) recover(op model.Op, res model.Result) {
 	switch {
+	case op.Kind == model.LeaveGroup:
+		w.step = workerClosed // gone from the group either way
 	case model.ClassOf(res.Err) == model.FencedConsumer && op.Kind == model.JoinGroup:
 		w.member, w.generation = "", model.NoGeneration // forgotten by the group: join anew
 	case model.ClassOf(res.Err) == model.FencedConsumer:
@@ -270,8 +272,6 @@ func (w *worker) recover(op model.Op, res model.Result) {
 		if res.Err == model.UnknownMemberID {
 			w.member = ""
 		}
-	case op.Kind == model.LeaveGroup:
-		w.step = workerClosed
 	case op.Kind == model.EndTxn && !op.Req.Commit:
 		w.afterAbort()
 	case w.inTxn():
