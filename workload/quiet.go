@@ -11,6 +11,11 @@ import (
 // reported by the progress check rather than left to hang.
 const settleRounds = 400
 
+// roundsWithoutCommit is how long the quiet phase waits for a commit: many
+// times what one transaction takes (a worker's is a dozen requests,
+// rebalances included), so that only a livelock runs out of it.
+const roundsWithoutCommit = 60
+
 // quiesce is how every exploration ends, as Jepsen's do: faults stop,
 // stalled processes wake, every process runs until its work is done, the
 // clock lets every timeout fire, and they run once more; then a
@@ -36,10 +41,12 @@ func (r *run) quiesce() {
 // none has anything to do but wait. Waiting workers poll their group once
 // a round: a rebalance may have given them work.
 func (r *run) settle() {
+	r.idleRounds = 0
 	for range settleRounds {
-		if r.stuck >= 2*len(r.slots) {
-			return // every slot restarted twice, nothing committed: no progress
+		if r.stuck >= 2*len(r.slots) || r.idleRounds > roundsWithoutCommit {
+			return // restarts or rebalances without a commit: no progress
 		}
+		r.idleRounds++
 		if !r.round(func(p *proc) bool { return !p.c.idle() }) &&
 			!r.round(func(p *proc) bool { return p.c.idle() && pollsGroup(p) }) {
 			return

@@ -51,6 +51,8 @@ type run struct {
 	// stuck counts restarts since the last commit: when every slot has
 	// been restarted twice and nobody committed, the quiet phase gives up.
 	stuck int
+	// idleRounds counts quiet-phase rounds since the last commit.
+	idleRounds int
 	// delayed are requests the network holds back: their clients gave up
 	// on them and sent them again, and they arrive later all the same.
 	delayed []delayedRequest
@@ -140,7 +142,7 @@ func (r *run) deliver(p *proc, lose bool) {
 	}
 	op.Returned, op.Return, op.Result = true, r.tick(), res
 	if commits(op.Op, res) {
-		r.stuck = 0
+		r.stuck, r.idleRounds = 0, 0
 	}
 	p.c.learn(op.Op, res)
 	if p.c.closed() {
