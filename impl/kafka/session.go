@@ -77,6 +77,9 @@ func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
 		kgo.RebalanceTimeout(orDefault(cfg.RebalanceTimeout, time.Second)),
 		kgo.HeartbeatInterval(100 * time.Millisecond),
 		kgo.FetchMaxWait(100 * time.Millisecond),
+		// The target reads uncompressed batches only, so that what it
+		// returns is exactly what the broker stored.
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	}
 }
 
