@@ -26,6 +26,7 @@ func TestPropertyDifferential(t *testing.T) {
 					var pair *twin
 					target := func() (model.Target, error) {
 						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version}), impl: impl.New(impl.Config{TxnVersion: version})}
+						pair.BrokerFunc = pair.both
 						return pair, nil
 					}
 					opts := workload.Options{Scenario: sc, Target: target, TxnVersion: version}
@@ -42,12 +43,13 @@ func TestPropertyDifferential(t *testing.T) {
 // twin sends every request to both brokers, answers with the model's
 // answer, and keeps the first difference.
 type twin struct {
+	model.BrokerFunc
 	model, impl model.Target
 	mu          sync.Mutex
 	diff        string
 }
 
-func (w *twin) both(kind model.Kind, r model.Request) model.Result {
+func (w *twin) both(_ context.Context, kind model.Kind, r model.Request) model.Result {
 	op := model.Op{Kind: kind, Req: r}
 	want, _ := model.Send(context.Background(), w.model, op)
 	got, _ := model.Send(context.Background(), w.impl, op)
@@ -62,34 +64,3 @@ func (w *twin) both(kind model.Kind, r model.Request) model.Result {
 func (w *twin) Tick(ms int64) { w.model.Tick(ms); w.impl.Tick(ms) }
 func (w *twin) Restart()      { w.model.Restart(); w.impl.Restart() }
 func (w *twin) Close() error  { return w.impl.Close() }
-
-func (w *twin) InitProducerID(_ context.Context, r model.Request) model.Result {
-	return w.both(model.InitProducerID, r)
-}
-func (w *twin) AddPartitions(_ context.Context, r model.Request) model.Result {
-	return w.both(model.AddPartitions, r)
-}
-func (w *twin) Produce(_ context.Context, r model.Request) model.Result {
-	return w.both(model.Produce, r)
-}
-func (w *twin) AddOffsets(_ context.Context, r model.Request) model.Result {
-	return w.both(model.AddOffsets, r)
-}
-func (w *twin) TxnOffsetCommit(_ context.Context, r model.Request) model.Result {
-	return w.both(model.TxnOffsetCommit, r)
-}
-func (w *twin) EndTxn(_ context.Context, r model.Request) model.Result {
-	return w.both(model.EndTxn, r)
-}
-func (w *twin) JoinGroup(_ context.Context, r model.Request) model.Result {
-	return w.both(model.JoinGroup, r)
-}
-func (w *twin) LeaveGroup(_ context.Context, r model.Request) model.Result {
-	return w.both(model.LeaveGroup, r)
-}
-func (w *twin) OffsetFetch(_ context.Context, r model.Request) model.Result {
-	return w.both(model.OffsetFetch, r)
-}
-func (w *twin) Fetch(_ context.Context, r model.Request) model.Result {
-	return w.both(model.Fetch, r)
-}

@@ -21,7 +21,7 @@ const MainProc = "main"
 // It is safe for concurrent use. A process's calls must not overlap (one
 // goroutine per process), as the format requires.
 type Recorder struct {
-	calls // the Broker methods, under MainProc
+	model.BrokerFunc // the Broker methods, under MainProc
 
 	b      model.Broker
 	mu     sync.Mutex // guards clock and ops
@@ -41,7 +41,7 @@ func NewRecorder(b model.Broker, clock func() int64) *Recorder {
 		clock = func() int64 { now++; return now }
 	}
 	r := &Recorder{b: b, clock: clock}
-	r.calls = r.proc(MainProc)
+	r.BrokerFunc = r.proc(MainProc)
 	return r
 }
 
@@ -49,7 +49,7 @@ func NewRecorder(b model.Broker, clock func() int64) *Recorder {
 // the process name.
 func (r *Recorder) Proc(name string) model.Broker { return r.proc(name) }
 
-func (r *Recorder) proc(name string) calls {
+func (r *Recorder) proc(name string) model.BrokerFunc {
 	return func(ctx context.Context, kind model.Kind, req model.Request) model.Result {
 		return r.record(ctx, name, kind, req)
 	}
@@ -120,47 +120,4 @@ func (r *Recorder) record(ctx context.Context, proc string, kind model.Kind, req
 	// never returned.
 	r.end(op, res, res.Answered)
 	return res
-}
-
-// calls is a model.Broker made of one function that serves every kind.
-type calls func(ctx context.Context, kind model.Kind, req model.Request) model.Result
-
-func (c calls) InitProducerID(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.InitProducerID, req)
-}
-
-func (c calls) AddPartitions(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.AddPartitions, req)
-}
-
-func (c calls) Produce(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.Produce, req)
-}
-
-func (c calls) AddOffsets(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.AddOffsets, req)
-}
-
-func (c calls) TxnOffsetCommit(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.TxnOffsetCommit, req)
-}
-
-func (c calls) EndTxn(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.EndTxn, req)
-}
-
-func (c calls) JoinGroup(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.JoinGroup, req)
-}
-
-func (c calls) LeaveGroup(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.LeaveGroup, req)
-}
-
-func (c calls) OffsetFetch(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.OffsetFetch, req)
-}
-
-func (c calls) Fetch(ctx context.Context, req model.Request) model.Result {
-	return c(ctx, model.Fetch, req)
 }

@@ -15,7 +15,7 @@ import (
 
 // echoBroker answers every request with success, its base offset the
 // request's sequence, except that a sequence of -1 loses the response.
-var echoBroker = calls(func(_ context.Context, _ model.Kind, req model.Request) model.Result {
+var echoBroker = model.BrokerFunc(func(_ context.Context, _ model.Kind, req model.Request) model.Result {
 	if req.Sequence == -1 {
 		return model.NoAnswer()
 	}

@@ -60,13 +60,45 @@ func Send(ctx context.Context, b Broker, op Op) (Result, error) {
 	return send(ctx, op.Req), nil
 }
 
+// BrokerFunc is a Broker made of one function that answers every kind of
+// request: its methods call it with their kind.
+type BrokerFunc func(ctx context.Context, kind Kind, req Request) Result
+
+func (f BrokerFunc) InitProducerID(ctx context.Context, r Request) Result {
+	return f(ctx, InitProducerID, r)
+}
+func (f BrokerFunc) AddPartitions(ctx context.Context, r Request) Result {
+	return f(ctx, AddPartitions, r)
+}
+func (f BrokerFunc) Produce(ctx context.Context, r Request) Result { return f(ctx, Produce, r) }
+func (f BrokerFunc) AddOffsets(ctx context.Context, r Request) Result {
+	return f(ctx, AddOffsets, r)
+}
+func (f BrokerFunc) TxnOffsetCommit(ctx context.Context, r Request) Result {
+	return f(ctx, TxnOffsetCommit, r)
+}
+func (f BrokerFunc) EndTxn(ctx context.Context, r Request) Result    { return f(ctx, EndTxn, r) }
+func (f BrokerFunc) JoinGroup(ctx context.Context, r Request) Result { return f(ctx, JoinGroup, r) }
+func (f BrokerFunc) LeaveGroup(ctx context.Context, r Request) Result {
+	return f(ctx, LeaveGroup, r)
+}
+func (f BrokerFunc) OffsetFetch(ctx context.Context, r Request) Result {
+	return f(ctx, OffsetFetch, r)
+}
+func (f BrokerFunc) Fetch(ctx context.Context, r Request) Result { return f(ctx, Fetch, r) }
+
 // NewBroker is the reference model as a Broker: every request is answered by
 // Apply, one at a time.
-func NewBroker(opts Options) *RefBroker { return &RefBroker{state: Init(opts)} }
+func NewBroker(opts Options) *RefBroker {
+	b := &RefBroker{state: Init(opts)}
+	b.BrokerFunc = func(_ context.Context, kind Kind, r Request) Result { return b.apply(kind, r) }
+	return b
+}
 
 // RefBroker is the reference model behind the Broker interface. It is safe
 // for concurrent use: requests are applied one at a time, in lock order.
 type RefBroker struct {
+	BrokerFunc
 	mu    sync.Mutex
 	state State
 }
@@ -87,28 +119,5 @@ func (b *RefBroker) Restart() { b.apply(BrokerRestart, Request{}) }
 
 // Close does nothing: the model holds no resources.
 func (b *RefBroker) Close() error { return nil }
-
-func (b *RefBroker) InitProducerID(_ context.Context, r Request) Result {
-	return b.apply(InitProducerID, r)
-}
-func (b *RefBroker) AddPartitions(_ context.Context, r Request) Result {
-	return b.apply(AddPartitions, r)
-}
-func (b *RefBroker) Produce(_ context.Context, r Request) Result { return b.apply(Produce, r) }
-func (b *RefBroker) AddOffsets(_ context.Context, r Request) Result {
-	return b.apply(AddOffsets, r)
-}
-func (b *RefBroker) TxnOffsetCommit(_ context.Context, r Request) Result {
-	return b.apply(TxnOffsetCommit, r)
-}
-func (b *RefBroker) EndTxn(_ context.Context, r Request) Result    { return b.apply(EndTxn, r) }
-func (b *RefBroker) JoinGroup(_ context.Context, r Request) Result { return b.apply(JoinGroup, r) }
-func (b *RefBroker) LeaveGroup(_ context.Context, r Request) Result {
-	return b.apply(LeaveGroup, r)
-}
-func (b *RefBroker) OffsetFetch(_ context.Context, r Request) Result {
-	return b.apply(OffsetFetch, r)
-}
-func (b *RefBroker) Fetch(_ context.Context, r Request) Result { return b.apply(Fetch, r) }
 
 var _ Target = (*RefBroker)(nil)
