@@ -12,29 +12,34 @@ import (
 	"github.com/fencecheck/fencecheck/histories"
 )
 
-// TestCanonicalHistories replays the hand-written histories under
-// histories/canonical/ as golden cases: each NAME.json is checked and its
+// TestGoldenHistories replays histories as golden cases: the hand-written
+// ones under histories/canonical/, and the shrunk counterexample of each
+// seeded bug under histories/mutants/. Each NAME.json is checked and its
 // verdict lines must match NAME.verdict up to the reason in parentheses
 // (the check, the status and the operation that breaks it are pinned; the
 // wording of reasons may improve).
-func TestCanonicalHistories(t *testing.T) {
-	files, err := filepath.Glob("histories/canonical/*.json")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
-			h, err := histories.LoadFile(file)
-			require.NoError(t, err)
-			want, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".verdict")
-			require.NoError(t, err)
-			report := checker.Check(h, checker.Options{})
-			var got []string
-			for _, v := range report.Verdicts {
-				got = append(got, withoutReason(v.String()))
-			}
-			require.Equal(t, strings.Split(strings.TrimSpace(string(want)), "\n"), got, "%s", strings.Join(lines(report), "\n"))
-		})
+func TestGoldenHistories(t *testing.T) {
+	for _, dir := range []string{"histories/canonical", "histories/mutants"} {
+		files, err := filepath.Glob(dir + "/*.json")
+		require.NoError(t, err)
+		require.NotEmpty(t, files, dir)
+		for _, file := range files {
+			t.Run(strings.TrimPrefix(strings.TrimSuffix(file, ".json"), "histories/"), func(t *testing.T) { replayGolden(t, file) })
+		}
 	}
+}
+
+func replayGolden(t *testing.T, file string) {
+	h, err := histories.LoadFile(file)
+	require.NoError(t, err)
+	want, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".verdict")
+	require.NoError(t, err)
+	report := checker.Check(h, checker.Options{})
+	var got []string
+	for _, v := range report.Verdicts {
+		got = append(got, withoutReason(v.String()))
+	}
+	require.Equal(t, strings.Split(strings.TrimSpace(string(want)), "\n"), got, "%s", strings.Join(lines(report), "\n"))
 }
 
 func lines(r checker.Report) []string {
