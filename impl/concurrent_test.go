@@ -3,6 +3,8 @@ package impl
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +25,7 @@ import (
 // everything. The recorded history must pass every check: linearizable
 // against the model, and every invariant.
 func TestPropertyLinearizable(t *testing.T) {
-	for seed := range uint64(40) {
+	for seed := range concurrentSeeds() {
 		version := 1 + int(seed%2)
 		t.Run(fmt.Sprintf("seed-%d-v%d", seed, version), func(t *testing.T) {
 			t.Parallel()
@@ -39,6 +41,15 @@ func TestPropertyLinearizable(t *testing.T) {
 }
 
 // runConcurrently records one run of the workload against a fresh broker.
+// concurrentSeeds is how many seeded runs to make: 40, or RAPID_CHECKS
+// when set, so that the same variable sets every property's budget.
+func concurrentSeeds() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("RAPID_CHECKS"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return 40
+}
+
 func runConcurrently(seed uint64, cfg Config) histories.History {
 	b := New(cfg)
 	version := max(cfg.TxnVersion, 1)
