@@ -210,14 +210,7 @@ func (b *Broker) chooseJoin(r model.Request, g *group) (string, int32, []model.P
 	if gen > g.generation || !slices.Contains(members, id) {
 		members = addSorted(members, id)
 	}
-	me := slices.Index(members, id)
-	var share []model.Partition
-	for i, p := range r.Partitions {
-		if i%len(members) == me {
-			share = append(share, p)
-		}
-	}
-	return id, gen, share
+	return id, gen, model.RoundRobin(r.Partitions, members, id)
 }
 
 // nextGeneration is members in a new generation: none holds anything until

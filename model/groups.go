@@ -79,14 +79,21 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	if gen > g.generation || !slices.Contains(members, id) {
 		members = addSorted(members, id)
 	}
-	me := slices.Index(members, id)
+	return id, gen, RoundRobin(r.Partitions, members, id)
+}
+
+// RoundRobin is member's share of partitions spread round-robin over the
+// sorted members: the reference broker's assignment, which any broker that
+// answers as the model does hands out too.
+func RoundRobin(partitions []Partition, members []string, member string) []Partition {
+	me := slices.Index(members, member)
 	var share []Partition
-	for i, p := range r.Partitions {
+	for i, p := range partitions {
 		if i%len(members) == me {
 			share = append(share, p)
 		}
 	}
-	return id, gen, share
+	return share
 }
 
 func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment []Partition) error {
