@@ -14,7 +14,10 @@ import (
 // past both.
 var tickSizes = []int64{1_000, 50_000, 61_000}
 
-// actions are the moves rapid chooses among, named for what they do.
+// actions are the moves rapid chooses among, named for what they do. An
+// action with nothing to act on does nothing rather than call t.Skip: rapid
+// gives up on a run after 100 skipped actions in a row, and a fuzzer's bytes
+// can choose the same impossible action that often.
 func (r *run) actions() map[string]func(*rapid.T) {
 	acts := map[string]func(*rapid.T){
 		"StepProcess":           r.StepProcess,
@@ -77,6 +80,9 @@ func (r *run) StepProcess(t *rapid.T) {
 // with a transaction open: that is where fencing matters, and where a
 // uniform draw rarely lands when most processes are between trips.
 func (r *run) pickVictim(t *rapid.T, ps []*proc, label string) *proc {
+	if len(ps) == 0 {
+		return nil
+	}
 	inTxn := r.where(ps, func(p *proc) bool { return p.c.inTxn() })
 	if len(inTxn) > 0 && rapid.Bool().Draw(t, label+" mid-transaction") {
 		ps = inTxn
@@ -93,6 +99,9 @@ func hasNext(p *proc) bool {
 // link. Its request in flight is held until it wakes.
 func (r *run) StallProcess(t *rapid.T) {
 	p := r.pickVictim(t, r.movable(), "stall")
+	if p == nil {
+		return
+	}
 	r.did("StallProcess", p, "")
 	p.stalled = true
 	r.fault(p.name, model.Stall, model.Request{})
@@ -101,6 +110,9 @@ func (r *run) StallProcess(t *rapid.T) {
 // WakeProcess ends a stall: the process goes on as if nothing happened.
 func (r *run) WakeProcess(t *rapid.T) {
 	p := r.pick(t, r.where(r.procs, func(p *proc) bool { return p.stalled && p.live() }), "wake")
+	if p == nil {
+		return
+	}
 	r.did("WakeProcess", p, "")
 	p.stalled = false
 	r.fault(p.name, model.Wake, model.Request{})
@@ -110,6 +122,9 @@ func (r *run) WakeProcess(t *rapid.T) {
 // same config. A request in flight may or may not have reached the broker.
 func (r *run) CrashProcess(t *rapid.T) {
 	p := r.pickVictim(t, r.where(r.procs, (*proc).live), "crash")
+	if p == nil {
+		return
+	}
 	delivered := p.sent >= 0 && rapid.Bool().Draw(t, "delivered")
 	r.did("CrashProcess", p, map[bool]string{true: "(its request in flight arrived)"}[delivered])
 	r.crash(p, delivered)
@@ -120,6 +135,9 @@ func (r *run) CrashProcess(t *rapid.T) {
 // same work, and the stalled one will wake as a zombie (seed 000).
 func (r *run) ReplaceStalledProcess(t *rapid.T) {
 	p := r.pick(t, r.where(r.procs, func(p *proc) bool { return p.stalled && p.live() && p.slot.current == p }), "replace")
+	if p == nil {
+		return
+	}
 	r.did("ReplaceStalledProcess", p, "")
 	n := r.spawn(p.slot)
 	r.fault(n.name, model.Restart, model.Request{})
@@ -129,6 +147,9 @@ func (r *run) ReplaceStalledProcess(t *rapid.T) {
 // the same request again.
 func (r *run) LoseResponse(t *rapid.T) {
 	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "lose")
+	if p == nil {
+		return
+	}
 	r.did("LoseResponse", p, "")
 	r.deliver(p, true)
 }
@@ -139,6 +160,9 @@ func (r *run) LoseResponse(t *rapid.T) {
 // transaction).
 func (r *run) DelayRequest(t *rapid.T) {
 	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "delay")
+	if p == nil {
+		return
+	}
 	r.did("DelayRequest", p, "")
 	again := r.h.Ops[p.sent].Op
 	r.delayed = append(r.delayed, delayedRequest{from: p.name, op: again})
@@ -149,7 +173,7 @@ func (r *run) DelayRequest(t *rapid.T) {
 // waiting for its answer.
 func (r *run) DeliverDelayedRequest(t *rapid.T) {
 	if len(r.delayed) == 0 {
-		t.Skip("no request is delayed")
+		return
 	}
 	r.did("DeliverDelayedRequest", nil, "")
 	r.deliverDelayedAt(0)
@@ -169,7 +193,7 @@ func (r *run) deliverDelayedAt(i int) {
 func (r *run) ReadOutput(t *rapid.T) {
 	parts := r.outputPartitions()
 	if len(parts) == 0 {
-		t.Skip("no output yet")
+		return
 	}
 	part := rapid.SampledFrom(parts).Draw(t, "partition")
 	r.did("ReadOutput", nil, string(part))
@@ -202,7 +226,7 @@ const maxWorkers = 3
 // JoinWorker starts one more worker: the group rebalances.
 func (r *run) JoinWorker(t *rapid.T) {
 	if r.liveWorkers() >= maxWorkers {
-		t.Skip("the group is full")
+		return
 	}
 	r.did("JoinWorker", nil, "")
 	r.addWorker()
@@ -212,9 +236,12 @@ func (r *run) JoinWorker(t *rapid.T) {
 // the orchestrator does not replace it, but keeps one worker at least.
 func (r *run) LeaveWorker(t *rapid.T) {
 	if r.liveWorkers() < 2 {
-		t.Skip("the last worker stays")
+		return
 	}
 	p := r.pick(t, r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() }), "leave")
+	if p == nil {
+		return
+	}
 	r.did("LeaveWorker", p, "")
 	p.c.(*worker).leave()
 	p.slot.restarts = false

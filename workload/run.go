@@ -208,10 +208,11 @@ func (r *run) step(p *proc) bool {
 	return r.send(p)
 }
 
-// pick draws one of ps by name, so that rapid's log reads as a timeline.
+// pick draws one of ps by name, so that rapid's log reads as a timeline;
+// nil if there is none.
 func (r *run) pick(t *rapid.T, ps []*proc, label string) *proc {
 	if len(ps) == 0 {
-		t.Skip("no process to " + label)
+		return nil
 	}
 	names := make([]string, len(ps))
 	for i, p := range ps {
