@@ -23,8 +23,12 @@ func describeDoes(op histories.Op) string {
 	case model.AddPartitions:
 		return "`add_partitions()` " + joinPartitions(req.Partitions)
 	case model.Produce:
-		return fmt.Sprintf("`produce()` %s to `%s` (pid %d, epoch %d, seq %d)",
-			recordKeys(req.Records), req.Partition, req.ProducerID, req.Epoch, req.Sequence)
+		outside := ""
+		if req.TransactionalID == "" {
+			outside = "outside a transaction: "
+		}
+		return fmt.Sprintf("`produce()` %s to `%s` (%spid %d, epoch %d, seq %d)",
+			recordKeys(req.Records), req.Partition, outside, req.ProducerID, req.Epoch, req.Sequence)
 	case model.AddOffsets:
 		return "`add_offsets()` group " + req.Group
 	case model.TxnOffsetCommit:

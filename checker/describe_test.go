@@ -68,7 +68,7 @@ func TestDescribeAbbreviatesLongRecordLists(t *testing.T) {
 		records = append(records, rec(int64(i), keys[i], 3001))
 	}
 	does, _ := describe(b.h.Ops[b.produce("P", 0, 1, session{"", 3001, 0}, "fares-2", 0, keys...)])
-	require.Equal(t, "`produce()` trip-0, trip-1, trip-2, …, trip-37, trip-38, trip-39 (40 records) to `fares-2` (pid 3001, epoch 0, seq 0)", does)
+	require.Equal(t, "`produce()` trip-0, trip-1, trip-2, …, trip-37, trip-38, trip-39 (40 records) to `fares-2` (outside a transaction: pid 3001, epoch 0, seq 0)", does)
 	_, result := describe(b.h.Ops[b.fetch("R", 2, 3, "fares-2", 0, model.ReadCommitted, records...)])
 	require.Equal(t, "trip-0@0, trip-1@1, trip-2@2, …, trip-37@37, trip-38@38, trip-39@39 (40 records), hw -1, lso -1", result)
 }

@@ -76,3 +76,17 @@ func TestExactlyOnceInconsistentOffsets(t *testing.T) {
 	b.op(other).Result.Resp.Records[0].ProducerID = model.NoProducerID // a fetch that does not say
 	requireHeld(t, checkExactlyOnce(b.h))
 }
+
+// A client that sends other records under sequence numbers it already used
+// gets the first batch's offset back, as a duplicate (KIP-98): the answer
+// says nothing about what the offset holds. Under new numbers it does.
+func TestExactlyOnceRetriedSequenceNamesTheFirstBatchOffset(t *testing.T) {
+	b := &historyBuilder{}
+	b.produce("A", 0, 1, fw0, "fares-2", 40, "junk-1")
+	retry := b.produce("A", 2, 3, fw0, "fares-2", 40, "junk-2")
+	requireHeld(t, checkExactlyOnce(b.h))
+
+	b.op(retry).Req.Sequence = 1
+	requireViolation(t, checkExactlyOnce(b.h), retry,
+		"fares-2 offset 40 holds junk-2 of producer id 4001, but op 0 showed junk-1 of producer id 4001 there")
+}

@@ -65,15 +65,40 @@ func isReadCommitted(op histories.Op) bool {
 type recordIndex map[slot][]sighting
 
 // indexRecords gathers the slots that produce acknowledgements and fetch
-// results (of either isolation) name.
+// results (of either isolation) name. A produce that repeats the sequence
+// numbers of an earlier one that may have landed names no slot: a broker
+// answers it as a duplicate, with the offset of the records first sent
+// under those numbers (KIP-98), whatever records it carries.
 func indexRecords(h histories.History) recordIndex {
 	idx := recordIndex{}
+	landed := map[batchID]bool{}
 	for _, op := range inCallOrder(h.Ops) {
-		for _, s := range append(producedRecords(op), fetchedRecords(op)...) {
+		sightings := append(producedRecords(op), fetchedRecords(op)...)
+		if op.Kind == model.Produce && op.Req.ProducerID != model.NoProducerID {
+			id := batchOf(op)
+			if landed[id] {
+				sightings = nil
+			}
+			landed[id] = landed[id] || op.Result.Succeeded() || op.Result.Undecided()
+		}
+		for _, s := range sightings {
 			idx[s.slot] = append(idx[s.slot], s)
 		}
 	}
 	return idx
+}
+
+// batchID is what a partition leader tells a retried batch by.
+type batchID struct {
+	partition  model.Partition
+	producerID int64
+	epoch      int16
+	sequence   int32
+	records    int
+}
+
+func batchOf(op histories.Op) batchID {
+	return batchID{op.Req.Partition, op.Req.ProducerID, op.Req.Epoch, op.Req.Sequence, len(op.Req.Records)}
 }
 
 // writersOf lists the produce operations that may have written the record a

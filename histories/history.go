@@ -37,3 +37,24 @@ type Op struct {
 	// neither resp nor error.
 	Result model.Result
 }
+
+// Until is the history as an observer saw it at time t: the operations
+// called by then, with the answers that came later not yet in, and no
+// trips to judge progress by (a run cut short has not finished its work).
+// Every safety check that breaks on Until(t) breaks on the whole history,
+// so a counterexample can be cut to the moment its check first breaks.
+func (h History) Until(t int64) History {
+	cut := h
+	cut.Trips = nil
+	cut.Ops = nil
+	for _, op := range h.Ops {
+		if op.Call > t {
+			continue
+		}
+		if op.Returned && op.Return > t {
+			op.Returned, op.Return, op.Result = false, 0, model.Result{}
+		}
+		cut.Ops = append(cut.Ops, op)
+	}
+	return cut
+}

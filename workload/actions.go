@@ -121,7 +121,7 @@ func (r *run) WakeProcess(t *rapid.T) {
 // CrashProcess kills a process; the orchestrator starts another from the
 // same config. A request in flight may or may not have reached the broker.
 func (r *run) CrashProcess(t *rapid.T) {
-	p := r.pickVictim(t, r.where(r.procs, (*proc).live), "crash")
+	p := r.pickVictim(t, r.where(r.procs, func(p *proc) bool { return p.live() && (p.sent < 0 || r.mayLeaveUndecided()) }), "crash")
 	if p == nil {
 		return
 	}
@@ -146,7 +146,7 @@ func (r *run) ReplaceStalledProcess(t *rapid.T) {
 // LoseResponse delivers a request and drops its response: the client sends
 // the same request again.
 func (r *run) LoseResponse(t *rapid.T) {
-	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "lose")
+	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 && r.mayLeaveUndecided() }), "lose")
 	if p == nil {
 		return
 	}
@@ -159,12 +159,13 @@ func (r *run) LoseResponse(t *rapid.T) {
 // has moved on (KAFKA-17754: a late EndTxn landing on the next
 // transaction).
 func (r *run) DelayRequest(t *rapid.T) {
-	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 }), "delay")
+	p := r.pickVictim(t, r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 && r.mayLeaveUndecided() }), "delay")
 	if p == nil {
 		return
 	}
 	r.did("DelayRequest", p, "")
 	again := r.h.Ops[p.sent].Op
+	r.undecided++
 	r.delayed = append(r.delayed, delayedRequest{from: p.name, op: again})
 	p.resend, p.sent = &again, -1
 }
@@ -197,7 +198,7 @@ func (r *run) ReadOutput(t *rapid.T) {
 	}
 	part := rapid.SampledFrom(parts).Draw(t, "partition")
 	r.did("ReadOutput", nil, string(part))
-	r.readPartition(part)
+	r.readPartition(part, func(string) {})
 }
 
 // Tick moves the broker's clock: transaction and session timeouts fire.

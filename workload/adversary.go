@@ -58,14 +58,16 @@ type adversary struct {
 	// (transactions v1): where it may produce without opening a
 	// transaction the coordinator does not know.
 	added map[credential]map[model.Partition]bool
-	seqs  map[credential]int32
+	seqs  map[credential]int32 // by producer id and epoch alone
+	// wrote are the partitions each credential wrote in a transaction.
+	wrote map[credential][]model.Partition
 	open  map[credential]bool
 	keys  int
 }
 
 func newAdversary(name string, v2 bool) *adversary {
 	return &adversary{name: name, v2: v2, added: map[credential]map[model.Partition]bool{},
-		seqs: map[credential]int32{}, open: map[credential]bool{}}
+		seqs: map[credential]int32{}, open: map[credential]bool{}, wrote: map[credential][]model.Partition{}}
 }
 
 func (a *adversary) next() (model.Op, bool) {
@@ -100,8 +102,12 @@ func (a *adversary) learn(op model.Op, res model.Result) {
 			a.addedTo(c)[p] = true
 		}
 	case model.Produce:
-		a.open[c] = true
-		a.seqs[c] = max(a.seqs[c], op.Req.Sequence+1)
+		if c.txnID != "" {
+			a.open[c] = true
+			a.wrote[c] = append(a.wrote[c], op.Req.Partition)
+		}
+		space := credential{pid: c.pid, epoch: c.epoch} // sequences are by producer id and epoch
+		a.seqs[space] = max(a.seqs[space], op.Req.Sequence+1)
 	case model.EndTxn:
 		delete(a.open, c)
 		delete(a.added, c)
@@ -124,11 +130,33 @@ func (a *adversary) addedTo(c credential) map[model.Partition]bool {
 	return a.added[c]
 }
 
-// Adversary queues one request of the adversary, drawn by rapid; the
-// scheduler sends it like any other (it can stall, crash, lose its
-// answer). The first one starts the adversary process.
+// Adversary lets the adversary make a few moves in a row, as StepProcess
+// does for the others: an attack takes several requests (a producer id,
+// a write, a fence, the stale write), and faults strike between them.
 func (r *run) Adversary(t *rapid.T) {
+	for range rapid.IntRange(1, 4).Draw(t, "moves") {
+		if !r.adversaryMove(t) {
+			return
+		}
+	}
+}
+
+// adversaryMove is one move of the adversary: its request in flight
+// arrives, and it sends its next, drawn by rapid from what the broker
+// granted it so far; with nothing granted yet, it asks for a producer id.
+// Between moves, faults strike its request like any other (stall, crash,
+// lost answer, delay) and the scheduler may deliver it. The first move
+// starts the adversary process. A stalled adversary cannot move.
+func (r *run) adversaryMove(t *rapid.T) bool {
 	p := r.adversaryProc()
+	if p.stalled {
+		return false
+	}
+	if p.sent >= 0 {
+		if r.deliver(p, false); r.adversaryProc() != p {
+			return false
+		}
+	}
 	a := p.c.(*adversary)
 	attacks := map[string]func(*rapid.T) model.Op{
 		"init":            a.drawInit,
@@ -140,10 +168,14 @@ func (r *run) Adversary(t *rapid.T) {
 	kind := rapid.SampledFrom([]string{"init", "zombie bump", "produce", "end transaction", "commit offsets"}).Draw(t, "attack")
 	op := attacks[kind](t)
 	if op.Kind == "" {
-		return
+		kind, op = "init", a.drawInit(t)
 	}
 	r.did("Adversary", p, kind)
 	a.queue = append(a.queue, op)
+	if p.sent < 0 {
+		r.send(p)
+	}
+	return true
 }
 
 // adversaryProc is the live adversary, started the first time.
@@ -186,10 +218,16 @@ func (a *adversary) drawZombieBump(t *rapid.T) model.Op {
 	return model.Op{Kind: model.InitProducerID, Req: r}
 }
 
-// drawCredential is a granted credential, its epoch lowered by up to two.
+// drawCredential is, half the time, the newest credential granted (a
+// buggy client still gets most requests right, and that is how it gets
+// deep into a transaction), and otherwise any granted one, its epoch
+// lowered by up to two.
 func (a *adversary) drawCredential(t *rapid.T) (credential, bool) {
 	if len(a.granted) == 0 {
 		return credential{}, false
+	}
+	if rapid.Bool().Draw(t, "newest credential") {
+		return a.granted[len(a.granted)-1], true
 	}
 	c := rapid.SampledFrom(a.granted).Draw(t, "credential")
 	c.epoch = max(0, c.epoch-int16(rapid.IntRange(0, 2).Draw(t, "epochs back")))
@@ -221,6 +259,9 @@ func requestOf(c credential) model.Request {
 // transaction has it): a partition leader cannot fence an epoch it never
 // heard of.
 func (a *adversary) drawProduce(t *rapid.T) model.Op {
+	if rapid.Bool().Draw(t, "outside a transaction") {
+		return a.drawZombieWrite(t)
+	}
 	c, ok := a.drawCredential(t)
 	if !ok {
 		return model.Op{}
@@ -231,9 +272,51 @@ func (a *adversary) drawProduce(t *rapid.T) model.Op {
 		r.Partitions = []model.Partition{part}
 		return model.Op{Kind: model.AddPartitions, Req: r}
 	}
+	return a.write(t, requestOf(c), part)
+}
+
+// drawZombieWrite is a zombie that lost its transactional config but kept
+// its producer state: it writes outside any transaction, with a producer
+// id and epoch its transactional.id has since moved past, to a partition
+// it wrote in a transaction. The coordinator never sees such a write; only
+// the epoch the leader learnt from the transaction's marker fences it
+// (KIP-98).
+func (a *adversary) drawZombieWrite(t *rapid.T) model.Op {
+	var stale []credential
+	for _, c := range a.granted {
+		if len(a.wrote[c]) > 0 && a.superseded(c) {
+			stale = append(stale, c)
+		}
+	}
+	if len(stale) == 0 {
+		return model.Op{}
+	}
+	c := rapid.SampledFrom(stale).Draw(t, "stale credential")
 	r := requestOf(c)
+	r.TransactionalID = ""
+	return a.write(t, r, rapid.SampledFrom(a.wrote[c]).Draw(t, "partition"))
+}
+
+// superseded says whether the broker granted c's transactional.id a newer
+// epoch since.
+func (a *adversary) superseded(c credential) bool {
+	for _, g := range a.granted {
+		if g.txnID == c.txnID && (g.pid != c.pid || g.epoch > c.epoch) {
+			return true
+		}
+	}
+	return false
+}
+
+// write is a produce of one record of its own, half the time at the next
+// sequence, otherwise skewed.
+func (a *adversary) write(t *rapid.T, r model.Request, part model.Partition) model.Op {
+	c := credential{pid: r.ProducerID, epoch: r.Epoch}
 	r.Partition = part
-	r.Sequence = a.seqs[c] + int32(rapid.IntRange(-1, 2).Draw(t, "sequence skew"))
+	r.Sequence = a.seqs[c]
+	if !rapid.Bool().Draw(t, "next sequence") {
+		r.Sequence += int32(rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "sequence skew"))
+	}
 	a.keys++
 	key := fmt.Sprintf("junk-%s-%d", a.name, a.keys)
 	r.Records = []model.Record{{Key: key, Value: "not a fare"}}

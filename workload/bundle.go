@@ -28,12 +28,14 @@ type Run struct {
 
 // Files of a bundle.
 const (
-	BundleHistory  = "history.json"
-	BundleTimeline = "timeline.md"
-	BundleHTML     = "report.html"
-	BundleRun      = "run.json"
-	BundleFailFile = "rapid.fail"
-	bundleReadme   = "README.md"
+	BundleHistory = "history.json"
+	// BundleWholeHistory is the whole run the history was cut from.
+	BundleWholeHistory = "whole-history.json"
+	BundleTimeline     = "timeline.md"
+	BundleHTML         = "report.html"
+	BundleRun          = "run.json"
+	BundleFailFile     = "rapid.fail"
+	bundleReadme       = "README.md"
 )
 
 // WriteBundle writes a counterexample as a bug report into dir (created if
@@ -52,11 +54,12 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 	}
 	visual := checker.Check(h, checker.Options{Visualize: true})
 	writes := map[string]func(io.Writer) error{
-		BundleHistory:  func(w io.Writer) error { return histories.Save(w, h) },
-		BundleTimeline: report.WriteTimeline,
-		BundleHTML:     visual.WriteHTML,
-		BundleRun:      func(w io.Writer) error { return writeJSON(w, run) },
-		bundleReadme:   func(w io.Writer) error { return writeReadme(w, run, report, steps, dir) },
+		BundleHistory:      func(w io.Writer) error { return histories.Save(w, h) },
+		BundleWholeHistory: func(w io.Writer) error { return histories.Save(w, f.wholeHistory()) },
+		BundleTimeline:     report.WriteTimeline,
+		BundleHTML:         visual.WriteHTML,
+		BundleRun:          func(w io.Writer) error { return writeJSON(w, run) },
+		bundleReadme:       func(w io.Writer) error { return writeReadme(w, run, report, steps, dir) },
 	}
 	for name, write := range writes {
 		if err := files.Write(filepath.Join(dir, name), write); err != nil {
@@ -84,7 +87,7 @@ func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, di
 	for _, v := range report.Verdicts {
 		fmt.Fprintf(&b, "    %s\n", v)
 	}
-	fmt.Fprintf(&b, "\nThe timeline is in %s, porcupine's view in %s, the history in %s.\n\n", BundleTimeline, BundleHTML, BundleHistory)
+	fmt.Fprintf(&b, "\nThe timeline is in %s, porcupine's view in %s, the history in %s: the run up to the moment its first broken check broke (%s is the whole run).\n\n", BundleTimeline, BundleHTML, BundleHistory, BundleWholeHistory)
 	fmt.Fprintf(&b, "## Replay\n\n    go run ./cmd/fencecheck check %s\n", filepath.Join(dir, BundleHistory))
 	fmt.Fprintf(&b, "    go run ./cmd/fencecheck replay %s\n\n", dir)
 	b.WriteString("The first judges the recorded history again; the second runs the same interleaving against the target again.\n\n")

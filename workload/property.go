@@ -33,7 +33,8 @@ type Options struct {
 type Failure struct {
 	mu      sync.Mutex
 	found   bool
-	history histories.History
+	history histories.History // cut at the first broken safety check
+	whole   histories.History // the whole run it was cut from
 	report  checker.Report
 	steps   []string
 }
@@ -45,10 +46,16 @@ func (f *Failure) Found() (histories.History, checker.Report, []string, bool) {
 	return f.history, f.report, f.steps, f.found
 }
 
-func (f *Failure) set(h histories.History, report checker.Report, steps []string) {
+func (f *Failure) set(h, whole histories.History, report checker.Report, steps []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.found, f.history, f.report, f.steps = true, h, report, steps
+	f.found, f.history, f.whole, f.report, f.steps = true, h, whole, report, steps
+}
+
+func (f *Failure) wholeHistory() histories.History {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.whole
 }
 
 // Property is one exploration as a rapid property: draw a world, run
@@ -93,8 +100,9 @@ func (r *run) judge(t *rapid.T, h histories.History, failure *Failure) {
 	if report.Held() {
 		return
 	}
+	cut, report := cutAtViolation(h, report)
 	if failure != nil {
-		failure.set(h, report, append([]string(nil), r.steps...))
+		failure.set(cut, h, report, append([]string(nil), r.steps...))
 	}
 	var b strings.Builder
 	_ = report.WriteTimeline(&b)

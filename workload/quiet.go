@@ -17,9 +17,13 @@ const settleRounds = 400
 const roundsWithoutCommit = 60
 
 // quiesce is how every exploration ends, as Jepsen's do: faults stop,
-// stalled processes wake, every process runs until its work is done, the
-// clock lets every timeout fire, and they run once more; then a
-// read_committed reader reads every output partition from the start.
+// stalled processes wake, every process runs until its work is done, and
+// a read_committed reader reads every output partition from the start.
+// Unless that read found every trip and no transaction open, the clock
+// then lets every timeout fire, the processes run once more, and the
+// reader reads again. (Firing timeouts in a finished run only expires
+// idle consumers' sessions: rejoins that make a counterexample longer and
+// show nothing.)
 func (r *run) quiesce() {
 	r.stuck = 0
 	for _, p := range r.procs {
@@ -29,8 +33,12 @@ func (r *run) quiesce() {
 		}
 	}
 	r.settle()
+	late := len(r.delayed) > 0
 	for len(r.delayed) > 0 {
 		r.deliverDelayedAt(0)
+	}
+	if !late && r.readOutputs() {
+		return
 	}
 	r.clockTick(tickSizes[len(tickSizes)-1])
 	r.settle()
@@ -91,29 +99,46 @@ func pollsGroup(p *proc) bool {
 }
 
 // readOutputs reads every output partition from the start, read_committed,
-// until the last stable offset.
-func (r *run) readOutputs() {
+// until the last stable offset. It reports whether the run is finished:
+// every trip read, and no transaction holding a last stable offset back.
+func (r *run) readOutputs() bool {
+	seen := map[string]bool{}
+	finished := true
 	for _, part := range r.outputPartitions() {
-		r.readPartition(part)
+		stable := r.readPartition(part, func(key string) { seen[key] = true })
+		finished = finished && stable
 	}
+	for _, trip := range r.h.Trips {
+		finished = finished && seen[trip]
+	}
+	return finished
 }
 
 // readPartition reads part from the start, read_committed, until the last
-// stable offset.
-func (r *run) readPartition(part model.Partition) {
+// stable offset, and reports whether that is the high watermark: no
+// transaction is open there.
+func (r *run) readPartition(part model.Partition, see func(key string)) bool {
 	from := int64(0)
 	for range settleRounds {
 		req := model.NewRequest()
 		req.Partition, req.Offset, req.Isolation = part, from, model.ReadCommitted
 		res := r.sendDirect("reader", model.Op{Kind: model.Fetch, Req: req}, func(model.Result) {})
+		if !res.Succeeded() {
+			return false
+		}
 		recs := res.Resp.Records
-		if !res.Succeeded() || len(recs) == 0 {
-			return
+		for _, rec := range recs {
+			see(rec.Key)
+		}
+		stable := res.Resp.LastStableOffset == res.Resp.HighWatermark
+		if len(recs) == 0 {
+			return stable
 		}
 		if from = recs[len(recs)-1].Offset + 1; from >= res.Resp.LastStableOffset {
-			return
+			return stable
 		}
 	}
+	return false
 }
 
 func (r *run) outputPartitions() []model.Partition {

@@ -56,7 +56,20 @@ type run struct {
 	// delayed are requests the network holds back: their clients gave up
 	// on them and sent them again, and they arrive later all the same.
 	delayed []delayedRequest
+	// undecided counts the requests whose answer never came back.
+	undecided int
 }
+
+// maxUndecided bounds the faults that leave a request without an answer
+// (a lost response, a delayed request, a crash with a request in flight).
+// The checker must consider every moment after its call for each such
+// request to take effect, so their number, not the history's length,
+// drives its cost; past this bound those faults strike elsewhere.
+const maxUndecided = 4
+
+// mayLeaveUndecided says whether a fault may leave one more request
+// without an answer.
+func (r *run) mayLeaveUndecided() bool { return r.undecided < maxUndecided }
 
 // delayedRequest is a copy of a request the network holds back.
 type delayedRequest struct {
@@ -136,6 +149,7 @@ func (r *run) deliver(p *proc, lose bool) {
 		panic(err) // the workload sent a kind no broker answers: a bug here
 	}
 	if lose || !res.Answered {
+		r.undecided++
 		again := op.Op
 		p.resend = &again
 		return
@@ -176,6 +190,7 @@ func (r *run) replace(p *proc) {
 // crash kills p. A request in flight may or may not reach the broker.
 func (r *run) crash(p *proc, delivered bool) {
 	if p.sent >= 0 {
+		r.undecided++
 		if delivered {
 			_, _ = model.Send(context.Background(), r.target, r.h.Ops[p.sent].Op)
 		}
