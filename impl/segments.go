@@ -11,6 +11,9 @@ type segmented[T any] struct {
 // segmentSize is how many entries a segment holds.
 const segmentSize = 4096
 
+// firstSegmentCap is the capacity a tail starts with.
+const firstSegmentCap = 16
+
 func (s *segmented[T]) Len() int { return len(s.full)*segmentSize + len(s.tail) }
 
 func (s *segmented[T]) At(i int) T {
@@ -30,7 +33,9 @@ func (s *segmented[T]) Append(xs ...T) {
 			s.tail = nil
 		}
 		if s.tail == nil {
-			s.tail = make([]T, 0, segmentSize)
+			// A tail grows as a slice does, up to a segment: most logs of
+			// a short-lived broker stay far smaller than one segment.
+			s.tail = make([]T, 0, min(firstSegmentCap, segmentSize))
 		}
 		n := min(len(xs), segmentSize-len(s.tail))
 		s.tail = append(s.tail, xs[:n]...)
