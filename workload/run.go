@@ -58,6 +58,9 @@ type run struct {
 	delayed []delayedRequest
 	// undecided counts the requests whose answer never came back.
 	undecided int
+	// answers counts the answers received; checkedAnswers is how many the
+	// last check after an action saw.
+	answers, checkedAnswers int
 }
 
 // maxUndecided bounds the faults that leave a request without an answer
@@ -155,6 +158,7 @@ func (r *run) deliver(p *proc, lose bool) {
 		return
 	}
 	op.Returned, op.Return, op.Result = true, r.tick(), res
+	r.answers++
 	if commits(op.Op, res) {
 		r.stuck, r.idleRounds = 0, 0
 	}
