@@ -26,6 +26,14 @@ var adversaryGroupOffsets = []model.Partition{"trips-0", "trips-1"}
 // adversary never holds a partition's last stable offset for good.
 const maxAdversaryTimeoutMs = 60_000
 
+// minAdversaryTimeoutMs floors them. Only Tick moves the model's clock,
+// but a real broker's clock also runs while requests travel: a timeout
+// short enough to fire during a run's own real time (at the Kafka
+// target's time scale, 1 s is 10 ms) aborts a transaction at no Tick,
+// which no history can explain. Between 40 s and 60 s, the ticks decide:
+// 50 s fires some, 61 s every one.
+const minAdversaryTimeoutMs = 40_000
+
 // credential is a (producer id, epoch) under a transactional id, as the
 // broker once granted it, or as the adversary forged it.
 type credential struct {
@@ -200,7 +208,7 @@ func (a *adversary) drawInit(t *rapid.T) model.Op {
 	r := model.NewRequest()
 	r.TransactionalID = rapid.SampledFrom(adversaryIDs).Draw(t, "transactional id")
 	if r.TransactionalID != "fare-writer-0" {
-		r.TimeoutMs = rapid.Int64Range(1_000, maxAdversaryTimeoutMs).Draw(t, "timeout ms")
+		r.TimeoutMs = rapid.Int64Range(minAdversaryTimeoutMs, maxAdversaryTimeoutMs).Draw(t, "timeout ms")
 	}
 	return model.Op{Kind: model.InitProducerID, Req: r}
 }
