@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -16,9 +17,12 @@ type grant struct {
 	producerID int64
 	epoch      int16
 	verb       string // how op made it current, for reasons
-	// bumped is the session a producer named to bump its own epoch
-	// (KIP-360), when op was such a request.
+	// bumped is the session a producer named to move on from: its own
+	// epoch bump (KIP-360) or its end_txn (KIP-890), with the request's
+	// kind and commit flag, so that a retry of that request is recognised.
 	bumped sessionKey
+	kind   model.Kind
+	commit bool
 }
 
 // grantOf is the session op hands out, if any: a successful
@@ -27,13 +31,13 @@ type grant struct {
 // which bumps the epoch.
 func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
 	resp := op.Result.Resp
-	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned"}
+	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned",
+		bumped: sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}, kind: op.Kind, commit: op.Req.Commit}
 	switch {
 	case op.Kind == model.TimeoutAbort && resp.TransactionalID != "":
-		g.at, g.verb = op.Call, "bumped to"
+		g.at, g.verb, g.bumped = op.Call, "bumped to", sessionKey{}
 		return resp.TransactionalID, g, true
 	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
-		g.bumped = sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}
 		return op.Req.TransactionalID, g, true
 	case op.Kind == model.EndTxn && op.Req.TransactionalID != "" && op.Result.Succeeded() && resp.ProducerID != model.NoProducerID:
 		return op.Req.TransactionalID, g, true
@@ -41,7 +45,10 @@ func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
 	return "", grant{}, false
 }
 
-// grantsByID lists each transactional.id's grants in the order they became known.
+// grantsByID lists each transactional.id's grants in the order they became
+// known, each session once: an answer that names a session already handed
+// out (a retry's, or an empty abort's under KIP-890) makes nothing newer,
+// and what is a retry is judged against the request that first made it.
 func grantsByID(h histories.History) map[string][]grant {
 	grants := map[string][]grant{}
 	for _, op := range h.Ops {
@@ -49,8 +56,15 @@ func grantsByID(h histories.History) map[string][]grant {
 			grants[id] = append(grants[id], g)
 		}
 	}
-	for _, gs := range grants {
+	for id, gs := range grants {
 		sort.SliceStable(gs, func(i, j int) bool { return gs[i].at < gs[j].at })
+		seen := map[[2]int64]bool{}
+		grants[id] = slices.DeleteFunc(gs, func(g grant) bool {
+			session := [2]int64{g.producerID, int64(g.epoch)}
+			again := seen[session]
+			seen[session] = true
+			return again
+		})
 	}
 	return grants
 }
@@ -117,12 +131,15 @@ func staleSessions(h histories.History) []Violation {
 	return violations
 }
 
-// retriesBump reports whether op is a retry of the KIP-360 bump that made g:
-// the same producer naming the same epoch, answered the same session. Kafka
-// keeps that one previous epoch open for exactly this (lastProducerEpoch).
+// retriesBump reports whether op is a retry of the request that made g:
+// the same producer naming the same epoch in a request of the same kind,
+// answered the same session. Kafka keeps that one previous epoch open for
+// exactly this: a KIP-360 bump's (lastProducerEpoch), and under KIP-890 an
+// end_txn's, answered again once its transaction is complete.
 func retriesBump(op histories.Op, key sessionKey, g grant) bool {
 	resp := op.Result.Resp
-	return op.Kind == model.InitProducerID && g.bumped == key && resp.ProducerID == g.producerID && resp.Epoch == g.epoch
+	return op.Kind == g.kind && op.Req.Commit == g.commit && g.bumped == key &&
+		resp.ProducerID == g.producerID && resp.Epoch == g.epoch
 }
 
 // sessionName is "epoch E", or "producer id P epoch E" when the producer id

@@ -43,6 +43,25 @@ func TestOneLiveProducerV2GrantFromEndTxn(t *testing.T) {
 	requireHeld(t, checkOneLiveProducer(b.h))
 }
 
+// Under KIP-890 a retried end_txn of a complete transaction is answered the
+// session its first answer named: a retry, not a zombie. An end_txn of the
+// old epoch that ends anything else is stale.
+func TestOneLiveProducerV2AllowsARetriedEndTxn(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
+	b.endTxnV2("A", 4, 5, fw0, true, fw1)
+	b.endTxnV2("A", 6, 7, fw1, false, fw1) // an empty abort: the same session again
+	retry := b.endTxnV2("A", 8, 9, fw0, true, fw1)
+	requireHeld(t, checkOneLiveProducer(b.h))
+
+	b.op(retry).Req.Commit = false // an abort is no retry of a commit
+	requireViolation(t, checkOneLiveProducer(b.h), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	b.op(retry).Req.Commit = true
+	b.op(retry).Result.Resp.Epoch = 2 // it ended the next transaction (KAFKA-17754)
+	requireViolation(t, checkOneLiveProducer(b.h), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+}
+
 func TestOneLiveProducerTimeoutAbortBumps(t *testing.T) {
 	b := &historyBuilder{}
 	b.initTxns("A", 0, 1, fw0)
