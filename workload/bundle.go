@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/checker"
@@ -24,6 +26,39 @@ type Run struct {
 	Brokers      string `json:"brokers,omitempty"`
 	// Mutants are the seeded bugs switched on in the optimised broker.
 	Mutants []string `json:"mutants,omitempty"`
+	// Workload names the workload that drew the interleaving (WriteBundle
+	// fills it in): rapid's fail file is a list of draws, which replay
+	// the same interleaving only under the same workload.
+	Workload string `json:"workload,omitempty"`
+}
+
+// drawsVersion numbers the workload's draws. Bump it whenever an action,
+// what an action draws, or what a run draws to set up its world changes:
+// saved fail files then stop replaying, and say why.
+const drawsVersion = 2
+
+// workloadOf is drawsVersion with the scenario's action names.
+func workloadOf(scenario string) string {
+	sc, err := ScenarioNamed(scenario)
+	if err != nil {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys((&run{sc: sc}).actions()))
+	return fmt.Sprintf("draws v%d: %s", drawsVersion, strings.Join(names, " "))
+}
+
+// Replayable says whether this build can replay the bundle's fail file: it
+// must have been drawn by the same workload. Its history can always be
+// judged again with fencecheck check.
+func (r Run) Replayable() error {
+	want := workloadOf(r.Scenario)
+	switch {
+	case r.Workload == "":
+		return fmt.Errorf("the bundle does not say which workload drew it, so its %s may not replay the same interleaving; judge its %s with fencecheck check", BundleFailFile, BundleHistory)
+	case r.Workload != want:
+		return fmt.Errorf("the bundle was drawn by workload %q, this build runs %q: its %s would replay another interleaving; judge its %s with fencecheck check", r.Workload, want, BundleFailFile, BundleHistory)
+	}
+	return nil
 }
 
 // Files of a bundle.
@@ -48,6 +83,7 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 	if !ok {
 		return "", fmt.Errorf("no counterexample to write")
 	}
+	run.Workload = workloadOf(run.Scenario)
 	dir, err := bundleDir(dir, run.Scenario)
 	if err != nil {
 		return "", err

@@ -93,3 +93,30 @@ func TestHelp(t *testing.T) {
 		require.Contains(t, errOut, flag)
 	}
 }
+
+// TestRunWritesABundleThatReplays: a misconfiguration exits 1 with its bug
+// report; replaying the bundle fails again the same way; a bundle drawn by
+// another workload is refused, saying why and what still works.
+func TestRunWritesABundleThatReplays(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := runCLI("run", "--target", "model", "--scenario", "fresh-id-per-start", "--seed", "1795956588588570039", "--out", dir)
+	require.Equal(t, exitViolated, code, out)
+	require.Contains(t, out, "**breaks exactly-once**")
+	for _, f := range []string{"history.json", "whole-history.json", "timeline.md", "report.html", "run.json", "rapid.fail", "README.md"} {
+		require.FileExists(t, filepath.Join(dir, f))
+	}
+
+	code, replayed, _ := runCLI("replay", dir)
+	require.Equal(t, exitViolated, code, replayed)
+	require.Contains(t, replayed, "**breaks exactly-once**")
+
+	runFile := filepath.Join(dir, "run.json")
+	data, err := os.ReadFile(runFile)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"workload": "draws v`)
+	require.NoError(t, os.WriteFile(runFile, []byte(strings.Replace(string(data), `"workload": "draws v`, `"workload": "draws v0`, 1)), 0o644))
+	code, _, errOut := runCLI("replay", dir)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "would replay another interleaving")
+	require.Contains(t, errOut, "fencecheck check")
+}

@@ -265,6 +265,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		sc, err = workload.ScenarioNamed(run.Scenario)
 	}
+	if err == nil {
+		err = run.Replayable()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
 		return exitUsage
