@@ -167,6 +167,12 @@ func (t *Target) Tick(ms int64) {
 // crashing broker. A real cluster's brokers are not this target's to
 // restart: there Restart only reconnects.
 func (t *Target) Restart() {
+	// The old client is closed before the cluster comes back: closing it
+	// waits for its requests in flight, and a cluster already up would
+	// let its clock run meanwhile (a transaction timing out at no Tick).
+	old := t.routes.client()
+	opts := old.Opts()
+	old.Close()
 	if t.embedded != nil {
 		if err := t.embedded.restart(); err != nil {
 			t.cfg.Logf("kafka: restarting the embedded cluster: %v", err)
@@ -174,13 +180,13 @@ func (t *Target) Restart() {
 	} else {
 		t.cfg.Logf("kafka: a real cluster is not restarted by fencecheck; restart its brokers yourself")
 	}
-	cl, err := kgo.NewClient(t.routes.client().Opts()...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.cfg.Logf("kafka: reconnecting after a restart: %v", err)
 		t.routes.forgetAll()
 		return
 	}
-	t.routes.replaceClient(cl).Close()
+	t.routes.replaceClient(cl)
 }
 
 // Close releases the client and, on kfake, the cluster and its data.
