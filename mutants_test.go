@@ -51,7 +51,7 @@ func exploreMutant(t *testing.T, mutant string) (workload.Outcome, string) {
 			}
 			var err error
 			out, err = workload.Explore(workload.Options{Scenario: scenario(t, name), Target: target, TxnVersion: version},
-				workload.Budget{Checks: 1000, Steps: 30}, nil)
+				workload.Budget{Checks: 3000, Steps: 30}, nil)
 			require.NoError(t, err)
 			if out.Failure != nil {
 				return out, name + " under transactions v" + string(rune('0'+version))
