@@ -33,9 +33,14 @@ func (s *segmented[T]) Append(xs ...T) {
 			s.tail = nil
 		}
 		if s.tail == nil {
-			// A tail grows as a slice does, up to a segment: most logs of
-			// a short-lived broker stay far smaller than one segment.
-			s.tail = make([]T, 0, min(firstSegmentCap, segmentSize))
+			// The first tail grows as a slice does, up to a segment: most
+			// logs of a short-lived broker stay far smaller than one. A
+			// log that filled a segment will fill the next.
+			size := min(firstSegmentCap, segmentSize)
+			if len(s.full) > 0 {
+				size = segmentSize
+			}
+			s.tail = make([]T, 0, size)
 		}
 		n := min(len(xs), segmentSize-len(s.tail))
 		s.tail = append(s.tail, xs[:n]...)
