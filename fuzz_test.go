@@ -44,7 +44,7 @@ func FuzzHistoryLoad(f *testing.F) {
 // configuration's property as coverage-guided fuzz targets: the fuzzer's
 // bytes are rapid's draws, so it steers toward interleavings that reach new
 // code. Run them longer in your own CI with
-// go test -run '^$' -fuzz '^FuzzPropertyStableIDTxnV2$' -fuzztime 10m .
+// go test -run '^$' -fuzz '^FuzzPropertyStableIDTxnV2$' -fuzztime 500000x .
 func FuzzPropertyStableIDTxnV1(f *testing.F) {
 	f.Fuzz(rapid.MakeFuzz(workload.Property(workload.Options{Scenario: scenario(f, "stable-id"), Target: modelTarget(1), TxnVersion: 1}, nil)))
 }

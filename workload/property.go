@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -73,7 +75,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		}
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
-		acts := r.actions()
+		acts := boundActions(r.actions())
 		acts[""] = func(t *rapid.T) { r.checkSoFar(t, failure) }
 		t.Repeat(acts)
 		r.quiesce()
@@ -114,4 +116,35 @@ func (r *run) judge(t *rapid.T, h histories.History, failure *Failure) {
 	var b strings.Builder
 	_ = report.WriteTimeline(&b)
 	t.Fatalf("%s\nactions: %s", b.String(), strings.Join(r.steps, "; "))
+}
+
+// boundActions makes every action after the first maxActions() of a run do
+// nothing. rapid draws how many actions a run takes from an unbounded
+// distribution whose mean is its steps setting; a fuzzer's bytes can ask
+// for thousands, and each one is checked on a longer history.
+func boundActions(acts map[string]func(*rapid.T)) map[string]func(*rapid.T) {
+	limit, taken := maxActions(), 0
+	bounded := make(map[string]func(*rapid.T), len(acts))
+	for name, act := range acts {
+		bounded[name] = func(t *rapid.T) {
+			if taken >= limit {
+				return
+			}
+			taken++
+			act(t)
+		}
+	}
+	return bounded
+}
+
+// maxActions is five times rapid's average number of steps: a run of
+// random draws rarely comes near it.
+func maxActions() int {
+	steps := 30 // rapid's default
+	if f := flag.Lookup("rapid.steps"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			steps = n
+		}
+	}
+	return 5 * steps
 }
