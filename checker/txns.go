@@ -85,7 +85,7 @@ type txnEvent struct {
 // end_txn, a successful init_producer_id of the same transactional.id or a
 // timeout_abort ends it at the moment its outcome is known.
 func analyzeTxns(h histories.History) txnAnalysis {
-	r := txnReplay{txnAnalysis: txnAnalysis{txnOf: map[int]*txn{}}, open: map[sessionKey]*txn{}}
+	r := txnReplay{txnAnalysis: txnAnalysis{txnOf: map[int]*txn{}}, open: map[sessionKey]*txn{}, lateCommits: map[sessionKey]histories.Op{}}
 	for _, e := range txnEvents(h) {
 		if e.ends {
 			r.end(e.op)
@@ -134,6 +134,10 @@ func joinsTxn(op histories.Op) bool {
 type txnReplay struct {
 	txnAnalysis
 	open map[sessionKey]*txn
+	// lateCommits are end_txn(commit) requests that found no transaction
+	// open and never got an answer: a copy held back in the network may
+	// still arrive and commit the session's next transaction (KAFKA-17754).
+	lateCommits map[sessionKey]histories.Op
 }
 
 func (r *txnReplay) join(op histories.Op) {
@@ -141,9 +145,15 @@ func (r *txnReplay) join(op histories.Op) {
 	t := r.open[key]
 	if t == nil {
 		if op.Kind == model.EndTxn {
+			if op.Req.Commit && !op.Returned {
+				r.lateCommits[key] = op
+			}
 			return // ends a transaction that is already over, or an empty one
 		}
 		t = &txn{transactionalID: key.transactionalID, producerID: key.producerID, epoch: key.epoch, endedBy: -1}
+		if late, ok := r.lateCommits[key]; ok {
+			t.commitCalled, t.commitCall = true, late.Call
+		}
 		r.open[key] = t
 		r.txns = append(r.txns, t)
 	}

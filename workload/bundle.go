@@ -35,7 +35,7 @@ type Run struct {
 // drawsVersion numbers the workload's draws. Bump it whenever an action,
 // what an action draws, or what a run draws to set up its world changes:
 // saved fail files then stop replaying, and say why.
-const drawsVersion = 2
+const drawsVersion = 3
 
 // workloadOf is drawsVersion with the scenario's action names.
 func workloadOf(scenario string) string {

@@ -50,9 +50,11 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if !flag.Parsed() {
 		_ = flag.CommandLine.Parse(nil)
 	}
-	if err := setRapidFlags(b); err != nil {
+	restore, err := setRapidFlags(b)
+	if err != nil {
 		return Outcome{}, err
 	}
+	defer restore()
 	tb := &explorer{name: "fencecheck-" + opts.Scenario.Name}
 	failure := &Failure{}
 	var checks, ops atomic.Int64
@@ -94,20 +96,35 @@ func (o Outcome) Discard() {
 }
 
 // setRapidFlags points rapid at the budget. rapid reads its settings from
-// the process's flags; the CLI never parses those, so they are set here.
-func setRapidFlags(b Budget) error {
+// the process's flags; the CLI never parses those, so they are set here,
+// and put back by restore, so that a test run after an exploration gets
+// its own budget, not this one.
+func setRapidFlags(b Budget) (restore func(), err error) {
 	settings := map[string]string{
 		"rapid.checks":   fmt.Sprint(b.Checks),
 		"rapid.steps":    fmt.Sprint(b.Steps),
 		"rapid.seed":     fmt.Sprint(b.Seed),
 		"rapid.failfile": b.Replay,
 	}
-	for name, value := range settings {
-		if err := flag.CommandLine.Set(name, value); err != nil {
-			return fmt.Errorf("setting %s: %w", name, err)
+	old := map[string]string{}
+	restore = func() {
+		for name, value := range old {
+			_ = flag.CommandLine.Set(name, value)
 		}
 	}
-	return nil
+	for name, value := range settings {
+		f := flag.CommandLine.Lookup(name)
+		if f == nil {
+			restore()
+			return nil, fmt.Errorf("setting %s: no such flag", name)
+		}
+		old[name] = f.Value.String()
+		if err := f.Value.Set(value); err != nil {
+			restore()
+			return nil, fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	return restore, nil
 }
 
 func reportProgress(w io.Writer, checks, ops *atomic.Int64) (stop func()) {
