@@ -114,7 +114,7 @@ func (a *adversary) learn(op model.Op, res model.Result) {
 			a.open[c] = true
 			a.wrote[c] = append(a.wrote[c], op.Req.Partition)
 		}
-		space := credential{pid: c.pid, epoch: c.epoch} // sequences are by producer id and epoch
+		space := sequenceSpace(op.Req)
 		a.seqs[space] = max(a.seqs[space], op.Req.Sequence+1)
 	case model.EndTxn:
 		delete(a.open, c)
@@ -316,12 +316,17 @@ func (a *adversary) superseded(c credential) bool {
 	return false
 }
 
+// sequenceSpace is what a leader numbers a write's sequences by: its
+// producer id and epoch, whether or not it is transactional.
+func sequenceSpace(r model.Request) credential {
+	return credential{pid: r.ProducerID, epoch: r.Epoch}
+}
+
 // write is a produce of one record of its own, half the time at the next
 // sequence, otherwise skewed.
 func (a *adversary) write(t *rapid.T, r model.Request, part model.Partition) model.Op {
-	c := credential{pid: r.ProducerID, epoch: r.Epoch}
 	r.Partition = part
-	r.Sequence = a.seqs[c]
+	r.Sequence = a.seqs[sequenceSpace(r)]
 	if !rapid.Bool().Draw(t, "next sequence") {
 		r.Sequence += int32(rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "sequence skew"))
 	}
