@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
@@ -19,42 +21,97 @@ func checkExactlyOnce(h histories.History) Verdict {
 	return a.verdict(ExactlyOnce, violations)
 }
 
-// duplicates finds trip keys that read_committed fetches found at more than
-// one offset of one topic (Jepsen's duplicate).
+// duplicates finds trip keys carried by more than one committed record of
+// one topic (Jepsen's duplicate): seen at two offsets by read_committed
+// fetches, or written at two offsets by writes that committed, which every
+// read_committed reader of the topic will see. A duplicate is reported at
+// the operation that completed the evidence: the fetch that saw the second
+// record, or the commit of the second write.
 func (a *analysis) duplicates() []Violation {
 	type tripInTopic struct{ topic, key string }
-	firstSeen := map[tripInTopic]sighting{}
+	firstSeen := map[tripInTopic]evidence{}
 	reported := map[slot]bool{}
 	var violations []Violation
-	for _, op := range inCallOrder(a.h.Ops) {
-		if !isReadCommitted(op) {
+	for _, e := range a.committedEvidence() {
+		trip := tripInTopic{topicOf(e.partition), e.key}
+		first, seen := firstSeen[trip]
+		if !seen {
+			firstSeen[trip] = e
 			continue
 		}
-		for _, s := range fetchedRecords(op) {
-			trip := tripInTopic{topicOf(s.partition), s.key}
-			first, seen := firstSeen[trip]
-			if !seen {
-				firstSeen[trip] = s
-				continue
-			}
-			if first.slot == s.slot || reported[s.slot] {
-				continue
-			}
-			reported[s.slot] = true
-			violations = append(violations, duplicate(trip.topic, first, s))
+		if first.slot == e.slot || reported[e.slot] {
+			continue
 		}
+		reported[e.slot] = true
+		violations = append(violations, duplicate(trip.topic, first, e))
 	}
 	return violations
 }
 
-// duplicate is the violation of a fetch that found a trip at again, after
-// first.
-func duplicate(topic string, first, again sighting) Violation {
-	v := Violation{Op: again.op, Reason: fmt.Sprintf("%s read committed twice in %s: at %s offset %d and at %s offset %d",
-		again.key, topic, first.partition, first.offset, again.partition, again.offset)}
-	if first.op != again.op {
-		v.Related = []int{first.op}
-		v.Reason += fmt.Sprintf(" (op %d read the first)", first.op)
+// evidence is a committed record as an operation showed it: a
+// read_committed fetch that returned it, or the operation that committed a
+// write of it (the write itself when it was not transactional).
+type evidence struct {
+	sighting
+	by      int  // the operation that shows the record committed
+	written bool // shown by a committed write, not by a read
+	at      int64
+}
+
+// committedEvidence lists every committed record the history shows, in the
+// order the operations showing them returned.
+func (a *analysis) committedEvidence() []evidence {
+	var all []evidence
+	for _, op := range a.h.Ops {
+		if isReadCommitted(op) {
+			for _, s := range fetchedRecords(op) {
+				all = append(all, evidence{sighting: s, by: op.ID, at: op.Return})
+			}
+		}
+		if !a.committedWrite(op) {
+			continue
+		}
+		by := a.byID[op.ID]
+		if t := a.txnOf[op.ID]; t != nil {
+			by = a.byID[t.endedBy]
+		}
+		for _, s := range producedRecords(op) {
+			if a.names(s) {
+				all = append(all, evidence{sighting: s, by: by.ID, written: true, at: max(by.Return, op.Return)})
+			}
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].at != all[j].at {
+			return all[i].at < all[j].at
+		}
+		return all[i].by < all[j].by
+	})
+	return all
+}
+
+// names reports whether a produce's acknowledgement names the slot of s: a
+// produce repeating an earlier batch's sequence numbers names none.
+func (a *analysis) names(s sighting) bool {
+	return slices.ContainsFunc(a.records[s.slot], func(o sighting) bool { return o.op == s.op })
+}
+
+// duplicate is the violation of again, a second committed record of a
+// trip, after first.
+func duplicate(topic string, first, again evidence) Violation {
+	how := "read committed"
+	if first.written || again.written {
+		how = "committed"
+	}
+	v := Violation{Op: again.by, Reason: fmt.Sprintf("%s %s twice in %s: at %s offset %d and at %s offset %d",
+		again.key, how, topic, first.partition, first.offset, again.partition, again.offset)}
+	if first.by != again.by {
+		verb := "read"
+		if first.written {
+			verb = "committed"
+		}
+		v.Related = []int{first.by}
+		v.Reason += fmt.Sprintf(" (op %d %s the first)", first.by, verb)
 	}
 	return v
 }

@@ -25,6 +25,34 @@ func TestExactlyOnceDuplicateInOneFetch(t *testing.T) {
 	require.Empty(t, v.Violations[0].Related)
 }
 
+// Two committed writes of one trip are a duplicate before anyone reads
+// them: every read_committed reader of the topic will see both. It is
+// reported at the commit of the second.
+func TestExactlyOnceDuplicateCommittedTwice(t *testing.T) {
+	b := &historyBuilder{}
+	b.committedTxn("A", 0, fw0, "fares-2", 42, "trip-9001")
+	second := b.committedTxn("B", 10, session{"fare-writer-7-b", 4002, 0}, "fares-2", 44, "trip-9001")
+	v := checkExactlyOnce(b.h)
+	requireViolation(t, v, second+1,
+		"trip-9001 committed twice in fares: at fares-2 offset 42 and at fares-2 offset 44 (op 2 committed the first)")
+
+	b.op(second+1).Req.Commit = false // aborted: no reader sees it
+	requireHeld(t, checkExactlyOnce(b.h))
+}
+
+// Idempotent writes outside a transaction are committed when acknowledged
+// (seed 001): a resend under a new producer id lands a second copy.
+func TestExactlyOnceDuplicateIdempotentResend(t *testing.T) {
+	b := &historyBuilder{}
+	b.produce("A", 0, 1, session{"", 9, 0}, "fares-2", 7, "trip-1")
+	again := b.produce("B", 2, 3, session{"", 10, 0}, "fares-2", 8, "trip-1")
+	requireViolation(t, checkExactlyOnce(b.h), again,
+		"trip-1 committed twice in fares: at fares-2 offset 7 and at fares-2 offset 8 (op 0 committed the first)")
+
+	b.op(again).Req.ProducerID = 9 // a retry of the same batch: the first one's offset, whatever it says
+	requireHeld(t, checkExactlyOnce(b.h))
+}
+
 func TestExactlyOnceSameTripInTwoTopicsIsNoDuplicate(t *testing.T) {
 	b := &historyBuilder{}
 	b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
