@@ -220,6 +220,7 @@ func (r *run) Tick(t *rapid.T) {
 func (r *run) clockTick(ms int64) {
 	r.target.Tick(ms)
 	r.now += ms
+	r.groupChanges++ // sessions may have expired
 	r.fault("clock", model.Tick, model.Request{Ms: ms})
 }
 
@@ -227,6 +228,7 @@ func (r *run) clockTick(ms int64) {
 func (r *run) RestartBroker(t *rapid.T) {
 	r.did("RestartBroker", nil, "")
 	r.target.Restart()
+	r.groupChanges++
 	r.fault("broker", model.BrokerRestart, model.Request{})
 }
 

@@ -33,9 +33,10 @@ type Run struct {
 }
 
 // drawsVersion numbers the workload's draws. Bump it whenever an action,
-// what an action draws, or what a run draws to set up its world changes:
-// saved fail files then stop replaying, and say why.
-const drawsVersion = 3
+// what an action draws, what a run draws to set up its world, or how the
+// quiet phase moves the processes changes: saved fail files then stop
+// replaying, and say why.
+const drawsVersion = 4
 
 // workloadOf is drawsVersion with the scenario's action names.
 func workloadOf(scenario string) string {

@@ -33,6 +33,17 @@ func newProducer(txnID string) producer {
 	return producer{txnID: txnID, pid: model.NoProducerID, epoch: model.NoEpoch, seqs: map[model.Partition]int32{}}
 }
 
+// transactionalID is the id a client's producer runs under; "" for one
+// with none.
+func transactionalID(c client) string {
+	if p, ok := c.(interface{ transactionalID() string }); ok {
+		return p.transactionalID()
+	}
+	return ""
+}
+
+func (p *producer) transactionalID() string { return p.txnID }
+
 // request is a request carrying the producer's identity.
 func (p *producer) request() model.Request {
 	r := model.NewRequest()

@@ -6,9 +6,13 @@ import (
 
 // settleRounds bounds the quiet phase, far above what any worker needs to
 // drain its input (a round is one request per process). A configuration
-// that cannot make progress (replicas fencing each other) is stopped
-// sooner, when every slot has been restarted twice without a commit, and
-// reported by the progress check rather than left to hang.
+// that cannot make progress is stopped sooner and reported by the progress
+// check rather than left to hang: when every slot's process has been
+// fenced by another slot's holding the same transactional.id (seed 000:
+// "each replica's init_transactions() bumps the epoch past the other 7,
+// every replica is fenced on its next send, and the service writes
+// nothing"), or when every slot has been restarted twice, without a
+// commit.
 const settleRounds = 400
 
 // roundsWithoutCommit is how long the quiet phase waits for a commit: many
@@ -25,14 +29,17 @@ const roundsWithoutCommit = 60
 // idle consumers' sessions: rejoins that make a counterexample longer and
 // show nothing.)
 func (r *run) quiesce() {
-	r.stuck = 0
+	r.stuck, r.quiet, r.rivalFenced = 0, true, map[*slot]bool{}
 	for _, p := range r.procs {
 		if p.stalled && p.live() {
 			p.stalled = false
 			r.fault(p.name, model.Wake, model.Request{})
 		}
 	}
-	r.settle()
+	if r.settle() {
+		r.readOutputs() // what the replicas fencing each other left: no timeout changes it
+		return
+	}
 	late := len(r.delayed) > 0
 	for len(r.delayed) > 0 {
 		r.deliverDelayedAt(0)
@@ -46,20 +53,26 @@ func (r *run) quiesce() {
 }
 
 // settle runs the processes round-robin, one whole request each, until
-// none has anything to do but wait. Waiting workers poll their group once
-// a round: a rebalance may have given them work.
-func (r *run) settle() {
+// none has anything to do but wait. A waiting worker polls its group when
+// the group may have changed since it last joined (a rebalance may have
+// given it work). settle reports whether it stopped because the slots'
+// processes fence each other.
+func (r *run) settle() (rivals bool) {
 	r.idleRounds = 0
 	for range settleRounds {
+		if len(r.rivalFenced) == len(r.slots) {
+			return true
+		}
 		if r.stuck >= 2*len(r.slots) || r.idleRounds > roundsWithoutCommit {
-			return // restarts or rebalances without a commit: no progress
+			return false // restarts or rebalances without a commit: no progress
 		}
 		r.idleRounds++
 		if !r.round(func(p *proc) bool { return !p.c.idle() }) &&
-			!r.round(func(p *proc) bool { return p.c.idle() && pollsGroup(p) }) {
-			return
+			!r.round(func(p *proc) bool { return p.c.idle() && pollsGroup(p) && p.sawGroup < r.groupChanges }) {
+			return false
 		}
 	}
+	return false
 }
 
 // round gives one exchange to each movable process that keep selects, and

@@ -21,6 +21,9 @@ type proc struct {
 	dead    bool
 	sent    int       // the history index of its request in flight, or -1
 	resend  *model.Op // a request whose answer was lost, to send again
+	// sawGroup is the run's groupChanges when the process's last join
+	// was answered: what its heartbeat tells a consumer.
+	sawGroup int
 }
 
 func (p *proc) live() bool { return !p.dead && !p.c.closed() }
@@ -53,6 +56,16 @@ type run struct {
 	stuck int
 	// idleRounds counts quiet-phase rounds since the last commit.
 	idleRounds int
+	// rivalFenced are the slots whose process was fenced by another
+	// slot's process since the last commit (replicas sharing an id).
+	rivalFenced map[*slot]bool
+	// quiet is set once the quiet phase has begun.
+	quiet bool
+	// generation is the newest group generation answered, and
+	// groupChanges counts what may have changed the group since the run
+	// began: new generations, leaves, clock ticks, broker restarts.
+	generation   int32
+	groupChanges int
 	// delayed are requests the network holds back: their clients gave up
 	// on them and sent them again, and they arrive later all the same.
 	delayed []delayedRequest
@@ -161,7 +174,9 @@ func (r *run) deliver(p *proc, lose bool) {
 	r.answers++
 	if commits(op.Op, res) {
 		r.stuck, r.idleRounds = 0, 0
+		clear(r.rivalFenced)
 	}
+	r.noteGroup(p, op.Op, res)
 	p.c.learn(op.Op, res)
 	if p.c.closed() {
 		r.replace(p)
@@ -182,13 +197,52 @@ func commits(op model.Op, res model.Result) bool {
 	return false
 }
 
-// replace starts a new process in p's slot when p was its current one.
-func (r *run) replace(p *proc) {
-	if p.slot.current == p && p.slot.restarts {
-		r.stuck++
-		n := r.spawn(p.slot)
-		r.fault(n.name, model.Restart, model.Request{})
+// noteGroup keeps count of what may have changed the group, so that an
+// idle worker knows, as its heartbeat would tell it, whether to rejoin.
+func (r *run) noteGroup(p *proc, op model.Op, res model.Result) {
+	switch {
+	case op.Kind == model.JoinGroup && res.Succeeded():
+		if res.Resp.GenerationID > r.generation {
+			r.generation = res.Resp.GenerationID
+			r.groupChanges++
+		}
+		p.sawGroup = r.groupChanges
+	case op.Kind == model.LeaveGroup:
+		r.groupChanges++
 	}
+}
+
+// replace starts a new process in p's slot when p was its current one. In
+// the quiet phase the new process starts at once with its first request,
+// as a restarted service calls init_transactions on start.
+func (r *run) replace(p *proc) {
+	if p.slot.current != p || !p.slot.restarts {
+		return
+	}
+	r.stuck++
+	if r.quiet && r.rivalOf(p) != nil {
+		r.rivalFenced[p.slot] = true
+	}
+	n := r.spawn(p.slot)
+	r.fault(n.name, model.Restart, model.Request{})
+	if r.quiet && r.send(n) {
+		r.deliver(n, false)
+	}
+}
+
+// rivalOf is a live process of another slot that holds p's
+// transactional.id: two owners of one id, which fence each other.
+func (r *run) rivalOf(p *proc) *proc {
+	id := transactionalID(p.c)
+	if id == "" {
+		return nil
+	}
+	for _, q := range r.procs {
+		if q.slot != p.slot && q.live() && transactionalID(q.c) == id {
+			return q
+		}
+	}
+	return nil
 }
 
 // crash kills p. A request in flight may or may not reach the broker.

@@ -26,6 +26,7 @@ type worker struct {
 	generation int32
 	assigned   []model.Partition
 	position   map[model.Partition]int64 // next input offset to process
+	stable     map[model.Partition]int64 // the last stable offset the last fetch saw
 	unknown    []model.Partition         // assigned, committed offset not yet read
 	drained    map[model.Partition]bool
 	batch      []model.FetchedRecord // read, not yet processed
@@ -207,7 +208,7 @@ func (w *worker) joined(resp model.Response) {
 		return
 	}
 	w.assigned = resp.Assignment
-	w.position, w.drained, w.batch = map[model.Partition]int64{}, map[model.Partition]bool{}, nil
+	w.position, w.stable, w.drained, w.batch = map[model.Partition]int64{}, map[model.Partition]int64{}, map[model.Partition]bool{}, nil
 	w.unknown = slices.Clone(resp.Assignment)
 	if len(w.unknown) > 0 {
 		w.step = workerFetchOffsets
@@ -215,6 +216,7 @@ func (w *worker) joined(resp model.Response) {
 }
 
 func (w *worker) read(p model.Partition, resp model.Response) {
+	w.stable[p] = resp.LastStableOffset
 	if len(resp.Records) == 0 {
 		w.drained[p] = w.position[p] >= resp.LastStableOffset
 		return
@@ -233,7 +235,11 @@ func (w *worker) ended(op model.Op, res model.Result) {
 	w.batch = w.batch[1:]
 	w.step = workerAddPartition
 	if len(w.batch) == 0 {
+		// Done with the batch: the partition is drained when the fetch
+		// that returned it reached the last stable offset, as a consumer
+		// knows from the fetch's answer without fetching again.
 		w.step = workerRead
+		w.drained[w.from] = w.position[w.from] >= w.stable[w.from]
 	}
 }
 
