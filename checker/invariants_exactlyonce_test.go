@@ -36,7 +36,7 @@ func TestExactlyOnceDuplicateCommittedTwice(t *testing.T) {
 	requireViolation(t, v, second+1,
 		"trip-9001 committed twice in fares: at fares-2 offset 42 and at fares-2 offset 44 (op 2 committed the first)")
 
-	b.op(second+1).Req.Commit = false // aborted: no reader sees it
+	b.op(second + 1).Req.Commit = false // aborted: no reader sees it
 	requireHeld(t, checkExactlyOnce(b.h))
 }
 
