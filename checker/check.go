@@ -38,8 +38,9 @@ func Check(h histories.History, opts Options) Report {
 	}
 	lin := checkLinearizable(h, opts.Timeout, opts.Visualize)
 	verdicts := []Verdict{lin.verdict}
+	a := analyze(h) // what every invariant needs, worked out once
 	for _, check := range invariantChecks() {
-		verdicts = append(verdicts, check(h))
+		verdicts = append(verdicts, check(a))
 	}
 	return Report{History: h, Verdicts: verdicts, lin: lin}
 }

@@ -9,8 +9,8 @@ import (
 
 // invariantChecks are the end-to-end checks, in the order of Checks (after
 // linearizable, which needs the model and lives elsewhere).
-func invariantChecks() []func(histories.History) Verdict {
-	return []func(histories.History) Verdict{
+func invariantChecks() []func(*analysis) Verdict {
+	return []func(*analysis) Verdict{
 		checkOneLiveProducer,
 		checkExactlyOnce,
 		checkNoAbortedRead,

@@ -10,8 +10,7 @@ import (
 // aborted transaction, nor of one still open when the fetch returned
 // (Jepsen's G1a). A record whose writer the history cannot name is left to
 // the other checks.
-func checkNoAbortedRead(h histories.History) Verdict {
-	a := analyze(h)
+func checkNoAbortedRead(a *analysis) Verdict {
 	var violations []Violation
 	for _, fetch := range a.h.Ops {
 		if !isReadCommitted(fetch) {

@@ -12,8 +12,7 @@ import (
 // checkExactlyOnce: read_committed readers see each trip once (no
 // duplicate), every committed record wherever a read covered its offset (no
 // lost write), and one offset never holds two records (inconsistent offsets).
-func checkExactlyOnce(h histories.History) Verdict {
-	a := analyze(h)
+func checkExactlyOnce(a *analysis) Verdict {
 	var violations []Violation
 	violations = append(violations, a.duplicates()...)
 	violations = append(violations, a.lostWrites()...)

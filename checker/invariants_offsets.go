@@ -11,13 +11,12 @@ import (
 // checkOffsetsMonotonic: a group's committed offsets never move backward,
 // neither as commits nor as offset_fetch answers, and no offset commit of a
 // stale generation succeeds (KIP-447).
-func checkOffsetsMonotonic(h histories.History) Verdict {
-	a := analyze(h)
+func checkOffsetsMonotonic(a *analysis) Verdict {
 	committed := a.committedOffsets()
 	var violations []Violation
 	violations = append(violations, backwardCommits(committed)...)
 	violations = append(violations, a.backwardFetches(committed)...)
-	violations = append(violations, staleGenerations(h)...)
+	violations = append(violations, staleGenerations(a.h)...)
 	return a.verdict(OffsetsMonotonic, firstPerOp(violations))
 }
 

@@ -24,7 +24,7 @@ func TestOffsetsMonotonicHolds(t *testing.T) {
 	b.offsetFetch("C", 6, 7, "g", "trips-0", 3)
 	b.commitOffset("C", 8, ctp, 1, 6)
 	b.offsetFetch("C", 12, 13, "g", "trips-0", 6)
-	requireHeld(t, checkOffsetsMonotonic(b.h))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }
 
 func TestOffsetsMonotonicCommitMovesBackward(t *testing.T) {
@@ -33,7 +33,7 @@ func TestOffsetsMonotonicCommitMovesBackward(t *testing.T) {
 	// A zombie with the groupId-string overload: no generation check, but
 	// the offset goes back.
 	zombie := b.commitOffset("A", 10, session{"ctp-0", 7001, 1}, -1, 3)
-	v := checkOffsetsMonotonic(b.h)
+	v := checkOffsetsMonotonic(analyze(b.h))
 	requireViolation(t, v, zombie, "group g trips-0 committed offset 3 after op 0 had committed 6")
 	require.Equal(t, []int{0, 1}, v.Violations[0].Related)
 }
@@ -44,17 +44,17 @@ func TestOffsetsMonotonicAbortedCommitDoesNotCount(t *testing.T) {
 	b.endTxn("A", 2, 3, ctp, false)
 	b.commitOffset("A", 10, ctp, -1, 3)
 	b.offsetFetch("A", 20, 21, "g", "trips-0", 3)
-	requireHeld(t, checkOffsetsMonotonic(b.h))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }
 
 func TestOffsetsMonotonicFetchBelowEarlierFetch(t *testing.T) {
 	b := &historyBuilder{}
 	first := b.offsetFetch("A", 0, 10, "g", "trips-0", 6)
 	overlapping := b.offsetFetch("B", 5, 12, "g", "trips-0", 3)
-	requireHeld(t, checkOffsetsMonotonic(b.h))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 
 	b.op(overlapping).Call = 11
-	v := checkOffsetsMonotonic(b.h)
+	v := checkOffsetsMonotonic(analyze(b.h))
 	requireViolation(t, v, overlapping, "offset_fetch of group g trips-0 returned 3 after op 0 returned 6")
 	require.Equal(t, []int{first}, v.Violations[0].Related)
 }
@@ -63,10 +63,10 @@ func TestOffsetsMonotonicFetchBelowCommitted(t *testing.T) {
 	b := &historyBuilder{}
 	commit := b.commitOffset("A", 0, ctp, 1, 6)
 	none := b.offsetFetch("B", 2, 5, "g", "trips-0", -1)
-	requireHeld(t, checkOffsetsMonotonic(b.h)) // called before the commit returned
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h))) // called before the commit returned
 
 	b.op(none).Call = 4
-	requireViolation(t, checkOffsetsMonotonic(b.h), none, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), none, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
 	require.Equal(t, 0, commit)
 }
 
@@ -75,15 +75,15 @@ func TestOffsetsMonotonicStaleGeneration(t *testing.T) {
 	b.joinGroup("A", 0, 1, "g", 1, "trips-0")
 	join := b.joinGroup("B", 10, 12, "g", 2, "trips-0")
 	stale := b.txnOffsetCommit("A", 13, 14, ctp, "g", 1, "trips-0", 6)
-	v := checkOffsetsMonotonic(b.h)
+	v := checkOffsetsMonotonic(analyze(b.h))
 	requireViolation(t, v, stale, "txn_offset_commit of group g at generation 1 accepted after op 1 returned generation 2")
 	require.Equal(t, []int{join}, v.Violations[0].Related)
 
 	// Sent before the join answered: the generation may not have moved yet.
 	b.op(stale).Call = 11
-	requireHeld(t, checkOffsetsMonotonic(b.h))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 
 	// The groupId-string overload carries no generation to check.
 	b.op(stale).Call, b.op(stale).Req.GenerationID = 13, -1
-	requireHeld(t, checkOffsetsMonotonic(b.h))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }

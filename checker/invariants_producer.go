@@ -103,9 +103,8 @@ func supersedes(g grant, key sessionKey, grants []grant) bool {
 // out, no request of an older session sent after that succeeds (compare the
 // request's call to the grant's return), and no record of an older epoch
 // lands after one of a newer epoch.
-func checkOneLiveProducer(h histories.History) Verdict {
-	a := analyze(h)
-	violations := append(staleSessions(h), staleRecords(a)...)
+func checkOneLiveProducer(a *analysis) Verdict {
+	violations := append(staleSessions(a.h), staleRecords(a)...)
 	return a.verdict(OneLiveProducer, firstPerOp(violations))
 }
 

@@ -11,7 +11,7 @@ import (
 func TestOneLiveProducerZombieAcceptedAfterNewerEpoch(t *testing.T) {
 	b, ids := seed000()
 	zombie := b.produce("A", 41000, 41001, fw0, "fares-2", 44, "trip-9002")
-	v := checkOneLiveProducer(b.h)
+	v := checkOneLiveProducer(analyze(b.h))
 	requireViolation(t, v, zombie, "epoch 0 accepted after op 4 returned epoch 1 for fare-writer-7")
 	require.Equal(t, []int{ids["B init"]}, v.Violations[0].Related)
 }
@@ -22,11 +22,11 @@ func TestOneLiveProducerComparesCallToReturn(t *testing.T) {
 	b.initTxns("B", 20, 30, fw1)
 	// Sent before B's answer arrived: the bump may not have happened yet.
 	overlapping := b.produce("A", 25, 40, fw0, "fares-2", 0, "trip-1")
-	requireHeld(t, checkOneLiveProducer(b.h))
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 
 	// Sent after it arrived (though answered before A's overlapping produce).
 	b.op(overlapping).Call = 31
-	requireViolation(t, checkOneLiveProducer(b.h), overlapping, "")
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), overlapping, "")
 }
 
 func TestOneLiveProducerV2GrantFromEndTxn(t *testing.T) {
@@ -35,12 +35,12 @@ func TestOneLiveProducerV2GrantFromEndTxn(t *testing.T) {
 	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
 	commit := b.endTxnV2("A", 4, 5, fw0, true, fw1)
 	stale := b.produce("A2", 6, 7, fw0, "fares-2", 2, "trip-2")
-	requireViolation(t, checkOneLiveProducer(b.h), stale, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), stale, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
 	require.Equal(t, 2, commit)
 
 	// Under v1 the end_txn names no session: the epoch stays current.
 	b.op(commit).Result = model.OK(model.NewResponse())
-	requireHeld(t, checkOneLiveProducer(b.h))
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 }
 
 // Under KIP-890 a retried end_txn of a complete transaction is answered the
@@ -53,13 +53,13 @@ func TestOneLiveProducerV2AllowsARetriedEndTxn(t *testing.T) {
 	b.endTxnV2("A", 4, 5, fw0, true, fw1)
 	b.endTxnV2("A", 6, 7, fw1, false, fw1) // an empty abort: the same session again
 	retry := b.endTxnV2("A", 8, 9, fw0, true, fw1)
-	requireHeld(t, checkOneLiveProducer(b.h))
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 
 	b.op(retry).Req.Commit = false // an abort is no retry of a commit
-	requireViolation(t, checkOneLiveProducer(b.h), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
 	b.op(retry).Req.Commit = true
 	b.op(retry).Result.Resp.Epoch = 2 // it ended the next transaction (KAFKA-17754)
-	requireViolation(t, checkOneLiveProducer(b.h), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
 }
 
 func TestOneLiveProducerTimeoutAbortBumps(t *testing.T) {
@@ -68,7 +68,7 @@ func TestOneLiveProducerTimeoutAbortBumps(t *testing.T) {
 	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
 	abort := b.timeoutAbort(60000, fw1)
 	late := b.endTxn("A", 60001, 60002, fw0, true)
-	requireViolation(t, checkOneLiveProducer(b.h), late, "epoch 0 accepted after op 2 bumped to epoch 1 for fare-writer-7")
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), late, "epoch 0 accepted after op 2 bumped to epoch 1 for fare-writer-7")
 	require.Equal(t, 2, abort)
 }
 
@@ -79,10 +79,10 @@ func TestOneLiveProducerZombieCannotWinItsIDBack(t *testing.T) {
 	// KIP-360: A asks to bump its own epoch 0 and gets epoch 2.
 	bump := b.initTxns("A", 4, 5, session{"fare-writer-7", 4001, 2})
 	b.op(bump).Req.ProducerID, b.op(bump).Req.Epoch = 4001, 0
-	requireViolation(t, checkOneLiveProducer(b.h), bump, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), bump, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
 
 	b.fail(bump, model.ProducerFenced)
-	requireHeld(t, checkOneLiveProducer(b.h))
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 }
 
 func TestOneLiveProducerAfterEpochRotation(t *testing.T) {
@@ -93,7 +93,7 @@ func TestOneLiveProducerAfterEpochRotation(t *testing.T) {
 	b.initTxns("B", 2, 3, rotated)
 	b.addPartitions("B", 4, 5, rotated, "fares-2")
 	stale := b.addPartitions("A", 6, 7, old, "fares-2")
-	requireViolation(t, checkOneLiveProducer(b.h), stale,
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), stale,
 		"producer id 4001 epoch 32766 accepted after op 1 returned producer id 5002 epoch 0 for fare-writer-7")
 }
 
@@ -105,12 +105,12 @@ func TestOneLiveProducerOlderEpochLandsAfterNewer(t *testing.T) {
 	// Sent before B's init returned, so not stale by the clock, yet it
 	// lands above epoch 1's record.
 	older := b.produce("A", 15, 30, fw0, "fares-2", 44, "trip-9002")
-	v := checkOneLiveProducer(b.h)
+	v := checkOneLiveProducer(analyze(b.h))
 	requireViolation(t, v, older, "producer id 4001 epoch 0 record at fares-2 offset 44 lands after op 2 wrote epoch 1 at offset 42")
 	require.Equal(t, []int{newer}, v.Violations[0].Related)
 
 	b.op(older).Result.Resp.BaseOffset = 40
-	requireHeld(t, checkOneLiveProducer(b.h))
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 }
 
 // A producer that retries its own KIP-360 bump after the answer was lost is
@@ -121,11 +121,11 @@ func TestOneLiveProducerAllowsARetriedOwnBump(t *testing.T) {
 	b.initTxns("A", 0, 1, fw0)
 	b.add("A", 2, 3, model.InitProducerID, withSession(fw0), grantOf4001(1))
 	b.add("A", 4, 5, model.InitProducerID, withSession(fw0), grantOf4001(1)) // the retry
-	requireHeld(t, checkOneLiveProducer(b.h))
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 
 	b.initTxns("B", 6, 7, session{"fare-writer-7", 4001, 2})
 	zombie := b.add("A", 8, 9, model.InitProducerID, withSession(fw0), grantOf4001(3))
-	requireViolation(t, checkOneLiveProducer(b.h), zombie, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), zombie, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
 }
 
 func withSession(s session) model.Request {

@@ -13,17 +13,16 @@ import (
 // end: carried by a committed write, or seen by a read_committed reader.
 // A config that can never commit (replicas sharing one transactional.id)
 // ends here as "no progress" rather than as a hang.
-func checkProgress(h histories.History) Verdict {
-	if h.Trips == nil {
+func checkProgress(a *analysis) Verdict {
+	if a.h.Trips == nil {
 		return Verdict{Check: Progress, Status: Skipped, Reason: "the history lists no trips"}
 	}
-	a := analyze(h)
 	missing := a.uncommittedTrips()
 	if len(missing) == 0 {
 		return a.verdict(Progress, nil)
 	}
-	return a.verdict(Progress, []Violation{{Op: lastOp(h),
-		Reason: fmt.Sprintf("no progress: %d of %d trips never committed (%s)", len(missing), len(distinct(h.Trips)), listSome(missing, 3))}})
+	return a.verdict(Progress, []Violation{{Op: lastOp(a.h),
+		Reason: fmt.Sprintf("no progress: %d of %d trips never committed (%s)", len(missing), len(distinct(a.h.Trips)), listSome(missing, 3))}})
 }
 
 // lastOp is the id of the operation called last; -1 in an empty history.

@@ -10,8 +10,8 @@ import (
 
 func TestProgressSkippedWithoutTrips(t *testing.T) {
 	b, _ := seed000()
-	require.Equal(t, Skipped, checkProgress(b.h).Status)
-	require.Equal(t, "progress: skipped", checkProgress(b.h).String())
+	require.Equal(t, Skipped, checkProgress(analyze(b.h)).Status)
+	require.Equal(t, "progress: skipped", checkProgress(analyze(b.h)).String())
 }
 
 func TestProgressHoldsWhenEveryTripIsCommittedOrRead(t *testing.T) {
@@ -19,7 +19,7 @@ func TestProgressHoldsWhenEveryTripIsCommittedOrRead(t *testing.T) {
 	b.committedTxn("A", 0, fw0, "fares-2", 0, "trip-1")
 	b.fetch("R", 10, 11, "fares-3", 0, model.ReadCommitted, rec(5, "trip-2", 4002))
 	b.h.Trips = []string{"trip-1", "trip-2"}
-	requireHeld(t, checkProgress(b.h))
+	requireHeld(t, checkProgress(analyze(b.h)))
 }
 
 func TestProgressNoProgress(t *testing.T) {
@@ -30,10 +30,10 @@ func TestProgressNoProgress(t *testing.T) {
 	last := b.initTxns("B", 20, 21, fw1)
 	b.initTxns("C", 15, 22, session{"fare-writer-8", 4002, 0}) // last in the list, not by the clock
 	b.h.Trips = []string{"trip-1", "trip-2", "trip-3", "trip-4", "trip-5", "trip-1"}
-	requireViolation(t, checkProgress(b.h), last, "no progress: 4 of 5 trips never committed (trip-2, trip-3, trip-4, ...)")
+	requireViolation(t, checkProgress(analyze(b.h)), last, "no progress: 4 of 5 trips never committed (trip-2, trip-3, trip-4, ...)")
 
 	b.h.Trips = []string{"trip-1", "trip-2"}
-	requireViolation(t, checkProgress(b.h), last, "no progress: 1 of 2 trips never committed (trip-2)")
+	requireViolation(t, checkProgress(analyze(b.h)), last, "no progress: 1 of 2 trips never committed (trip-2)")
 }
 
 // A trip read from the input topic is not processed: only records in the
@@ -42,11 +42,11 @@ func TestProgressCountsOnlyOutputTopics(t *testing.T) {
 	b := &historyBuilder{}
 	b.fetch("W", 0, 1, "trips-0", 0, model.ReadCommitted, rec(0, "trip-1", 3001))
 	b.h.Trips = []string{"trip-1"}
-	requireHeld(t, checkProgress(b.h))
+	requireHeld(t, checkProgress(analyze(b.h)))
 
 	b.h.OutputTopics = []string{"fares"}
-	requireViolation(t, checkProgress(b.h), 0, "no progress: 1 of 1 trips never committed (trip-1)")
+	requireViolation(t, checkProgress(analyze(b.h)), 0, "no progress: 1 of 1 trips never committed (trip-1)")
 
 	b.committedTxn("A", 10, fw0, "fares-2", 0, "trip-1")
-	requireHeld(t, checkProgress(b.h))
+	requireHeld(t, checkProgress(analyze(b.h)))
 }

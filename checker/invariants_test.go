@@ -34,7 +34,7 @@ func TestSeed000HoldsEveryCheck(t *testing.T) {
 	checks := invariantChecks()
 	require.Len(t, checks, len(Checks)-1)
 	for i, check := range checks {
-		v := check(b.h)
+		v := check(analyze(b.h))
 		require.Equal(t, Checks[i+1], v.Check, "in the order of Checks")
 		requireHeld(t, v)
 	}
@@ -46,7 +46,7 @@ func TestViolationsFirstByCallTime(t *testing.T) {
 	b.initTxns("B", 2, 3, fw1)
 	later := b.produce("A", 20, 21, fw0, "fares-2", 0, "trip-1")
 	earlier := b.addPartitions("A", 10, 11, fw0, "fares-2")
-	v := checkOneLiveProducer(b.h)
+	v := checkOneLiveProducer(analyze(b.h))
 	requireViolation(t, v, earlier, "")
 	require.Equal(t, later, v.Violations[1].Op)
 	require.Contains(t, v.String(), "; 1 more)")

@@ -16,7 +16,7 @@ func TestWriteTimeline(t *testing.T) {
 	b.op(zombie).Proc = "A|zombie" // a pipe must not split the cell
 	verdicts := []Verdict{{Check: Linearizable, Status: OK}}
 	for _, check := range invariantChecks() {
-		verdicts = append(verdicts, check(b.h))
+		verdicts = append(verdicts, check(analyze(b.h)))
 	}
 
 	var out strings.Builder

@@ -159,7 +159,7 @@ func TestOddOperationsDoNotPanic(t *testing.T) {
 	b.h.Trips = []string{}
 	require.NotPanics(t, func() {
 		for _, check := range invariantChecks() {
-			v := check(b.h)
+			v := check(analyze(b.h))
 			require.True(t, v.Held(), v.String())
 		}
 		for _, op := range b.h.Ops {

@@ -40,6 +40,13 @@ type Outcome struct {
 // Explore runs the property outside go test: rapid's Check takes an
 // interface, and this is the CLI's. Progress (checks done, operations per
 // second) goes to progress every few seconds when it is not nil.
+//
+// A counterexample longer than readableOps is then looked for again,
+// shorter: rapid shrinks the draws, which is not the same as the timeline
+// (a run with no action at all can hold a long quiet phase), so further
+// explorations, each from a seed derived from the first, count only a
+// violation of a check the last counterexample broke whose timeline is
+// shorter than it, up to shortenRounds times or until one finds none.
 func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
@@ -50,6 +57,49 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if !flag.Parsed() {
 		_ = flag.CommandLine.Parse(nil)
 	}
+	out, err := explore(opts, b, progress)
+	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps); round++ {
+		h, report, _, _ := out.Failure.Found()
+		opts.shorter = &shorter{ops: len(h.Ops), checks: broken(report)}
+		b.Seed = out.Seed + round
+		var again Outcome
+		again, err = explore(opts, b, progress)
+		out.Checks += again.Checks
+		out.Ops += again.Ops
+		if again.Failure == nil {
+			break
+		}
+		out.Discard()
+		out.Failure, out.FailFile, out.Log = again.Failure, again.FailFile, again.Log
+	}
+	return out, err
+}
+
+// readableOps is how long a timeline a person reads in a minute; longer
+// counterexamples are looked for again, shorter.
+const readableOps = 15
+
+// shortenRounds bounds the explorations looking for a shorter
+// counterexample.
+const shortenRounds = 3
+
+// shorter is what a counterexample must beat to count while one is looked
+// for again: fewer operations, breaking a check the last one broke.
+type shorter struct {
+	ops    int
+	checks []string
+}
+
+func (o Outcome) longerThan(ops int) bool {
+	if o.Failure == nil {
+		return false
+	}
+	h, _, _, _ := o.Failure.Found()
+	return len(h.Ops) > ops
+}
+
+// explore is one rapid.Check of the property.
+func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	restore, err := setRapidFlags(b)
 	if err != nil {
 		return Outcome{}, err

@@ -3,6 +3,7 @@ package workload
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,9 @@ type Options struct {
 	Coverage *Coverage
 	// Observe, when set, sees every finished history.
 	Observe func(histories.History)
+	// shorter, when set, is the counterexample to beat: only a shorter
+	// one fails the property.
+	shorter *shorter
 }
 
 // Failure is the last counterexample a property found. rapid calls the
@@ -75,6 +79,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		}
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
+		r.shorter = opts.shorter
 		acts := boundActions(r.actions())
 		acts[""] = func(t *rapid.T) { r.checkSoFar(t, failure) }
 		t.Repeat(acts)
@@ -86,6 +91,26 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		}
 		r.judge(t, r.h, failure)
 	}
+}
+
+// counts reports whether a counterexample fails the property: any does,
+// unless one is being looked for shorter than the last.
+func (s *shorter) counts(cut histories.History, report checker.Report) bool {
+	if s == nil {
+		return true
+	}
+	return len(cut.Ops) < s.ops && slices.ContainsFunc(broken(report), func(c string) bool { return slices.Contains(s.checks, c) })
+}
+
+// broken lists the checks a report says are violated.
+func broken(report checker.Report) []string {
+	var checks []string
+	for _, v := range report.Verdicts {
+		if v.Status == checker.Violated {
+			checks = append(checks, v.Check)
+		}
+	}
+	return checks
 }
 
 // checkSoFar runs every check but progress on the history so far: a
@@ -110,6 +135,9 @@ func (r *run) judge(t *rapid.T, h histories.History, failure *Failure) {
 		return
 	}
 	cut, report := cutAtViolation(h, report)
+	if !r.shorter.counts(cut, report) {
+		return
+	}
 	if failure != nil {
 		failure.set(cut, h, report, append([]string(nil), r.steps...))
 	}

@@ -71,6 +71,8 @@ type run struct {
 	delayed []delayedRequest
 	// undecided counts the requests whose answer never came back.
 	undecided int
+	// shorter, when set, is the counterexample a violation must beat.
+	shorter *shorter
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.
 	answers, checkedAnswers int
