@@ -40,6 +40,10 @@ func TestMutantsAreCaught(t *testing.T) {
 	}
 }
 
+// mutantShrinkTime is rapid's own default: thirteen mutants, each shrunk
+// and looked for again shorter, must fit in go test's budget.
+const mutantShrinkTime = 30 * time.Second
+
 // exploreMutant runs the correct configurations against the broker with
 // one mutant, until one of them breaks a check.
 func exploreMutant(t *testing.T, mutant string) (workload.Outcome, string) {
@@ -51,7 +55,7 @@ func exploreMutant(t *testing.T, mutant string) (workload.Outcome, string) {
 			}
 			var err error
 			out, err = workload.Explore(workload.Options{Scenario: scenario(t, name), Target: target, TxnVersion: version},
-				workload.Budget{Checks: 3000, Steps: 30}, nil)
+				workload.Budget{Checks: 3000, Steps: 30, ShrinkTime: mutantShrinkTime}, nil)
 			require.NoError(t, err)
 			if out.Failure != nil {
 				return out, name + " under transactions v" + string(rune('0'+version))

@@ -1,7 +1,6 @@
 package fencecheck_test
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,23 +57,12 @@ func kfakeTarget(kafkaVersion string) model.NewTarget {
 // exploreKfake explores a scenario on kfake with the given budget.
 func exploreKfake(t *testing.T, sc workload.Scenario, kafkaVersion string, txnVersion int, b workload.Budget) workload.Outcome {
 	t.Helper()
-	restore := setShrinkTime(t, kfakeShrinkTime)
-	defer restore()
 	start := time.Now()
+	b.ShrinkTime = kfakeShrinkTime
 	out, err := workload.Explore(workload.Options{Scenario: sc, Target: kfakeTarget(kafkaVersion), TxnVersion: txnVersion}, b, nil)
 	require.NoError(t, err)
 	t.Logf("%s on kfake, transactions v%d: %d checks in %v", sc.Name, txnVersion, out.Checks, time.Since(start).Round(time.Millisecond))
 	return out
-}
-
-// setShrinkTime sets rapid's shrink time limit (a process-wide flag, which
-// Explore leaves alone) and returns how to put it back.
-func setShrinkTime(t *testing.T, d time.Duration) (restore func()) {
-	f := flag.Lookup("rapid.shrinktime")
-	require.NotNil(t, f)
-	old := f.Value.String()
-	require.NoError(t, f.Value.Set(d.String()))
-	return func() { _ = f.Value.Set(old) }
 }
 
 // signature is how a check breaks: the check, the kind of the operation

@@ -21,9 +21,18 @@ type Budget struct {
 	Checks int    // interleavings to try (rapid's checks)
 	Steps  int    // average actions per interleaving (rapid's steps)
 	Seed   uint64 // 0: a random seed, reported in the outcome
+	// ShrinkTime bounds rapid's shrinking of a counterexample; 0 is
+	// DefaultShrinkTime.
+	ShrinkTime time.Duration
 	// Replay is a rapid fail file to replay instead of exploring.
 	Replay string
 }
+
+// DefaultShrinkTime is how long rapid may shrink a counterexample: four
+// times rapid's own default, which a rare interleaving (a late EndTxn
+// landing on the next transaction) often runs out of with its
+// counterexample still three times as long as it shrinks to.
+const DefaultShrinkTime = 2 * time.Minute
 
 // Outcome is what an exploration found.
 type Outcome struct {
@@ -100,6 +109,9 @@ func (o Outcome) longerThan(ops int) bool {
 
 // explore is one rapid.Check of the property.
 func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
+	if b.ShrinkTime <= 0 {
+		b.ShrinkTime = DefaultShrinkTime
+	}
 	restore, err := setRapidFlags(b)
 	if err != nil {
 		return Outcome{}, err
@@ -151,10 +163,11 @@ func (o Outcome) Discard() {
 // its own budget, not this one.
 func setRapidFlags(b Budget) (restore func(), err error) {
 	settings := map[string]string{
-		"rapid.checks":   fmt.Sprint(b.Checks),
-		"rapid.steps":    fmt.Sprint(b.Steps),
-		"rapid.seed":     fmt.Sprint(b.Seed),
-		"rapid.failfile": b.Replay,
+		"rapid.checks":     fmt.Sprint(b.Checks),
+		"rapid.steps":      fmt.Sprint(b.Steps),
+		"rapid.seed":       fmt.Sprint(b.Seed),
+		"rapid.failfile":   b.Replay,
+		"rapid.shrinktime": b.ShrinkTime.String(),
 	}
 	old := map[string]string{}
 	restore = func() {

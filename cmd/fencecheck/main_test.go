@@ -120,3 +120,23 @@ func TestRunWritesABundleThatReplays(t *testing.T) {
 	require.Contains(t, errOut, "would replay another interleaving")
 	require.Contains(t, errOut, "fencecheck check")
 }
+
+// A flag out of range is a usage error that names the flag; nothing runs.
+func TestRunRefusesFlagsOutOfRange(t *testing.T) {
+	for flag, args := range map[string][]string{
+		"--checks":      {"--checks", "0"},
+		"--steps":       {"--steps", "-1"},
+		"--shrink-time": {"--shrink-time", "0s"},
+		"--txn-version": {"--txn-version", "3"},
+		"--target":      {"--target", "zookeeper"},
+		"--scenario":    {"--scenario", "nope"},
+		"--mutant":      {"--mutant", "no-such-bug"},
+	} {
+		t.Run(flag, func(t *testing.T) {
+			code, out, errOut := runCLI(append([]string{"run"}, args...)...)
+			require.Equal(t, exitUsage, code)
+			require.Contains(t, errOut, flag)
+			require.Empty(t, out)
+		})
+	}
+}

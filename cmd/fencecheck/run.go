@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/impl"
 	"github.com/fencecheck/fencecheck/impl/kafka"
@@ -67,6 +68,7 @@ type runFlags struct {
 	mutants               map[string]bool
 	seed                  uint64
 	checks, steps         int
+	shrinkTime            time.Duration
 	txnVersion            int
 }
 
@@ -80,6 +82,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
 	fs.IntVar(&f.checks, "checks", 100, "how many interleavings to try")
 	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
+	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample")
 	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
 	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`")
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
@@ -154,6 +157,8 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 		return nil, fmt.Errorf("--checks must be at least 1, got %d", f.checks)
 	case f.steps < 1:
 		return nil, fmt.Errorf("--steps must be at least 1, got %d", f.steps)
+	case f.shrinkTime <= 0:
+		return nil, fmt.Errorf("--shrink-time must be positive, got %v", f.shrinkTime)
 	case f.txnVersion != 1 && f.txnVersion != 2:
 		return nil, fmt.Errorf("--txn-version must be 1 or 2, got %d", f.txnVersion)
 	case f.mutant != "" && f.target != "impl":
@@ -169,7 +174,10 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 		return workload.Scenarios, nil
 	}
 	sc, err := workload.ScenarioNamed(f.scenario)
-	return []workload.Scenario{sc}, err
+	if err != nil {
+		return nil, fmt.Errorf("--scenario: %w", err)
+	}
+	return []workload.Scenario{sc}, nil
 }
 
 // settleKafkaVersion makes --kafka-version and --txn-version agree for a
@@ -201,7 +209,7 @@ func (f *runFlags) settleKafkaVersion() error {
 
 func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
 	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion}
-	out, err := workload.Explore(opts, workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed}, stderr)
+	out, err := workload.Explore(opts, workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
