@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/impl"
 	"github.com/fencecheck/fencecheck/model"
@@ -35,7 +34,7 @@ func TestMutantsAreCaught(t *testing.T) {
 				require.NoError(t, histories.SaveFile(filepath.Join(dir, name+".json"), h))
 			}
 			t.Logf("%s: caught by %v on %s after %d checks, shrunk to %d operations, %.1fs",
-				name, broken(report), how, out.Checks, len(h.Ops), time.Since(start).Seconds())
+				name, report.Violated(), how, out.Checks, len(h.Ops), time.Since(start).Seconds())
 		})
 	}
 }
@@ -63,14 +62,4 @@ func exploreMutant(t *testing.T, mutant string) (workload.Outcome, string) {
 		}
 	}
 	return out, ""
-}
-
-func broken(r checker.Report) []string {
-	var checks []string
-	for _, v := range r.Verdicts {
-		if v.Status == checker.Violated {
-			checks = append(checks, v.Check)
-		}
-	}
-	return checks
 }

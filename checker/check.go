@@ -55,6 +55,17 @@ func (r Report) Held() bool {
 	return true
 }
 
+// Violated lists the checks the history violates, in the order of Checks.
+func (r Report) Violated() []string {
+	var checks []string
+	for _, v := range r.Verdicts {
+		if v.Status == Violated {
+			checks = append(checks, v.Check)
+		}
+	}
+	return checks
+}
+
 // Verdict is the verdict of the named check.
 func (r Report) Verdict(check string) Verdict {
 	for _, v := range r.Verdicts {

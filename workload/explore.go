@@ -69,7 +69,7 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	out, err := explore(opts, b, progress)
 	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps); round++ {
 		h, report, _, _ := out.Failure.Found()
-		opts.shorter = &shorter{ops: len(h.Ops), checks: broken(report)}
+		opts.shorter = &shorter{ops: len(h.Ops), checks: report.Violated()}
 		b.Seed = out.Seed + round
 		var again Outcome
 		again, err = explore(opts, b, progress)

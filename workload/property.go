@@ -99,18 +99,7 @@ func (s *shorter) counts(cut histories.History, report checker.Report) bool {
 	if s == nil {
 		return true
 	}
-	return len(cut.Ops) < s.ops && slices.ContainsFunc(broken(report), func(c string) bool { return slices.Contains(s.checks, c) })
-}
-
-// broken lists the checks a report says are violated.
-func broken(report checker.Report) []string {
-	var checks []string
-	for _, v := range report.Verdicts {
-		if v.Status == checker.Violated {
-			checks = append(checks, v.Check)
-		}
-	}
-	return checks
+	return len(cut.Ops) < s.ops && slices.ContainsFunc(report.Violated(), func(c string) bool { return slices.Contains(s.checks, c) })
 }
 
 // checkSoFar runs every check but progress on the history so far: a

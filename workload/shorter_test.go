@@ -19,7 +19,7 @@ func TestShorterCounts(t *testing.T) {
 	h, err := histories.LoadFile("../histories/canonical/fresh-id-per-start.json")
 	require.NoError(t, err)
 	report := checker.Check(h, checker.Options{})
-	require.Equal(t, []string{checker.ExactlyOnce}, broken(report))
+	require.Equal(t, []string{checker.ExactlyOnce}, report.Violated())
 
 	var none *shorter
 	require.True(t, none.counts(h, report), "with nothing to beat, every counterexample counts")
