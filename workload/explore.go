@@ -52,10 +52,14 @@ type Outcome struct {
 //
 // A counterexample longer than readableOps is then looked for again,
 // shorter: rapid shrinks the draws, which is not the same as the timeline
-// (a run with no action at all can hold a long quiet phase), so further
+// (a run with no action at all can hold a long quiet phase). Further
 // explorations, each from a seed derived from the first, count only a
 // violation of a check the last counterexample broke whose timeline is
-// shorter than it, up to shortenRounds times or until one finds none.
+// shorter than it. When one finds none (the random runs that break the
+// check are long, and rapid only shrinks what fails), the next counts any
+// violation of those checks and is kept if it shrinks shorter: another
+// start for rapid's shrinking, which ends in a local minimum. Up to
+// shortenRounds in all, each with shortenEffort times the first's checks.
 func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
@@ -67,19 +71,27 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 		_ = flag.CommandLine.Parse(nil)
 	}
 	out, err := explore(opts, b, progress)
+	b.Checks *= shortenEffort
+	bounded := true
 	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps); round++ {
 		h, report, _, _ := out.Failure.Found()
-		opts.shorter = &shorter{ops: len(h.Ops), checks: report.Violated()}
+		opts.shorter = &shorter{checks: report.Violated()}
+		if bounded {
+			opts.shorter.ops = len(h.Ops)
+		}
 		b.Seed = out.Seed + round
 		var again Outcome
 		again, err = explore(opts, b, progress)
 		out.Checks += again.Checks
 		out.Ops += again.Ops
-		if again.Failure == nil {
-			break
+		if again.Failure == nil || again.longerThan(len(h.Ops)-1) {
+			again.Discard() // none, or none shorter
+			bounded = false
+			continue
 		}
 		out.Discard()
 		out.Failure, out.FailFile, out.Log = again.Failure, again.FailFile, again.Log
+		bounded = true
 	}
 	return out, err
 }
@@ -89,16 +101,23 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 const readableOps = 15
 
 // shortenRounds bounds the explorations looking for a shorter
-// counterexample.
-const shortenRounds = 3
+// counterexample, and shortenEffort is each one's budget, in multiples of
+// the first's: a bug the first found late may take as long to meet again.
+const (
+	shortenRounds = 3
+	shortenEffort = 3
+)
 
 // shorter is what a counterexample must beat to count while one is looked
-// for again: fewer operations, breaking a check the last one broke.
+// for again: break a check the last one broke, in fewer than ops
+// operations (0: any number, to be shrunk and compared after).
 type shorter struct {
 	ops    int
 	checks []string
 }
 
+// longerThan reports whether the outcome holds a counterexample of more
+// than ops operations.
 func (o Outcome) longerThan(ops int) bool {
 	if o.Failure == nil {
 		return false
