@@ -231,9 +231,11 @@ func reportProgress(w io.Writer, checks, ops *atomic.Int64) (stop func()) {
 	return func() { close(done) }
 }
 
-// newestFailFile is the fail file rapid just wrote for name.
+// newestFailFile is the fail file rapid just wrote for name: the newest of
+// this process's (rapid puts the process id last in the name), so that
+// two explorations in one directory never take each other's.
 func newestFailFile(name string) string {
-	files, _ := filepath.Glob(filepath.Join("testdata", "rapid", name, name+"-*.fail"))
+	files, _ := filepath.Glob(filepath.Join("testdata", "rapid", name, fmt.Sprintf("%s-*-%d.fail", name, os.Getpid())))
 	var newest string
 	var at time.Time
 	for _, f := range files {

@@ -1,7 +1,11 @@
 package workload
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,4 +57,19 @@ func TestExploreLooksForAShorterCounterexample(t *testing.T) {
 	h, _, _, _ := out.Failure.Found()
 	require.LessOrEqual(t, len(h.Ops), readableOps)
 	t.Logf("%d operations, then %d", len(long.Ops), len(h.Ops))
+}
+
+// Two explorations in one directory: each takes its own fail file, never
+// the other process's, however new.
+func TestNewestFailFileIsThisProcesss(t *testing.T) {
+	t.Chdir(t.TempDir())
+	dir := filepath.Join("testdata", "rapid", "fencecheck-x")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	ours := filepath.Join(dir, fmt.Sprintf("fencecheck-x-20261129000000-%d.fail", os.Getpid()))
+	theirs := filepath.Join(dir, fmt.Sprintf("fencecheck-x-20261129000001-%d.fail", os.Getpid()+1))
+	require.NoError(t, os.WriteFile(ours, nil, 0o644))
+	require.NoError(t, os.WriteFile(theirs, nil, 0o644))
+	later := time.Now().Add(time.Minute)
+	require.NoError(t, os.Chtimes(theirs, later, later))
+	require.Equal(t, ours, newestFailFile("fencecheck-x"))
 }
