@@ -104,7 +104,7 @@ const readableOps = 15
 // counterexample, and shortenEffort is each one's budget, in multiples of
 // the first's: a bug the first found late may take as long to meet again.
 const (
-	shortenRounds = 3
+	shortenRounds = 5
 	shortenEffort = 3
 )
 
