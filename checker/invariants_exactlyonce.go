@@ -9,9 +9,11 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// checkExactlyOnce: read_committed readers see each trip once (no
-// duplicate), every committed record wherever a read covered its offset (no
-// lost write), and one offset never holds two records (inconsistent offsets).
+// checkExactlyOnce: each trip is carried by at most one committed record
+// per topic, as read_committed reads and committed writes show (no
+// duplicate); read_committed readers see every committed record wherever a
+// read covered its offset (no lost write); and one offset never holds two
+// records (inconsistent offsets).
 func checkExactlyOnce(a *analysis) Verdict {
 	var violations []Violation
 	violations = append(violations, a.duplicates()...)

@@ -222,7 +222,7 @@ func (r *run) replace(p *proc) {
 		return
 	}
 	r.stuck++
-	if r.quiet && r.rivalOf(p) != nil {
+	if r.quiet && r.hasRival(p) {
 		r.rivalFenced[p.slot] = true
 	}
 	n := r.spawn(p.slot)
@@ -232,19 +232,13 @@ func (r *run) replace(p *proc) {
 	}
 }
 
-// rivalOf is a live process of another slot that holds p's
+// hasRival reports whether a live process of another slot holds p's
 // transactional.id: two owners of one id, which fence each other.
-func (r *run) rivalOf(p *proc) *proc {
+func (r *run) hasRival(p *proc) bool {
 	id := transactionalID(p.c)
-	if id == "" {
-		return nil
-	}
-	for _, q := range r.procs {
-		if q.slot != p.slot && q.live() && transactionalID(q.c) == id {
-			return q
-		}
-	}
-	return nil
+	return id != "" && slices.ContainsFunc(r.procs, func(q *proc) bool {
+		return q.slot != p.slot && q.live() && transactionalID(q.c) == id
+	})
 }
 
 // crash kills p. A request in flight may or may not reach the broker.
