@@ -126,24 +126,74 @@ func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOf
 
 // staleGenerations finds offset commits that succeeded with a generation
 // older than one a join_group of the group had returned before the commit
-// was called. The groupId-string overload (generation -1) carries no
-// generation to check (seed 002).
+// was called, and zombie commits of the groupId-string overload.
 func staleGenerations(h histories.History) []Violation {
 	var violations []Violation
 	for _, op := range h.Ops {
-		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() || op.Req.GenerationID < 0 {
+		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() {
 			continue
 		}
-		for _, join := range h.Ops {
-			gen := join.Result.Resp.GenerationID
-			if join.Kind == model.JoinGroup && join.Result.Succeeded() && join.Req.Group == op.Req.Group &&
-				join.Return < op.Call && gen > op.Req.GenerationID {
-				violations = append(violations, Violation{Op: op.ID, Related: []int{join.ID},
-					Reason: fmt.Sprintf("txn_offset_commit of group %s at generation %d accepted after op %d returned generation %d",
-						op.Req.Group, op.Req.GenerationID, join.ID, gen)})
-				break
-			}
+		judge := staleGeneration
+		if op.Req.GenerationID < 0 {
+			judge = zombieOverload
+		}
+		if v, stale := judge(h, op); stale {
+			violations = append(violations, v)
 		}
 	}
 	return violations
+}
+
+func staleGeneration(h histories.History, commit histories.Op) (Violation, bool) {
+	joins := laterJoins(h, commit, commit.Req.GenerationID)
+	if len(joins) == 0 {
+		return Violation{}, false
+	}
+	join := joins[0]
+	return Violation{Op: commit.ID, Related: []int{join.ID},
+		Reason: fmt.Sprintf("txn_offset_commit of group %s at generation %d accepted after op %d returned generation %d",
+			commit.Req.Group, commit.Req.GenerationID, join.ID, join.Result.Resp.GenerationID)}, true
+}
+
+// zombieOverload judges the groupId-string overload (generation -1), which
+// carries no generation, so that the broker cannot fence its zombie (seed
+// 002); the history still can. The committer's generation is the one its
+// process's last join_group answered before the commit was called, and its
+// commit is a zombie's when a newer generation had given one of its
+// partitions to another process. A process whose last join is unanswered
+// may be in any generation.
+func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) {
+	var last *histories.Op
+	for i, op := range h.Ops {
+		if op.Kind == model.JoinGroup && op.Proc == commit.Proc && op.Req.Group == commit.Req.Group &&
+			op.Call < commit.Call && (last == nil || op.Call > last.Call) {
+			last = &h.Ops[i]
+		}
+	}
+	if last == nil || !last.Result.Succeeded() || last.Return >= commit.Call {
+		return Violation{}, false
+	}
+	for _, join := range laterJoins(h, commit, last.Result.Resp.GenerationID) {
+		for _, p := range join.Result.Resp.Assignment {
+			if _, mine := commit.Req.Offsets[p]; mine && join.Proc != commit.Proc {
+				return Violation{Op: commit.ID, Related: []int{last.ID, join.ID},
+					Reason: fmt.Sprintf("txn_offset_commit of group %s for %s with no generation (groupId string) accepted from %s, whose last join (op %d) answered generation %d, after op %d gave %s to %s at generation %d",
+						commit.Req.Group, p, commit.Proc, last.ID, last.Result.Resp.GenerationID, join.ID, p, join.Proc, join.Result.Resp.GenerationID)}, true
+			}
+		}
+	}
+	return Violation{}, false
+}
+
+// laterJoins are the join_group answers of commit's group, returned before
+// commit was called, at a generation newer than gen.
+func laterJoins(h histories.History, commit histories.Op, gen int32) []histories.Op {
+	var joins []histories.Op
+	for _, join := range h.Ops {
+		if join.Kind == model.JoinGroup && join.Result.Succeeded() && join.Req.Group == commit.Req.Group &&
+			join.Return < commit.Call && join.Result.Resp.GenerationID > gen {
+			joins = append(joins, join)
+		}
+	}
+	return joins
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
 )
 
 var ctp = session{"ctp-0", 7001, 0}
@@ -83,7 +85,34 @@ func TestOffsetsMonotonicStaleGeneration(t *testing.T) {
 	b.op(stale).Call = 11
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 
-	// The groupId-string overload carries no generation to check.
-	b.op(stale).Call, b.op(stale).Req.GenerationID = 13, -1
+}
+
+// The groupId-string overload carries no generation, but its zombie is
+// still one: its process's last join answered an older generation, and a
+// newer one gave its partition to another process (seed 002).
+func TestOffsetsMonotonicZombieGroupIDString(t *testing.T) {
+	b := &historyBuilder{}
+	first := b.joinGroup("A", 0, 1, "g", 1, "trips-0")
+	join := b.joinGroup("B", 10, 12, "g", 2, "trips-0")
+	zombie := b.txnOffsetCommit("A", 13, 14, ctp, "g", -1, "trips-0", 6)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, zombie, "txn_offset_commit of group g for trips-0 with no generation (groupId string) accepted from A, whose last join (op 0) answered generation 1, after op 1 gave trips-0 to B at generation 2")
+	require.Equal(t, []int{first, join}, v.Violations[0].Related)
+
+	// The new generation gave B another partition: A's is still its own.
+	b.op(join).Result.Resp.Assignment = []model.Partition{"trips-1"}
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	b.op(join).Result.Resp.Assignment = []model.Partition{"trips-0"}
+
+	// A rejoined the new generation: no zombie.
+	rejoin := b.joinGroup("A", 11, 12, "g", 2)
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	// Its rejoin went unanswered: it may be in any generation.
+	b.op(rejoin).Returned = false
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	// A process that never joined speaks for no generation.
+	b.op(zombie).Proc = "C"
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }

@@ -53,13 +53,14 @@ type Outcome struct {
 // A counterexample longer than readableOps is then looked for again,
 // shorter: rapid shrinks the draws, which is not the same as the timeline
 // (a run with no action at all can hold a long quiet phase). Further
-// explorations, each from a seed derived from the first, count only a
-// violation of a check the last counterexample broke whose timeline is
-// shorter than it. When one finds none (the random runs that break the
-// check are long, and rapid only shrinks what fails), the next counts any
-// violation of those checks and is kept if it shrinks shorter: another
-// start for rapid's shrinking, which ends in a local minimum. Up to
-// shortenRounds in all, each with shortenEffort times the first's checks.
+// explorations, each from a seed derived from the first, take turns. The
+// odd ones count only a violation of a check the last counterexample broke
+// whose timeline is shorter than it; the even ones count any violation of
+// those checks, and keep it if it shrinks shorter: the random runs that
+// break a check are long, rapid only shrinks what fails, and its shrinking
+// ends in a local minimum, so another start may end in a shorter one. Up to
+// shortenRounds in all, the nth with n times shortenEffort times the
+// first's checks: a bug the first met late may take longer to meet again.
 func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
@@ -71,27 +72,24 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 		_ = flag.CommandLine.Parse(nil)
 	}
 	out, err := explore(opts, b, progress)
-	b.Checks *= shortenEffort
-	bounded := true
+	first := b.Checks
 	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps); round++ {
 		h, report, _, _ := out.Failure.Found()
 		opts.shorter = &shorter{checks: report.Violated()}
-		if bounded {
+		if round%2 == 1 {
 			opts.shorter.ops = len(h.Ops)
 		}
-		b.Seed = out.Seed + round
+		b.Seed, b.Checks = out.Seed+round, first*shortenEffort*int(round)
 		var again Outcome
 		again, err = explore(opts, b, progress)
 		out.Checks += again.Checks
 		out.Ops += again.Ops
 		if again.Failure == nil || again.longerThan(len(h.Ops)-1) {
 			again.Discard() // none, or none shorter
-			bounded = false
 			continue
 		}
 		out.Discard()
 		out.Failure, out.FailFile, out.Log = again.Failure, again.FailFile, again.Log
-		bounded = true
 	}
 	return out, err
 }
@@ -101,8 +99,7 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 const readableOps = 15
 
 // shortenRounds bounds the explorations looking for a shorter
-// counterexample, and shortenEffort is each one's budget, in multiples of
-// the first's: a bug the first found late may take as long to meet again.
+// counterexample, and shortenEffort sets their budgets (see Explore).
 const (
 	shortenRounds = 5
 	shortenEffort = 3
@@ -136,7 +133,7 @@ func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 		return Outcome{}, err
 	}
 	defer restore()
-	tb := &explorer{name: "fencecheck-" + opts.Scenario.Name}
+	tb := &explorer{name: explorationName(opts.Scenario.Name)}
 	failure := &Failure{}
 	var checks, ops atomic.Int64
 	observe := opts.Observe
@@ -157,7 +154,7 @@ func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	out := Outcome{Seed: b.Seed, Checks: int(checks.Load()), Ops: int(ops.Load()), Log: tb.log.String()}
 	if tb.failed {
 		out.Failure = failure
-		out.FailFile = newestFailFile(tb.name)
+		out.FailFile = failFile(tb.name)
 	}
 	return out, nil
 }
@@ -231,19 +228,25 @@ func reportProgress(w io.Writer, checks, ops *atomic.Int64) (stop func()) {
 	return func() { close(done) }
 }
 
-// newestFailFile is the fail file rapid just wrote for name: the newest of
-// this process's (rapid puts the process id last in the name), so that
-// two explorations in one directory never take each other's.
-func newestFailFile(name string) string {
-	files, _ := filepath.Glob(filepath.Join("testdata", "rapid", name, fmt.Sprintf("%s-*-%d.fail", name, os.Getpid())))
-	var newest string
-	var at time.Time
-	for _, f := range files {
-		if info, err := os.Stat(f); err == nil && info.ModTime().After(at) {
-			newest, at = f, info.ModTime()
-		}
+// explorationName names one exploration, and so its directory of rapid
+// fail files, which no other exploration shares: rapid replays every fail
+// file it finds under its name before exploring (a search for a shorter
+// counterexample would start from the last one), names them by the
+// second (two explorations within one would write one file), and two
+// processes in one directory would take each other's.
+func explorationName(scenario string) string {
+	return fmt.Sprintf("fencecheck-%s-%d-%d", scenario, os.Getpid(), explorations.Add(1))
+}
+
+var explorations atomic.Int64
+
+// failFile is the fail file rapid wrote for the exploration name.
+func failFile(name string) string {
+	files, _ := filepath.Glob(filepath.Join("testdata", "rapid", name, name+"-*.fail"))
+	if len(files) == 0 {
+		return ""
 	}
-	return newest
+	return files[0]
 }
 
 // explorer is the rapid.TB of an exploration outside go test: it keeps

@@ -1,11 +1,7 @@
 package workload
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -59,17 +55,30 @@ func TestExploreLooksForAShorterCounterexample(t *testing.T) {
 	t.Logf("%d operations, then %d", len(long.Ops), len(h.Ops))
 }
 
-// Two explorations in one directory: each takes its own fail file, never
-// the other process's, however new.
-func TestNewestFailFileIsThisProcesss(t *testing.T) {
+// Explorations in one directory each keep their own fail file, even
+// within one second (rapid names them by the second), and none replays
+// another's (rapid replays the fail files it finds under its name).
+func TestExplorationsKeepTheirOwnFailFiles(t *testing.T) {
 	t.Chdir(t.TempDir())
-	dir := filepath.Join("testdata", "rapid", "fencecheck-x")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	ours := filepath.Join(dir, fmt.Sprintf("fencecheck-x-20261129000000-%d.fail", os.Getpid()))
-	theirs := filepath.Join(dir, fmt.Sprintf("fencecheck-x-20261129000001-%d.fail", os.Getpid()+1))
-	require.NoError(t, os.WriteFile(ours, nil, 0o644))
-	require.NoError(t, os.WriteFile(theirs, nil, 0o644))
-	later := time.Now().Add(time.Minute)
-	require.NoError(t, os.Chtimes(theirs, later, later))
-	require.Equal(t, ours, newestFailFile("fencecheck-x"))
+	sc, err := ScenarioNamed("fresh-id-per-start")
+	require.NoError(t, err)
+	opts := Options{Scenario: sc, TxnVersion: 2, Target: func() (model.Target, error) {
+		return model.NewBroker(model.Options{TxnVersion: 2}), nil
+	}}
+	b := Budget{Checks: 1000, Steps: 30, Seed: 1, ShrinkTime: DefaultShrinkTime}
+	var files []string
+	for range 3 {
+		out, err := explore(opts, b, nil)
+		require.NoError(t, err)
+		require.NotNil(t, out.Failure)
+		require.FileExists(t, out.FailFile, out.Log)
+		require.NotContains(t, out.Log, "failed after 0 tests", "replayed an earlier exploration's fail file")
+		files = append(files, out.FailFile)
+	}
+	require.Len(t, files, 3)
+	require.NotEqual(t, files[0], files[1])
+	require.NotEqual(t, files[1], files[2])
+	for _, f := range files {
+		require.FileExists(t, f)
+	}
 }
