@@ -20,9 +20,8 @@ import (
 // the properties that hold on the correct broker, from a random seed, within
 // the default budget. Nothing here knows where a bug is: every mutant gets
 // the same scenarios in the same order, and the first that breaks a check
-// catches it. The shrunk length is logged, not asserted: the search is
-// random, and a rare run of late-endtxn-hits-next-txn ends at 16 or more
-// operations where nearly all end at 15 or fewer.
+// catches it, and its shrunk counterexample must be short enough to read
+// (workload.Explore looks again for one longer than that).
 func TestMutantsAreCaught(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(impl.Mutants)) {
 		t.Run(name, func(t *testing.T) {
@@ -37,9 +36,13 @@ func TestMutantsAreCaught(t *testing.T) {
 			}
 			t.Logf("%s: caught by %v on %s after %d checks, shrunk to %d operations, %.1fs",
 				name, report.Violated(), how, out.Checks, len(h.Ops), time.Since(start).Seconds())
+			require.LessOrEqual(t, len(h.Ops), readableOps, "%s's counterexample is too long to read", name)
 		})
 	}
 }
+
+// readableOps is the longest counterexample a mutant may shrink to.
+const readableOps = 15
 
 // mutantShrinkTime is rapid's own default: thirteen mutants, each shrunk
 // and looked for again shorter, must fit in go test's budget.

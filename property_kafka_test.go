@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
@@ -208,4 +211,48 @@ func TestPropertyAdversary(t *testing.T) {
 			t.Fatalf("seed %d: a counterexample after %v: %v", out.Seed, steps, report.Verdicts)
 		}
 	}
+}
+
+// TestPropertyKafkaByAddress: `--target kafka --brokers` drives a cluster
+// it did not start, here a kfake cluster of its own with the settings
+// README asks of a real one (a low group.min.session.timeout.ms). The
+// target creates its topics under its own prefix, and a misconfiguration
+// is caught there as on the embedded cluster.
+func TestPropertyKafkaByAddress(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	target := func() (model.Target, error) {
+		return kafka.New(kafka.Config{Brokers: cluster.ListenAddrs(), Topics: workload.Topics,
+			RebalanceTimeout: 20 * time.Millisecond, Logf: func(string, ...any) {}})
+	}
+	sc := scenario(t, "fresh-id-per-start")
+	out, err := workload.Explore(workload.Options{Scenario: sc, Target: target, TxnVersion: 2},
+		workload.Budget{Checks: 20, Steps: 20, Seed: 1, ShrinkTime: kfakeShrinkTime}, nil)
+	require.NoError(t, err)
+	require.NotNil(t, out.Failure, "no counterexample in %d checks", out.Checks)
+	defer out.Discard()
+	h, report, _, _ := out.Failure.Found()
+	require.True(t, breaksOneOf(report, sc.Breaks), "caught by %v, not by one of %v", report.Violated(), sc.Breaks)
+	t.Logf("caught by %v in %d checks, shrunk to %d operations", report.Violated(), out.Checks, len(h.Ops))
+
+	topics := clusterTopics(t, cluster.ListenAddrs())
+	require.NotEmpty(t, topics)
+	for _, topic := range topics {
+		require.True(t, strings.HasPrefix(topic, "fencecheck-"), "topic %s is not fencecheck's", topic)
+	}
+}
+
+// clusterTopics lists the topics of the cluster at addrs.
+func clusterTopics(t *testing.T, addrs []string) []string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	require.NoError(t, err)
+	defer cl.Close()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(t.Context(), cl)
+	require.NoError(t, err)
+	var topics []string
+	for _, topic := range resp.Topics {
+		topics = append(topics, *topic.Topic)
+	}
+	return topics
 }

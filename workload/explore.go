@@ -21,8 +21,8 @@ type Budget struct {
 	Checks int    // interleavings to try (rapid's checks)
 	Steps  int    // average actions per interleaving (rapid's steps)
 	Seed   uint64 // 0: a random seed, reported in the outcome
-	// ShrinkTime bounds rapid's shrinking of a counterexample; 0 is
-	// DefaultShrinkTime.
+	// ShrinkTime bounds rapid's shrinking of a counterexample, and the
+	// search for a shorter one (see Explore); 0 is DefaultShrinkTime.
 	ShrinkTime time.Duration
 	// Replay is a rapid fail file to replay instead of exploring.
 	Replay string
@@ -60,7 +60,8 @@ type Outcome struct {
 // break a check are long, rapid only shrinks what fails, and its shrinking
 // ends in a local minimum, so another start may end in a shorter one. Up to
 // shortenRounds in all, the nth with n times shortenEffort times the
-// first's checks: a bug the first met late may take longer to meet again.
+// first's checks (a bug the first met late may take longer to meet again),
+// and none started once the search has taken the budget's ShrinkTime.
 func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
@@ -72,8 +73,8 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 		_ = flag.CommandLine.Parse(nil)
 	}
 	out, err := explore(opts, b, progress)
-	first := b.Checks
-	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps); round++ {
+	first, since := b.Checks, time.Now()
+	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps) && time.Since(since) < b.shrinkTime(); round++ {
 		h, report, _, _ := out.Failure.Found()
 		opts.shorter = &shorter{checks: report.Violated()}
 		if round%2 == 1 {
@@ -92,6 +93,13 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 		out.Failure, out.FailFile, out.Log = again.Failure, again.FailFile, again.Log
 	}
 	return out, err
+}
+
+func (b Budget) shrinkTime() time.Duration {
+	if b.ShrinkTime <= 0 {
+		return DefaultShrinkTime
+	}
+	return b.ShrinkTime
 }
 
 // readableOps is how long a timeline a person reads in a minute; longer
@@ -125,9 +133,7 @@ func (o Outcome) longerThan(ops int) bool {
 
 // explore is one rapid.Check of the property.
 func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
-	if b.ShrinkTime <= 0 {
-		b.ShrinkTime = DefaultShrinkTime
-	}
+	b.ShrinkTime = b.shrinkTime()
 	restore, err := setRapidFlags(b)
 	if err != nil {
 		return Outcome{}, err

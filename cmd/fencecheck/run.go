@@ -82,7 +82,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
 	fs.IntVar(&f.checks, "checks", 100, "how many interleavings to try")
 	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
-	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample")
+	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
 	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
 	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`")
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
