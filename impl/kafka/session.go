@@ -28,6 +28,12 @@ type SessionConfig struct {
 	// SessionTimeout, RebalanceTimeout and TransactionTimeout are real
 	// time; 0 is 1 s, 1 s and 3 s.
 	SessionTimeout, RebalanceTimeout, TransactionTimeout time.Duration
+
+	// outsideTxn makes the worker write its output with a producer of
+	// its own, outside the transaction: a misconfiguration the
+	// properties must catch (an aborted transaction's output stays, and
+	// its input is processed again).
+	outsideTxn bool
 }
 
 // Session is one running worker process. Its faults are those a harness
@@ -37,8 +43,12 @@ type SessionConfig struct {
 type Session struct {
 	gts    *kgo.GroupTransactSession
 	output string
-	done   chan struct{}
-	cancel context.CancelFunc
+	// produce writes the output: the session's transactional producer,
+	// or the plain one of a misconfigured worker (outsideTxn).
+	produce func(context.Context, ...*kgo.Record) kgo.ProduceResults
+	plain   *kgo.Client
+	done    chan struct{}
+	cancel  context.CancelFunc
 
 	mu        sync.Mutex
 	stalled   chan struct{} // closed on wake; nil when running
@@ -52,13 +62,22 @@ func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
 	}
+	s := &Session{gts: gts, output: t.names.topic(cfg.Output), produce: gts.ProduceSync, done: make(chan struct{})}
+	if cfg.outsideTxn {
+		if s.plain, err = kgo.NewClient(t.clientOpts()...); err != nil {
+			gts.Close()
+			return nil, fmt.Errorf("kafka: starting a producer: %w", err)
+		}
+		s.produce = s.plain.ProduceSync
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Session{gts: gts, output: t.names.topic(cfg.Output), done: make(chan struct{}), cancel: cancel}
+	s.cancel = cancel
 	go s.loop(ctx)
 	return s, nil
 }
 
-func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
+// clientOpts are what every client of the target's cluster is given.
+func (t *Target) clientOpts() []kgo.Opt {
 	seeds := t.cfg.Brokers
 	if t.embedded != nil {
 		seeds = t.embedded.addrs
@@ -67,6 +86,14 @@ func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.MaxVersions(versions),
+		// The target reads uncompressed batches only, so that what it
+		// returns is exactly what the broker stored.
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+	}
+}
+
+func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
+	return append(t.clientOpts(),
 		kgo.TransactionalID(t.names.txnID(cfg.TransactionalID)),
 		kgo.TransactionTimeout(orDefault(cfg.TransactionTimeout, 3*time.Second)),
 		kgo.ConsumerGroup(t.names.group(cfg.Group)),
@@ -75,12 +102,9 @@ func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
 		kgo.RequireStableFetchOffsets(),
 		kgo.SessionTimeout(orDefault(cfg.SessionTimeout, time.Second)),
 		kgo.RebalanceTimeout(orDefault(cfg.RebalanceTimeout, time.Second)),
-		kgo.HeartbeatInterval(100 * time.Millisecond),
-		kgo.FetchMaxWait(100 * time.Millisecond),
-		// The target reads uncompressed batches only, so that what it
-		// returns is exactly what the broker stored.
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-	}
+		kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -124,7 +148,7 @@ func (s *Session) transact(ctx context.Context, fetches kgo.Fetches) error {
 		produced = append(produced, &kgo.Record{Topic: s.output, Partition: in.Partition, Key: in.Key,
 			Value: []byte("fare of " + string(in.Key))})
 	})
-	produceErr := s.gts.ProduceSync(ctx, produced...).FirstErr()
+	produceErr := s.produce(ctx, produced...).FirstErr()
 	s.waitWhileStalled(ctx)
 	committed, err := s.gts.End(ctx, kgo.TransactionEndTry(produceErr == nil))
 	if ctx.Err() != nil {
@@ -183,6 +207,13 @@ func (s *Session) Crash() {
 	s.Wake()
 	<-s.done
 	s.gts.Client().Close()
+	s.closePlain()
+}
+
+func (s *Session) closePlain() {
+	if s.plain != nil {
+		s.plain.Close()
+	}
 }
 
 // Close stops the worker after its current transaction and leaves the
@@ -192,9 +223,21 @@ func (s *Session) Close() error {
 	s.Wake()
 	<-s.done
 	s.gts.Close()
+	s.closePlain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// Stopped reports that the worker's loop ended: it crashed, was closed, or
+// met an error it does not recover from (the orchestrator starts another).
+func (s *Session) Stopped() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Committed is how many transactions the worker committed.

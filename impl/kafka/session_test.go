@@ -65,32 +65,57 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 func forEachSessionProtocol(t *testing.T, fn func(t *testing.T, s *scenario)) {
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
-			target, err := NewKfake(Config{
-				Topics:       map[string]int32{"trips": sessionPartitions, "fares": sessionPartitions},
-				KafkaVersion: p.kafkaVersion,
-				Logf:         t.Logf,
-			})
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, target.Close()) })
-			lossy := &lossyBroker{b: target}
-			fn(t, &scenario{t: t, target: target, lossy: lossy, rec: histories.NewRecorder(lossy, nil), ctx: t.Context()})
+			s := newSessionScenario(t, p.kafkaVersion)
+			t.Cleanup(func() { require.NoError(t, s.target.Close()) })
+			fn(t, s)
 		})
 	}
+}
+
+// newSessionScenario starts a kfake cluster for session workers; the
+// caller closes its target.
+func newSessionScenario(t *testing.T, kafkaVersion string) *scenario {
+	target, err := NewKfake(Config{
+		Topics:       map[string]int32{"trips": sessionPartitions, "fares": sessionPartitions},
+		KafkaVersion: kafkaVersion,
+		Logf:         t.Logf,
+	})
+	require.NoError(t, err)
+	lossy := &lossyBroker{b: target}
+	return &scenario{t: t, target: target, lossy: lossy, rec: histories.NewRecorder(lossy, nil), ctx: t.Context()}
 }
 
 // seedTrips writes the trips the workers read, with an idempotent producer.
 func (s *scenario) seedTrips() []string {
 	s.t.Helper()
+	return s.newSource().write(sessionTrips / sessionPartitions)
+}
+
+// source writes trips to the input partitions, as an idempotent producer.
+type source struct {
+	s       *scenario
+	session session
+	written []int32 // per partition: trips written, the next sequence
+}
+
+func (s *scenario) newSource() *source {
+	s.t.Helper()
 	got := s.ok("source", model.InitProducerID, initRequest(""))
-	src := session{"", got.ProducerID, got.Epoch}
+	return &source{s: s, session: session{"", got.ProducerID, got.Epoch}, written: make([]int32, sessionPartitions)}
+}
+
+// write writes n more trips to each partition, one batch each, and
+// returns their keys.
+func (src *source) write(n int) []string {
 	var trips []string
 	for p := range sessionPartitions {
 		part := model.Partition(fmt.Sprintf("trips-%d", p))
 		var keys []string
-		for i := range sessionTrips / sessionPartitions {
-			keys = append(keys, fmt.Sprintf("trip-%c%02d", 'a'+p, i+1))
+		for i := range n {
+			keys = append(keys, fmt.Sprintf("trip-%c%02d", 'a'+p, int(src.written[p])+i+1))
 		}
-		s.ok("source", model.Produce, src.produce(part, 0, keys...))
+		src.s.ok("source", model.Produce, src.session.produce(part, src.written[p], keys...))
+		src.written[p] += int32(n)
 		trips = append(trips, keys...)
 	}
 	return trips

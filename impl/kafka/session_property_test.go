@@ -1,0 +1,267 @@
+package kafka
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// sessionChecks is the property's budget: each interleaving is a kfake
+// cluster and real time, a few seconds.
+const sessionChecks = 3
+
+// TestPropertyKafkaGroupTransactSession: franz-go's own exactly-once loop
+// (kgo.GroupTransactSession) under random faults, as rapid draws them,
+// while trips keep arriving: workers join and leave, stall mid-transaction
+// and wake (zombie consumers, seed 002), crash and are restarted with the
+// same transactional id (zombie producers, seed 000), the clock moves on
+// and the brokers restart. Then faults stop, and every trip must be
+// committed exactly once, with no aborted record read. The session sends
+// its own requests, so the history holds the faults, the input and the
+// final reads, and the checks that judge those. Real time and real
+// goroutines make an interleaving replay only roughly, so rapid's
+// shrinking of a failure here is best effort.
+func TestPropertyKafkaGroupTransactSession(t *testing.T) {
+	setRapidFlag(t, "rapid.checks", sessionChecks)
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			rapid.Check(t, sessionProperty(t, SessionConfig{}, p.kafkaVersion))
+		})
+	}
+}
+
+// TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn: the
+// property is not blind. A worker that writes its output with a producer
+// outside its transaction leaves an aborted transaction's output behind,
+// and its input is processed again: exactly-once breaks.
+func TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn(t *testing.T) {
+	setRapidFlag(t, "rapid.checks", sessionChecks)
+	setRapidFlag(t, "rapid.nofailfile", true) // a fail file would be replayed by the next run
+	failure := &failureOf{T: t}
+	rapid.Check(failure, sessionProperty(t, SessionConfig{outsideTxn: true}, ""))
+	require.True(t, failure.failed, "a worker writing outside its transaction went unnoticed")
+	require.Contains(t, failure.log.String(), "exactly-once: VIOLATED")
+}
+
+// sessionProperty is one interleaving of session workers of config base
+// on a fresh kfake cluster speaking kafkaVersion.
+func sessionProperty(t *testing.T, base SessionConfig, kafkaVersion string) func(*rapid.T) {
+	return func(rt *rapid.T) {
+		s := newSessionScenario(t, kafkaVersion)
+		defer s.target.Close()
+		m := &sessionMachine{s: s, base: base, source: s.newSource()}
+		defer m.closeAll()
+		m.WriteTrips(rt)
+		m.JoinWorker(rt)
+		rt.Repeat(rapid.StateMachineActions(m))
+		m.quiesce(rt)
+	}
+}
+
+// setRapidFlag sets one of rapid's flags for one test: flags are the only
+// way to give rapid.Check a budget, and RAPID_CHECKS is for the fast
+// properties.
+func setRapidFlag(t *testing.T, name string, value any) {
+	f := flag.Lookup(name)
+	old := f.Value.String()
+	require.NoError(t, f.Value.Set(fmt.Sprint(value)))
+	t.Cleanup(func() { _ = f.Value.Set(old) })
+}
+
+// failureOf is a test that keeps rapid's failure instead of failing.
+type failureOf struct {
+	*testing.T
+	failed bool
+	log    strings.Builder
+}
+
+func (f *failureOf) Errorf(format string, args ...any) { f.failed = true; f.Logf(format, args...) }
+func (f *failureOf) Error(args ...any)                 { f.failed = true; f.Log(args...) }
+func (f *failureOf) Fatalf(format string, args ...any) { f.Errorf(format, args...) }
+func (f *failureOf) Fatal(args ...any)                 { f.Error(args...) }
+func (f *failureOf) FailNow()                          { f.failed = true }
+func (f *failureOf) Fail()                             { f.failed = true }
+func (f *failureOf) Failed() bool                      { return f.failed }
+func (f *failureOf) Logf(format string, args ...any)   { fmt.Fprintf(&f.log, format+"\n", args...) }
+func (f *failureOf) Log(args ...any)                   { fmt.Fprintln(&f.log, args...) }
+
+// sessionMachine is the orchestrator of session workers: a slot per
+// worker, each running one session at a time under its own
+// transactional id.
+type sessionMachine struct {
+	s       *scenario
+	base    SessionConfig
+	source  *source
+	trips   []string
+	workers []*sessionWorker
+}
+
+type sessionWorker struct {
+	name    string
+	session *Session
+	stalled bool
+	left    bool
+}
+
+// maxSessionWorkers bounds the group: enough for a rebalance to move
+// partitions from a stalled worker to a live one.
+const maxSessionWorkers = 3
+
+func (m *sessionMachine) config(w *sessionWorker) SessionConfig {
+	cfg := m.base
+	cfg.Group, cfg.TransactionalID, cfg.Input, cfg.Output = "fare-workers", "ctp-"+w.name, "trips", "fares"
+	return cfg
+}
+
+// WriteTrips writes a few more trips to each input partition: work keeps
+// arriving, so that faults meet workers in the middle of it.
+func (m *sessionMachine) WriteTrips(rt *rapid.T) {
+	m.trips = append(m.trips, m.source.write(rapid.IntRange(1, 3).Draw(rt, "trips per partition"))...)
+}
+
+// JoinWorker starts another worker: the group rebalances.
+func (m *sessionMachine) JoinWorker(rt *rapid.T) {
+	if len(m.workers) == maxSessionWorkers {
+		rt.Skip("the group is full")
+	}
+	w := &sessionWorker{name: fmt.Sprintf("W%d", len(m.workers)+1)}
+	m.workers = append(m.workers, w)
+	m.startSession(w)
+}
+
+func (m *sessionMachine) startSession(w *sessionWorker) {
+	session, err := m.s.target.StartSession(m.config(w))
+	require.NoError(m.s.t, err)
+	w.session, w.stalled, w.left = session, false, false
+	m.s.rec.Fault(w.name, model.Restart, model.NewRequest())
+}
+
+// LeaveWorker closes a running worker after its transaction: it leaves the
+// group, which rebalances. (The LeaveGroup is the session's own request,
+// so the history does not show it.)
+func (m *sessionMachine) LeaveWorker(rt *rapid.T) {
+	w := m.pick(rt, "leave", func(w *sessionWorker) bool { return !w.left && !w.stalled })
+	_ = w.session.Close() // a fenced zombie stops with an error: the checks judge what it left
+	w.left = true
+}
+
+// StallWorker freezes a worker at the end of its next transaction, which
+// stays open; its heartbeats go on, so the group keeps it until it is
+// fenced.
+func (m *sessionMachine) StallWorker(rt *rapid.T) {
+	w := m.pick(rt, "stall", func(w *sessionWorker) bool { return !w.left && !w.stalled })
+	w.session.Stall()
+	w.stalled = true
+	m.s.rec.Fault(w.name, model.Stall, model.NewRequest())
+}
+
+// WakeWorker lets a stalled worker end its transaction and go on.
+func (m *sessionMachine) WakeWorker(rt *rapid.T) {
+	w := m.pick(rt, "wake", func(w *sessionWorker) bool { return w.stalled })
+	m.wake(w)
+}
+
+func (m *sessionMachine) wake(w *sessionWorker) {
+	w.session.Wake()
+	w.stalled = false
+	m.s.rec.Fault(w.name, model.Wake, model.NewRequest())
+}
+
+// CrashWorker kills a worker mid-whatever, and the orchestrator starts
+// another with the same config: its InitProducerId fences the old one.
+func (m *sessionMachine) CrashWorker(rt *rapid.T) {
+	w := m.pick(rt, "crash", func(w *sessionWorker) bool { return !w.left })
+	w.session.Crash()
+	m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
+	m.startSession(w)
+}
+
+// LetWorkersRun lets real time pass while the workers poll and commit.
+func (m *sessionMachine) LetWorkersRun(rt *rapid.T) {
+	time.Sleep(time.Duration(rapid.IntRange(20, 300).Draw(rt, "ms")) * time.Millisecond)
+}
+
+// Tick moves the clock on by up to a session timeout and a half: a
+// stalled worker's transaction may time out.
+func (m *sessionMachine) Tick(rt *rapid.T) {
+	ms := int64(rapid.IntRange(100, 1500).Draw(rt, "ms"))
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	req := model.NewRequest()
+	req.Ms = int64(float64(ms) / defaultTimeScale)
+	m.s.rec.Fault("clock", model.Tick, req)
+}
+
+// RestartBroker restarts the cluster on its logs; the workers' clients
+// reconnect on their own.
+func (m *sessionMachine) RestartBroker(rt *rapid.T) {
+	m.s.target.Restart()
+	m.s.rec.Fault("broker", model.BrokerRestart, model.NewRequest())
+}
+
+func (m *sessionMachine) Check(rt *rapid.T) {}
+
+// pick draws a worker that keep selects, or skips the action.
+func (m *sessionMachine) pick(rt *rapid.T, label string, keep func(*sessionWorker) bool) *sessionWorker {
+	var names []string
+	for _, w := range m.workers {
+		if keep(w) {
+			names = append(names, w.name)
+		}
+	}
+	if len(names) == 0 {
+		rt.Skip("no worker to " + label)
+	}
+	name := rapid.SampledFrom(names).Draw(rt, label)
+	return m.workers[slices.IndexFunc(m.workers, func(w *sessionWorker) bool { return w.name == name })]
+}
+
+// quiesce stops the faults: stalled workers wake, the orchestrator
+// restarts workers that stopped, and once every trip is committed (or
+// sessionSettle passed) the workers close and a reader reads the output.
+func (m *sessionMachine) quiesce(rt *rapid.T) {
+	for _, w := range m.workers {
+		if w.stalled {
+			m.wake(w)
+		}
+		if !w.left && w.session.Stopped() {
+			m.startSession(w)
+		}
+	}
+	if !slices.ContainsFunc(m.workers, func(w *sessionWorker) bool { return !w.left }) {
+		m.startSession(m.workers[0])
+	}
+	assertEventually(func() bool { return len(m.s.committedKeys("fares")) >= len(m.trips) }, sessionSettle)
+	m.closeAll()
+	m.s.readAll("fares")
+	h := m.s.history("group-transact-session")
+	h.Trips, h.OutputTopics = m.trips, []string{"fares"}
+	report := checker.Check(h, checker.Options{})
+	for _, check := range []string{checker.ExactlyOnce, checker.NoAbortedRead, checker.Progress} {
+		if v := report.Verdict(check); !v.Held() {
+			var timeline strings.Builder
+			_ = checker.WriteTimeline(&timeline, h, report.Verdicts)
+			rt.Fatalf("%s\n%s", v, timeline.String())
+		}
+	}
+}
+
+// sessionSettle is how long the quiet phase waits for every trip.
+const sessionSettle = 20 * time.Second
+
+func (m *sessionMachine) closeAll() {
+	for _, w := range m.workers {
+		if !w.left {
+			_ = w.session.Close()
+			w.left = true
+		}
+	}
+}
