@@ -54,11 +54,13 @@ type Outcome struct {
 // shorter: rapid shrinks the draws, which is not the same as the timeline
 // (a run with no action at all can hold a long quiet phase). Further
 // explorations, each from a seed derived from the first, take turns. The
-// odd ones count only a violation of a check the last counterexample broke
-// whose timeline is shorter than it; the even ones count any violation of
-// those checks, and keep it if it shrinks shorter: the random runs that
-// break a check are long, rapid only shrinks what fails, and its shrinking
-// ends in a local minimum, so another start may end in a shorter one. Up to
+// odd ones count any violation of a check the last counterexample broke,
+// and keep it if it shrinks shorter: rapid's shrinking ends in a local
+// minimum, and another start may end in a shorter one. The even ones count
+// only a violation of those checks whose timeline is shorter than the
+// last counterexample's, so that rapid shrinks nothing else (a run with
+// no action at all, whose quiet phase is long, shrinks well and is not
+// what is wanted). Up to
 // shortenRounds in all, the nth with n times shortenEffort times the
 // first's checks (a bug the first met late may take longer to meet again),
 // and none started once the search has taken the budget's ShrinkTime.
@@ -77,7 +79,7 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps) && time.Since(since) < b.shrinkTime(); round++ {
 		h, report, _, _ := out.Failure.Found()
 		opts.shorter = &shorter{checks: report.Violated()}
-		if round%2 == 1 {
+		if round%2 == 0 {
 			opts.shorter.ops = len(h.Ops)
 		}
 		b.Seed, b.Checks = out.Seed+round, first*shortenEffort*int(round)
@@ -109,7 +111,7 @@ const readableOps = 15
 // shortenRounds bounds the explorations looking for a shorter
 // counterexample, and shortenEffort sets their budgets (see Explore).
 const (
-	shortenRounds = 5
+	shortenRounds = 9
 	shortenEffort = 3
 )
 
