@@ -34,8 +34,8 @@ func TestMutantsAreCaught(t *testing.T) {
 				// Regenerates histories/mutants/: the golden replays.
 				require.NoError(t, histories.SaveFile(filepath.Join(dir, name+".json"), h))
 			}
-			t.Logf("%s: caught by %v on %s after %d checks, shrunk to %d operations, %.1fs",
-				name, report.Violated(), how, out.Checks, len(h.Ops), time.Since(start).Seconds())
+			t.Logf("%s: caught by %v on %s (seed %d) after %d checks, shrunk to %d operations, %.1fs",
+				name, report.Violated(), how, out.Seed, out.Checks, len(h.Ops), time.Since(start).Seconds())
 			require.LessOrEqual(t, len(h.Ops), readableOps, "%s's counterexample is too long to read", name)
 		})
 	}
@@ -45,10 +45,10 @@ func TestMutantsAreCaught(t *testing.T) {
 const readableOps = 15
 
 // mutantShrinkTime bounds rapid's shrinking and the search for a shorter
-// counterexample: three times rapid's own default, which a rare interleaving (a
-// late EndTxn landing on the next transaction) needs to restart its
-// shrinking a few times; thirteen mutants must fit in go test's budget.
-const mutantShrinkTime = 90 * time.Second
+// counterexample: twice rapid's own default, which a rare interleaving (a
+// late EndTxn landing on the next transaction) needs to meet its bug a
+// few times more; thirteen mutants must fit in go test's budget.
+const mutantShrinkTime = 60 * time.Second
 
 // exploreMutant runs the correct configurations against the broker with
 // one mutant, until one of them breaks a check.

@@ -52,18 +52,14 @@ type Outcome struct {
 //
 // A counterexample longer than readableOps is then looked for again,
 // shorter: rapid shrinks the draws, which is not the same as the timeline
-// (a run with no action at all can hold a long quiet phase). Further
-// explorations, each from a seed derived from the first, take turns. The
-// odd ones count any violation of a check the last counterexample broke,
-// and keep it if it shrinks shorter: rapid's shrinking ends in a local
-// minimum, and another start may end in a shorter one. The even ones count
-// only a violation of those checks whose timeline is shorter than the
-// last counterexample's, so that rapid shrinks nothing else (a run with
-// no action at all, whose quiet phase is long, shrinks well and is not
-// what is wanted). Up to
-// shortenRounds in all, the nth with n times shortenEffort times the
-// first's checks (a bug the first met late may take longer to meet again),
-// and none started once the search has taken the budget's ShrinkTime.
+// (a run with no action at all can hold a long quiet phase, and rapid's
+// shrinking ends in a local minimum). Further explorations, each from a
+// seed derived from the first, count only a violation of a check the last
+// counterexample broke whose timeline is shorter than it, so that rapid
+// shrinks nothing else. Up to shortenRounds of them, the nth with n times
+// shortenEffort times the first's checks (a bug the first met late may
+// take longer to meet again), and none started once the search has taken
+// the budget's ShrinkTime.
 func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
@@ -78,17 +74,13 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	first, since := b.Checks, time.Now()
 	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps) && time.Since(since) < b.shrinkTime(); round++ {
 		h, report, _, _ := out.Failure.Found()
-		opts.shorter = &shorter{checks: report.Violated()}
-		if round%2 == 0 {
-			opts.shorter.ops = len(h.Ops)
-		}
+		opts.shorter = &shorter{checks: report.Violated(), ops: len(h.Ops)}
 		b.Seed, b.Checks = out.Seed+round, first*shortenEffort*int(round)
 		var again Outcome
 		again, err = explore(opts, b, progress)
 		out.Checks += again.Checks
 		out.Ops += again.Ops
-		if again.Failure == nil || again.longerThan(len(h.Ops)-1) {
-			again.Discard() // none, or none shorter
+		if again.Failure == nil {
 			continue
 		}
 		out.Discard()
@@ -117,7 +109,7 @@ const (
 
 // shorter is what a counterexample must beat to count while one is looked
 // for again: break a check the last one broke, in fewer than ops
-// operations (0: any number, to be shrunk and compared after).
+// operations.
 type shorter struct {
 	ops    int
 	checks []string
