@@ -54,9 +54,9 @@ type Outcome struct {
 // shorter: rapid shrinks the draws, which is not the same as the timeline
 // (a run with no action at all can hold a long quiet phase, and rapid's
 // shrinking ends in a local minimum). Further explorations, each from a
-// seed derived from the first, count only a violation of a check the last
-// counterexample broke whose timeline is shorter than it, so that rapid
-// shrinks nothing else. Up to shortenRounds of them, the nth with n times
+// seed derived from the first, count only a violation whose timeline is
+// shorter than the last counterexample's, so that rapid shrinks nothing
+// else. Up to shortenRounds of them, the nth with n times
 // shortenEffort times the first's checks (a bug the first met late may
 // take longer to meet again), and none started once the search has taken
 // the budget's ShrinkTime.
@@ -73,8 +73,8 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	out, err := explore(opts, b, progress)
 	first, since := b.Checks, time.Now()
 	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps) && time.Since(since) < b.shrinkTime(); round++ {
-		h, report, _, _ := out.Failure.Found()
-		opts.shorter = &shorter{checks: report.Violated(), ops: len(h.Ops)}
+		h, _, _, _ := out.Failure.Found()
+		opts.shorterThan = len(h.Ops)
 		b.Seed, b.Checks = out.Seed+round, first*shortenEffort*int(round)
 		var again Outcome
 		again, err = explore(opts, b, progress)
@@ -106,14 +106,6 @@ const (
 	shortenRounds = 9
 	shortenEffort = 3
 )
-
-// shorter is what a counterexample must beat to count while one is looked
-// for again: break a check the last one broke, in fewer than ops
-// operations.
-type shorter struct {
-	ops    int
-	checks []string
-}
 
 // longerThan reports whether the outcome holds a counterexample of more
 // than ops operations.

@@ -3,7 +3,6 @@ package workload
 import (
 	"flag"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,9 +27,9 @@ type Options struct {
 	Coverage *Coverage
 	// Observe, when set, sees every finished history.
 	Observe func(histories.History)
-	// shorter, when set, is the counterexample to beat: only a shorter
-	// one fails the property.
-	shorter *shorter
+	// shorterThan, when set, is the length of the counterexample to
+	// beat: only a violation in fewer operations fails the property.
+	shorterThan int
 }
 
 // Failure is the last counterexample a property found. rapid calls the
@@ -79,7 +78,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		}
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
-		r.shorter = opts.shorter
+		r.shorterThan = opts.shorterThan
 		acts := boundActions(r.actions())
 		acts[""] = func(t *rapid.T) { r.checkSoFar(t, failure) }
 		t.Repeat(acts)
@@ -94,13 +93,9 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 }
 
 // counts reports whether a counterexample fails the property: any does,
-// unless one is being looked for again: then only one that breaks a check
-// the last one broke, in fewer operations.
-func (s *shorter) counts(cut histories.History, report checker.Report) bool {
-	if s == nil {
-		return true
-	}
-	return len(cut.Ops) < s.ops && slices.ContainsFunc(report.Violated(), func(c string) bool { return slices.Contains(s.checks, c) })
+// unless a shorter one is being looked for.
+func (r *run) counts(cut histories.History) bool {
+	return r.shorterThan == 0 || len(cut.Ops) < r.shorterThan
 }
 
 // checkSoFar runs every check but progress on the history so far: a
@@ -125,7 +120,7 @@ func (r *run) judge(t *rapid.T, h histories.History, failure *Failure) {
 		return
 	}
 	cut, report := cutAtViolation(h, report)
-	if !r.shorter.counts(cut, report) {
+	if !r.counts(cut) {
 		return
 	}
 	if failure != nil {

@@ -71,8 +71,9 @@ type run struct {
 	delayed []delayedRequest
 	// undecided counts the requests whose answer never came back.
 	undecided int
-	// shorter, when set, is the counterexample a violation must beat.
-	shorter *shorter
+	// shorterThan, when set, is how many operations a violation must
+	// beat.
+	shorterThan int
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.
 	answers, checkedAnswers int

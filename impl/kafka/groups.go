@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencecheck/fencecheck/model"
@@ -28,15 +29,27 @@ const (
 // leads the round assigns the request's partitions round-robin over the
 // members the JoinGroup answer lists.
 func (t *Target) JoinGroup(ctx context.Context, r model.Request) model.Result {
+	stop := t.keepOthersAlive(r.Group, r.MemberID)
+	res := t.joinRound(ctx, r, nil)
+	stop()
+	if res.Succeeded() {
+		t.noteMember(res.Resp.MemberID, &r, res.Resp.GenerationID)
+	}
+	return res
+}
+
+// joinRound is one member's JoinGroup then SyncGroup, sent through the
+// target's client, or via the member's own (heartbeat.go).
+func (t *Target) joinRound(ctx context.Context, r model.Request, via *kgo.Client) model.Result {
 	group := t.names.group(r.Group)
-	join, undecided := t.join(ctx, group, r)
+	join, undecided := t.join(ctx, group, r, via)
 	if undecided != nil {
 		return *undecided
 	}
 	if join.ErrorCode != 0 {
 		return t.result(model.JoinGroup, join.ErrorCode, model.NewResponse())
 	}
-	sync, undecided := t.sync(ctx, group, join, r.Partitions)
+	sync, undecided := t.sync(ctx, group, join, r.Partitions, via)
 	if undecided != nil {
 		return *undecided
 	}
@@ -52,12 +65,11 @@ func (t *Target) JoinGroup(ctx context.Context, r model.Request) model.Result {
 	return t.result(model.JoinGroup, sync.ErrorCode, out)
 }
 
-func (t *Target) join(ctx context.Context, group string, r model.Request) (*kmsg.JoinGroupResponse, *model.Result) {
+func (t *Target) join(ctx context.Context, group string, r model.Request, via *kgo.Client) (*kmsg.JoinGroupResponse, *model.Result) {
 	member := r.MemberID
 	for range joinAttempts {
 		req := t.joinRequest(group, member, r)
-		resp, undecided := exchange[*kmsg.JoinGroupResponse](ctx, t, model.JoinGroup,
-			t.toCoordinator(groupCoordinator, group, topCode(func(r *kmsg.JoinGroupResponse) int16 { return r.ErrorCode })), req)
+		resp, undecided := groupExchange(ctx, t, via, group, func(r *kmsg.JoinGroupResponse) int16 { return r.ErrorCode }, req)
 		if undecided != nil {
 			return nil, undecided
 		}
@@ -99,7 +111,7 @@ func (t *Target) topicsOf(partitions []model.Partition) []string {
 	return topics
 }
 
-func (t *Target) sync(ctx context.Context, group string, join *kmsg.JoinGroupResponse, partitions []model.Partition) (*kmsg.SyncGroupResponse, *model.Result) {
+func (t *Target) sync(ctx context.Context, group string, join *kmsg.JoinGroupResponse, partitions []model.Partition, via *kgo.Client) (*kmsg.SyncGroupResponse, *model.Result) {
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.Generation, req.MemberID = group, join.Generation, join.MemberID
 	pt, pn := protocolType, protocolName
@@ -107,8 +119,31 @@ func (t *Target) sync(ctx context.Context, group string, join *kmsg.JoinGroupRes
 	if join.LeaderID == join.MemberID {
 		req.GroupAssignment = t.assign(join.Members, partitions)
 	}
-	return exchange[*kmsg.SyncGroupResponse](ctx, t, model.JoinGroup,
-		t.toCoordinator(groupCoordinator, group, topCode(func(r *kmsg.SyncGroupResponse) int16 { return r.ErrorCode })), req)
+	return groupExchange(ctx, t, via, group, func(r *kmsg.SyncGroupResponse) int16 { return r.ErrorCode }, req)
+}
+
+// groupExchange sends a request of a group member's round: through the
+// target's routes, or through the member's own client, which finds the
+// coordinator itself. Each member needs its own: a client sends one
+// group request at a time per broker, and a join waits for the others'.
+func groupExchange[R kmsg.Response](ctx context.Context, t *Target, via *kgo.Client, group string, code func(R) int16, req kmsg.Request) (R, *model.Result) {
+	if via == nil {
+		return exchange[R](ctx, t, model.JoinGroup, t.toCoordinator(groupCoordinator, group, topCode(code)), req)
+	}
+	var zero R
+	ctx, cancel := t.requestCtx(ctx)
+	defer cancel()
+	resp, err := via.Request(ctx, req)
+	if err != nil {
+		res := model.NoAnswer()
+		return zero, &res
+	}
+	typed, ok := resp.(R)
+	if !ok {
+		res := t.undecided(model.JoinGroup, "the answer is a %T", resp)
+		return zero, &res
+	}
+	return typed, nil
 }
 
 // assign spreads partitions round-robin over the members, sorted by id.
@@ -195,6 +230,7 @@ func (t *Target) LeaveGroup(ctx context.Context, r model.Request) model.Result {
 	if undecided != nil {
 		return *undecided
 	}
+	t.forgetMember(r.MemberID)
 	return t.result(model.LeaveGroup, firstError(leaveCodes(resp)), model.NewResponse())
 }
 

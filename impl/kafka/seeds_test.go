@@ -108,7 +108,9 @@ func TestSeed002StaleGenerationFenced(t *testing.T) {
 		}
 		s.ok("W1", model.Produce, w1.produce(fares0, 0, "trip-9001"))
 
-		// W1 stalls; the group rebalances and trips-0 goes to W2.
+		// W1 stalls in a long pause, its heartbeats too; the group
+		// rebalances and trips-0 goes to W2.
+		s.target.silence(j1.MemberID)
 		j2 := s.ok("W2", model.JoinGroup, joinRequest(group, "", trips0))
 		require.Greater(t, j2.GenerationID, j1.GenerationID)
 		require.Equal(t, []model.Partition{trips0}, j2.Assignment)

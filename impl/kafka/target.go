@@ -89,6 +89,11 @@ type Target struct {
 	// embedded is the kfake cluster, nil on a real one.
 	embedded *embedded
 
+	// members are the group members this target joined, for their
+	// heartbeats (heartbeat.go).
+	membersMu sync.Mutex
+	members   map[string]*member
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -136,7 +141,7 @@ func connect(cfg Config, e *embedded) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	t := &Target{cfg: cfg, names: names{prefix: cfg.TopicPrefix + cfg.RunID}, embedded: e}
+	t := &Target{cfg: cfg, names: names{prefix: cfg.TopicPrefix + cfg.RunID}, embedded: e, members: map[string]*member{}}
 	t.routes = newRoutes(cl, t.names, cfg.Topics)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout)
 	defer cancel()
@@ -192,6 +197,7 @@ func (t *Target) Restart() {
 // Close releases the client and, on kfake, the cluster and its data.
 func (t *Target) Close() error {
 	t.closeOnce.Do(func() {
+		t.forgetMembers()
 		t.routes.client().Close()
 		if t.embedded != nil {
 			t.closeErr = t.embedded.close()

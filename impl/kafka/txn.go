@@ -117,7 +117,11 @@ func (t *Target) TxnOffsetCommit(ctx context.Context, r model.Request) model.Res
 	if undecided != nil {
 		return *undecided
 	}
-	return t.result(model.TxnOffsetCommit, firstError(txnOffsetCommitCodes(resp)), model.NewResponse())
+	res := t.result(model.TxnOffsetCommit, firstError(txnOffsetCommitCodes(resp)), model.NewResponse())
+	if res.Succeeded() {
+		t.noteMember(r.MemberID, nil, 0) // its client is alive: its heartbeats go on
+	}
+	return res
 }
 
 // commitTopics names each topic both ways: by name (up to v5) and by id
