@@ -16,8 +16,12 @@ import (
 )
 
 // sessionChecks is the property's budget: each interleaving is a kfake
-// cluster and real time, a few seconds.
-const sessionChecks = 3
+// cluster and real time, a few seconds. A misconfigured worker is given
+// more, to be found on every run: rapid stops at the first failure.
+const (
+	sessionChecks              = 3
+	misconfiguredSessionChecks = 12
+)
 
 // TestPropertyKafkaGroupTransactSession: franz-go's own exactly-once loop
 // (kgo.GroupTransactSession) under random faults, as rapid draws them,
@@ -44,12 +48,13 @@ func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 // outside its transaction leaves an aborted transaction's output behind,
 // and its input is processed again: exactly-once breaks.
 func TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn(t *testing.T) {
-	setRapidFlag(t, "rapid.checks", sessionChecks)
+	setRapidFlag(t, "rapid.checks", misconfiguredSessionChecks)
 	setRapidFlag(t, "rapid.nofailfile", true) // a fail file would be replayed by the next run
+	setRapidFlag(t, "rapid.shrinktime", time.Second) // finding it is the point here
 	failure := &failureOf{T: t}
 	rapid.Check(failure, sessionProperty(t, SessionConfig{outsideTxn: true}, ""))
 	require.True(t, failure.failed, "a worker writing outside its transaction went unnoticed")
-	require.Contains(t, failure.log.String(), "exactly-once: VIOLATED")
+	require.Contains(t, failure.report, "exactly-once: VIOLATED")
 }
 
 // sessionProperty is one interleaving of session workers of config base
@@ -77,22 +82,19 @@ func setRapidFlag(t *testing.T, name string, value any) {
 	t.Cleanup(func() { _ = f.Value.Set(old) })
 }
 
-// failureOf is a test that keeps rapid's failure instead of failing.
+// failureOf is a test that keeps rapid's failure instead of failing:
+// rapid reports one with Errorf, then asks Failed and calls FailNow.
 type failureOf struct {
 	*testing.T
 	failed bool
-	log    strings.Builder
+	report string
 }
 
-func (f *failureOf) Errorf(format string, args ...any) { f.failed = true; f.Logf(format, args...) }
-func (f *failureOf) Error(args ...any)                 { f.failed = true; f.Log(args...) }
-func (f *failureOf) Fatalf(format string, args ...any) { f.Errorf(format, args...) }
-func (f *failureOf) Fatal(args ...any)                 { f.Error(args...) }
-func (f *failureOf) FailNow()                          { f.failed = true }
-func (f *failureOf) Fail()                             { f.failed = true }
-func (f *failureOf) Failed() bool                      { return f.failed }
-func (f *failureOf) Logf(format string, args ...any)   { fmt.Fprintf(&f.log, format+"\n", args...) }
-func (f *failureOf) Log(args ...any)                   { fmt.Fprintln(&f.log, args...) }
+func (f *failureOf) Errorf(format string, args ...any) {
+	f.failed, f.report = true, f.report+fmt.Sprintf(format, args...)
+}
+func (f *failureOf) Failed() bool { return f.failed }
+func (f *failureOf) FailNow()     {}
 
 // sessionMachine is the orchestrator of session workers: a slot per
 // worker, each running one session at a time under its own
