@@ -49,7 +49,7 @@ func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 // and its input is processed again: exactly-once breaks.
 func TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn(t *testing.T) {
 	setRapidFlag(t, "rapid.checks", misconfiguredSessionChecks)
-	setRapidFlag(t, "rapid.nofailfile", true) // a fail file would be replayed by the next run
+	setRapidFlag(t, "rapid.nofailfile", true)        // a fail file would be replayed by the next run
 	setRapidFlag(t, "rapid.shrinktime", time.Second) // finding it is the point here
 	failure := &failureOf{T: t}
 	rapid.Check(failure, sessionProperty(t, SessionConfig{outsideTxn: true}, ""))
