@@ -46,3 +46,20 @@ func TestBusyMemberKeptByItsHeartbeats(t *testing.T) {
 		s.check("busy-member-kept")
 	})
 }
+
+// A member whose process sent nothing for a session timeout has stopped
+// heartbeating (it crashed): the target does not keep it, and the next
+// join's round completes without it, as in the model.
+func TestSilentMemberNotKept(t *testing.T) {
+	parts := []model.Partition{"fares-0", "fares-1"}
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		s.ok("W1", model.JoinGroup, joinRequest("fare-workers", "", parts...))
+		tick := model.NewRequest()
+		tick.Ms = model.DefaultSessionTimeoutMs
+		s.target.Tick(tick.Ms)
+		s.rec.Fault("clock", model.Tick, tick)
+		j2 := s.ok("W2", model.JoinGroup, joinRequest("fare-workers", "", parts...))
+		require.Equal(t, parts, j2.Assignment)
+		s.check("silent-member-dropped")
+	})
+}

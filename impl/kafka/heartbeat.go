@@ -166,8 +166,12 @@ func (t *Target) rejoin(id string, m member) (member, bool) {
 	if !res.Succeeded() {
 		return m, false
 	}
-	t.noteMember(id, &m.join, res.Resp.GenerationID)
 	m.gen = res.Resp.GenerationID
+	t.membersMu.Lock()
+	defer t.membersMu.Unlock()
+	if known, ok := t.members[id]; ok {
+		known.gen = m.gen // its liveness is its process's own doing, not this
+	}
 	return m, true
 }
 
