@@ -186,10 +186,11 @@ func TestPropertyKafkaMisconfigurationsAreCaught(t *testing.T) {
 			require.NotNil(t, out.Failure, "no counterexample in %d checks (seed %d)", out.Checks, out.Seed)
 			h, report, steps, _ := out.Failure.Found()
 			if !breaksOneOf(report, sc.Breaks) {
-				// Caught, but kfake diverged first (shared-id under v2:
-				// an EndTxn one epoch behind taken as a retry); written
-				// up as open in FINDINGS.md.
+				// Caught, but the shortest counterexample found is one of
+				// kfake's known divergences (shared-id under v2: an
+				// EndTxn one epoch behind taken as a retry).
 				t.Logf("caught by %v, not by one of %v: kfake diverges before the misconfiguration shows", signatures(h, report), sc.Breaks)
+				requireHeldOrKnown(t, out, sc, 2)
 			}
 			t.Logf("shrunk to %d operations after %d actions: %v", len(h.Ops), len(steps), steps)
 		})
@@ -217,7 +218,8 @@ func TestPropertyAdversary(t *testing.T) {
 // it did not start, here a kfake cluster of its own with the settings
 // README asks of a real one (a low group.min.session.timeout.ms). The
 // target creates its topics under its own prefix, and a misconfiguration
-// is caught there as on the embedded cluster.
+// is caught there as on the embedded cluster (or one of kfake's known
+// divergences shows first).
 func TestPropertyKafkaByAddress(t *testing.T) {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(time.Millisecond))
 	require.NoError(t, err)
@@ -233,7 +235,9 @@ func TestPropertyKafkaByAddress(t *testing.T) {
 	require.NotNil(t, out.Failure, "no counterexample in %d checks", out.Checks)
 	defer out.Discard()
 	h, report, _, _ := out.Failure.Found()
-	require.True(t, breaksOneOf(report, sc.Breaks), "caught by %v, not by one of %v", report.Violated(), sc.Breaks)
+	if !breaksOneOf(report, sc.Breaks) {
+		requireHeldOrKnown(t, out, sc, 2) // the shortest found is one of kfake's known divergences
+	}
 	t.Logf("caught by %v in %d checks, shrunk to %d operations", report.Violated(), out.Checks, len(h.Ops))
 
 	topics := clusterTopics(t, cluster.ListenAddrs())
