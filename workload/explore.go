@@ -54,9 +54,9 @@ type Outcome struct {
 // shorter: rapid shrinks the draws, which is not the same as the timeline
 // (a run with no action at all can hold a long quiet phase, and rapid's
 // shrinking ends in a local minimum). Further explorations, each from a
-// seed derived from the first, count only a violation whose timeline is
-// shorter than the last counterexample's, so that rapid shrinks nothing
-// else. Up to shortenRounds of them, the nth with n times
+// seed derived from the first, count only a violation (of any check)
+// whose timeline is shorter than the last counterexample's, so that rapid
+// shrinks nothing else. Up to shortenRounds of them, the nth with n times
 // shortenEffort times the first's checks (a bug the first met late may
 // take longer to meet again), and none started once the search has taken
 // the budget's ShrinkTime.
