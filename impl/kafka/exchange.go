@@ -27,10 +27,16 @@ func exchange[R kmsg.Response](ctx context.Context, t *Target, kind model.Kind, 
 		res := model.NoAnswer()
 		return zero, &res
 	}
+	return typedAnswer[R](t, kind, resp)
+}
+
+// typedAnswer is resp as R, or undecided when the broker answered with
+// another kind of response.
+func typedAnswer[R kmsg.Response](t *Target, kind model.Kind, resp kmsg.Response) (R, *model.Result) {
 	typed, ok := resp.(R)
 	if !ok {
 		res := t.undecided(kind, "the answer is a %T", resp)
-		return zero, &res
+		return typed, &res
 	}
 	return typed, nil
 }

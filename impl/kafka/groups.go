@@ -130,20 +130,15 @@ func groupExchange[R kmsg.Response](ctx context.Context, t *Target, via *kgo.Cli
 	if via == nil {
 		return exchange[R](ctx, t, model.JoinGroup, t.toCoordinator(groupCoordinator, group, topCode(code)), req)
 	}
-	var zero R
 	ctx, cancel := t.requestCtx(ctx)
 	defer cancel()
 	resp, err := via.Request(ctx, req)
 	if err != nil {
+		var zero R
 		res := model.NoAnswer()
 		return zero, &res
 	}
-	typed, ok := resp.(R)
-	if !ok {
-		res := t.undecided(model.JoinGroup, "the answer is a %T", resp)
-		return zero, &res
-	}
-	return typed, nil
+	return typedAnswer[R](t, model.JoinGroup, resp)
 }
 
 // assign spreads partitions round-robin over the members, sorted by id.

@@ -174,13 +174,3 @@ func (t *Target) rejoin(id string, m member) (member, bool) {
 	}
 	return m, true
 }
-
-// silence stops the member's heartbeats, as a process paused as a whole
-// (a stop-the-world garbage collection) stops them: for tests.
-func (t *Target) silence(id string) {
-	t.membersMu.Lock()
-	defer t.membersMu.Unlock()
-	if m, ok := t.members[id]; ok {
-		m.alive = time.Time{}
-	}
-}

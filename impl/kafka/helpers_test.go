@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -221,4 +222,14 @@ func (s *scenario) begin(proc, txnID string, partitions ...model.Partition) sess
 		s.ok(proc, model.AddPartitions, ses.addPartitions(partitions...))
 	}
 	return ses
+}
+
+// silence stops the member's heartbeats, as a process paused as a whole
+// (a stop-the-world garbage collection) stops them.
+func (t *Target) silence(id string) {
+	t.membersMu.Lock()
+	defer t.membersMu.Unlock()
+	if m, ok := t.members[id]; ok {
+		m.alive = time.Time{}
+	}
 }

@@ -137,10 +137,10 @@ func (s *scenario) waitFor(cond func() bool, what string) {
 	}
 }
 
-// committedKeys are the distinct keys of topic read_committed, read
-// unrecorded, for waiting.
-func (s *scenario) committedKeys(topic string) map[string]bool {
-	keys := map[string]bool{}
+// committedKeys counts the records of each key of topic read_committed,
+// read unrecorded, for waiting.
+func (s *scenario) committedKeys(topic string) map[string]int {
+	keys := map[string]int{}
 	for p := range sessionPartitions {
 		part := model.Partition(fmt.Sprintf("%s-%d", topic, p))
 		for from := int64(0); ; {
@@ -151,7 +151,7 @@ func (s *scenario) committedKeys(topic string) map[string]bool {
 				break
 			}
 			for _, r := range res.Resp.Records {
-				keys[r.Key] = true
+				keys[r.Key]++
 			}
 			if from = res.Resp.Records[len(res.Resp.Records)-1].Offset + 1; from >= res.Resp.LastStableOffset {
 				break
