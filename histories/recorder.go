@@ -55,6 +55,16 @@ func (r *Recorder) proc(name string) model.BrokerFunc {
 	}
 }
 
+// Observe records a request that proc sent by other means (a client
+// library's, read off the wire): it is called now, and returns when end is
+// given an answered result; an unanswered one leaves it pending for ever.
+// An operation whose end is never called is left out (a request the
+// broker did not take up, say).
+func (r *Recorder) Observe(proc string, kind model.Kind, req model.Request) (end func(model.Result)) {
+	op := r.begin(proc, kind, req)
+	return func(res model.Result) { r.end(op, res, res.Answered) }
+}
+
 // Fault records a fault operation (stall, wake, crash, restart,
 // broker_restart, tick with req.Ms) of proc at the current time. It panics
 // when kind is not a fault, which is a mistake in the calling code.

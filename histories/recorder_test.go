@@ -73,6 +73,27 @@ func TestRecorder(t *testing.T) {
 	require.Panics(t, func() { rec.Fault("A", model.Produce, model.NewRequest()) })
 }
 
+// TestRecorderObserve: a request seen on the wire is called when seen and
+// returns when its answer is, an unanswered one stays pending, and one
+// never ended is left out.
+func TestRecorderObserve(t *testing.T) {
+	rec := NewRecorder(echoBroker, nil)
+	answered := rec.Observe("W1", model.Produce, produceReq(0))
+	lost := rec.Observe("W1.2", model.Produce, produceReq(1))
+	_ = rec.Observe("W1.3", model.Produce, produceReq(2)) // not taken up: never ended
+	resp := model.NewResponse()
+	resp.BaseOffset = 40
+	answered(model.OK(resp))
+	lost(model.NoAnswer())
+
+	want := []Op{
+		{ID: 0, Proc: "W1", Call: 1, Return: 4, Returned: true,
+			Op: model.Op{Kind: model.Produce, Req: produceReq(0)}, Result: model.OK(resp)},
+		{ID: 1, Proc: "W1.2", Call: 2, Op: model.Op{Kind: model.Produce, Req: produceReq(1)}, Result: model.NoAnswer()},
+	}
+	require.Equal(t, want, rec.History().Ops)
+}
+
 func TestRecorderClock(t *testing.T) {
 	now := int64(1000)
 	rec := NewRecorder(echoBroker, func() int64 { now += 10; return now })

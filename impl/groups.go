@@ -22,7 +22,11 @@ type groupShard struct {
 
 type group struct {
 	generation int32
-	members    map[string]member
+	// answered is the generation the last join round answered, which a
+	// leave or an expiry leaves behind while the group prepares a
+	// rebalance (model: group.answered).
+	answered int32
+	members  map[string]member
 	committed  map[model.Partition]int64
 	// pending holds transactional offsets by producer id until the
 	// transaction's marker reaches the group (KIP-447).
@@ -99,6 +103,7 @@ type groupRecord interface {
 type membership struct {
 	group      string
 	generation int32
+	answered   int32
 	members    map[string]member
 }
 
@@ -129,7 +134,7 @@ func (r txnMarker) groupName() string      { return r.group }
 func (r memberSeen) groupName() string     { return r.group }
 
 func (r membership) applyTo(g *group) {
-	g.generation = r.generation
+	g.generation, g.answered = r.generation, r.answered
 	g.members = maps.Clone(r.members)
 }
 
@@ -183,7 +188,7 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		members, generation = nextGeneration(members), gen
 	}
 	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r)}
-	sh.write(membership{group: r.Group, generation: generation, members: members})
+	sh.write(membership{group: r.Group, generation: generation, answered: generation, members: members})
 	resp := model.NewResponse()
 	resp.MemberID, resp.GenerationID, resp.Assignment = id, gen, share
 	return model.OK(resp)
@@ -233,7 +238,7 @@ func (b *Broker) leaveGroup(r model.Request) model.Result {
 	// A leave is a rebalance: the generation moves on.
 	members := maps.Clone(g.members)
 	delete(members, r.MemberID)
-	sh.write(membership{group: r.Group, generation: g.generation + 1, members: nextGeneration(members)})
+	sh.write(membership{group: r.Group, generation: g.generation + 1, answered: g.answered, members: nextGeneration(members)})
 	return done()
 }
 
@@ -247,7 +252,7 @@ func (b *Broker) expireMembers() {
 		members := maps.Clone(g.members)
 		maps.DeleteFunc(members, func(_ string, m member) bool { return now-m.lastSeen >= m.sessionMs })
 		if len(members) < len(g.members) {
-			sh.write(membership{group: name, generation: g.generation + 1, members: nextGeneration(members)})
+			sh.write(membership{group: name, generation: g.generation + 1, answered: g.answered, members: nextGeneration(members)})
 		}
 	}
 }
@@ -272,7 +277,8 @@ func (g *group) generationRefusal(r model.Request) model.Code {
 	if _, ok := g.members[r.MemberID]; !ok {
 		return model.UnknownMemberID
 	}
-	if r.GenerationID != g.generation {
+	preparing := g.answered < g.generation && r.GenerationID == g.answered // model: group.preparing
+	if r.GenerationID != g.generation && !preparing {
 		return model.IllegalGeneration
 	}
 	return ""

@@ -41,6 +41,7 @@ func (st *step) joinGroup(r Request) outcome {
 		g = g.nextGeneration(gen)
 	}
 	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r)})
+	g.answered = g.generation
 	st.s.setGroup(r.Group, g)
 	resp := NewResponse()
 	resp.MemberID, resp.GenerationID, resp.Assignment = id, gen, assignment
@@ -232,11 +233,22 @@ func (st *step) checkGeneration(r Request) *outcome {
 		out := refuse(UnknownMemberID, "%s is not a member of %s (KIP-447)", r.MemberID, r.Group)
 		return &out
 	}
-	if r.GenerationID != g.generation {
+	if r.GenerationID != g.generation && !g.preparing(r.GenerationID) {
 		out := refuse(IllegalGeneration, "generation %d is stale: %s is at generation %d (KIP-447, seed 002)", r.GenerationID, r.Group, g.generation)
 		return &out
 	}
 	return nil
+}
+
+// preparing reports whether gen is the generation the group's coordinator
+// is still at while it prepares a rebalance: the last one a join round
+// answered, when leaves or expiries have moved the group on since and no
+// join round has answered the new one. Kafka keeps the generation until
+// the round completes, so a remaining member's commit at it is accepted
+// (ClassicGroup.validateOffsetCommit compares with the group's
+// generationId, which only initNextGeneration moves).
+func (g group) preparing(gen int32) bool {
+	return g.answered < g.generation && gen == g.answered
 }
 
 // offsetFetch answers a group's committed offset; with require_stable, not

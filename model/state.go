@@ -128,8 +128,14 @@ type member struct {
 
 type group struct {
 	generation int32
-	members    map[string]member
-	committed  map[Partition]int64
+	// answered is the generation the last join round answered. A leave
+	// or an expiry moves generation past it at once, but Kafka's
+	// coordinator only prepares a rebalance then: its generation moves
+	// when the next join round completes, and until one does it is still
+	// answered (ClassicGroup.initNextGeneration; see checkGeneration).
+	answered  int32
+	members   map[string]member
+	committed map[Partition]int64
 }
 
 // Init is the state of a fresh cluster.

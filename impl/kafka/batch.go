@@ -75,10 +75,13 @@ func appendRecord(dst []byte, offsetDelta int32, r model.Record) []byte {
 	return rec.AppendTo(dst)
 }
 
-// fetchedBatch is one batch of a fetch response, its records decoded.
+// fetchedBatch is one batch of a fetch response, or of a produce request
+// read off the wire (wiretap.go), its records decoded.
 type fetchedBatch struct {
 	firstOffset, lastOffset int64
 	producerID              int64
+	epoch                   int16
+	firstSequence           int32
 	transactional, control  bool
 	// abort: for a control batch, whether it is an ABORT marker.
 	abort   bool
@@ -130,6 +133,8 @@ func decodeBatch(raw []byte) (fetchedBatch, error) {
 		firstOffset:   rb.FirstOffset,
 		lastOffset:    rb.FirstOffset + int64(rb.LastOffsetDelta),
 		producerID:    rb.ProducerID,
+		epoch:         rb.ProducerEpoch,
+		firstSequence: rb.FirstSequence,
 		transactional: rb.Attributes&attrTransactional != 0,
 		control:       rb.Attributes&attrControl != 0,
 		records:       records,

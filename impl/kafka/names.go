@@ -16,7 +16,10 @@ type names struct{ prefix string }
 func (n names) topic(t string) string  { return n.prefix + t }
 func (n names) txnID(id string) string { return n.prefix + id }
 func (n names) group(g string) string  { return n.prefix + g }
-func (n names) fromTopic(t string) (string, bool) {
+
+// modelName is the model's name of a cluster name (a topic, transactional
+// id or group), false when the name is not the target's.
+func (n names) modelName(t string) (string, bool) {
 	return strings.CutPrefix(t, n.prefix)
 }
 
@@ -42,7 +45,7 @@ func (n names) split(p model.Partition) (topicPartition, error) {
 // partition is the model's name of a cluster partition, false when the topic
 // is not the target's.
 func (n names) partition(topic string, partition int32) (model.Partition, bool) {
-	t, ok := n.fromTopic(topic)
+	t, ok := n.modelName(topic)
 	if !ok {
 		return "", false
 	}

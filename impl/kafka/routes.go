@@ -191,6 +191,25 @@ func (r *routes) loadMetadata(ctx context.Context) error {
 	return nil
 }
 
+// topicByID is the cluster topic of a topic id (newer requests name
+// topics by id), looking the ids up again when it is not known.
+func (r *routes) topicByID(ctx context.Context, id [16]byte) (string, bool) {
+	for range 2 {
+		r.mu.Lock()
+		for topic, known := range r.topicIDs {
+			if known == id {
+				r.mu.Unlock()
+				return topic, true
+			}
+		}
+		r.mu.Unlock()
+		if r.loadMetadata(ctx) != nil {
+			break
+		}
+	}
+	return "", false
+}
+
 // anyBroker is a broker for requests any broker answers: the lowest id.
 func (r *routes) anyBroker(ctx context.Context) (int32, error) {
 	if id, ok := r.firstBroker(); ok {

@@ -17,17 +17,19 @@ import (
 // (KIP-447). Topic and group names are the model's; the session uses the
 // target's names for them on the cluster.
 //
-// Its requests are not recorded: kgo's broker hooks (HookBrokerWrite,
-// HookBrokerRead) see a request's key and size, never its fields, so a
-// history of the session's producer ids, epochs and generations cannot be
-// built from them. The properties judge what it leaves behind: the
-// committed output, read through the target.
+// With Record set, its requests are recorded as they go over the wire
+// (wiretap.go): its producer ids, epochs, sequences and generations,
+// which the checks judge with the rest of the history.
 type SessionConfig struct {
 	Group, TransactionalID string
 	Input, Output          string
 	// SessionTimeout, RebalanceTimeout and TransactionTimeout are real
 	// time; 0 is 1 s, 1 s and 3 s.
 	SessionTimeout, RebalanceTimeout, TransactionTimeout time.Duration
+	// Record, when not nil, is given the session's requests as
+	// operations of process Proc (see wiretap).
+	Record Observer
+	Proc   string
 
 	// outsideTxn makes the worker write its output with a producer of
 	// its own, outside the transaction: a misconfiguration the
@@ -47,6 +49,7 @@ type Session struct {
 	// or the plain one of a misconfigured worker (outsideTxn).
 	produce func(context.Context, ...*kgo.Record) kgo.ProduceResults
 	plain   *kgo.Client
+	tap     *wiretap // nil when not recorded
 	done    chan struct{}
 	cancel  context.CancelFunc
 
@@ -58,13 +61,19 @@ type Session struct {
 
 // StartSession starts a worker on the target's cluster.
 func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
-	gts, err := kgo.NewGroupTransactSession(t.sessionOpts(cfg)...)
+	var tap *wiretap
+	common := t.clientOpts()
+	if cfg.Record != nil {
+		tap = t.newWiretap(cfg.Record, cfg.Proc)
+		common = append(common, kgo.Dialer(tap.dial))
+	}
+	gts, err := kgo.NewGroupTransactSession(append(common, t.sessionOpts(cfg)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
 	}
-	s := &Session{gts: gts, output: t.names.topic(cfg.Output), produce: gts.ProduceSync, done: make(chan struct{})}
+	s := &Session{gts: gts, output: t.names.topic(cfg.Output), produce: gts.ProduceSync, tap: tap, done: make(chan struct{})}
 	if cfg.outsideTxn {
-		if s.plain, err = kgo.NewClient(t.clientOpts()...); err != nil {
+		if s.plain, err = kgo.NewClient(common...); err != nil {
 			gts.Close()
 			return nil, fmt.Errorf("kafka: starting a producer: %w", err)
 		}
@@ -92,8 +101,9 @@ func (t *Target) clientOpts() []kgo.Opt {
 	}
 }
 
+// sessionOpts are what a session's client is given besides clientOpts.
 func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
-	return append(t.clientOpts(),
+	return []kgo.Opt{
 		kgo.TransactionalID(t.names.txnID(cfg.TransactionalID)),
 		kgo.TransactionTimeout(orDefault(cfg.TransactionTimeout, 3*time.Second)),
 		kgo.ConsumerGroup(t.names.group(cfg.Group)),
@@ -102,9 +112,9 @@ func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
 		kgo.RequireStableFetchOffsets(),
 		kgo.SessionTimeout(orDefault(cfg.SessionTimeout, time.Second)),
 		kgo.RebalanceTimeout(orDefault(cfg.RebalanceTimeout, time.Second)),
-		kgo.HeartbeatInterval(100*time.Millisecond),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)
+		kgo.HeartbeatInterval(100 * time.Millisecond),
+		kgo.FetchMaxWait(100 * time.Millisecond),
+	}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -207,12 +217,17 @@ func (s *Session) Crash() {
 	s.Wake()
 	<-s.done
 	s.gts.Client().Close()
-	s.closePlain()
+	s.closeRest()
 }
 
-func (s *Session) closePlain() {
+// closeRest closes the misconfigured worker's producer, and ends the
+// recorded requests the closed clients left unanswered.
+func (s *Session) closeRest() {
 	if s.plain != nil {
 		s.plain.Close()
+	}
+	if s.tap != nil {
+		s.tap.close()
 	}
 }
 
@@ -223,7 +238,7 @@ func (s *Session) Close() error {
 	s.Wake()
 	<-s.done
 	s.gts.Close()
-	s.closePlain()
+	s.closeRest()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err

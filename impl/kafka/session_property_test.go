@@ -29,11 +29,12 @@ const (
 // and wake (zombie consumers, seed 002), crash and are restarted with the
 // same transactional id (zombie producers, seed 000), the clock moves on
 // and the brokers restart. Then faults stop, and every trip must be
-// committed exactly once, with no aborted record read. The session sends
-// its own requests, so the history holds the faults, the input and the
-// final reads, and the checks that judge those. Real time and real
-// goroutines make an interleaving replay only roughly, so rapid's
-// shrinking of a failure here is best effort.
+// committed exactly once, with no aborted record read. The history holds
+// the faults, the input, the workers' own requests as they went over the
+// wire (wiretap.go) and the final reads; every check but linearizable
+// (sessionJudged) must hold on it. Real time and real goroutines make an
+// interleaving replay only roughly, so rapid's shrinking of a failure
+// here is best effort.
 func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 	setRapidFlag(t, "rapid.checks", sessionChecks)
 	for _, p := range protocols {
@@ -121,6 +122,7 @@ const maxSessionWorkers = 3
 func (m *sessionMachine) config(w *sessionWorker) SessionConfig {
 	cfg := m.base
 	cfg.Group, cfg.TransactionalID, cfg.Input, cfg.Output = "fare-workers", "ctp-"+w.name, "trips", "fares"
+	cfg.Record, cfg.Proc = m.s.rec, w.name
 	return cfg
 }
 
@@ -148,8 +150,7 @@ func (m *sessionMachine) startSession(w *sessionWorker) {
 }
 
 // LeaveWorker closes a running worker after its transaction: it leaves the
-// group, which rebalances. (The LeaveGroup is the session's own request,
-// so the history does not show it.)
+// group, which rebalances.
 func (m *sessionMachine) LeaveWorker(rt *rapid.T) {
 	w := m.pick(rt, "leave", func(w *sessionWorker) bool { return !w.left && !w.stalled })
 	_ = w.session.Close() // a fenced zombie stops with an error: the checks judge what it left
@@ -225,23 +226,38 @@ func (m *sessionMachine) pick(rt *rapid.T, label string, keep func(*sessionWorke
 }
 
 // quiesce stops the faults: stalled workers wake, the orchestrator
-// restarts workers that stopped, and once every trip is committed (or
-// sessionSettle passed) the workers close and a reader reads the output.
+// restarts workers that stopped (now or while the rest catch up, as a
+// supervisor restarts a process that exits on an error), and once every
+// trip is committed (or sessionSettle passed) the workers close and a
+// reader reads the output.
 func (m *sessionMachine) quiesce(rt *rapid.T) {
 	for _, w := range m.workers {
 		if w.stalled {
 			m.wake(w)
 		}
-		if !w.left && w.session.Stopped() {
-			m.startSession(w)
-		}
 	}
 	if !slices.ContainsFunc(m.workers, func(w *sessionWorker) bool { return !w.left }) {
 		m.startSession(m.workers[0])
 	}
-	assertEventually(func() bool { return len(m.s.committedKeys("fares")) >= len(m.trips) }, sessionSettle)
+	assertEventually(func() bool {
+		m.restartStopped()
+		return len(m.s.committedKeys("fares")) >= len(m.trips)
+	}, sessionSettle)
 	m.closeAll()
-	m.judge(rt, checker.ExactlyOnce, checker.NoAbortedRead, checker.Progress)
+	m.judge(rt, sessionJudged...)
+}
+
+// restartStopped restarts each worker whose loop ended on an error: the
+// process exits, its client closes (leaving the group), and another starts
+// with the same config.
+func (m *sessionMachine) restartStopped() {
+	for _, w := range m.workers {
+		if !w.left && w.session.Stopped() {
+			_ = w.session.Close()
+			m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
+			m.startSession(w)
+		}
+	}
 }
 
 // Check is the invariant after each action: no trip committed twice so
@@ -270,6 +286,14 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 		}
 	}
 }
+
+// sessionJudged are the checks a session's history is judged by: all
+// but linearizable. The broker's timers run on real time, which the
+// history's ticks only approximate, and the workers' heartbeats are not
+// operations of the format, so the model would expire a member that
+// kfake rightly keeps (TestGroupTransactSessionExactlyOnce, which moves
+// no clock, judges linearizability too).
+var sessionJudged = []string{checker.OneLiveProducer, checker.ExactlyOnce, checker.NoAbortedRead, checker.OffsetsMonotonic, checker.Progress}
 
 // sessionSettle is how long the quiet phase waits for every trip.
 const sessionSettle = 20 * time.Second

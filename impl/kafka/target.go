@@ -233,3 +233,8 @@ func (t *Target) undecided(kind model.Kind, format string, args ...any) model.Re
 	t.cfg.Logf("kafka: %s undecided: %s", kind, fmt.Sprintf(format, args...))
 	return model.Fail(model.RequestTimedOut)
 }
+
+// modelMs is a timeout the broker got, in model time.
+func (t *Target) modelMs(real int32) int64 {
+	return int64(float64(real) / t.cfg.TimeScale)
+}

@@ -1,0 +1,252 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// wire is one tapped connection with no broker behind it: the test writes
+// the client's request frames and feeds the broker's response frames.
+type wire struct {
+	t    *testing.T
+	conn *tappedConn
+	in   *bytes.Buffer // what Read returns
+	rec  *histories.Recorder
+	corr int32
+}
+
+func newWire(t *testing.T) *wire {
+	target := &Target{cfg: Config{Topics: map[string]int32{"trips": 2, "fares": 2}}.withDefaults(), names: names{prefix: "fencecheck-"}}
+	target.cfg.Logf = t.Logf
+	rec := histories.NewRecorder(nil, nil)
+	tap := target.newWiretap(rec, "W1")
+	in := &bytes.Buffer{}
+	return &wire{t: t, conn: &tappedConn{Conn: &fakeConn{in: in}, w: tap, inflight: map[int32]inflight{}}, in: in, rec: rec}
+}
+
+// send writes req as a client does, at version v, and returns its
+// correlation id.
+func (w *wire) send(req kmsg.Request, v int16) int32 {
+	w.t.Helper()
+	req.SetVersion(v)
+	w.corr++
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("kgo")).AppendRequest(nil, req, w.corr)
+	// Written in two pieces: a frame may span writes.
+	_, err := w.conn.Write(frame[:5])
+	require.NoError(w.t, err)
+	_, err = w.conn.Write(frame[5:])
+	require.NoError(w.t, err)
+	return w.corr
+}
+
+// answer feeds the response to the request corr, at version v, as a
+// broker frames it.
+func (w *wire) answer(corr int32, resp kmsg.Response, v int16) {
+	w.t.Helper()
+	resp.SetVersion(v)
+	body := binary.BigEndian.AppendUint32(nil, uint32(corr))
+	if resp.IsFlexible() {
+		body = append(body, 0) // no header tags
+	}
+	body = resp.AppendTo(body)
+	w.in.Write(binary.BigEndian.AppendUint32(nil, uint32(len(body))))
+	w.in.Write(body)
+	buf := make([]byte, 3) // read in small pieces, as a frame may span reads
+	for w.in.Len() > 0 {
+		_, err := w.conn.Read(buf)
+		require.NoError(w.t, err)
+	}
+}
+
+func (w *wire) ops() []histories.Op { return w.rec.History().Ops }
+
+type fakeConn struct {
+	net.Conn
+	in *bytes.Buffer
+}
+
+func (f *fakeConn) Write(b []byte) (int, error) { return len(b), nil }
+func (f *fakeConn) Read(b []byte) (int, error)  { return f.in.Read(b) }
+func (f *fakeConn) Close() error                { return nil }
+
+// TestWiretapReadsTransactionalRequests: a client's InitProducerId,
+// Produce (one operation per partition, each on a lane of its own) and
+// EndTxn are read off the wire with their fields in the model's names
+// and time; a partition the broker did not take (misrouted) is left out.
+func TestWiretapReadsTransactionalRequests(t *testing.T) {
+	w := newWire(t)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	id := "fencecheck-ctp-w1"
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 3000
+	corr := w.send(init, 4)
+	initResp := kmsg.NewPtrInitProducerIDResponse()
+	initResp.ProducerID, initResp.ProducerEpoch = 7, 2
+	w.answer(corr, initResp, 4)
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.TransactionID, produce.Acks = &id, -1
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "fencecheck-fares"
+	for p, key := range []string{"trip-a01", "trip-b01"} {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = int32(p)
+		rp.Records = producerBatch{producerID: 7, epoch: 2, firstSequence: int32(p), transactional: true,
+			records: []model.Record{{Key: key, Value: "fare"}}}.encode()
+		topic.Partitions = append(topic.Partitions, rp)
+	}
+	produce.Topics = []kmsg.ProduceRequestTopic{topic}
+	corr = w.send(produce, 12)
+	produceResp := kmsg.NewPtrProduceResponse()
+	rt := kmsg.NewProduceResponseTopic()
+	rt.Topic = "fencecheck-fares"
+	ok, misrouted := kmsg.NewProduceResponseTopicPartition(), kmsg.NewProduceResponseTopicPartition()
+	ok.Partition, ok.BaseOffset = 0, 40
+	misrouted.Partition, misrouted.ErrorCode = 1, kerr.NotLeaderForPartition.Code
+	rt.Partitions = []kmsg.ProduceResponseTopicPartition{ok, misrouted}
+	produceResp.Topics = []kmsg.ProduceResponseTopic{rt}
+	w.answer(corr, produceResp, 12)
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, 7, 2, true
+	corr = w.send(end, 5)
+	endResp := kmsg.NewPtrEndTxnResponse()
+	endResp.ProducerID, endResp.ProducerEpoch = 7, 3
+	w.answer(corr, endResp, 5)
+
+	ops := w.ops()
+	require.Len(t, ops, 3)
+	require.Equal(t, model.InitProducerID, ops[0].Kind)
+	require.Equal(t, "W1", ops[0].Proc)
+	require.Equal(t, "ctp-w1", ops[0].Req.TransactionalID)
+	require.Equal(t, int64(300000), ops[0].Req.TimeoutMs, "3 s at the default time scale")
+	require.Equal(t, model.NoProducerID, ops[0].Req.ProducerID)
+	require.Equal(t, int64(7), ops[0].Result.Resp.ProducerID)
+	require.Equal(t, int16(2), ops[0].Result.Resp.Epoch)
+
+	require.Equal(t, model.Produce, ops[1].Kind)
+	require.Equal(t, "W1", ops[1].Proc, "the misrouted partition's lane W1.2 was in flight beside it")
+	require.Equal(t, model.Partition("fares-0"), ops[1].Req.Partition)
+	require.Equal(t, "ctp-w1", ops[1].Req.TransactionalID)
+	require.Equal(t, []model.Record{{Key: "trip-a01", Value: "fare"}}, ops[1].Req.Records)
+	require.Equal(t, int64(40), ops[1].Result.Resp.BaseOffset)
+	require.True(t, ops[1].Returned)
+
+	require.Equal(t, model.EndTxn, ops[2].Kind)
+	require.True(t, ops[2].Req.Commit)
+	require.Equal(t, int16(3), ops[2].Result.Resp.Epoch, "v5 answers the epoch the producer goes on with")
+}
+
+// TestWiretapJoinIsOneRound: a new member's JoinGroup that only learns its
+// id, the JoinGroup that joins, a SyncGroup that meets a rebalance, the
+// rejoin and the SyncGroup that answers are one join_group, which ends
+// with the last generation and the assignment.
+func TestWiretapJoinIsOneRound(t *testing.T) {
+	w := newWire(t)
+	join := func(member string, code int16, gen int32) {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType, req.SessionTimeoutMillis = "fencecheck-fare-workers", member, "consumer", 1000
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Topics = []string{"fencecheck-trips"}
+		protocol := kmsg.NewJoinGroupRequestProtocol()
+		protocol.Name, protocol.Metadata = "cooperative-sticky", meta.AppendTo(nil)
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{protocol}
+		corr := w.send(req, 9)
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.ErrorCode, resp.MemberID, resp.Generation = code, "m1", gen
+		w.answer(corr, resp, 9)
+	}
+	sync := func(gen int32, code int16, assigned ...int32) {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.MemberID, req.Generation = "fencecheck-fare-workers", "m1", gen
+		corr := w.send(req, 5)
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = code
+		if assigned != nil {
+			a := kmsg.NewConsumerMemberAssignment()
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic, at.Partitions = "fencecheck-trips", assigned
+			a.Topics = []kmsg.ConsumerMemberAssignmentTopic{at}
+			resp.MemberAssignment = a.AppendTo(nil)
+		}
+		w.answer(corr, resp, 5)
+	}
+	join("", kerr.MemberIDRequired.Code, -1)
+	join("m1", 0, 1)
+	sync(1, kerr.RebalanceInProgress.Code)
+	require.Empty(t, w.ops(), "the join goes on")
+	join("m1", 0, 2)
+	sync(2, 0, 1)
+
+	ops := w.ops()
+	require.Len(t, ops, 1)
+	j := ops[0]
+	require.Equal(t, model.JoinGroup, j.Kind)
+	require.Equal(t, "fare-workers", j.Req.Group)
+	require.Empty(t, j.Req.MemberID, "a new member")
+	require.Equal(t, []model.Partition{"trips-0", "trips-1"}, j.Req.Partitions)
+	require.Equal(t, int64(100000), j.Req.SessionTimeoutMs)
+	require.True(t, j.Result.Succeeded())
+	require.Equal(t, "m1", j.Result.Resp.MemberID)
+	require.Equal(t, int32(2), j.Result.Resp.GenerationID)
+	require.Equal(t, []model.Partition{"trips-1"}, j.Result.Resp.Assignment)
+}
+
+// TestWiretapLostAnswers: a request in flight when its connection closes
+// never returned, but a join goes on (its member asks again); a join whose
+// client closed after its JoinGroup answered ends there, with nothing
+// assigned; only a member that joined is recorded leaving.
+func TestWiretapLostAnswers(t *testing.T) {
+	w := newWire(t)
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.TransactionalID, commit.Group, commit.MemberID, commit.Generation = "fencecheck-ctp-w1", "fencecheck-fare-workers", "m1", 3
+	commit.ProducerID, commit.ProducerEpoch = 7, 0
+	ct := kmsg.NewTxnOffsetCommitRequestTopic()
+	ct.Topic = "fencecheck-trips"
+	cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 1, 12
+	ct.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{cp}
+	commit.Topics = []kmsg.TxnOffsetCommitRequestTopic{ct}
+	w.send(commit, 5)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.MemberID = "fencecheck-fare-workers", "m1"
+	w.send(join, 9)
+	require.NoError(t, w.conn.Close())
+
+	corr := w.send(join, 9) // again, once reconnected
+	joined := kmsg.NewPtrJoinGroupResponse()
+	joined.MemberID, joined.Generation = "m1", 4
+	w.answer(corr, joined, 9)
+	for _, member := range []string{"m9", "m1"} {
+		leave := kmsg.NewPtrLeaveGroupRequest()
+		leave.Group = "fencecheck-fare-workers"
+		m := kmsg.NewLeaveGroupRequestMember()
+		m.MemberID = member
+		leave.Members = []kmsg.LeaveGroupRequestMember{m}
+		w.answer(w.send(leave, 5), kmsg.NewPtrLeaveGroupResponse(), 5)
+	}
+	w.conn.w.close()
+
+	ops := w.ops()
+	require.Len(t, ops, 3)
+	require.Equal(t, model.TxnOffsetCommit, ops[0].Kind)
+	require.Equal(t, map[model.Partition]int64{"trips-1": 12}, ops[0].Req.Offsets)
+	require.Equal(t, int32(3), ops[0].Req.GenerationID)
+	require.Equal(t, "W1", ops[0].Proc)
+	require.False(t, ops[0].Returned)
+	require.Equal(t, model.JoinGroup, ops[1].Kind)
+	require.Equal(t, "W1.2", ops[1].Proc, "in flight beside the commit")
+	require.True(t, ops[1].Result.Succeeded())
+	require.Equal(t, int32(4), ops[1].Result.Resp.GenerationID)
+	require.Empty(t, ops[1].Result.Resp.Assignment)
+	require.Equal(t, model.LeaveGroup, ops[2].Kind)
+	require.Equal(t, "m1", ops[2].Req.MemberID)
+}
