@@ -25,9 +25,9 @@ type group struct {
 	// answered is the generation the last join round answered, which a
 	// leave or an expiry leaves behind while the group prepares a
 	// rebalance (model: group.answered).
-	answered int32
-	members  map[string]member
-	committed  map[model.Partition]int64
+	answered  int32
+	members   map[string]member
+	committed map[model.Partition]int64
 	// pending holds transactional offsets by producer id until the
 	// transaction's marker reaches the group (KIP-447).
 	pending map[int64]map[model.Partition]int64
