@@ -13,7 +13,9 @@ import (
 // The requests a tapped client sends, read as operations of the history
 // format: the inverse of what the target's own requests do (txn.go,
 // produce.go, groups.go). Requests the format has no type for
-// (heartbeats, metadata, fetches) are not recorded.
+// (heartbeats, metadata) are not recorded, nor fetches: in a fetch
+// session (KIP-227) a request leaves out the partitions whose position did
+// not change, so it does not say where each read starts.
 
 // observed is one operation of a request seen on the wire (a produce is one
 // per partition), and how the response reads for it.
@@ -55,6 +57,8 @@ func (w *wiretap) sent(req kmsg.Request) []observed {
 		return w.syncGroup(r)
 	case *kmsg.LeaveGroupRequest:
 		return w.leaveGroup(r)
+	case *kmsg.OffsetFetchRequest:
+		return w.offsetFetch(r)
 	}
 	return nil
 }
@@ -391,4 +395,95 @@ func (w *wiretap) topic(name string, id [16]byte, byID bool) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
 	return w.t.routes.topicByID(ctx, id)
+}
+
+// offsetFetchTopicIDs is the first OffsetFetch that names topics by id.
+const offsetFetchTopicIDs = 10
+
+// groupPartition is one partition of one group's committed offsets, as
+// the cluster names them.
+type groupPartition struct {
+	group, topic string
+	partition    int32
+}
+
+// offsetFetch is one offset_fetch per partition asked about, in either
+// shape: one group (up to v7) or a list of groups (v8 on).
+func (w *wiretap) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
+	var asked []groupPartition
+	if r.Version < 8 {
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				asked = append(asked, groupPartition{r.Group, t.Topic, p})
+			}
+		}
+	}
+	for _, g := range r.Groups {
+		for _, t := range g.Topics {
+			name, ok := w.topic(t.Topic, t.TopicID, r.Version >= offsetFetchTopicIDs)
+			for _, p := range t.Partitions {
+				if ok {
+					asked = append(asked, groupPartition{g.Group, name, p})
+				}
+			}
+		}
+	}
+	var ops []observed
+	for _, gp := range asked {
+		group, ok := w.t.names.modelName(gp.group)
+		partition, ok2 := w.t.names.partition(gp.topic, gp.partition)
+		if !ok || !ok2 {
+			continue
+		}
+		req := model.NewRequest()
+		req.Group, req.Partition, req.RequireStable = group, partition, r.RequireStable
+		answer := answerWith(w, model.OffsetFetch,
+			func(resp *kmsg.OffsetFetchResponse) []int16 {
+				_, code := w.fetchedOffset(resp, gp)
+				return []int16{code}
+			},
+			func(resp *kmsg.OffsetFetchResponse) model.Response {
+				out := model.NewResponse()
+				offset, _ := w.fetchedOffset(resp, gp)
+				out.Offset = max(offset, model.NoOffset)
+				return out
+			})
+		ops = append(ops, observed{op: w.begin(model.OffsetFetch, req), answer: answer})
+	}
+	return ops
+}
+
+// fetchedOffset is the answer for one partition: a group's error speaks
+// for its partitions, and a partition the answer leaves out is an error.
+func (w *wiretap) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition) (int64, int16) {
+	if resp.Version < 8 {
+		if resp.ErrorCode != 0 {
+			return model.NoOffset, resp.ErrorCode
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if t.Topic == gp.topic && p.Partition == gp.partition {
+					return p.Offset, p.ErrorCode
+				}
+			}
+		}
+		return model.NoOffset, kerr.UnknownServerError.Code
+	}
+	for _, g := range resp.Groups {
+		if g.Group != gp.group {
+			continue
+		}
+		if g.ErrorCode != 0 {
+			return model.NoOffset, g.ErrorCode
+		}
+		for _, t := range g.Topics {
+			name, ok := w.topic(t.Topic, t.TopicID, resp.Version >= offsetFetchTopicIDs)
+			for _, p := range t.Partitions {
+				if ok && name == gp.topic && p.Partition == gp.partition {
+					return p.Offset, p.ErrorCode
+				}
+			}
+		}
+	}
+	return model.NoOffset, kerr.UnknownServerError.Code
 }

@@ -38,10 +38,11 @@ type SessionConfig struct {
 	outsideTxn bool
 }
 
-// Session is one running worker process. Its faults are those a harness
-// can impose on a real client: Stall (it stops polling, its transaction
-// left open), Crash (its client closed with the transaction unfinished),
-// and a restart is a new Session with the same config.
+// Session is one running worker process. Its faults are those the
+// workload imposes on its own processes, at the client's connections
+// (wirefaults.go): Stall and Wake (a pause: nothing goes out or comes in,
+// heartbeats included), Crash (its connections dropped with nothing
+// said), LoseResponse; a restart is a new Session with the same config.
 type Session struct {
 	gts    *kgo.GroupTransactSession
 	output string
@@ -49,24 +50,21 @@ type Session struct {
 	// or the plain one of a misconfigured worker (outsideTxn).
 	produce func(context.Context, ...*kgo.Record) kgo.ProduceResults
 	plain   *kgo.Client
-	tap     *wiretap // nil when not recorded
+	tap     *wiretap
 	done    chan struct{}
 	cancel  context.CancelFunc
 
+	stopOnce sync.Once // Crash or Close, whichever comes first
+
 	mu        sync.Mutex
-	stalled   chan struct{} // closed on wake; nil when running
 	committed int
 	err       error
 }
 
 // StartSession starts a worker on the target's cluster.
 func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
-	var tap *wiretap
-	common := t.clientOpts()
-	if cfg.Record != nil {
-		tap = t.newWiretap(cfg.Record, cfg.Proc)
-		common = append(common, kgo.Dialer(tap.dial))
-	}
+	tap := t.newWiretap(cfg.Record, cfg.Proc)
+	common := append(t.clientOpts(), kgo.Dialer(tap.dial))
 	gts, err := kgo.NewGroupTransactSession(append(common, t.sessionOpts(cfg)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
@@ -159,7 +157,6 @@ func (s *Session) transact(ctx context.Context, fetches kgo.Fetches) error {
 			Value: []byte("fare of " + string(in.Key))})
 	})
 	produceErr := s.produce(ctx, produced...).FirstErr()
-	s.waitWhileStalled(ctx)
 	committed, err := s.gts.End(ctx, kgo.TransactionEndTry(produceErr == nil))
 	if ctx.Err() != nil {
 		return nil // crashed mid-transaction
@@ -175,49 +172,38 @@ func (s *Session) transact(ctx context.Context, fetches kgo.Fetches) error {
 	return nil
 }
 
-// Stall freezes the worker at its next transaction's end: it holds the
-// transaction open and does not poll, as a process in a long pause does
-// (its heartbeats go on in kgo's background, as a JVM's would not).
-func (s *Session) Stall() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stalled == nil {
-		s.stalled = make(chan struct{})
-	}
-}
+// Stall pauses the worker, as a garbage collection pause does: what it
+// sends waits, what it receives reaches it later, and its heartbeats stop,
+// so the group may drop it and its transaction may time out.
+func (s *Session) Stall() { s.tap.pause() }
 
-// Wake lets a stalled worker end its transaction and go on.
-func (s *Session) Wake() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stalled != nil {
-		close(s.stalled)
-		s.stalled = nil
-	}
-}
+// Wake ends the pause: the worker goes on as if nothing happened, a
+// zombie if it was replaced meanwhile.
+func (s *Session) Wake() { s.tap.resume() }
 
-func (s *Session) waitWhileStalled(ctx context.Context) {
-	s.mu.Lock()
-	stalled := s.stalled
-	s.mu.Unlock()
-	if stalled == nil {
-		return
-	}
-	select {
-	case <-stalled:
-	case <-ctx.Done():
-	}
-}
+// LoseResponse drops the answer to the worker's next request of the
+// history's kinds: its connection closes once the request went out, and
+// the client asks again.
+func (s *Session) LoseResponse() { s.tap.loseNextAnswer() }
 
 // Crash stops the worker abruptly: whatever transaction is open stays
 // unfinished, for the next owner of its transactional id (or the
 // transaction timeout) to abort.
+//
+// Its requests in flight end unanswered at once; its client winds down in
+// the background, since nothing it says reaches the broker any more (it
+// would retry its LeaveGroup for kgo's retry timeout).
 func (s *Session) Crash() {
-	s.cancel()
-	s.Wake()
-	<-s.done
-	s.gts.Client().Close()
-	s.closeRest()
+	s.stopOnce.Do(func() {
+		s.tap.kill()
+		s.tap.close()
+		s.cancel()
+		go func() {
+			<-s.done
+			s.gts.Client().Close()
+			s.closeRest()
+		}()
+	})
 }
 
 // closeRest closes the misconfigured worker's producer, and ends the
@@ -226,19 +212,20 @@ func (s *Session) closeRest() {
 	if s.plain != nil {
 		s.plain.Close()
 	}
-	if s.tap != nil {
-		s.tap.close()
-	}
+	s.tap.close()
 }
 
 // Close stops the worker after its current transaction and leaves the
-// group; it returns the error that stopped the worker, if any.
+// group (after a Crash, it does nothing more); it returns the error that
+// stopped the worker, if any.
 func (s *Session) Close() error {
-	s.cancel()
-	s.Wake()
-	<-s.done
-	s.gts.Close()
-	s.closeRest()
+	s.stopOnce.Do(func() {
+		s.cancel()
+		s.Wake()
+		<-s.done
+		s.gts.Close()
+		s.closeRest()
+	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err

@@ -157,18 +157,19 @@ func (m *sessionMachine) LeaveWorker(rt *rapid.T) {
 	w.left = true
 }
 
-// StallWorker freezes a worker at the end of its next transaction, which
-// stays open; its heartbeats go on, so the group keeps it until it is
-// fenced.
-func (m *sessionMachine) StallWorker(rt *rapid.T) {
+// StallProcess pauses a worker, as a garbage collection pause does:
+// nothing it sends goes out, its heartbeats included, so the group may
+// drop it and its open transaction may time out.
+func (m *sessionMachine) StallProcess(rt *rapid.T) {
 	w := m.pick(rt, "stall", func(w *sessionWorker) bool { return !w.left && !w.stalled })
 	w.session.Stall()
 	w.stalled = true
 	m.s.rec.Fault(w.name, model.Stall, model.NewRequest())
 }
 
-// WakeWorker lets a stalled worker end its transaction and go on.
-func (m *sessionMachine) WakeWorker(rt *rapid.T) {
+// WakeProcess ends a pause: the worker goes on, a zombie if the group
+// dropped it meanwhile (seed 002).
+func (m *sessionMachine) WakeProcess(rt *rapid.T) {
 	w := m.pick(rt, "wake", func(w *sessionWorker) bool { return w.stalled })
 	m.wake(w)
 }
@@ -179,9 +180,10 @@ func (m *sessionMachine) wake(w *sessionWorker) {
 	m.s.rec.Fault(w.name, model.Wake, model.NewRequest())
 }
 
-// CrashWorker kills a worker mid-whatever, and the orchestrator starts
-// another with the same config: its InitProducerId fences the old one.
-func (m *sessionMachine) CrashWorker(rt *rapid.T) {
+// CrashProcess kills a worker mid-whatever (its connections drop, it
+// says nothing more), and the orchestrator starts another with the same
+// config: its InitProducerId fences the old one (seed 000).
+func (m *sessionMachine) CrashProcess(rt *rapid.T) {
 	w := m.pick(rt, "crash", func(w *sessionWorker) bool { return !w.left })
 	w.session.Crash()
 	m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
@@ -286,14 +288,6 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 		}
 	}
 }
-
-// sessionJudged are the checks a session's history is judged by: all
-// but linearizable. The broker's timers run on real time, which the
-// history's ticks only approximate, and the workers' heartbeats are not
-// operations of the format, so the model would expire a member that
-// kfake rightly keeps (TestGroupTransactSessionExactlyOnce, which moves
-// no clock, judges linearizability too).
-var sessionJudged = []string{checker.OneLiveProducer, checker.ExactlyOnce, checker.NoAbortedRead, checker.OffsetsMonotonic, checker.Progress}
 
 // sessionSettle is how long the quiet phase waits for every trip.
 const sessionSettle = 20 * time.Second

@@ -41,25 +41,43 @@ type wiretap struct {
 	joins   map[string]*pending // member id -> its join_group, open until its SyncGroup answers
 	members map[string]bool     // those whose join_group answered, who may leave
 	conns   map[*tappedConn]bool
+	faults  wireFaults
 }
 
+// newWiretap taps a client of process proc; a nil observe records nothing
+// (the faults still apply).
 func (t *Target) newWiretap(observe Observer, proc string) *wiretap {
+	if observe == nil {
+		observe = noObserver{}
+	}
 	return &wiretap{t: t, observe: observe, proc: proc, joins: map[string]*pending{},
 		members: map[string]bool{}, conns: map[*tappedConn]bool{}}
 }
 
-// dial is the client's kgo.Dialer.
+// dial is the client's kgo.Dialer; a dead client dials nowhere.
 func (w *wiretap) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	if err := w.gate(ctx.Done()); err != nil {
+		return nil, err
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, network, host)
 	if err != nil {
 		return nil, err
 	}
-	c := &tappedConn{Conn: conn, w: w, inflight: map[int32]inflight{}}
+	c := &tappedConn{Conn: conn, w: w, inflight: map[int32]inflight{}, closed: make(chan struct{})}
 	w.mu.Lock()
 	w.conns[c] = true
 	w.mu.Unlock()
 	return c, nil
+}
+
+// connList is the open connections; the caller holds w.mu.
+func (w *wiretap) connList() []*tappedConn {
+	conns := make([]*tappedConn, 0, len(w.conns))
+	for c := range w.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // close ends what is still in flight unanswered: the client is gone. A
@@ -68,10 +86,7 @@ func (w *wiretap) dial(ctx context.Context, network, host string) (net.Conn, err
 // joined, and is left out.
 func (w *wiretap) close() {
 	w.mu.Lock()
-	conns := make([]*tappedConn, 0, len(w.conns))
-	for c := range w.conns {
-		conns = append(conns, c)
-	}
+	conns := w.connList()
 	joins := w.joins
 	w.joins = map[string]*pending{}
 	w.mu.Unlock()
@@ -193,24 +208,39 @@ type tappedConn struct {
 	sent     []byte // the start of a request frame not yet whole
 	received []byte // likewise, of a response frame
 	inflight map[int32]inflight
+
+	closeOnce sync.Once
+	closed    chan struct{}
 }
 
 // Write reads the requests it carries before they go out: an operation
-// is called when it is sent.
+// is called when it is sent. A paused client's requests wait.
 func (c *tappedConn) Write(b []byte) (int, error) {
+	if err := c.w.gate(c.closed); err != nil {
+		return 0, err
+	}
 	c.mu.Lock()
 	var frames [][]byte
+	lose := false
 	c.sent, frames = splitFrames(append(c.sent, b...))
 	for _, f := range frames {
-		c.request(f)
+		lose = c.request(f) || lose
 	}
 	c.mu.Unlock()
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	if lose {
+		_ = c.Conn.Close() // the answer never comes back; the client asks again
+	}
+	return n, err
 }
 
-// Read reads the responses it carries as they arrive.
+// Read reads the responses it carries as they arrive; a paused client
+// sees them when it wakes.
 func (c *tappedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	if gateErr := c.w.gate(c.closed); gateErr != nil {
+		return 0, gateErr
+	}
 	if n > 0 {
 		c.mu.Lock()
 		var frames [][]byte
@@ -225,6 +255,7 @@ func (c *tappedConn) Read(b []byte) (int, error) {
 
 // Close ends what is in flight on the connection unanswered.
 func (c *tappedConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
 	c.lost()
 	c.w.mu.Lock()
 	delete(c.w.conns, c)
@@ -263,25 +294,28 @@ func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
 }
 
 // request reads one request frame: a header (key, version, correlation
-// id, client id, and tags when flexible), then the body.
-func (c *tappedConn) request(frame []byte) {
+// id, client id, and tags when flexible), then the body. It reports
+// whether the request's answer is to be lost.
+func (c *tappedConn) request(frame []byte) (lose bool) {
 	r := kbin.Reader{Src: frame}
 	key, version, corr := r.Int16(), r.Int16(), r.Int32()
 	r.NullableString()
 	req := kmsg.RequestForKey(key)
 	if req == nil {
-		return
+		return false
 	}
 	req.SetVersion(version)
 	if req.IsFlexible() {
 		kmsg.SkipTags(&r)
 	}
 	if r.Complete() != nil || req.ReadFrom(r.Src) != nil {
-		return // not a request the history could hold
+		return false // not a request the history could hold
 	}
-	if ops := c.w.sent(req); len(ops) > 0 {
+	ops := c.w.sent(req)
+	if len(ops) > 0 {
 		c.inflight[corr] = inflight{req: req, ops: ops}
 	}
+	return c.w.takeLoss(ops)
 }
 
 // response reads one response frame: the correlation id, tags when

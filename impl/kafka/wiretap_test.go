@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"testing"
 
@@ -30,7 +31,7 @@ func newWire(t *testing.T) *wire {
 	rec := histories.NewRecorder(nil, nil)
 	tap := target.newWiretap(rec, "W1")
 	in := &bytes.Buffer{}
-	return &wire{t: t, conn: &tappedConn{Conn: &fakeConn{in: in}, w: tap, inflight: map[int32]inflight{}}, in: in, rec: rec}
+	return &wire{t: t, conn: &tappedConn{Conn: &fakeConn{in: in}, w: tap, inflight: map[int32]inflight{}, closed: make(chan struct{})}, in: in, rec: rec}
 }
 
 // send writes req as a client does, at version v, and returns its
@@ -249,4 +250,45 @@ func TestWiretapLostAnswers(t *testing.T) {
 	require.Empty(t, ops[1].Result.Resp.Assignment)
 	require.Equal(t, model.LeaveGroup, ops[2].Kind)
 	require.Equal(t, "m1", ops[2].Req.MemberID)
+}
+
+// TestWiretapOffsetFetchPerPartition: an OffsetFetch of several partitions
+// (the list-of-groups shape) is one offset_fetch per partition, each
+// answered by its own partition's code.
+func TestWiretapOffsetFetchPerPartition(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable = true
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = "fencecheck-fare-workers"
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic, gt.Partitions = "fencecheck-trips", []int32{0, 1}
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+	corr := w.send(req, 9)
+
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = "fencecheck-fare-workers"
+	rt := kmsg.NewOffsetFetchResponseGroupTopic()
+	rt.Topic = "fencecheck-trips"
+	unstable, committed := kmsg.NewOffsetFetchResponseGroupTopicPartition(), kmsg.NewOffsetFetchResponseGroupTopicPartition()
+	unstable.Partition, unstable.Offset, unstable.ErrorCode = 0, -1, kerr.UnstableOffsetCommit.Code
+	committed.Partition, committed.Offset = 1, 12
+	rt.Partitions = []kmsg.OffsetFetchResponseGroupTopicPartition{unstable, committed}
+	rg.Topics = []kmsg.OffsetFetchResponseGroupTopic{rt}
+	resp.Groups = []kmsg.OffsetFetchResponseGroup{rg}
+	w.answer(corr, resp, 9)
+
+	ops := w.ops()
+	require.Len(t, ops, 2)
+	for i, op := range ops {
+		require.Equal(t, model.OffsetFetch, op.Kind)
+		require.Equal(t, "fare-workers", op.Req.Group)
+		require.True(t, op.Req.RequireStable)
+		require.Equal(t, model.Partition(fmt.Sprintf("trips-%d", i)), op.Req.Partition)
+	}
+	require.Equal(t, model.UnstableOffsetCommit, ops[0].Result.Err)
+	require.True(t, ops[1].Result.Succeeded())
+	require.Equal(t, int64(12), ops[1].Result.Resp.Offset)
 }
