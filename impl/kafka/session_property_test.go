@@ -227,11 +227,12 @@ func (m *sessionMachine) pick(rt *rapid.T, label string, keep func(*sessionWorke
 	return m.workers[slices.IndexFunc(m.workers, func(w *sessionWorker) bool { return w.name == name })]
 }
 
-// quiesce stops the faults: stalled workers wake, the orchestrator
-// restarts workers that stopped (now or while the rest catch up, as a
-// supervisor restarts a process that exits on an error), and once every
-// trip is committed (or sessionSettle passed) the workers close and a
-// reader reads the output.
+// quiesce stops the faults: stalled workers wake, and the orchestrator
+// supervises the workers while the rest of the trips are processed (or
+// sessionSettle passed): it restarts a worker whose loop ended on an
+// error, and, as a liveness probe would, every worker when nothing was
+// committed for stuckAfter. Then the workers close and a reader reads the
+// output.
 func (m *sessionMachine) quiesce(rt *rapid.T) {
 	for _, w := range m.workers {
 		if w.stalled {
@@ -241,13 +242,28 @@ func (m *sessionMachine) quiesce(rt *rapid.T) {
 	if !slices.ContainsFunc(m.workers, func(w *sessionWorker) bool { return !w.left }) {
 		m.startSession(m.workers[0])
 	}
+	committed, since := 0, time.Now()
 	assertEventually(func() bool {
+		n := len(m.s.committedKeys("fares"))
+		switch {
+		case n > committed:
+			committed, since = n, time.Now()
+		case time.Since(since) > stuckAfter:
+			m.restartLive()
+			since = time.Now()
+		}
 		m.restartStopped()
-		return len(m.s.committedKeys("fares")) >= len(m.trips)
+		return n >= len(m.trips)
 	}, sessionSettle)
 	m.closeAll()
 	m.judge(rt, sessionJudged...)
 }
+
+// stuckAfter is how long the orchestrator lets the workers commit nothing
+// while trips wait before it restarts them. A worker whose group lost a
+// member right after a join round has stayed stuck on kfake until
+// restarted (FINDINGS.md, 11).
+const stuckAfter = 3 * time.Second
 
 // restartStopped restarts each worker whose loop ended on an error: the
 // process exits, its client closes (leaving the group), and another starts
@@ -256,6 +272,17 @@ func (m *sessionMachine) restartStopped() {
 	for _, w := range m.workers {
 		if !w.left && w.session.Stopped() {
 			_ = w.session.Close()
+			m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
+			m.startSession(w)
+		}
+	}
+}
+
+// restartLive kills and restarts every running worker.
+func (m *sessionMachine) restartLive() {
+	for _, w := range m.workers {
+		if !w.left {
+			w.session.Crash()
 			m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
 			m.startSession(w)
 		}
