@@ -190,6 +190,13 @@ func (m *sessionMachine) CrashProcess(rt *rapid.T) {
 	m.startSession(w)
 }
 
+// LoseResponse drops the answer to a worker's next request: the request
+// takes effect, and the client, hearing nothing, sends it again.
+func (m *sessionMachine) LoseResponse(rt *rapid.T) {
+	w := m.pick(rt, "lose", func(w *sessionWorker) bool { return !w.left && !w.stalled })
+	w.session.LoseResponse()
+}
+
 // LetWorkersRun lets real time pass while the workers poll and commit.
 func (m *sessionMachine) LetWorkersRun(rt *rapid.T) {
 	time.Sleep(time.Duration(rapid.IntRange(20, 300).Draw(rt, "ms")) * time.Millisecond)
@@ -306,6 +313,7 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 	m.s.readAll("fares")
 	h := m.s.history("group-transact-session")
 	h.Trips, h.OutputTopics = m.trips, []string{"fares"}
+	requireValidDocument(rt, h)
 	report := checker.Check(h, checker.Options{})
 	for _, check := range checks {
 		if v := report.Verdict(check); !v.Held() {

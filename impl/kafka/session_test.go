@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -218,9 +219,11 @@ func assertEventually(cond func() bool, within time.Duration) bool {
 }
 
 // requireSessionRecorded: the workers' own requests are in the history,
-// each kind the exactly-once loop sends.
+// each kind the exactly-once loop sends, and the history is a valid
+// document (no process's operations overlap, among others).
 func requireSessionRecorded(t *testing.T, h histories.History) {
 	t.Helper()
+	requireValidDocument(t, h)
 	seen := map[model.Kind]bool{}
 	for _, op := range h.Ops {
 		if strings.HasPrefix(op.Proc, "W") && op.Result.Succeeded() {
@@ -242,4 +245,13 @@ func requireZombieFenced(t *testing.T, h histories.History, proc string) {
 		return (op.Proc == proc || strings.HasPrefix(op.Proc, proc+".")) && model.ClassOf(op.Result.Err) == model.FencedConsumer
 	})
 	require.True(t, fenced, "%s woke, but nothing it sent was refused as a zombie consumer's", proc)
+}
+
+// requireValidDocument: h saves and loads back, as `fencecheck check`
+// would read it.
+func requireValidDocument(t require.TestingT, h histories.History) {
+	var doc bytes.Buffer
+	require.NoError(t, histories.Save(&doc, h))
+	_, err := histories.Load(&doc)
+	require.NoError(t, err, "the recorded history is not a valid document")
 }

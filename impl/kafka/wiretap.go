@@ -82,7 +82,8 @@ func (w *wiretap) connList() []*tappedConn {
 
 // close ends what is still in flight unanswered: the client is gone. A
 // join whose JoinGroup answered ends there, with no assignment (its
-// member never learned one); one that only learned its member id never
+// member never learned one); a member's rejoin never answered is
+// unanswered; a new member's join that only learned its member id never
 // joined, and is left out.
 func (w *wiretap) close() {
 	w.mu.Lock()
@@ -94,11 +95,14 @@ func (w *wiretap) close() {
 		c.lost()
 	}
 	for _, p := range joins {
-		if !p.joined {
+		switch {
+		case p.joined:
+			w.finish(p, model.OK(p.resp))
+		case p.req.MemberID != "":
+			w.finish(p, model.NoAnswer())
+		default:
 			w.free(p)
-			continue
 		}
-		w.finish(p, model.OK(p.resp))
 	}
 }
 

@@ -292,3 +292,27 @@ func TestWiretapOffsetFetchPerPartition(t *testing.T) {
 	require.True(t, ops[1].Result.Succeeded())
 	require.Equal(t, int64(12), ops[1].Result.Resp.Offset)
 }
+
+// TestWiretapUnansweredRejoin: a member's rejoin that the broker never
+// answered is recorded unanswered when its client goes; a new member's
+// join that only learned its id is left out.
+func TestWiretapUnansweredRejoin(t *testing.T) {
+	w := newWire(t)
+	rejoin := kmsg.NewPtrJoinGroupRequest()
+	rejoin.Group, rejoin.MemberID = "fencecheck-fare-workers", "m1"
+	w.send(rejoin, 9)
+	fresh := kmsg.NewPtrJoinGroupRequest()
+	fresh.Group = "fencecheck-fare-workers"
+	corr := w.send(fresh, 9)
+	required := kmsg.NewPtrJoinGroupResponse()
+	required.ErrorCode, required.MemberID = kerr.MemberIDRequired.Code, "m2"
+	w.answer(corr, required, 9)
+	require.NoError(t, w.conn.Close())
+	w.conn.w.close()
+
+	ops := w.ops()
+	require.Len(t, ops, 1)
+	require.Equal(t, model.JoinGroup, ops[0].Kind)
+	require.Equal(t, "m1", ops[0].Req.MemberID)
+	require.False(t, ops[0].Returned)
+}
