@@ -38,7 +38,7 @@ const DefaultShrinkTime = 2 * time.Minute
 type Outcome struct {
 	Seed    uint64
 	Checks  int      // how many interleavings ran, shrinking included
-	Ops     int      // how many operations they sent
+	Ops     int      // how many operations the runs that reached their end sent
 	Failure *Failure // nil when every check held
 	// FailFile is rapid's record of the shrunk counterexample, which
 	// replays it (Budget.Replay).

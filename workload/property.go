@@ -86,10 +86,10 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
 		r.shorterThan = opts.shorterThan
-		acts := r.untilBroken(boundActions(r.actions()))
+		acts := r.untilDecided(boundActions(r.actions()))
 		acts[""] = func(*rapid.T) { r.checkSoFar() }
 		t.Repeat(acts)
-		if r.broken == nil {
+		if !r.decided() {
 			r.quiesce()
 			r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))
 			r.h.OutputTopics = r.outputs
@@ -135,15 +135,27 @@ func (r *run) counts(cut histories.History) bool {
 // Only an answer can break a check (a request still in flight, or a
 // fault, can always be placed after everything else), so a step that
 // brought none is not checked again.
+//
+// While a shorter counterexample is looked for, a run whose history so far
+// holds and is already as long as the one to beat ends there: a safety
+// check that breaks later breaks at a moment after every operation so far,
+// and the history cut at that moment is no shorter.
 func (r *run) checkSoFar() {
-	if r.broken != nil || r.answers == r.checkedAnswers {
+	if r.decided() {
 		return
 	}
-	r.checkedAnswers = r.answers
-	h := r.h
-	h.Trips = nil
-	r.judge(h)
+	if r.answers != r.checkedAnswers {
+		r.checkedAnswers = r.answers
+		h := r.h
+		h.Trips = nil
+		r.judge(h)
+	}
+	r.tooLong = r.broken == nil && r.shorterThan > 0 && len(r.h.Ops) >= r.shorterThan
 }
+
+// decided reports whether the run has nothing more to show: a check has
+// broken, or no counterexample it could still give would count.
+func (r *run) decided() bool { return r.broken != nil || r.tooLong }
 
 // judge checks h, and keeps it as the run's counterexample if it breaks a
 // check and counts.
@@ -160,11 +172,11 @@ func (r *run) judge(h histories.History) {
 	r.broken = &brokenRun{cut: cut, whole: h, report: report, steps: append([]string(nil), r.steps...)}
 }
 
-// untilBroken makes every action do nothing once a check has broken.
-func (r *run) untilBroken(acts map[string]func(*rapid.T)) map[string]func(*rapid.T) {
+// untilDecided makes every action do nothing once the run is decided.
+func (r *run) untilDecided(acts map[string]func(*rapid.T)) map[string]func(*rapid.T) {
 	for name, act := range acts {
 		acts[name] = func(t *rapid.T) {
-			if r.broken == nil {
+			if !r.decided() {
 				act(t)
 			}
 		}
