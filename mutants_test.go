@@ -20,10 +20,8 @@ import (
 // the properties that hold on the correct broker, from a random seed, within
 // the default budget. Nothing here knows where a bug is: every mutant gets
 // the same scenarios in the same order, and the first that breaks a check
-// catches it. The shrunk length is logged, not asserted: the search is
-// random, and workload.Explore's search for a shorter counterexample ends
-// late-endtxn-hits-next-txn's above 15 operations about once in fourteen
-// (its bug is met once in a few thousand runs, in long ones).
+// catches it, and its shrunk counterexample must be short enough to read
+// (workload.Explore looks again for one longer than that).
 func TestMutantsAreCaught(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(impl.Mutants)) {
 		t.Run(name, func(t *testing.T) {
@@ -38,15 +36,22 @@ func TestMutantsAreCaught(t *testing.T) {
 			}
 			t.Logf("%s: caught by %v on %s (seed %d) after %d checks, shrunk to %d operations, %.1fs",
 				name, report.Violated(), how, out.Seed, out.Checks, len(h.Ops), time.Since(start).Seconds())
+			require.LessOrEqual(t, len(h.Ops), readableOps, "%s's counterexample is too long to read", name)
 		})
 	}
 }
 
+// readableOps is the longest counterexample a mutant may shrink to: the
+// length workload.Explore looks again for a shorter one above.
+const readableOps = 15
+
 // mutantShrinkTime bounds rapid's shrinking and the search for a shorter
-// counterexample: twice rapid's own default, which a rare interleaving (a
-// late EndTxn landing on the next transaction) needs to meet its bug a
-// few times more; thirteen mutants must fit in go test's budget.
-const mutantShrinkTime = 60 * time.Second
+// counterexample: fencecheck run's default. A rare interleaving (a late
+// EndTxn landing on the next transaction) can shrink to a local minimum
+// above readableOps, and its bounded searches then take over a minute to
+// meet a shorter one (seed 1795989435455436817: 17 operations, then 9
+// after 75 s); thirteen mutants must fit in go test's budget.
+const mutantShrinkTime = workload.DefaultShrinkTime
 
 // exploreMutant runs the correct configurations against the broker with
 // one mutant, until one of them breaks a check.

@@ -38,7 +38,7 @@ const DefaultShrinkTime = 2 * time.Minute
 type Outcome struct {
 	Seed    uint64
 	Checks  int      // how many interleavings ran, shrinking included
-	Ops     int      // how many operations they sent
+	Ops     int      // how many operations the runs that reached their end sent
 	Failure *Failure // nil when every check held
 	// FailFile is rapid's record of the shrunk counterexample, which
 	// replays it (Budget.Replay).
@@ -56,10 +56,12 @@ type Outcome struct {
 // shrinking ends in a local minimum). Further explorations, each from a
 // seed derived from the first, count only a violation (of any check)
 // whose timeline is shorter than the last counterexample's, so that rapid
-// shrinks nothing else. Up to shortenRounds of them, the nth with n times
-// shortenEffort times the first's checks (a bug the first met late may
-// take longer to meet again), and none started once the search has taken
-// the budget's ShrinkTime.
+// shrinks nothing else; a run in them ends as soon as its history, every
+// check holding, is as long as that (see checkSoFar), so they try a few
+// times as many runs a second. Up to shortenRounds of them, the nth with
+// n times shortenEffort times the first's checks (a bug the first met
+// late may take longer to meet again), and none started once the search
+// has taken the budget's ShrinkTime.
 func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())

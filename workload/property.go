@@ -67,6 +67,13 @@ func (f *Failure) wholeHistory() histories.History {
 // rapid's choice of actions with every check after each one, end with the
 // quiet phase and the final reads, and check the whole history. A failure
 // is recorded in failure (when not nil) before the property fails.
+//
+// A check that breaks during the actions ends the run: the actions left do
+// nothing, and the property fails from the same line as when a check
+// breaks at the end. rapid keeps a smaller case while shrinking only if it
+// fails at the same place (the same stack) as the case it shrinks, so a
+// counterexample whose violation showed in the quiet phase can shrink into
+// one that shows it during the actions, and back.
 func Property(opts Options, failure *Failure) func(*rapid.T) {
 	if opts.Coverage == nil {
 		opts.Coverage = NewCoverage()
@@ -79,17 +86,42 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
 		r.shorterThan = opts.shorterThan
-		acts := boundActions(r.actions())
-		acts[""] = func(t *rapid.T) { r.checkSoFar(t, failure) }
+		acts := r.untilDecided(boundActions(r.actions()))
+		acts[""] = func(*rapid.T) { r.checkSoFar() }
 		t.Repeat(acts)
-		r.quiesce()
-		r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))
-		r.h.OutputTopics = r.outputs
-		if opts.Observe != nil {
-			opts.Observe(r.h)
+		if !r.decided() {
+			r.quiesce()
+			r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))
+			r.h.OutputTopics = r.outputs
+			if opts.Observe != nil {
+				opts.Observe(r.h)
+			}
+			r.judge(r.h)
 		}
-		r.judge(t, r.h, failure)
+		if r.broken != nil {
+			r.broken.fail(t, failure)
+		}
 	}
+}
+
+// brokenRun is a counterexample: the history cut at its first broken
+// safety check, the whole history so far, the cut's report, and the
+// actions taken.
+type brokenRun struct {
+	cut, whole histories.History
+	report     checker.Report
+	steps      []string
+}
+
+// fail records the counterexample in failure (when not nil) and fails the
+// property.
+func (b *brokenRun) fail(t *rapid.T, failure *Failure) {
+	if failure != nil {
+		failure.set(b.cut, b.whole, b.report, b.steps)
+	}
+	var w strings.Builder
+	_ = b.report.WriteTimeline(&w)
+	t.Fatalf("%s\nactions: %s", w.String(), strings.Join(b.steps, "; "))
 }
 
 // counts reports whether a counterexample fails the property: any does,
@@ -103,17 +135,31 @@ func (r *run) counts(cut histories.History) bool {
 // Only an answer can break a check (a request still in flight, or a
 // fault, can always be placed after everything else), so a step that
 // brought none is not checked again.
-func (r *run) checkSoFar(t *rapid.T, failure *Failure) {
-	if r.answers == r.checkedAnswers {
+//
+// While a shorter counterexample is looked for, a run whose history so far
+// holds and is already as long as the one to beat ends there: a safety
+// check that breaks later breaks at a moment after every operation so far,
+// and the history cut at that moment is no shorter.
+func (r *run) checkSoFar() {
+	if r.decided() {
 		return
 	}
-	r.checkedAnswers = r.answers
-	h := r.h
-	h.Trips = nil
-	r.judge(t, h, failure)
+	if r.answers != r.checkedAnswers {
+		r.checkedAnswers = r.answers
+		h := r.h
+		h.Trips = nil
+		r.judge(h)
+	}
+	r.tooLong = r.broken == nil && r.shorterThan > 0 && len(r.h.Ops) >= r.shorterThan
 }
 
-func (r *run) judge(t *rapid.T, h histories.History, failure *Failure) {
+// decided reports whether the run has nothing more to show: a check has
+// broken, or no counterexample it could still give would count.
+func (r *run) decided() bool { return r.broken != nil || r.tooLong }
+
+// judge checks h, and keeps it as the run's counterexample if it breaks a
+// check and counts.
+func (r *run) judge(h histories.History) {
 	h.Ops = append([]histories.Op(nil), h.Ops...)
 	report := checker.Check(h, checker.Options{})
 	if report.Held() {
@@ -123,12 +169,19 @@ func (r *run) judge(t *rapid.T, h histories.History, failure *Failure) {
 	if !r.counts(cut) {
 		return
 	}
-	if failure != nil {
-		failure.set(cut, h, report, append([]string(nil), r.steps...))
+	r.broken = &brokenRun{cut: cut, whole: h, report: report, steps: append([]string(nil), r.steps...)}
+}
+
+// untilDecided makes every action do nothing once the run is decided.
+func (r *run) untilDecided(acts map[string]func(*rapid.T)) map[string]func(*rapid.T) {
+	for name, act := range acts {
+		acts[name] = func(t *rapid.T) {
+			if !r.decided() {
+				act(t)
+			}
+		}
 	}
-	var b strings.Builder
-	_ = report.WriteTimeline(&b)
-	t.Fatalf("%s\nactions: %s", b.String(), strings.Join(r.steps, "; "))
+	return acts
 }
 
 // boundActions makes every action after the first maxActions() of a run do

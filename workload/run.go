@@ -74,6 +74,10 @@ type run struct {
 	// shorterThan, when set, is how many operations a violation must
 	// beat.
 	shorterThan int
+	// broken is the counterexample, once a check has broken; tooLong is
+	// set once no counterexample the run could still give would count.
+	broken  *brokenRun
+	tooLong bool
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.
 	answers, checkedAnswers int

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/impl"
@@ -74,4 +75,33 @@ func TestExplorationsKeepTheirOwnFailFiles(t *testing.T) {
 	for _, f := range files {
 		require.FileExists(t, f)
 	}
+}
+
+// TestLongRunsEndWhileLookingForShorter: while a shorter counterexample is
+// looked for, a run whose history holds every check and is as long as the
+// one to beat is decided (nothing it could still break would count), and
+// its actions left do nothing; a run that breaks a check is decided too.
+func TestLongRunsEndWhileLookingForShorter(t *testing.T) {
+	h, err := histories.LoadFile("../histories/canonical/seed-000-zombie-fenced.json")
+	require.NoError(t, err)
+	judged := func(shorterThan int) *run {
+		r := &run{h: h, answers: 1, shorterThan: shorterThan}
+		r.checkSoFar()
+		return r
+	}
+	require.False(t, judged(0).decided(), "nothing to beat: every run goes to its end")
+	require.False(t, judged(len(h.Ops)+1).decided(), "shorter than the one to beat: a check may still break in time")
+	long := judged(len(h.Ops))
+	require.True(t, long.decided())
+	require.Nil(t, long.broken)
+	ran := false
+	long.untilDecided(map[string]func(*rapid.T){"A": func(*rapid.T) { ran = true }})["A"](nil)
+	require.False(t, ran, "an action of a decided run did something")
+
+	bad, err := histories.LoadFile("../histories/canonical/fresh-id-per-start.json")
+	require.NoError(t, err)
+	broken := &run{h: bad, answers: 1}
+	broken.checkSoFar()
+	require.True(t, broken.decided())
+	require.NotNil(t, broken.broken)
 }
