@@ -269,7 +269,7 @@ func (m *sessionMachine) quiesce(rt *rapid.T) {
 // stuckAfter is how long the orchestrator lets the workers commit nothing
 // while trips wait before it restarts them. A worker whose group lost a
 // member right after a join round has stayed stuck on kfake until
-// restarted (FINDINGS.md, "Open").
+// restarted (FINDINGS.md, 11).
 const stuckAfter = 3 * time.Second
 
 // restartStopped restarts each worker whose loop ended on an error: the
