@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // TestKfakeDropsMemberWaitingInJoin re-checks a known liveness divergence
@@ -27,11 +29,11 @@ import (
 func TestKfakeDropsMemberWaitingInJoin(t *testing.T) {
 	s := newSessionScenario(t, "")
 	t.Cleanup(func() { _ = s.target.Close() })
-	control := &rawGroup{t: t, s: s, group: s.target.names.group("b-times-out-first")}
+	control := newRawGroup(t, s, "b-times-out-first")
 	_, answered := control.rejoinAfterDeadMember(longSessionMs, shortSessionMs)
 	require.True(t, answered, "A's rejoin unanswered though B's session ran out first")
 
-	g := &rawGroup{t: t, s: s, group: s.target.names.group("a-times-out-first")}
+	g := newRawGroup(t, s, "a-times-out-first")
 	resp, answered := g.rejoinAfterDeadMember(shortSessionMs, longSessionMs)
 	require.False(t, answered, "kfake answered A's rejoin (generation %v): it keeps a member waiting in a join round now; drop this finding (FINDINGS.md, 11) and stuckAfter", resp)
 	t.Logf("known divergence: kfake dropped A while it waited in the round, and left its JoinGroup unanswered (FINDINGS.md, 11)")
@@ -51,18 +53,18 @@ func (g *rawGroup) rejoinAfterDeadMember(aSessionMs, bSessionMs int32) (*kmsg.Jo
 	a, b := g.client(), g.client()
 	aID := g.join(a, "", aSessionMs).MemberID
 	first := g.join(a, aID, aSessionMs)
-	require.Zero(t, g.sync(a, aID, first.Generation, map[string][]int32{aID: {0, 1}}))
+	require.Zero(t, g.sync(a, first)) // A leads: it takes both partitions
 
 	bID := g.join(b, "", bSessionMs).MemberID
 	bJoined := make(chan *kmsg.JoinGroupResponse)
 	go func() { bJoined <- g.join(b, bID, bSessionMs) }()
 	time.Sleep(50 * time.Millisecond) // B waits in the round
-	require.Equal(t, kerr.RebalanceInProgress.Code, g.heartbeat(a, aID, first.Generation))
+	require.Equal(t, kerr.RebalanceInProgress.Code, g.s.target.heartbeat(context.Background(), aID, member{join: g.round, gen: first.Generation, cl: a}))
 	second := g.join(a, aID, aSessionMs)
 	bSecond := <-bJoined
 	bSynced := make(chan int16)
-	go func() { bSynced <- g.sync(b, bID, bSecond.Generation, nil) }()
-	require.Zero(t, g.sync(a, aID, second.Generation, map[string][]int32{aID: {0}, bID: {1}}))
+	go func() { bSynced <- g.sync(b, bSecond) }()
+	require.Zero(t, g.sync(a, second)) // one partition each
 	require.Zero(t, <-bSynced)
 	b.Close() // B dies: a raw client says nothing as it goes
 
@@ -76,12 +78,20 @@ func (g *rawGroup) rejoinAfterDeadMember(aSessionMs, bSessionMs int32) (*kmsg.Jo
 	}
 }
 
-// rawGroup sends a group's requests raw, each member through a kgo client
-// of its own (a JoinGroup waits for the round).
+// rawGroup plays a group's round with the target's own JoinGroup,
+// SyncGroup and Heartbeat requests, each member through a kgo client of
+// its own (a JoinGroup waits for the round), with session and rebalance
+// timeouts of the test's choosing.
 type rawGroup struct {
 	t     *testing.T
 	s     *scenario
-	group string
+	round model.Request // the group and the partitions it spreads
+}
+
+func newRawGroup(t *testing.T, s *scenario, group string) *rawGroup {
+	round := model.NewRequest()
+	round.Group, round.Partitions = group, []model.Partition{"trips-0", "trips-1"}
+	return &rawGroup{t: t, s: s, round: round}
 }
 
 func (g *rawGroup) client() *kgo.Client {
@@ -91,15 +101,13 @@ func (g *rawGroup) client() *kgo.Client {
 	return cl
 }
 
+// join sends one JoinGroup; an answer that does not come (the client's
+// request timeout) is an error code of -1.
 func (g *rawGroup) join(cl *kgo.Client, member string, sessionMs int32) *kmsg.JoinGroupResponse {
-	req := kmsg.NewPtrJoinGroupRequest()
-	req.Group, req.MemberID, req.ProtocolType = g.group, member, protocolType
-	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = sessionMs, rebalanceTimeoutMs
-	meta := kmsg.NewConsumerMemberMetadata()
-	meta.Topics = []string{g.s.target.names.topic("trips")}
-	protocol := kmsg.NewJoinGroupRequestProtocol()
-	protocol.Name, protocol.Metadata = protocolName, meta.AppendTo(nil)
-	req.Protocols = []kmsg.JoinGroupRequestProtocol{protocol}
+	round := g.round
+	round.SessionTimeoutMs = g.s.target.modelMs(sessionMs)
+	req := g.s.target.joinRequest(g.s.target.names.group(round.Group), member, round)
+	req.RebalanceTimeoutMillis = rebalanceTimeoutMs
 	resp, err := req.RequestWith(context.Background(), cl)
 	if err != nil {
 		return &kmsg.JoinGroupResponse{ErrorCode: -1, Generation: -1}
@@ -107,25 +115,10 @@ func (g *rawGroup) join(cl *kgo.Client, member string, sessionMs int32) *kmsg.Jo
 	return resp
 }
 
-func (g *rawGroup) heartbeat(cl *kgo.Client, member string, gen int32) int16 {
-	req := kmsg.NewPtrHeartbeatRequest()
-	req.Group, req.MemberID, req.Generation = g.group, member, gen
-	resp, err := req.RequestWith(context.Background(), cl)
-	require.NoError(g.t, err)
-	return resp.ErrorCode
-}
-
-func (g *rawGroup) sync(cl *kgo.Client, member string, gen int32, assign map[string][]int32) int16 {
-	req := kmsg.NewPtrSyncGroupRequest()
-	req.Group, req.MemberID, req.Generation = g.group, member, gen
-	pt, pn := protocolType, protocolName
-	req.ProtocolType, req.Protocol = &pt, &pn
-	for m, ps := range assign {
-		a := kmsg.NewSyncGroupRequestGroupAssignment()
-		a.MemberID, a.MemberAssignment = m, encodeAssignment(map[string][]int32{g.s.target.names.topic("trips"): ps})
-		req.GroupAssignment = append(req.GroupAssignment, a)
-	}
-	resp, err := req.RequestWith(context.Background(), cl)
-	require.NoError(g.t, err)
+// sync sends the member's SyncGroup, the leader's with the target's
+// round-robin assignment, and returns its error code.
+func (g *rawGroup) sync(cl *kgo.Client, join *kmsg.JoinGroupResponse) int16 {
+	resp, undecided := g.s.target.sync(context.Background(), g.s.target.names.group(g.round.Group), join, g.round.Partitions, cl)
+	require.Nil(g.t, undecided)
 	return resp.ErrorCode
 }

@@ -184,7 +184,10 @@ func (m *sessionMachine) wake(w *sessionWorker) {
 // says nothing more), and the orchestrator starts another with the same
 // config: its InitProducerId fences the old one (seed 000).
 func (m *sessionMachine) CrashProcess(rt *rapid.T) {
-	w := m.pick(rt, "crash", func(w *sessionWorker) bool { return !w.left })
+	m.crashAndRestart(m.pick(rt, "crash", func(w *sessionWorker) bool { return !w.left }))
+}
+
+func (m *sessionMachine) crashAndRestart(w *sessionWorker) {
 	w.session.Crash()
 	m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
 	m.startSession(w)
@@ -289,9 +292,7 @@ func (m *sessionMachine) restartStopped() {
 func (m *sessionMachine) restartLive() {
 	for _, w := range m.workers {
 		if !w.left {
-			w.session.Crash()
-			m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
-			m.startSession(w)
+			m.crashAndRestart(w)
 		}
 	}
 }

@@ -47,13 +47,16 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 				Record: s.rec, Proc: name}
 		}
 		workers := map[string]*Session{"W1": s.startSession(cfg("W1"))}
+		restart := func(name string) { // its session stopped or crashed
+			s.rec.Fault(name, model.Crash, model.NewRequest())
+			workers[name] = s.startSession(cfg(name))
+			s.rec.Fault(name, model.Restart, model.NewRequest())
+		}
 		supervise := func() {
 			for name, w := range workers {
 				if w.Stopped() {
 					t.Logf("%s stopped: %v", name, w.Close())
-					s.rec.Fault(name, model.Crash, model.NewRequest())
-					workers[name] = s.startSession(cfg(name))
-					s.rec.Fault(name, model.Restart, model.NewRequest())
+					restart(name)
 				}
 			}
 		}
@@ -68,9 +71,7 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 		s.rec.Fault("W1", model.Wake, model.NewRequest())
 
 		workers["W2"].Crash()
-		s.rec.Fault("W2", model.Crash, model.NewRequest())
-		workers["W2"] = s.startSession(cfg("W2"))
-		s.rec.Fault("W2", model.Restart, model.NewRequest())
+		restart("W2")
 		trips = append(trips, src.write(5)...)
 
 		s.waitFor(func() bool { supervise(); return len(s.committedKeys("fares")) >= len(trips) }, "every trip committed")
