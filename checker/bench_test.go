@@ -128,3 +128,24 @@ func (c *client) learn(op model.Op, res model.Result) {
 		c.step = 1 // a committed transaction; the next one needs no init
 	}
 }
+
+// BenchmarkCheckScale is the ladder of README's "Checking large histories":
+// the same generator at growing sizes, reported per operation, so that a
+// cost that grows faster than the history shows as a growing ns/op.
+func BenchmarkCheckScale(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"10k", 10_000}, {"100k", 100_000}, {"300k", 300_000}, {"1M", 1_000_000}} {
+		b.Run(size.name, func(b *testing.B) {
+			h := syntheticHistory(size.n, 8, 4, 8, 1)
+			b.ResetTimer()
+			for range b.N {
+				if report := checker.Check(h, checker.Options{}); !report.Held() {
+					b.Fatalf("a correct history failed: %v", report.Verdicts)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size.n), "ns/checked-op")
+		})
+	}
+}

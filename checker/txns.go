@@ -76,8 +76,46 @@ func (a txnAnalysis) committedWrite(op histories.Op) bool {
 // txnEvent is a moment at which an operation joins or ends a transaction.
 type txnEvent struct {
 	at   int64
-	ends bool // ends sort before joins at the same moment: the next transaction starts after
+	ends bool
 	op   histories.Op
+	seq  int // the operation's place in the history, to keep ties in its order
+}
+
+// Within one instant of the clock, events go in the order a finer clock
+// would have seen them: first what ends there (the answers that come back
+// at that instant: the next transaction starts after them), then the
+// operations that begin and end there, each joining before it ends and in
+// the history's order (a coarse clock writes a whole request at one
+// instant), and last the requests that go out and return later.
+const (
+	endsAtInstant = iota
+	withinInstant
+	startsAtInstant
+)
+
+// phase is where e falls among the events of its instant.
+func (e txnEvent) phase() int {
+	switch {
+	case e.op.Returned && e.op.Call == e.op.Return && e.op.Kind != model.TimeoutAbort:
+		return withinInstant
+	case e.ends:
+		return endsAtInstant
+	}
+	return startsAtInstant
+}
+
+// before orders events by time and, at one instant, by phase.
+func (e txnEvent) before(o txnEvent) bool {
+	if e.at != o.at {
+		return e.at < o.at
+	}
+	if pe, po := e.phase(), o.phase(); pe != po {
+		return pe < po
+	}
+	if e.seq != o.seq {
+		return e.seq < o.seq
+	}
+	return !e.ends && o.ends
 }
 
 // analyzeTxns replays the history's transactional operations in time order.
@@ -99,25 +137,20 @@ func analyzeTxns(h histories.History) txnAnalysis {
 // txnEvents lists when each operation that matters to transactions acts.
 func txnEvents(h histories.History) []txnEvent {
 	var events []txnEvent
-	for _, op := range h.Ops {
+	for i, op := range h.Ops {
 		switch {
 		case joinsTxn(op):
-			events = append(events, txnEvent{at: op.Call, op: op})
+			events = append(events, txnEvent{at: op.Call, op: op, seq: i})
 		case op.Kind == model.TimeoutAbort:
-			events = append(events, txnEvent{at: op.Call, ends: true, op: op})
+			events = append(events, txnEvent{at: op.Call, ends: true, op: op, seq: i})
 		case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
-			events = append(events, txnEvent{at: op.Return, ends: true, op: op})
+			events = append(events, txnEvent{at: op.Return, ends: true, op: op, seq: i})
 		}
 		if op.Kind == model.EndTxn && op.Returned {
-			events = append(events, txnEvent{at: op.Return, ends: true, op: op})
+			events = append(events, txnEvent{at: op.Return, ends: true, op: op, seq: i})
 		}
 	}
-	sort.SliceStable(events, func(i, j int) bool {
-		if events[i].at != events[j].at {
-			return events[i].at < events[j].at
-		}
-		return events[i].ends && !events[j].ends
-	})
+	sort.Slice(events, func(i, j int) bool { return events[i].before(events[j]) })
 	return events
 }
 

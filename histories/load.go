@@ -226,8 +226,11 @@ func checkIDs(ops []Op) error {
 	return nil
 }
 
-// checkOverlap reports two requests of one process that overlap in time.
-// A request that never returned is exempt: its process goes on (a retry
+// checkOverlap reports two requests of one process that overlap in time:
+// one called before the other returned. A call at the very instant the
+// previous answer came back touches it and does not overlap (HISTORY.md
+// says nothing of clock resolution, and a millisecond clock does that all
+// the time). A request that never returned is exempt: its process goes on (a retry
 // after a lost response) while it stays pending for ever. Faults are
 // instants, and may strike a process while its request is in flight (it
 // stalls, or crashes, with the request on the wire).
@@ -247,19 +250,37 @@ func checkOverlap(ops []Op) error {
 }
 
 func checkProcOverlap(ops []Op) error {
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-	for i, op := range ops {
-		if !op.Returned {
-			continue
-		}
-		// The operation that overlaps op first, if any, is the next
-		// one by call, or one called at the same time listed before it.
-		for _, j := range []int{i - 1, i + 1} {
-			if j >= 0 && j < len(ops) && ops[j].Call >= op.Call && ops[j].Call <= op.Return {
-				return fmt.Errorf("op %d: proc %q: called at %d while its op %d (call %d, return %d) was running; a process's operations do not overlap",
-					ops[j].ID, op.Proc, ops[j].Call, op.ID, op.Call, op.Return)
-			}
+	sortByCallThenEnd(ops)
+	for i, op := range ops[:max(len(ops)-1, 0)] {
+		// Sorted so, the next call is the first that can fall inside
+		// op's run. A call at the instant op returned touches it: on a
+		// coarse clock that is the next request going out.
+		if next := ops[i+1]; op.Returned && next.Call < op.Return {
+			return fmt.Errorf("op %d: proc %q: called at %d while its op %d (call %d, return %d) was running; a process's operations do not overlap",
+				next.ID, op.Proc, next.Call, op.ID, op.Call, op.Return)
 		}
 	}
 	return nil
+}
+
+// sortByCallThenEnd orders one process's requests as its clock allows: by
+// call, and among those called at one instant, the ones over at that
+// instant first (answered at once, or never answered), so that a run of
+// requests on one tick of a coarse clock is read in sequence.
+func sortByCallThenEnd(ops []Op) {
+	sort.SliceStable(ops, func(i, j int) bool {
+		if ops[i].Call != ops[j].Call {
+			return ops[i].Call < ops[j].Call
+		}
+		return endOf(ops[i]) < endOf(ops[j])
+	})
+}
+
+// endOf is when an operation stops holding its process: its return, or its
+// call when it never returned (its process goes on without it).
+func endOf(op Op) int64 {
+	if op.Returned {
+		return op.Return
+	}
+	return op.Call
 }

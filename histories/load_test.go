@@ -164,9 +164,11 @@ func TestLoadRejects(t *testing.T) {
 		{"requests of one proc called together", doc(`{"id": 1, "proc": "A", "call": 10, "return": 11, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
 			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
 			`op 4: proc "A": called at 10 while its op 1 (call 10, return 11) was running; a process's operations do not overlap`},
-		{"call at the return of the last", doc(`{"id": 1, "proc": "A", "call": 12, "return": 14, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		{"called together, one answered at once", doc(`{"id": 1, "proc": "A", "call": 10, "return": 10, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+			`{"id": 2, "proc": "A", "call": 10, "return": 10, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+			`{"id": 3, "proc": "A", "call": 10, "return": 11, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
 			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
-			`op 1: proc "A": called at 12 while its op 4 (call 10, return 12) was running; a process's operations do not overlap`},
+			`op 4: proc "A": called at 10 while its op 3 (call 10, return 11) was running; a process's operations do not overlap`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,6 +185,12 @@ func TestLoadAccepts(t *testing.T) {
 		"pending": doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {`+txnFields+goodProduce+`}}`, `{"id": 5, "proc": "A", "call": 11, "return": 13, "type": "produce", "req": {`+txnFields+goodProduce+`}}`),
 		"a stall strikes mid-request": doc(produce(goodProduce, `, "resp": {"base_offset": 40}`),
 			`{"id": 7, "proc": "A", "call": 11, "type": "stall"}`),
+		"call at the return of the last (a coarse clock)": doc(`{"id": 1, "proc": "A", "call": 12, "return": 14, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
+		"a run of answers on one tick": doc(`{"id": 1, "proc": "A", "call": 12, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+			`{"id": 2, "proc": "A", "call": 12, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+			`{"id": 3, "proc": "A", "call": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}}`,
+			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
 		"other procs overlap": doc(produce(goodProduce, `, "error": "PRODUCER_FENCED"`),
 			`{"id": 5, "proc": "B", "call": 11, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
 		"epoch -1 where optional": doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": {"producer_id": -1, "epoch": -1}}`),
