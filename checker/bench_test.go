@@ -149,3 +149,33 @@ func BenchmarkCheckScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckSequentialReinit times the path to epoch exhaustion: one
+// process re-initialising one transactional.id 32,767 times, one request
+// after the other. Nothing overlaps, so nothing is left to search.
+func BenchmarkCheckSequentialReinit(b *testing.B) {
+	h := sequentialReinits(32_767)
+	b.ResetTimer()
+	for range b.N {
+		if report := checker.Check(h, checker.Options{}); !report.Held() {
+			b.Fatalf("a correct history failed: %v", report.Verdicts)
+		}
+	}
+}
+
+// sequentialReinits is n init_producer_id requests of one id by one
+// process, answered by the reference broker, on a clock where each answer
+// comes back at its call's instant and the next call goes out then.
+func sequentialReinits(n int) histories.History {
+	state := model.Init(model.Options{TxnVersion: 1})
+	var h histories.History
+	for i := range n {
+		r := model.NewRequest()
+		r.TransactionalID = "fare-writer-7"
+		op := model.Op{Kind: model.InitProducerID, Req: r}
+		var res model.Result
+		state, res = model.Apply(state, op)
+		h.Ops = append(h.Ops, histories.Op{ID: i, Proc: "A", Call: int64(i), Return: int64(i), Returned: true, Op: op, Result: res})
+	}
+	return h
+}
