@@ -45,17 +45,22 @@ type linearizability struct {
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
-// history may have been recorded with; it holds if one explains it.
+// history may have been recorded with; it holds if one explains it. The
+// search goes window by window (windows.go).
 func checkLinearizable(h histories.History, timeout time.Duration, verbose bool) linearizability {
 	ops := porcupineOps(h)
 	var first linearizability
+	var firstSearch windowedResult
 	for i, version := range txnVersions(h) {
 		m := porcupineModel(model.Options{TxnVersion: version})
 		m.Partition = partition
-		res, info := check(m, ops, timeout, verbose)
-		lin := linearizability{model: m, info: info, ops: ops, verdict: Verdict{Check: Linearizable}}
-		switch res {
+		search := checkWindowed(m, ops, timeout)
+		lin := linearizability{model: m, ops: ops, verdict: Verdict{Check: Linearizable}}
+		switch search.result {
 		case porcupine.Ok:
+			if verbose {
+				lin.info, lin.ops = drawn(m, ops, search, timeout)
+			}
 			return lin
 		case porcupine.Unknown:
 			lin.verdict.Status = Unknown
@@ -64,12 +69,14 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool)
 			lin.verdict.Status = Violated
 		}
 		if i == 0 {
-			first = lin
+			first, firstSearch = lin, search
 		}
 	}
 	if first.verdict.Status == Violated {
-		_, first.info = check(first.model, ops, timeout, true)
-		first.verdict.Violations = []Violation{explainIllegal(first.model, first.info, h, txnVersions(h)[0])}
+		first.verdict.Violations = []Violation{explain(first.model, firstSearch, h, ops, txnVersions(h)[0], timeout)}
+	}
+	if verbose {
+		first.info, first.ops = drawn(first.model, ops, firstSearch, timeout)
 	}
 	return first
 }
@@ -242,20 +249,25 @@ func explainIllegal(m porcupine.Model, info porcupine.LinearizationInfo, h histo
 		if len(longest) == len(piece) {
 			continue
 		}
-		state := model.Init(model.Options{TxnVersion: version})
-		placed := map[int]bool{}
-		var prefix []int
-		for _, o := range longest {
-			op := o.Input.(*histories.Op)
-			state, _ = model.Check(state, op.Op, op.Result)
-			placed[op.ID] = true
-			prefix = append(prefix, op.ID)
-		}
-		stuck := unplaced(piece, placed)
-		op, why := firstRefused(state, stuck)
-		return Violation{Op: op.ID, Related: prefix, Reason: fmt.Sprintf("no order places op %d (%s) after the %d operations that linearize: %s", op.ID, op.Kind, len(prefix), why)}
+		return explainStuck(piece, model.Init(model.Options{TxnVersion: version}), map[int]bool{}, 0, longest)
 	}
 	return Violation{Op: -1, Reason: "porcupine found no linearization"}
+}
+
+// explainStuck names the first operation of piece that the model refuses
+// after the legal order longest, which follows the `before` operations of
+// placed (that left the model in state).
+func explainStuck(piece []porcupine.Operation, state model.State, placed map[int]bool, before int, longest []porcupine.Operation) Violation {
+	var prefix []int
+	for _, o := range longest {
+		op := o.Input.(*histories.Op)
+		state, _ = model.Check(state, op.Op, op.Result)
+		placed[op.ID] = true
+		prefix = append(prefix, op.ID)
+	}
+	stuck := unplaced(piece, placed)
+	op, why := firstRefused(state, stuck)
+	return Violation{Op: op.ID, Related: prefix, Reason: fmt.Sprintf("no order places op %d (%s) after the %d operations that linearize: %s", op.ID, op.Kind, before+len(prefix), why)}
 }
 
 func longestOf(candidates [][]porcupine.Operation) []porcupine.Operation {

@@ -1,0 +1,348 @@
+package checker
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Porcupine searches a piece of the history as one: its cache keeps a set
+// of every operation for every state it visits, so its memory grows with
+// the square of the piece. But wherever no operation is in flight (every
+// earlier one returned before every later one was called) the order is
+// fixed: all of the earlier ones come first. So the search here cuts each
+// piece at those instants, searches each window alone from every state the
+// windows before it may have ended in, and keeps only those end states.
+// The offsets, epochs and generations the answers carry leave most windows
+// one end state; when a window leaves several, all of them go on.
+//
+// An operation that never returned is in flight to the end (porcupineOps
+// gives it a return after everything), so no cut falls after its call: it
+// may take effect at any time after it, and the last window, which holds
+// it, is searched as one, by porcupine.
+
+// window is a run of one piece's operations, in call order, with nothing in
+// flight at either end.
+type window []porcupine.Operation
+
+// windowsOf cuts piece wherever no operation is in flight. An answer at the
+// very instant of the next call is still in flight (porcupine orders calls
+// before returns at one instant), so a cut needs a strict gap.
+func windowsOf(piece []porcupine.Operation) []window {
+	sorted := slices.Clone(piece)
+	slices.SortStableFunc(sorted, func(a, b porcupine.Operation) int { return compareInt(a.Call, b.Call) })
+	var windows []window
+	start, reach := 0, int64(0)
+	for i, o := range sorted {
+		if i > start && reach < o.Call {
+			windows = append(windows, sorted[start:i])
+			start = i
+		}
+		if i == start {
+			reach = o.Return
+		}
+		reach = max(reach, o.Return)
+	}
+	if start < len(sorted) {
+		windows = append(windows, sorted[start:])
+	}
+	return windows
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// windowedResult is the outcome of the windowed search of one history.
+type windowedResult struct {
+	result porcupine.CheckResult
+	// Where the search stopped: when Illegal or Unknown, the first piece
+	// (in partition order) that no order explains and the window in it
+	// that no state reached so far can place; when Ok, the last window of
+	// the last piece. starts are the states the piece may be in when
+	// that window begins.
+	piece  []porcupine.Operation
+	window window
+	at     int // the window's place in the piece
+	starts []any
+}
+
+// checkWindowed is porcupine's verdict on ops under m, found window by
+// window. timeout bounds the whole search, as it bounds porcupine's.
+func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) windowedResult {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pieces := [][]porcupine.Operation{ops}
+	if m.Partition != nil {
+		pieces = m.Partition(ops)
+	}
+	var res windowedResult
+	for _, piece := range pieces {
+		if res = checkPiece(ctx, m, piece); res.result != porcupine.Ok {
+			return res
+		}
+	}
+	res.result = porcupine.Ok
+	return res
+}
+
+// checkPiece searches one piece window by window, depth first: it goes on
+// from the first state a window may end in and keeps the others, to come
+// back to if a later window can be placed from none of the states taken.
+// A history whose answers fix the order leaves nothing to come back to.
+func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operation) windowedResult {
+	windows := windowsOf(piece)
+	var left []choice // the states not yet tried, innermost last
+	at, state := 0, m.Init()
+	var deepest windowedResult
+	for {
+		w := windows[at]
+		var ends []any
+		result := porcupine.Ok
+		if at == len(windows)-1 {
+			result = placeFromAny(ctx, m, w, []any{state})
+		} else {
+			ends, result = endStates(ctx, m, w, []any{state})
+		}
+		switch {
+		case result == porcupine.Ok && at == len(windows)-1:
+			return windowedResult{result: porcupine.Ok, piece: piece, window: w, starts: []any{state}}
+		case result == porcupine.Ok:
+			if len(ends) > 1 {
+				left = append(left, choice{at + 1, ends[1:]})
+			}
+			at, state = at+1, ends[0]
+			continue
+		case result == porcupine.Unknown:
+			return windowedResult{result: porcupine.Unknown, piece: piece, window: w, starts: []any{state}}
+		}
+		if deepest.window == nil || at > deepest.at {
+			deepest = windowedResult{result: porcupine.Illegal, piece: piece, window: w, at: at}
+		}
+		if at == deepest.at {
+			deepest.starts = append(deepest.starts, state)
+		}
+		if len(left) == 0 {
+			return deepest
+		}
+		at, state, left = backtrack(left)
+	}
+}
+
+// choice is a window's start with the states it may start in that are
+// still to be tried.
+type choice struct {
+	at     int
+	states []any
+}
+
+// backtrack takes the innermost choice's next state.
+func backtrack(left []choice) (int, any, []choice) {
+	c := &left[len(left)-1]
+	at, state := c.at, c.states[0]
+	if c.states = c.states[1:]; len(c.states) == 0 {
+		left = left[:len(left)-1]
+	}
+	return at, state, left
+}
+
+// placeFromAny asks porcupine whether w linearizes from one of states. It
+// needs no end state, as nothing follows.
+func placeFromAny(ctx context.Context, m porcupine.Model, w window, states []any) porcupine.CheckResult {
+	for _, s := range states {
+		deadline, _ := ctx.Deadline()
+		left := time.Until(deadline)
+		if left <= 0 {
+			return porcupine.Unknown
+		}
+		switch porcupine.CheckOperationsTimeout(startingAt(m, s), w, left) {
+		case porcupine.Ok:
+			return porcupine.Ok
+		case porcupine.Unknown:
+			return porcupine.Unknown
+		}
+	}
+	return porcupine.Illegal
+}
+
+// startingAt is m starting in state s, over one piece.
+func startingAt(m porcupine.Model, s any) porcupine.Model {
+	m.Init = func() any { return s }
+	m.Partition = nil
+	return m
+}
+
+// endStates are the states w can end in, from any of starts, each once.
+func endStates(ctx context.Context, m porcupine.Model, w window, starts []any) ([]any, porcupine.CheckResult) {
+	search := windowSearch{ctx: ctx, m: m, ops: w, seen: map[uint64][]visit{}}
+	for _, s := range starts {
+		search.from(newBitset(len(w)), 0, s)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, porcupine.Unknown
+	case len(search.ends) == 0:
+		return nil, porcupine.Illegal
+	}
+	return search.ends, porcupine.Ok
+}
+
+// windowSearch walks every order of one window that the model accepts.
+type windowSearch struct {
+	ctx  context.Context
+	m    porcupine.Model
+	ops  window
+	seen map[uint64][]visit // what has been searched, by hash
+	ends []any
+}
+
+// visit is a point of the search: the operations placed and the state.
+type visit struct {
+	placed bitset
+	state  any
+}
+
+// from searches on from state with the operations of placed already placed.
+func (s *windowSearch) from(placed bitset, count int, state any) {
+	if s.ctx.Err() != nil || !s.firstVisit(placed, state) {
+		return
+	}
+	if count == len(s.ops) {
+		s.addEnd(state)
+		return
+	}
+	horizon := s.earliestReturnLeft(placed)
+	for i, o := range s.ops {
+		if o.Call > horizon {
+			break // called after an operation still unplaced returned
+		}
+		if placed.has(i) {
+			continue
+		}
+		if ok, next := s.m.StepContext(s.ctx, state, o.Input, o.Output); ok {
+			s.from(placed.with(i), count+1, next)
+		}
+	}
+}
+
+// earliestReturnLeft is the first return among the unplaced operations:
+// an operation called after it cannot come next.
+func (s *windowSearch) earliestReturnLeft(placed bitset) int64 {
+	horizon := int64(1<<63 - 1)
+	for i, o := range s.ops {
+		if !placed.has(i) {
+			horizon = min(horizon, o.Return)
+		}
+	}
+	return horizon
+}
+
+// firstVisit records (placed, state) and reports whether it is new.
+func (s *windowSearch) firstVisit(placed bitset, state any) bool {
+	key := placed.hash() ^ s.m.Hash(state)
+	for _, v := range s.seen[key] {
+		if v.placed.equal(placed) && s.m.Equal(v.state, state) {
+			return false
+		}
+	}
+	s.seen[key] = append(s.seen[key], visit{placed, state})
+	return true
+}
+
+func (s *windowSearch) addEnd(state any) {
+	for _, e := range s.ends {
+		if s.m.Equal(e, state) {
+			return
+		}
+	}
+	s.ends = append(s.ends, state)
+}
+
+// bitset is a set of a window's operations, copied on write: the search
+// keeps the ones it has visited.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+func (b bitset) with(i int) bitset {
+	c := slices.Clone(b)
+	c[i/64] |= 1 << (i % 64)
+	return c
+}
+
+func (b bitset) equal(o bitset) bool { return slices.Equal(b, o) }
+
+func (b bitset) hash() uint64 {
+	h := uint64(14695981039346656037)
+	for _, w := range b {
+		h = (h ^ w) * 1099511628211
+	}
+	return h
+}
+
+// wholeHistoryOps is the size up to which a violation is explained, and a
+// history drawn, from porcupine's own search of the whole history, as it
+// always was: cheap at that size, and its partial orders are the ones
+// every explanation so far was made from. Beyond it, from the window.
+const wholeHistoryOps = 10_000
+
+// explain says why no order explains the history: the first operation no
+// order can place and the longest legal order before it.
+func explain(m porcupine.Model, search windowedResult, h histories.History, ops []porcupine.Operation, version int, timeout time.Duration) Violation {
+	if len(ops) <= wholeHistoryOps {
+		_, info := check(m, ops, timeout, true)
+		return explainIllegal(m, info, h, version)
+	}
+	return explainWindow(m, search, timeout)
+}
+
+// explainWindow explains a violation from the window no state could place:
+// the longest legal order of it from any state the piece may be in when it
+// begins, after every operation of the windows before.
+func explainWindow(m porcupine.Model, search windowedResult, timeout time.Duration) Violation {
+	var longest []porcupine.Operation
+	var from any
+	for _, s := range search.starts {
+		_, info := porcupine.CheckOperationsVerbose(startingAt(m, s), search.window, timeout)
+		if partials := info.PartialLinearizationsOperations(); len(partials) > 0 {
+			if l := longestOf(partials[0]); from == nil || len(l) > len(longest) {
+				longest, from = l, s
+			}
+		}
+	}
+	if from == nil {
+		return Violation{Op: -1, Reason: "porcupine found no linearization"}
+	}
+	placed := map[int]bool{}
+	for _, o := range search.piece {
+		if o.Call < search.window[0].Call {
+			placed[o.Input.(*histories.Op).ID] = true
+		}
+	}
+	return explainStuck(search.piece, from.(model.State), placed, len(placed), longest)
+}
+
+// drawn is what the visualization shows: the whole history up to
+// wholeHistoryOps operations, else the window the search stopped at (the
+// one no order places, or the last), from a state it may begin in.
+func drawn(m porcupine.Model, ops []porcupine.Operation, search windowedResult, timeout time.Duration) (porcupine.LinearizationInfo, []porcupine.Operation) {
+	if len(ops) <= wholeHistoryOps || len(search.starts) == 0 {
+		_, info := check(m, ops, timeout, true)
+		return info, ops
+	}
+	_, info := porcupine.CheckOperationsVerbose(startingAt(m, search.starts[0]), search.window, timeout)
+	return info, search.window
+}
