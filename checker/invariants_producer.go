@@ -111,23 +111,110 @@ func checkOneLiveProducer(a *analysis) Verdict {
 // staleSessions finds requests that succeeded for a session already superseded.
 func staleSessions(h histories.History) []Violation {
 	grants := grantsByID(h)
+	indexes := map[string]*grantIndex{}
+	for id, gs := range grants {
+		indexes[id] = newGrantIndex(gs)
+	}
 	var violations []Violation
 	for _, op := range h.Ops {
 		key, ok := sessionOf(op)
-		if !ok {
+		if !ok || indexes[key.transactionalID] == nil {
 			continue
 		}
-		for _, g := range grants[key.transactionalID] {
-			if g.at < op.Call && supersedes(g, key, grants[key.transactionalID]) && !retriesBump(op, key, g) {
-				violations = append(violations, Violation{Op: op.ID, Related: []int{g.op},
-					Reason: fmt.Sprintf("%s accepted after op %d %s %s for %s",
-						sessionName(key.producerID, key.epoch, g.producerID), g.op, g.verb,
-						sessionName(g.producerID, g.epoch, key.producerID), key.transactionalID)})
-				break
-			}
+		if g, stale := indexes[key.transactionalID].supersededBefore(op, key); stale {
+			violations = append(violations, Violation{Op: op.ID, Related: []int{g.op},
+				Reason: fmt.Sprintf("%s accepted after op %d %s %s for %s",
+					sessionName(key.producerID, key.epoch, g.producerID), g.op, g.verb,
+					sessionName(g.producerID, g.epoch, key.producerID), key.transactionalID)})
 		}
 	}
 	return violations
+}
+
+// grantIndex finds, among one transactional.id's grants in the order they
+// became known, the first that supersedes a session, without walking them
+// all for every request (a long history has a grant for every few).
+type grantIndex struct {
+	grants []grant
+	// byPID lists each producer id's grants (their places in grants) with
+	// the highest epoch handed out to it so far, which only grows, so the
+	// first grant of a newer epoch is found by binary search.
+	byPID map[int64][]pidGrant
+	// otherPIDFrom[i] is the first place after i whose producer id is not
+	// that of grants[i].
+	otherPIDFrom []int
+}
+
+type pidGrant struct {
+	at       int // place in grants
+	maxEpoch int16
+}
+
+func newGrantIndex(gs []grant) *grantIndex {
+	x := &grantIndex{grants: gs, byPID: map[int64][]pidGrant{}, otherPIDFrom: make([]int, len(gs))}
+	for i, g := range gs {
+		list := x.byPID[g.producerID]
+		top := g.epoch
+		if len(list) > 0 {
+			top = max(top, list[len(list)-1].maxEpoch)
+		}
+		x.byPID[g.producerID] = append(list, pidGrant{i, top})
+	}
+	for i := len(gs) - 1; i >= 0; i-- {
+		switch {
+		case i == len(gs)-1:
+			x.otherPIDFrom[i] = len(gs)
+		case gs[i+1].producerID != gs[i].producerID:
+			x.otherPIDFrom[i] = i + 1
+		default:
+			x.otherPIDFrom[i] = x.otherPIDFrom[i+1]
+		}
+	}
+	return x
+}
+
+// supersededBefore is the first grant that superseded key before op was
+// called and that op does not merely retry, as a walk of the grants in
+// order would find it.
+func (x *grantIndex) supersededBefore(op histories.Op, key sessionKey) (grant, bool) {
+	i := x.firstSuperseding(key)
+	for ; i < len(x.grants) && x.grants[i].at < op.Call; i++ {
+		g := x.grants[i]
+		if x.supersedes(g, key) && !retriesBump(op, key, g) {
+			return g, true
+		}
+	}
+	return grant{}, false
+}
+
+// supersedes is the package's supersedes, with the producer id's first
+// grant looked up instead of searched for.
+func (x *grantIndex) supersedes(g grant, key sessionKey) bool {
+	if g.producerID == key.producerID {
+		return g.epoch > key.epoch
+	}
+	mine := x.byPID[key.producerID]
+	return len(mine) > 0 && x.grants[mine[0].at].at < g.at
+}
+
+// firstSuperseding is the place of the first grant that supersedes key: a
+// higher epoch of its producer id, or another producer id handed out after
+// one of key's (len(grants) when none does).
+func (x *grantIndex) firstSuperseding(key sessionKey) int {
+	first := len(x.grants)
+	mine := x.byPID[key.producerID]
+	if j := sort.Search(len(mine), func(j int) bool { return mine[j].maxEpoch > key.epoch }); j < len(mine) {
+		first = mine[j].at
+	}
+	if len(mine) > 0 {
+		since := x.grants[mine[0].at].at
+		j := sort.Search(len(x.grants), func(j int) bool { return x.grants[j].at > since })
+		if j < len(x.grants) && x.grants[j].producerID == key.producerID {
+			j = x.otherPIDFrom[j]
+		}
+		first = min(first, j)
+	}
+	return first
 }
 
 // retriesBump reports whether op is a retry of the request that made g:

@@ -98,63 +98,75 @@ func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Du
 }
 
 // checkPiece searches one piece window by window, depth first: it goes on
-// from the first state a window may end in and keeps the others, to come
-// back to if a later window can be placed from none of the states taken.
-// A history whose answers fix the order leaves nothing to come back to.
+// from the first state a window may end in and keeps the way to the
+// others, to come back to if a later window can be placed from none of the
+// states taken. A history whose answers fix the order leaves nothing to
+// come back to.
 func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operation) windowedResult {
 	windows := windowsOf(piece)
-	var left []choice // the states not yet tried, innermost last
+	var left []choice // the windows with end states not yet tried, innermost last
 	at, state := 0, m.Init()
 	var deepest windowedResult
 	for {
 		w := windows[at]
-		var ends []any
-		result := porcupine.Ok
 		if at == len(windows)-1 {
-			result = placeFromAny(ctx, m, w, []any{state})
-		} else {
-			ends, result = endStates(ctx, m, w, []any{state})
-		}
-		switch {
-		case result == porcupine.Ok && at == len(windows)-1:
-			return windowedResult{result: porcupine.Ok, piece: piece, window: w, starts: []any{state}}
-		case result == porcupine.Ok:
-			if len(ends) > 1 {
-				left = append(left, choice{at + 1, ends[1:]})
+			switch placeFromAny(ctx, m, w, []any{state}) {
+			case porcupine.Ok:
+				return windowedResult{result: porcupine.Ok, piece: piece, window: w, starts: []any{state}}
+			case porcupine.Unknown:
+				return windowedResult{result: porcupine.Unknown, piece: piece, window: w, starts: []any{state}}
 			}
-			at, state = at+1, ends[0]
-			continue
-		case result == porcupine.Unknown:
+		} else {
+			ends := endsOf(ctx, m, w, state)
+			if end, ok := ends.next(); ok {
+				left = append(left, choice{at + 1, ends})
+				at, state = at+1, end
+				continue
+			}
+		}
+		if ctx.Err() != nil {
 			return windowedResult{result: porcupine.Unknown, piece: piece, window: w, starts: []any{state}}
 		}
-		if deepest.window == nil || at > deepest.at {
-			deepest = windowedResult{result: porcupine.Illegal, piece: piece, window: w, at: at}
-		}
-		if at == deepest.at {
-			deepest.starts = append(deepest.starts, state)
-		}
-		if len(left) == 0 {
+		deepest = deeper(deepest, windowedResult{result: porcupine.Illegal, piece: piece, window: w, at: at, starts: []any{state}})
+		var ok bool
+		if at, state, left, ok = backtrack(left); !ok {
+			if ctx.Err() != nil {
+				deepest.result = porcupine.Unknown
+			}
 			return deepest
 		}
-		at, state, left = backtrack(left)
 	}
 }
 
-// choice is a window's start with the states it may start in that are
-// still to be tried.
-type choice struct {
-	at     int
-	states []any
+// deeper keeps the failure furthest into the piece, with every state it
+// was tried from: the one a violation is explained by.
+func deeper(deepest, failed windowedResult) windowedResult {
+	switch {
+	case deepest.window == nil || failed.at > deepest.at:
+		return failed
+	case failed.at == deepest.at:
+		deepest.starts = append(deepest.starts, failed.starts...)
+	}
+	return deepest
 }
 
-// backtrack takes the innermost choice's next state.
-func backtrack(left []choice) (int, any, []choice) {
-	c := &left[len(left)-1]
-	at, state := c.at, c.states[0]
-	if c.states = c.states[1:]; len(c.states) == 0 {
+// choice is the start of a window with the end states of the window
+// before it still to be tried.
+type choice struct {
+	at   int
+	ends endSource
+}
+
+// backtrack takes the next end state of the innermost choice that has one.
+func backtrack(left []choice) (int, any, []choice, bool) {
+	for len(left) > 0 {
+		c := left[len(left)-1]
+		if state, ok := c.ends.next(); ok {
+			return c.at, state, left, true
+		}
 		left = left[:len(left)-1]
 	}
-	return at, state, left
+	return 0, nil, nil, false
 }
 
 // placeFromAny asks porcupine whether w linearizes from one of states. It
@@ -183,57 +195,115 @@ func startingAt(m porcupine.Model, s any) porcupine.Model {
 	return m
 }
 
-// endStates are the states w can end in, from any of starts, each once.
-func endStates(ctx context.Context, m porcupine.Model, w window, starts []any) ([]any, porcupine.CheckResult) {
-	search := windowSearch{ctx: ctx, m: m, ops: w, seen: map[uint64][]visit{}}
-	for _, s := range starts {
-		search.from(newBitset(len(w)), 0, s)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return nil, porcupine.Unknown
-	case len(search.ends) == 0:
-		return nil, porcupine.Illegal
-	}
-	return search.ends, porcupine.Ok
+// endSource gives the states a window may end in, one at a time.
+type endSource interface {
+	next() (any, bool)
 }
 
-// windowSearch walks every order of one window that the model accepts.
+// listedEndsUpTo is the window size up to which every end state is found
+// at once: a choice with one end state then holds nothing. A wider window
+// (many requests on one tick of a coarse clock) may have a great many
+// orders, so its end states are found one at a time, as porcupine would
+// find its first order.
+const listedEndsUpTo = 10
+
+// endsOf is the source of w's end states from start.
+func endsOf(ctx context.Context, m porcupine.Model, w window, start any) endSource {
+	search := newWindowSearch(ctx, m, w, start)
+	if len(w) > listedEndsUpTo {
+		return search
+	}
+	var ends listedEnds
+	for end, ok := search.next(); ok; end, ok = search.next() {
+		ends = append(ends, end)
+	}
+	return &ends
+}
+
+type listedEnds []any
+
+func (l *listedEnds) next() (any, bool) {
+	if len(*l) == 0 {
+		return nil, false
+	}
+	end := (*l)[0]
+	*l = (*l)[1:]
+	return end, true
+}
+
+// windowSearch walks the orders of one window that the model accepts,
+// depth first, with porcupine's cache: a point reached again (the same
+// operations placed, the same state) is not searched again.
 type windowSearch struct {
-	ctx  context.Context
-	m    porcupine.Model
-	ops  window
-	seen map[uint64][]visit // what has been searched, by hash
-	ends []any
+	ctx   context.Context
+	m     porcupine.Model
+	ops   window
+	stack []point
+	seen  map[uint64][]point
+	ends  []any
 }
 
-// visit is a point of the search: the operations placed and the state.
-type visit struct {
-	placed bitset
-	state  any
+// point is a place in the search: the operations placed, the state they
+// leave, the first operation not yet tried next, and the last return the
+// next one may be called by.
+type point struct {
+	placed  bitset
+	count   int
+	state   any
+	tried   int
+	horizon int64
 }
 
-// from searches on from state with the operations of placed already placed.
-func (s *windowSearch) from(placed bitset, count int, state any) {
-	if s.ctx.Err() != nil || !s.firstVisit(placed, state) {
-		return
-	}
-	if count == len(s.ops) {
-		s.addEnd(state)
-		return
-	}
-	horizon := s.earliestReturnLeft(placed)
-	for i, o := range s.ops {
-		if o.Call > horizon {
-			break // called after an operation still unplaced returned
-		}
-		if placed.has(i) {
+func newWindowSearch(ctx context.Context, m porcupine.Model, w window, start any) *windowSearch {
+	s := &windowSearch{ctx: ctx, m: m, ops: w, seen: map[uint64][]point{}}
+	s.push(newBitset(len(w)), 0, start)
+	return s
+}
+
+// next is the next end state not given before.
+func (s *windowSearch) next() (any, bool) {
+	for len(s.stack) > 0 && s.ctx.Err() == nil {
+		top := len(s.stack) - 1
+		p := s.stack[top]
+		if p.count == len(s.ops) {
+			s.stack = s.stack[:top]
+			if s.newEnd(p.state) {
+				return p.state, true
+			}
 			continue
 		}
-		if ok, next := s.m.StepContext(s.ctx, state, o.Input, o.Output); ok {
-			s.from(placed.with(i), count+1, next)
+		if !s.advance(top) {
+			s.stack = s.stack[:top]
 		}
 	}
+	return nil, false
+}
+
+// advance places the next operation that fits after the point at i of the
+// stack, and reports whether there was one.
+func (s *windowSearch) advance(i int) bool {
+	for p := &s.stack[i]; p.tried < len(s.ops) && s.ops[p.tried].Call <= p.horizon; {
+		op := p.tried
+		p.tried++
+		if p.placed.has(op) {
+			continue
+		}
+		o := s.ops[op]
+		if ok, next := s.m.StepContext(s.ctx, p.state, o.Input, o.Output); ok && s.push(p.placed.with(op), p.count+1, next) {
+			return true
+		}
+	}
+	return false
+}
+
+// push adds a point to search from, unless it was reached before.
+func (s *windowSearch) push(placed bitset, count int, state any) bool {
+	// Fewer than two operations placed can be reached in one way only.
+	if count >= 2 && !s.firstVisit(placed, state) {
+		return false
+	}
+	s.stack = append(s.stack, point{placed: placed, count: count, state: state, horizon: s.earliestReturnLeft(placed)})
+	return true
 }
 
 // earliestReturnLeft is the first return among the unplaced operations:
@@ -256,17 +326,18 @@ func (s *windowSearch) firstVisit(placed bitset, state any) bool {
 			return false
 		}
 	}
-	s.seen[key] = append(s.seen[key], visit{placed, state})
+	s.seen[key] = append(s.seen[key], point{placed: placed, state: state})
 	return true
 }
 
-func (s *windowSearch) addEnd(state any) {
+func (s *windowSearch) newEnd(state any) bool {
 	for _, e := range s.ends {
 		if s.m.Equal(e, state) {
-			return
+			return false
 		}
 	}
 	s.ends = append(s.ends, state)
+	return true
 }
 
 // bitset is a set of a window's operations, copied on write: the search
