@@ -108,6 +108,7 @@ func (r Report) annotations() []porcupine.Annotation {
 			if !ok {
 				continue
 			}
+
 			end := op.Call
 			if op.Returned {
 				end = op.Return

@@ -1,6 +1,9 @@
 package checker
 
 import (
+	"cmp"
+	"iter"
+	"slices"
 	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -22,7 +25,7 @@ func invariantChecks() []func(*analysis) Verdict {
 // analysis is what every check needs to know about one history.
 type analysis struct {
 	h    histories.History
-	byID map[int]histories.Op
+	byID opIndex
 	txnAnalysis
 	records recordIndex
 }
@@ -31,24 +34,47 @@ func analyze(h histories.History) *analysis {
 	return &analysis{h: h, byID: opsByID(h), txnAnalysis: analyzeTxns(h), records: indexRecords(h)}
 }
 
-func opsByID(h histories.History) map[int]histories.Op {
-	byID := make(map[int]histories.Op, len(h.Ops))
-	for _, op := range h.Ops {
-		byID[op.ID] = op
+// opIndex finds an operation of the history by its id. It points into
+// the history: a copy of every operation would double what a long
+// history holds.
+type opIndex map[int]*histories.Op
+
+func opsByID(h histories.History) opIndex {
+	byID := make(opIndex, len(h.Ops))
+	for i := range h.Ops {
+		byID[h.Ops[i].ID] = &h.Ops[i]
 	}
 	return byID
 }
 
-// inCallOrder is ops sorted by call time, ties by id.
-func inCallOrder(ops []histories.Op) []histories.Op {
-	sorted := append([]histories.Op(nil), ops...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Call != sorted[j].Call {
-			return sorted[i].Call < sorted[j].Call
+// get is the operation with id, or the zero operation when there is none.
+func (x opIndex) get(id int) histories.Op {
+	if op := x[id]; op != nil {
+		return *op
+	}
+	return histories.Op{}
+}
+
+// inCallOrder is ops sorted by call time, ties by id, as an iteration:
+// the order is kept as indexes, not as a copy of every operation.
+func inCallOrder(ops []histories.Op) iter.Seq2[int, histories.Op] {
+	order := make([]int32, len(ops))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(i, j int32) int {
+		if c := cmp.Compare(ops[i].Call, ops[j].Call); c != 0 {
+			return c
 		}
-		return sorted[i].ID < sorted[j].ID
+		return cmp.Compare(ops[i].ID, ops[j].ID)
 	})
-	return sorted
+	return func(yield func(int, histories.Op) bool) {
+		for n, i := range order {
+			if !yield(n, ops[i]) {
+				return
+			}
+		}
+	}
 }
 
 // verdict is check's verdict given its violations, which it puts first
@@ -58,7 +84,7 @@ func (a *analysis) verdict(check string, violations []Violation) Verdict {
 		return Verdict{Check: check, Status: OK}
 	}
 	sort.SliceStable(violations, func(i, j int) bool {
-		ci, cj := a.byID[violations[i].Op].Call, a.byID[violations[j].Op].Call
+		ci, cj := a.byID.get(violations[i].Op).Call, a.byID.get(violations[j].Op).Call
 		if ci != cj {
 			return ci < cj
 		}

@@ -72,9 +72,9 @@ func (a *analysis) committedEvidence() []evidence {
 		if !a.committedWrite(op) {
 			continue
 		}
-		by := a.byID[op.ID]
+		by := a.byID.get(op.ID)
 		if t := a.txnOf[op.ID]; t != nil {
-			by = a.byID[t.endedBy]
+			by = a.byID.get(t.endedBy)
 		}
 		for _, s := range producedRecords(op) {
 			if a.names(s) {

@@ -266,12 +266,12 @@ func (a *analysis) epochRegressions(written []sighting) []Violation {
 	var newest *sighting
 	for i := range written {
 		s := &written[i]
-		epoch := a.byID[s.op].Req.Epoch
-		if newest == nil || epoch > a.byID[newest.op].Req.Epoch {
+		epoch := a.byID.get(s.op).Req.Epoch
+		if newest == nil || epoch > a.byID.get(newest.op).Req.Epoch {
 			newest = s
 			continue
 		}
-		if newerEpoch := a.byID[newest.op].Req.Epoch; epoch < newerEpoch {
+		if newerEpoch := a.byID.get(newest.op).Req.Epoch; epoch < newerEpoch {
 			violations = append(violations, Violation{Op: s.op, Related: []int{newest.op},
 				Reason: fmt.Sprintf("producer id %d epoch %d record at %s offset %d lands after op %d wrote epoch %d at offset %d",
 					s.producerID, epoch, s.partition, s.offset, newest.op, newerEpoch, newest.offset)})

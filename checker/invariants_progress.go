@@ -27,11 +27,11 @@ func checkProgress(a *analysis) Verdict {
 
 // lastOp is the id of the operation called last; -1 in an empty history.
 func lastOp(h histories.History) int {
-	ops := inCallOrder(h.Ops)
-	if len(ops) == 0 {
-		return -1
+	last := -1
+	for _, op := range inCallOrder(h.Ops) {
+		last = op.ID
 	}
-	return ops[len(ops)-1].ID
+	return last
 }
 
 // uncommittedTrips is the trips, in the history's order, that no committed

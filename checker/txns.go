@@ -77,7 +77,7 @@ func (a txnAnalysis) committedWrite(op histories.Op) bool {
 type txnEvent struct {
 	at   int64
 	ends bool
-	op   histories.Op
+	op   *histories.Op // into the history: a long one has an event or two per operation
 	seq  int // the operation's place in the history, to keep ties in its order
 }
 
@@ -126,9 +126,9 @@ func analyzeTxns(h histories.History) txnAnalysis {
 	r := txnReplay{txnAnalysis: txnAnalysis{txnOf: map[int]*txn{}}, open: map[sessionKey]*txn{}, lateCommits: map[sessionKey]histories.Op{}}
 	for _, e := range txnEvents(h) {
 		if e.ends {
-			r.end(e.op)
+			r.end(*e.op)
 		} else {
-			r.join(e.op)
+			r.join(*e.op)
 		}
 	}
 	return r.txnAnalysis
@@ -137,9 +137,10 @@ func analyzeTxns(h histories.History) txnAnalysis {
 // txnEvents lists when each operation that matters to transactions acts.
 func txnEvents(h histories.History) []txnEvent {
 	var events []txnEvent
-	for i, op := range h.Ops {
+	for i := range h.Ops {
+		op := &h.Ops[i]
 		switch {
-		case joinsTxn(op):
+		case joinsTxn(*op):
 			events = append(events, txnEvent{at: op.Call, op: op, seq: i})
 		case op.Kind == model.TimeoutAbort:
 			events = append(events, txnEvent{at: op.Call, ends: true, op: op, seq: i})

@@ -109,7 +109,7 @@ func batchOf(op histories.Op) batchID {
 func (a *analysis) writersOf(read sighting, fetch histories.Op) []histories.Op {
 	var acked []histories.Op
 	for _, s := range a.records[read.slot] {
-		if w := a.byID[s.op]; w.Kind == model.Produce && s.sameRecord(read) {
+		if w := a.byID.get(s.op); w.Kind == model.Produce && s.sameRecord(read) {
 			acked = append(acked, w)
 		}
 	}

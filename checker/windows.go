@@ -119,7 +119,9 @@ func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operat
 		} else {
 			ends := endsOf(ctx, m, w, state)
 			if end, ok := ends.next(); ok {
-				left = append(left, choice{at + 1, ends})
+				if ends.mayHaveMore() {
+					left = append(left, choice{at + 1, ends})
+				}
 				at, state = at+1, end
 				continue
 			}
@@ -198,6 +200,9 @@ func startingAt(m porcupine.Model, s any) porcupine.Model {
 // endSource gives the states a window may end in, one at a time.
 type endSource interface {
 	next() (any, bool)
+	// mayHaveMore is false once next is known to have nothing more: the
+	// source is then dropped, with the states it holds.
+	mayHaveMore() bool
 }
 
 // listedEndsUpTo is the window size up to which every end state is found
@@ -227,9 +232,14 @@ func (l *listedEnds) next() (any, bool) {
 		return nil, false
 	}
 	end := (*l)[0]
+	(*l)[0] = nil // the state is the search's now, not the list's
 	*l = (*l)[1:]
 	return end, true
 }
+
+func (l *listedEnds) mayHaveMore() bool { return len(*l) > 0 }
+
+func (s *windowSearch) mayHaveMore() bool { return len(s.stack) > 0 }
 
 // windowSearch walks the orders of one window that the model accepts,
 // depth first, with porcupine's cache: a point reached again (the same
@@ -298,13 +308,19 @@ func (s *windowSearch) advance(i int) bool {
 
 // push adds a point to search from, unless it was reached before.
 func (s *windowSearch) push(placed bitset, count int, state any) bool {
-	// Fewer than two operations placed can be reached in one way only.
-	if count >= 2 && !s.firstVisit(placed, state) {
+	// Fewer than two operations placed can be reached in one way only, a
+	// whole window's end states are told apart by newEnd, and in a window
+	// of a few operations every order costs less than remembering them.
+	if count >= 2 && count < len(s.ops) && len(s.ops) > rememberFrom && !s.firstVisit(placed, state) {
 		return false
 	}
 	s.stack = append(s.stack, point{placed: placed, count: count, state: state, horizon: s.earliestReturnLeft(placed)})
 	return true
 }
+
+// rememberFrom is the window size from which the search remembers the
+// points it has been to.
+const rememberFrom = 4
 
 // earliestReturnLeft is the first return among the unplaced operations:
 // an operation called after it cannot come next.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,14 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := Load(bytes.NewReader(data))
+		whole, wholeErr := loadWhole(bytes.NewReader(data))
+		require.Equal(t, wholeErr == nil, err == nil, "streaming: %v; whole: %v", err, wholeErr)
+		if wholeErr != nil && !strings.HasPrefix(wholeErr.Error(), "not a JSON document") {
+			require.EqualError(t, err, wholeErr.Error(), "the streaming read names the same field")
+		}
+		if err == nil {
+			require.Equal(t, whole, h)
+		}
 		if err != nil {
 			return
 		}

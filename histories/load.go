@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,57 @@ func LoadFile(path string) (History, error) {
 // Absent numbers hold the model's sentinels (model.NewRequest,
 // model.NewResponse) and empty lists load as nil, so a loaded history
 // equals the one it was saved from.
-func Load(r io.Reader) (History, error) {
+func Load(r io.Reader) (History, error) { return LoadWithProgress(r, nil) }
+
+// progressEvery is how many operations are read between two calls of a
+// load's progress function.
+const progressEvery = 10_000
+
+// LoadWithProgress is Load that calls progress with the number of
+// operations read so far, every progressEvery of them and at the end.
+//
+// The document is read as a stream: the operations are decoded one at a
+// time as they are read, so memory holds the history, not the file as
+// well. The errors are the ones a whole-document read gives, in the same
+// order: not JSON first, then the top-level fields, then the operations.
+func LoadWithProgress(r io.Reader, progress func(ops int)) (History, error) {
+	in := bufio.NewReader(r)
+	if !startsObject(in) {
+		return loadWhole(in) // not an object: the whole-document read says why
+	}
+	dec := json.NewDecoder(in)
+	dec.UseNumber() // so that a number where ops should be is named as written
+	doc, err := streamDocument(dec, progress)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // the document began, so it was cut short
+	}
+	if err != nil {
+		return History{}, fmt.Errorf("not a JSON document: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return History{}, errors.New("more data after the JSON document")
+	}
+	return doc.history()
+}
+
+// startsObject reports whether the first non-blank byte of in opens an object.
+func startsObject(in *bufio.Reader) bool {
+	for n := 1; ; n++ {
+		b, err := in.Peek(n)
+		if err != nil {
+			return false
+		}
+		switch c := b[n-1]; c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		default:
+			return c == '{'
+		}
+	}
+}
+
+// loadWhole reads the document at once.
+func loadWhole(r io.Reader) (History, error) {
 	dec := json.NewDecoder(r)
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -44,12 +95,144 @@ func Load(r io.Reader) (History, error) {
 	return decodeHistory(raw)
 }
 
+// streamedDocument is a document read as a stream: its top-level members
+// but "ops", and the operations decoded from "ops".
+type streamedDocument struct {
+	members map[string]json.RawMessage
+	ops     []Op
+	opsErr  error // the first operation that does not decode
+	isArray bool  // "ops" was an array (else its value is in members)
+}
+
+// streamDocument reads the top-level object, decoding "ops" element by
+// element. A syntax error is returned; a format error is kept for later.
+func streamDocument(dec *json.Decoder, progress func(int)) (*streamedDocument, error) {
+	doc := &streamedDocument{members: map[string]json.RawMessage{}}
+	if _, err := dec.Token(); err != nil { // the opening brace
+		return nil, err
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := t.(string)
+		if name == "ops" {
+			err = doc.streamOps(dec, progress)
+		} else {
+			var raw json.RawMessage
+			err = dec.Decode(&raw)
+			doc.members[name] = raw
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return doc, err
+}
+
+// streamOps reads the value of "ops": an array is decoded an operation at
+// a time; anything else is kept, for the error to describe it.
+func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int)) error {
+	doc.ops, doc.opsErr, doc.isArray = nil, nil, false
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != json.Delim('[') {
+		raw, err := rawOfToken(dec, t)
+		doc.members["ops"] = raw
+		return err
+	}
+	delete(doc.members, "ops")
+	doc.isArray = true
+	var raw json.RawMessage
+	for i := 0; dec.More(); i++ {
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		if doc.opsErr != nil {
+			continue // still read to the end: a syntax error there comes first
+		}
+		op, err := decodeOp(i, raw)
+		doc.ops, doc.opsErr = append(doc.ops, op), err
+		if progress != nil && (i+1)%progressEvery == 0 {
+			progress(i + 1)
+		}
+	}
+	if progress != nil {
+		progress(len(doc.ops))
+	}
+	_, err = dec.Token() // the closing bracket
+	return err
+}
+
+// rawOfToken is a value that is not an array as JSON text, from its first
+// token: what the error about it needs (an object is read to its end).
+func rawOfToken(dec *json.Decoder, t json.Token) (json.RawMessage, error) {
+	if t == json.Delim('{') {
+		for depth := 1; depth > 0; {
+			t, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			switch t {
+			case json.Delim('{'), json.Delim('['):
+				depth++
+			case json.Delim('}'), json.Delim(']'):
+				depth--
+			}
+		}
+		return json.RawMessage("{}"), nil
+	}
+	if n, ok := t.(json.Number); ok {
+		return json.RawMessage(n), nil
+	}
+	raw, err := json.Marshal(t)
+	return raw, err
+}
+
+// history checks the top-level fields, then the operations, as
+// decodeHistory does.
+func (doc *streamedDocument) history() (History, error) {
+	if doc.isArray {
+		doc.members["ops"] = json.RawMessage("[]")
+	}
+	h, err := decodeTopLevel(doc.members)
+	if err != nil {
+		return History{}, err
+	}
+	if doc.opsErr != nil {
+		return History{}, doc.opsErr
+	}
+	h.Ops = doc.ops
+	return h, checkOps(h.Ops)
+}
+
 func decodeHistory(raw json.RawMessage) (History, error) {
-	var h History
 	m, err := asObject("document", raw)
 	if err != nil {
-		return h, err
+		return History{}, err
 	}
+	h, err := decodeTopLevel(m)
+	if err != nil {
+		return History{}, err
+	}
+	elems, _ := asArray("ops", m["ops"])
+	for i, e := range elems {
+		op, err := decodeOp(i, e)
+		if err != nil {
+			return History{}, err
+		}
+		h.Ops = append(h.Ops, op)
+	}
+	return h, checkOps(h.Ops)
+}
+
+// decodeTopLevel checks format, the header and that ops is an array.
+func decodeTopLevel(m map[string]json.RawMessage) (History, error) {
+	var h History
 	var format string
 	if err := take(m, "", "format", required, text[string]{p: &format}); err != nil {
 		return h, err
@@ -63,21 +246,17 @@ func decodeHistory(raw json.RawMessage) (History, error) {
 	if !has(m, "ops") {
 		return h, errors.New("ops is required")
 	}
-	elems, err := asArray("ops", m["ops"])
-	if err != nil {
-		return h, err
+	_, err := asArray("ops", m["ops"])
+	return h, err
+}
+
+// checkOps checks what holds between operations: unique ids, and no
+// overlap within a process.
+func checkOps(ops []Op) error {
+	if err := checkIDs(ops); err != nil {
+		return err
 	}
-	for i, e := range elems {
-		op, err := decodeOp(i, e)
-		if err != nil {
-			return History{}, err
-		}
-		h.Ops = append(h.Ops, op)
-	}
-	if err := checkIDs(h.Ops); err != nil {
-		return History{}, err
-	}
-	return h, checkOverlap(h.Ops)
+	return checkOverlap(ops)
 }
 
 // decodeHeader reads the optional top-level fields.

@@ -174,6 +174,8 @@ func TestLoadRejects(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Load(strings.NewReader(c.doc))
 			require.EqualError(t, err, c.err)
+			_, whole := loadWhole(strings.NewReader(c.doc))
+			require.EqualError(t, whole, c.err, "the streaming read and the whole-document read agree")
 		})
 	}
 }

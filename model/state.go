@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -210,11 +211,18 @@ func (ps partState) lastStable() int64 {
 	return lso
 }
 
+// isAborted reports whether the record of pid at offset lies in one of
+// pid's aborted ranges. The index is in the order of its markers, which
+// are appended to the log, and one producer's ranges do not overlap, so
+// the only range of pid that can hold offset is its first one whose
+// marker lies past offset: the search starts there, not at the log's
+// beginning.
 func (ps partState) isAborted(pid, offset int64) bool {
-	for i := range ps.aborted.Len() {
-		a := ps.aborted.At(i)
-		if a.pid == pid && a.first <= offset && offset < a.marker {
-			return true
+	n := ps.aborted.Len()
+	from := sort.Search(n, func(i int) bool { return ps.aborted.At(i).marker > offset })
+	for i := from; i < n; i++ {
+		if a := ps.aborted.At(i); a.pid == pid {
+			return a.first <= offset
 		}
 	}
 	return false
