@@ -39,13 +39,19 @@ func TestSyntheticHistoryHolds(t *testing.T) {
 // order and records each operation with an interval around the moment it
 // took effect, so intervals overlap but the history stays linearizable.
 func syntheticHistory(n, clients, ids, partitions int, seed uint64) histories.History {
+	return syntheticTxnHistory(n, clients, ids, partitions, 3, seed)
+}
+
+// syntheticTxnHistory is syntheticHistory with produces records in each
+// transaction.
+func syntheticTxnHistory(n, clients, ids, partitions, produces int, seed uint64) histories.History {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	state := model.Init(model.Options{TxnVersion: 1})
 	cs := make([]*client, clients)
 	for i := range cs {
 		cs[i] = &client{name: fmt.Sprintf("c%d", i), txnID: fmt.Sprintf("fare-writer-%d", i%ids),
 			parts: []model.Partition{model.Partition(fmt.Sprintf("fares-%d", i%partitions)), model.Partition(fmt.Sprintf("fares-%d", (i+1)%partitions))},
-			seqs:  map[model.Partition]int32{}, read: map[model.Partition]int64{}, lastReturn: -1 << 40}
+			seqs:  map[model.Partition]int32{}, read: map[model.Partition]int64{}, lastReturn: -1 << 40, produces: produces}
 	}
 	var h histories.History
 	for i := range n {
@@ -76,9 +82,10 @@ type client struct {
 	read        map[model.Partition]int64
 	lastReturn  int64
 	record      int
+	produces    int // records in a transaction
 }
 
-// next is the client's next request: init, add its partitions, three
+// next is the client's next request: init, add its partitions, its
 // produces, commit; now and then a read_committed fetch.
 func (c *client) next(rng *rand.Rand) model.Op {
 	r := model.NewRequest()
@@ -96,7 +103,7 @@ func (c *client) next(rng *rand.Rand) model.Op {
 	case 1:
 		r.Partitions = c.parts
 		return model.Op{Kind: model.AddPartitions, Req: r}
-	case 5:
+	case c.produces + 2:
 		r.Commit = true
 		return model.Op{Kind: model.EndTxn, Req: r}
 	}
@@ -123,30 +130,39 @@ func (c *client) learn(op model.Op, res model.Result) {
 	case op.Kind == model.Produce:
 		c.seqs[op.Req.Partition]++
 	}
-	c.step = (c.step + 1) % 6
+	c.step = (c.step + 1) % (c.produces + 3)
 	if c.step == 0 {
 		c.step = 1 // a committed transaction; the next one needs no init
 	}
 }
 
 // BenchmarkCheckScale is the ladder of README's "Checking large histories":
-// the same generator at growing sizes, reported per operation, so that a
-// cost that grows faster than the history shows as a growing ns/op.
+// one generator at growing sizes, reported per operation, so that a cost
+// that grows faster than the history shows as a growing ns/checked-op.
+// The shapes widen what costs, a window: many more clients and ids, or
+// transactions of 50 records.
 func BenchmarkCheckScale(b *testing.B) {
-	for _, size := range []struct {
+	shapes := []struct {
+		name                             string
+		clients, ids, partitions, writes int
+	}{{"", 8, 4, 8, 3}, {"64clients-32ids/", 64, 32, 8, 3}, {"long-txns/", 8, 4, 8, 50}}
+	sizes := []struct {
 		name string
 		n    int
-	}{{"10k", 10_000}, {"100k", 100_000}, {"300k", 300_000}, {"1M", 1_000_000}} {
-		b.Run(size.name, func(b *testing.B) {
-			h := syntheticHistory(size.n, 8, 4, 8, 1)
-			b.ResetTimer()
-			for range b.N {
-				if report := checker.Check(h, checker.Options{}); !report.Held() {
-					b.Fatalf("a correct history failed: %v", report.Verdicts)
+	}{{"10k", 10_000}, {"100k", 100_000}, {"1M", 1_000_000}}
+	for _, shape := range shapes {
+		for _, size := range sizes {
+			b.Run(shape.name+size.name, func(b *testing.B) {
+				h := syntheticTxnHistory(size.n, shape.clients, shape.ids, shape.partitions, shape.writes, 1)
+				b.ResetTimer()
+				for range b.N {
+					if report := checker.Check(h, checker.Options{}); !report.Held() {
+						b.Fatalf("a correct history failed: %v", report.Verdicts)
+					}
 				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size.n), "ns/checked-op")
-		})
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size.n), "ns/checked-op")
+			})
+		}
 	}
 }
 

@@ -17,11 +17,17 @@ const DefaultTimeout = 30 * time.Second
 
 // Options tune a check.
 type Options struct {
-	// Timeout bounds the linearizability search; 0 is DefaultTimeout.
+	// Timeout bounds the linearizability search of each 100,000
+	// operations (the search takes time in proportion to the history);
+	// 0 is DefaultTimeout.
 	Timeout time.Duration
 	// Visualize keeps what WriteHTML needs (porcupine's partial
 	// linearizations), which costs a second search on a legal history.
 	Visualize bool
+	// Progress, when set, is called with the number of operations the
+	// linearizability search has placed for good, now and then (a long
+	// history takes a while).
+	Progress func(checked int)
 }
 
 // Report is the outcome of every check on one history.
@@ -36,7 +42,7 @@ func Check(h histories.History, opts Options) Report {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	lin := checkLinearizable(h, opts.Timeout, opts.Visualize)
+	lin := checkLinearizable(h, opts.Timeout, opts.Visualize, opts.Progress)
 	verdicts := []Verdict{lin.verdict}
 	a := analyze(h) // what every invariant needs, worked out once
 	for _, check := range invariantChecks() {

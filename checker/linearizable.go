@@ -47,19 +47,19 @@ type linearizability struct {
 // checkLinearizable runs porcupine under each transaction protocol the
 // history may have been recorded with; it holds if one explains it. The
 // search goes window by window (windows.go).
-func checkLinearizable(h histories.History, timeout time.Duration, verbose bool) linearizability {
+func checkLinearizable(h histories.History, timeout time.Duration, verbose bool, progress func(int)) linearizability {
 	ops := porcupineOps(h)
 	var first linearizability
 	var firstSearch windowedResult
 	for i, version := range txnVersions(h) {
 		m := porcupineModel(model.Options{TxnVersion: version})
 		m.Partition = partition
-		search := checkWindowed(m, ops, timeout)
+		search := checkWindowed(m, ops, timeout, progress)
 		lin := linearizability{model: m, ops: ops, verdict: Verdict{Check: Linearizable}}
 		switch search.result {
 		case porcupine.Ok:
 			if verbose {
-				lin.info, lin.ops = drawn(m, ops, search, timeout)
+				lin.model, lin.info, lin.ops = drawn(m, ops, search, timeout)
 			}
 			return lin
 		case porcupine.Unknown:
@@ -76,7 +76,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool)
 		first.verdict.Violations = []Violation{explain(first.model, firstSearch, h, ops, txnVersions(h)[0], timeout)}
 	}
 	if verbose {
-		first.info, first.ops = drawn(first.model, ops, firstSearch, timeout)
+		first.model, first.info, first.ops = drawn(first.model, ops, firstSearch, timeout)
 	}
 	return first
 }

@@ -79,17 +79,21 @@ type windowedResult struct {
 }
 
 // checkWindowed is porcupine's verdict on ops under m, found window by
-// window. timeout bounds the whole search, as it bounds porcupine's.
-func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) windowedResult {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// window. timeout bounds the search of every timeoutOps operations, so
+// that a long history, whose search takes time in proportion, is not
+// given up for its length alone.
+func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, progress func(int)) windowedResult {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout*time.Duration(1+len(ops)/timeoutOps))
 	defer cancel()
 	pieces := [][]porcupine.Operation{ops}
 	if m.Partition != nil {
 		pieces = m.Partition(ops)
 	}
 	var res windowedResult
+	report := progressReport{report: progress, next: progressEvery}
 	for _, piece := range pieces {
-		if res = checkPiece(ctx, m, piece); res.result != porcupine.Ok {
+		report.deepest = 0
+		if res = checkPiece(ctx, m, piece, &report); res.result != porcupine.Ok {
 			return res
 		}
 	}
@@ -102,7 +106,7 @@ func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Du
 // others, to come back to if a later window can be placed from none of the
 // states taken. A history whose answers fix the order leaves nothing to
 // come back to.
-func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operation) windowedResult {
+func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operation, report *progressReport) windowedResult {
 	windows := windowsOf(piece)
 	var left []choice // the windows with end states not yet tried, innermost last
 	at, state := 0, m.Init()
@@ -122,6 +126,7 @@ func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operat
 				if ends.mayHaveMore() {
 					left = append(left, choice{at + 1, ends})
 				}
+				report.passed(at, len(w))
 				at, state = at+1, end
 				continue
 			}
@@ -137,6 +142,33 @@ func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operat
 			}
 			return deepest
 		}
+	}
+}
+
+// timeoutOps is how many operations one time-out is for.
+const timeoutOps = 100_000
+
+// progressReport counts the operations of the windows passed, for
+// Options.Progress, and calls it every progressEvery of them.
+type progressReport struct {
+	report  func(int)
+	checked int
+	next    int
+	// deepest is, per piece being searched, how far windows have been
+	// passed: a window passed again after backtracking is not counted.
+	deepest int
+}
+
+const progressEvery = 50_000
+
+func (p *progressReport) passed(at, ops int) {
+	if p.report == nil || at < p.deepest {
+		return
+	}
+	p.deepest = at + 1
+	if p.checked += ops; p.checked >= p.next {
+		p.report(p.checked)
+		p.next = p.checked + progressEvery
 	}
 }
 
@@ -422,14 +454,15 @@ func explainWindow(m porcupine.Model, search windowedResult, timeout time.Durati
 	return explainStuck(search.piece, from.(model.State), placed, len(placed), longest)
 }
 
-// drawn is what the visualization shows: the whole history up to
+// drawn is what the visualization shows, with the model that draws it: the whole history up to
 // wholeHistoryOps operations, else the window the search stopped at (the
 // one no order places, or the last), from a state it may begin in.
-func drawn(m porcupine.Model, ops []porcupine.Operation, search windowedResult, timeout time.Duration) (porcupine.LinearizationInfo, []porcupine.Operation) {
+func drawn(m porcupine.Model, ops []porcupine.Operation, search windowedResult, timeout time.Duration) (porcupine.Model, porcupine.LinearizationInfo, []porcupine.Operation) {
 	if len(ops) <= wholeHistoryOps || len(search.starts) == 0 {
 		_, info := check(m, ops, timeout, true)
-		return info, ops
+		return m, info, ops
 	}
-	_, info := porcupine.CheckOperationsVerbose(startingAt(m, search.starts[0]), search.window, timeout)
-	return info, search.window
+	from := startingAt(m, search.starts[0])
+	_, info := porcupine.CheckOperationsVerbose(from, search.window, timeout)
+	return from, info, search.window
 }

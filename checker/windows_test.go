@@ -32,7 +32,7 @@ func TestWindowsExplainAsTheWholeHistory(t *testing.T) {
 		version := txnVersions(h)[0]
 		m := porcupineModel(model.Options{TxnVersion: version})
 		m.Partition = partition
-		search := checkWindowed(m, ops, time.Minute)
+		search := checkWindowed(m, ops, time.Minute, nil)
 		if search.result != porcupine.Illegal {
 			continue
 		}

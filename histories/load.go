@@ -13,13 +13,17 @@ import (
 )
 
 // LoadFile reads the history document at path.
-func LoadFile(path string) (History, error) {
+func LoadFile(path string) (History, error) { return LoadFileWithProgress(path, nil) }
+
+// LoadFileWithProgress is LoadFile that reports the operations read, as
+// LoadWithProgress does.
+func LoadFileWithProgress(path string, progress func(ops int)) (History, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return History{}, err
 	}
 	defer f.Close()
-	h, err := Load(f)
+	h, err := LoadWithProgress(f, progress)
 	if err != nil {
 		return History{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -161,7 +165,7 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int)) er
 			progress(i + 1)
 		}
 	}
-	if progress != nil {
+	if progress != nil && len(doc.ops)%progressEvery != 0 {
 		progress(len(doc.ops))
 	}
 	_, err = dec.Token() // the closing bracket

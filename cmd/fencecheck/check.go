@@ -25,7 +25,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
-	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` (it then says unknown)")
+	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` for each 100,000 operations (it then says unknown)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
 			"Checks each history file and prints one line per check:\n"+
@@ -78,12 +78,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer) int {
-	h, err := histories.LoadFile(file)
+	h, err := histories.LoadFileWithProgress(file, progressLine(stderr, file, "read"))
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
 		return exitUsage
 	}
-	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != ""})
+	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != "", Progress: progressLine(stderr, file, "checked")})
 	for _, v := range report.Verdicts {
 		fmt.Fprintln(stdout, v)
 	}
@@ -118,3 +118,21 @@ func outputPath(flagPath, history, ext string, several bool) string {
 	name := strings.TrimSuffix(filepath.Base(history), filepath.Ext(history))
 	return strings.TrimSuffix(flagPath, filepath.Ext(flagPath)) + "-" + name + ext
 }
+
+// progressLine reports on stderr how many operations of a large history
+// have been read or checked, and at what rate, so that a check of a long
+// recording is seen working. Small histories say nothing.
+func progressLine(stderr io.Writer, file, verb string) func(int) {
+	start := time.Now()
+	return func(ops int) {
+		if ops < largeHistoryOps {
+			return
+		}
+		elapsed := time.Since(start)
+		fmt.Fprintf(stderr, "fencecheck check: %s: %d operations %s in %v (%.0f/s)\n",
+			file, ops, verb, elapsed.Round(time.Millisecond), float64(ops)/max(elapsed.Seconds(), 1e-9))
+	}
+}
+
+// largeHistoryOps is the size from which check shows its progress.
+const largeHistoryOps = 10_000
