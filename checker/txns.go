@@ -78,7 +78,7 @@ type txnEvent struct {
 	at   int64
 	ends bool
 	op   *histories.Op // into the history: a long one has an event or two per operation
-	seq  int // the operation's place in the history, to keep ties in its order
+	seq  int           // the operation's place in the history, to keep ties in its order
 }
 
 // Within one instant of the clock, events go in the order a finer clock

@@ -246,6 +246,12 @@ const listedEndsUpTo = 10
 
 // endsOf is the source of w's end states from start.
 func endsOf(ctx context.Context, m porcupine.Model, w window, start any) endSource {
+	if len(w) == 1 { // a sequential stretch: one step, nothing to search
+		if ok, end := m.StepContext(ctx, start, w[0].Input, w[0].Output); ok {
+			return &listedEnds{end}
+		}
+		return &listedEnds{}
+	}
 	search := newWindowSearch(ctx, m, w, start)
 	if len(w) > listedEndsUpTo {
 		return search
