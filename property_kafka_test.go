@@ -16,7 +16,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
-	"github.com/fencecheck/fencecheck/impl/kafka"
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/workload"
 )
@@ -25,7 +25,7 @@ import (
 // (a tick sleeps, a rebalance waits), so the budgets are small and fixed:
 // a few interleavings per property, a short shrink. Findings against kfake
 // are saved under histories/kfake and listed, with their write-ups, in one
-// place: knownDivergences in impl/kafka/divergences_test.go, whose
+// place: knownDivergences in kafka/divergences_test.go, whose
 // TestFindingsReplay holds each saved history to its violations. A
 // counterexample here is a known divergence when every check it breaks
 // breaks the way one of those saved histories does (same check, same
@@ -126,7 +126,7 @@ func requireHeldOrKnown(t *testing.T, out workload.Outcome, sc workload.Scenario
 	var unknown []string
 	for _, s := range signatures(h, report) {
 		if name, ok := known[s]; ok {
-			t.Logf("known divergence %s: %s (impl/kafka/FINDINGS.md)", name, s)
+			t.Logf("known divergence %s: %s (kafka/FINDINGS.md)", name, s)
 			continue
 		}
 		unknown = append(unknown, s.String())
@@ -137,7 +137,7 @@ func requireHeldOrKnown(t *testing.T, out workload.Outcome, sc workload.Scenario
 	run := workload.Run{Scenario: sc.Name, Target: "kfake", TxnVersion: txnVersion, KafkaVersion: kafkaVersionOf(txnVersion)}
 	dir, err := workload.WriteBundle(os.Getenv("FENCECHECK_OUT"), run, out.Failure, out.FailFile)
 	require.NoError(t, err)
-	t.Fatalf("a new finding on kfake (%s) after %v; bug report %s: decide whether kfake or the model is wrong, write it up in impl/kafka/FINDINGS.md, save it under histories/kfake and list it in knownDivergences",
+	t.Fatalf("a new finding on kfake (%s) after %v; bug report %s: decide whether kfake or the model is wrong, write it up in kafka/FINDINGS.md, save it under histories/kfake and list it in knownDivergences",
 		strings.Join(unknown, "; "), steps, dir)
 }
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/impl"
-	"github.com/fencecheck/fencecheck/impl/kafka"
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/workload"
 )

@@ -18,7 +18,7 @@ import (
 var update = flag.Bool("update", false, "rewrite histories/kfake/*.json from this run")
 
 // findingsDir holds the history of every known divergence.
-const findingsDir = "../../histories/kfake"
+const findingsDir = "../histories/kfake"
 
 // divergence is a scenario whose history the checker flags because kfake
 // answers differently from Apache Kafka, or because the model does (its
@@ -94,7 +94,7 @@ func (s *scenario) check(name string, want ...string) checker.Report {
 	h := s.history(full)
 	if d, known := knownDivergences[full]; known {
 		want = append(slices.Clone(want), d.violated...)
-		s.t.Logf("known divergence %s: %s (impl/kafka/FINDINGS.md)", full, d.about)
+		s.t.Logf("known divergence %s: %s (kafka/FINDINGS.md)", full, d.about)
 		s.saveFinding(full, h)
 	}
 	report := checker.Check(h, checker.Options{})
