@@ -23,7 +23,9 @@ func (b *Broker) endTxn(r model.Request) model.Result {
 	if refused != "" && !b.lateRetry(t, r, refused) && !b.staleAbort(t, r, refused) {
 		return model.Fail(refused)
 	}
-	if t.phase != model.Ongoing {
+	if t.phase != model.Ongoing && !(b.v2 && !r.Commit) {
+		// Under transactions v2 an abort with nothing open succeeds and
+		// bumps the epoch (KIP-890, Kafka 4); a commit never does.
 		return model.Fail(model.InvalidTxnState)
 	}
 	producerID, epoch := t.producerID, t.epoch

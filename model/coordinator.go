@@ -19,7 +19,7 @@ func (st *step) initProducerID(r Request) outcome {
 	if !known {
 		if r.ProducerID != NoProducerID {
 			// KIP-360: a producer can only bump an epoch the coordinator holds.
-			return refuse(InvalidProducerIDMapping, "%s has no producer id yet, so producer %d cannot bump its epoch (KIP-360)", r.TransactionalID, r.ProducerID)
+			return refuse("bump-unknown-id", InvalidProducerIDMapping, "%s has no producer id yet, so producer %d cannot bump its epoch (KIP-360)", r.TransactionalID, r.ProducerID)
 		}
 		out := st.grantFresh()
 		if out.bad == nil {
@@ -29,7 +29,7 @@ func (st *step) initProducerID(r Request) outcome {
 		return out
 	}
 	if st.stillCompleting(t) {
-		return refuse(ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
+		return refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
 	}
 	ownBump := r.ProducerID != NoProducerID
 	if ownBump {
@@ -40,7 +40,7 @@ func (st *step) initProducerID(r Request) outcome {
 		if r.ProducerID != t.pid || r.Epoch != t.epoch {
 			// KIP-360: only the current owner may bump its epoch; a zombie
 			// must never win its id back this way.
-			return refuse(ProducerFenced, "producer %d epoch %d is not the owner of %s (producer %d epoch %d) (KIP-360)", r.ProducerID, r.Epoch, r.TransactionalID, t.pid, t.epoch)
+			return refuse("bump-not-owner", ProducerFenced, "producer %d epoch %d is not the owner of %s (producer %d epoch %d) (KIP-360)", r.ProducerID, r.Epoch, r.TransactionalID, t.pid, t.epoch)
 		}
 	}
 	if t.phase == Ongoing {
@@ -99,10 +99,10 @@ func (st *step) grantFresh() outcome {
 	if got := st.observed(); got != nil {
 		pid = got.ProducerID
 		if pid < 0 || st.s.pids[pid] {
-			return bad("producer id %d was handed out before; a fresh one must be new (KIP-98)", pid)
+			return bad("fresh-pid-new", "producer id %d was handed out before; a fresh one must be new (KIP-98)", pid)
 		}
 		if got.Epoch != 0 {
-			return bad("a fresh producer id starts at epoch 0, not %d (KIP-98)", got.Epoch)
+			return bad("fresh-pid-epoch-0", "a fresh producer id starts at epoch 0, not %d (KIP-98)", got.Epoch)
 		}
 	}
 	st.s.addPID(pid)
@@ -125,16 +125,16 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 	case t.pid == unknownPID && got != nil:
 		// The id a lost answer handed out shows itself: one never seen.
 		if got.ProducerID < 0 || st.s.pids[got.ProducerID] || got.Epoch <= t.epoch {
-			return 0, 0, bad("producer %d epoch %d cannot follow the lost grant of a new producer id at epoch %d (KIP-98)", got.ProducerID, got.Epoch, t.epoch)
+			return 0, 0, bad("after-lost-grant", "producer %d epoch %d cannot follow the lost grant of a new producer id at epoch %d (KIP-98)", got.ProducerID, got.Epoch, t.epoch)
 		}
 		st.s.addPID(got.ProducerID)
 		return st.grant(got.ProducerID, got.Epoch)
 	case got == nil:
 		return st.grant(t.pid, t.epoch+1)
 	case got.ProducerID != t.pid:
-		return 0, 0, bad("producer id %d, but a known transactional.id keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.pid)
+		return 0, 0, bad("keeps-pid", "producer id %d, but a known transactional.id keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.pid)
 	case got.Epoch <= t.epoch:
-		return 0, 0, bad("epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
+		return 0, 0, bad("epochs-grow", "epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
 	}
 	return st.grant(got.ProducerID, got.Epoch)
 }
@@ -148,7 +148,7 @@ func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {
 // answerGrant answers a retry with the producer's current (pid, epoch).
 func (st *step) answerGrant(pid int64, epoch int16) outcome {
 	if got := st.observed(); got != nil && (got.ProducerID != pid || got.Epoch != epoch) {
-		return bad("a retried bump must return producer %d epoch %d, got producer %d epoch %d (KIP-360)", pid, epoch, got.ProducerID, got.Epoch)
+		return bad("bump-retry-answer", "a retried bump must return producer %d epoch %d, got producer %d epoch %d (KIP-360)", pid, epoch, got.ProducerID, got.Epoch)
 	}
 	_, _, out := st.grant(pid, epoch)
 	return out
@@ -166,12 +166,12 @@ func (st *step) stillCompleting(t txnMeta) bool {
 func (st *step) owner(r Request) (txnMeta, *outcome) {
 	t, known := st.s.txns[r.TransactionalID]
 	if !known || t.pid != r.ProducerID {
-		out := refuse(InvalidProducerIDMapping, "producer %d does not belong to %s (KIP-98)", r.ProducerID, r.TransactionalID)
+		out := refuse("pid-mapping", InvalidProducerIDMapping, "producer %d does not belong to %s (KIP-98)", r.ProducerID, r.TransactionalID)
 		return t, &out
 	}
 	if r.Epoch != t.epoch {
 		// Lower: a zombie (seed 000). Higher: an epoch never handed out.
-		out := refuse(ProducerFenced, "epoch %d is not %s's current epoch %d (KIP-98 fencing)", r.Epoch, r.TransactionalID, t.epoch)
+		out := refuse("epoch-fence", ProducerFenced, "epoch %d is not %s's current epoch %d (KIP-98 fencing)", r.Epoch, r.TransactionalID, t.epoch)
 		return t, &out
 	}
 	return t, nil
@@ -209,7 +209,7 @@ func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 		return *refused
 	}
 	if st.stillCompleting(t) {
-		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+		return refuse("markers-pending", ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
 	}
 	st.s.setTxn(r.TransactionalID, add(st.begin(t)))
 	return ok(NewResponse())
@@ -225,13 +225,16 @@ func (st *step) endTxn(r Request) outcome {
 	}
 	t, refused := st.owner(r)
 	if refused != nil {
+		if st.commitAtRetryEpochAfterAbort(t, r) {
+			refused.also = BadTxnState
+		}
 		return *refused
 	}
 	if st.stillCompleting(t) {
-		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+		return refuse("markers-pending", ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
 	}
-	if t.phase != Ongoing {
-		return refuse(InvalidTxnState, "%s has no transaction open (%s) to end (KIP-98)", r.TransactionalID, t.phase)
+	if t.phase != Ongoing && !st.emptyAbort(r) {
+		return refuse("nothing-to-end", InvalidTxnState, "%s has no transaction open (%s) to end (KIP-98)", r.TransactionalID, t.phase)
 	}
 	epoch, pid := t.epoch, t.pid
 	out := ok(NewResponse())
@@ -252,6 +255,30 @@ func (st *step) endTxn(r Request) outcome {
 		out.resp = NewResponse()
 	}
 	return out
+}
+
+// emptyAbort reports whether r is an abort that Kafka 4 accepts with no
+// transaction open: a transactions-v2 client cannot know whether a produce
+// whose answer it lost began a transaction (produce adds its partition
+// itself), so it aborts anyway; the coordinator writes no marker and bumps
+// the epoch, as for every v2 abort (KIP-890; Kafka 4.0+
+// TransactionCoordinator.endTransaction, states Empty, CompleteCommit and
+// CompleteAbort with TransactionResult.ABORT: PrepareAbort with no
+// partitions). Under transactions v1 it stays INVALID_TXN_STATE.
+func (st *step) emptyAbort(r Request) bool {
+	return st.s.opts.TxnVersion >= 2 && !r.Commit
+}
+
+// commitAtRetryEpochAfterAbort reports whether r is a commit, one epoch
+// behind, of a transaction that ended in an abort it did not ask for (the
+// coordinator's timeout abort bumps the epoch, KIP-890). Released Kafka
+// versions answer it differently, and the model accepts both: Kafka 4.0
+// to 4.3 take the epoch for a retry's and answer INVALID_TXN_STATE
+// (TransactionCoordinator.endTransaction, state CompleteAbort, "retry"
+// branch); KAFKA-20785 answers PRODUCER_FENCED, since only an abort the
+// producer did not send leads there. Either way nothing takes effect.
+func (st *step) commitAtRetryEpochAfterAbort(t txnMeta, r Request) bool {
+	return st.s.opts.TxnVersion >= 2 && r.Commit && t.phase == CompleteAbort && r.ProducerID == t.pid && r.Epoch == t.epoch-1
 }
 
 func (st *step) isEndTxnRetry(t txnMeta, r Request) bool {

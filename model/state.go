@@ -124,6 +124,9 @@ type member struct {
 	assignment []Partition
 	lastSeen   int64
 	sessionMs  int64
+	// mayBeGone: a join round completed without this member, so the
+	// coordinator may have removed it (see roundCompleted).
+	mayBeGone bool
 }
 
 type group struct {
