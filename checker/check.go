@@ -42,6 +42,7 @@ func Check(h histories.History, opts Options) Report {
 	for _, check := range invariantChecks() {
 		verdicts = append(verdicts, check(a))
 	}
+	verdicts = append(verdicts, lin.codes)
 	return Report{History: h, Verdicts: verdicts, lin: lin}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,64 +21,38 @@ var update = flag.Bool("update", false, "rewrite histories/kfake/*.json from thi
 // findingsDir holds the history of every known divergence.
 const findingsDir = "../histories/kfake"
 
-// divergence is a scenario whose history the checker flags because kfake
-// answers differently from Apache Kafka, or because the model does (its
-// write-up in FINDINGS.md says which). The scenario's test expects the
-// violations, so the suite stays green while the finding is re-checked on
-// every run: once kfake (or the model) changes, the test fails and asks
-// for the entry to go.
-type divergence struct {
-	violated []string // the checks the history violates
-	about    string   // one line; FINDINGS.md has the rest
+// findingOf is the known finding (known.json, written up in FINDINGS.md)
+// that a saved history shows. A scenario's test expects its violations,
+// so the suite stays green while the finding is re-checked on every run:
+// once kfake (or the model) changes, the test fails and asks for the entry
+// to go. A saved history that no finding lists is a resolved one, kept as
+// a regression: every check must hold on it.
+func findingOf(history string) (checker.Finding, bool) {
+	for _, f := range KnownFindings().Findings {
+		if slices.Contains(f.Histories, history) {
+			return f, true
+		}
+	}
+	return checker.Finding{}, false
 }
 
-// knownDivergences lists every finding, by the file its history is saved
-// as (histories/kfake/NAME.json).
-var knownDivergences = map[string]divergence{
-	"zombie-produce-invalid-txn-state-txn-v1": {
-		violated: []string{"linearizable"},
-		about:    "kfake answers a fenced producer's produce to a partition outside the current transaction INVALID_TXN_STATE; Kafka answers INVALID_PRODUCER_EPOCH",
-	},
-	"seed-000-zombie-fenced-txn-v1": {
-		violated: []string{"linearizable"},
-		about:    "seed 000 meets zombie-produce-invalid-txn-state under transactions v1",
-	},
-	"empty-abort-accepted-txn-v1": {
-		violated: []string{"linearizable"},
-		about:    "kfake accepts EndTxn(abort) with no transaction open under transactions v1; Kafka answers INVALID_TXN_STATE",
-	},
-	"empty-abort-accepted-txn-v2": {
-		violated: []string{"linearizable"},
-		about:    "the model refuses EndTxn(abort) with no transaction open under transactions v2; Kafka 4 accepts it and bumps the epoch (KAFKA-18464), as kfake does",
-	},
-	"fenced-produce-starts-nothing-txn-v2": {
-		violated: []string{"linearizable"},
-		about:    "under transactions v2 kfake adds a fenced producer's partition to the owner's transaction before the epoch check, so the owner's empty commit commits (epoch bumped, COMMIT marker written)",
-	},
-	"transaction-timeout-txn-v2": {
-		violated: []string{"linearizable"},
-		about:    "under transactions v2 kfake answers a timed-out producer's commit INVALID_TXN_STATE, as Kafka did before KAFKA-20785; Kafka now answers PRODUCER_FENCED",
-	},
-	"dropped-member-rejoins-txn-v1": {
-		violated: []string{"linearizable"},
-		about:    "the model keeps a member that did not rejoin a rebalance; Kafka (and kfake) drop it when the rebalance times out, so its rejoin is UNKNOWN_MEMBER_ID",
-	},
-	"dropped-member-rejoins-txn-v2": {
-		violated: []string{"linearizable"},
-		about:    "as under v1 (groups do not depend on the transaction protocol)",
-	},
-	"workers-livelock-txn-v2": {
-		violated: []string{"linearizable", "progress"},
-		about:    "TestPropertyKafkaStableID, with an earlier target: serial joins dropped the other worker, which rejoined and dropped the first (progress); a broker restart's real time expired a transaction the model keeps open (linearizable); both fixed in the target, not kfake's",
-	},
-	"zombie-wins-id-back-txn-v1": {
-		violated: []string{"linearizable", "one-live-producer"},
-		about:    "kfake lets a producer bump any epoch not above the current one (KIP-360 InitProducerId); Kafka fences all but the current and the previous epoch",
-	},
-	"zombie-wins-id-back-txn-v2": {
-		violated: []string{"linearizable", "one-live-producer"},
-		about:    "as under v1: a zombie wins its transactional id back",
-	},
+// checksOf are the checks a finding's signatures break.
+func checksOf(f checker.Finding) []string {
+	var checks []string
+	for _, sig := range f.Match {
+		if !slices.Contains(checks, sig.Check) {
+			checks = append(checks, sig.Check)
+		}
+	}
+	return checks
+}
+
+func TestKnownFindingsLoad(t *testing.T) {
+	require.NotEmpty(t, KnownFindings().Findings)
+	for _, f := range KnownFindings().Findings {
+		require.NotEmpty(t, f.Histories, "%s: a finding needs a saved history that shows it", f.Name)
+		require.NotEmpty(t, f.WriteUp, "%s: a finding needs its write-up", f.Name)
+	}
 }
 
 // historyName is the name of the scenario's history under its protocol.
@@ -92,9 +67,9 @@ func (s *scenario) check(name string, want ...string) checker.Report {
 	s.t.Helper()
 	full := s.historyName(name)
 	h := s.history(full)
-	if d, known := knownDivergences[full]; known {
-		want = append(slices.Clone(want), d.violated...)
-		s.t.Logf("known divergence %s: %s (kafka/FINDINGS.md)", full, d.about)
+	if f, known := findingOf(full); known {
+		want = append(slices.Clone(want), checksOf(f)...)
+		s.t.Logf("known finding %s: %s (%s)", f.Name, f.About, f.WriteUp)
 		s.saveFinding(full, h)
 	}
 	report := checker.Check(h, checker.Options{})
@@ -106,7 +81,7 @@ func requireVerdicts(t *testing.T, report checker.Report, violated []string, nam
 	t.Helper()
 	for _, v := range report.Verdicts {
 		if slices.Contains(violated, v.Check) {
-			require.Equal(t, checker.Violated, v.Status, "%s: expected %s violated, got %s; if kfake or the model changed, update knownDivergences and FINDINGS.md", name, v.Check, v)
+			require.Equal(t, checker.Violated, v.Status, "%s: expected %s violated, got %s; if kfake or the model changed, update kafka/known.json and FINDINGS.md", name, v.Check, v)
 			continue
 		}
 		require.True(t, v.Held(), "%s: %s", name, v)
@@ -124,14 +99,31 @@ func (s *scenario) saveFinding(name string, h histories.History) {
 	require.NoError(s.t, histories.SaveFile(path, h))
 }
 
-// TestFindingsReplay holds every saved finding to the violations its
-// write-up describes, as `fencecheck check` reports them.
+// TestFindingsReplay holds every saved history to what it shows, as
+// `fencecheck check` reports it: a known finding's history breaks exactly
+// the checks of its finding, each the way the finding's signatures say;
+// a resolved one's holds every check.
 func TestFindingsReplay(t *testing.T) {
-	for name, d := range knownDivergences {
+	files, err := filepath.Glob(filepath.Join(findingsDir, "*.json"))
+	require.NoError(t, err)
+	for _, f := range KnownFindings().Findings {
+		for _, name := range f.Histories {
+			require.FileExists(t, filepath.Join(findingsDir, name+".json"), "run the test that records %s first", name)
+		}
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".json")
 		t.Run(name, func(t *testing.T) {
-			h, err := histories.LoadFile(filepath.Join(findingsDir, name+".json"))
-			require.NoError(t, err, "run the test that records %s first", name)
-			requireVerdicts(t, checker.Check(h, checker.Options{}), d.violated, name)
+			h, err := histories.LoadFile(file)
+			require.NoError(t, err)
+			report := checker.Check(h, checker.Options{})
+			finding, known := findingOf(name)
+			requireVerdicts(t, report, checksOf(finding), name)
+			if known {
+				for _, sig := range report.Signatures() {
+					require.Contains(t, finding.Match, sig, "%s breaks %s in a way finding %s does not name", name, sig.Check, finding.Name)
+				}
+			}
 		})
 	}
 }
