@@ -181,7 +181,10 @@ func (g group) roundCompleted(gen int32) group {
 // removed it has already answered.
 func (st *step) droppedMember(r Request) (outcome, bool) {
 	g, m, ok := st.member(r)
-	if !ok || !m.mayBeGone || !st.answered(UnknownMemberID) {
+	// The code itself, not its class: ILLEGAL_GENERATION, of the same
+	// class, says the member is still there.
+	removed := st.got != nil && st.got.Answered && st.got.Err == UnknownMemberID
+	if !ok || !m.mayBeGone || !removed {
 		return outcome{}, false
 	}
 	st.s.setGroup(r.Group, g.withoutMember(r.MemberID))
