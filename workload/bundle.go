@@ -26,6 +26,9 @@ type Run struct {
 	Brokers      string `json:"brokers,omitempty"`
 	// Mutants are the seeded bugs switched on in the optimised broker.
 	Mutants []string `json:"mutants,omitempty"`
+	// Known is the --known findings file the run went past ("" the
+	// target's default, "none" none).
+	Known string `json:"known,omitempty"`
 	// Workload names the workload that drew the interleaving (WriteBundle
 	// fills it in): rapid's fail file is a list of draws, which replay
 	// the same interleaving only under the same workload.

@@ -30,7 +30,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "Usage: fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
 			"Checks each history file and prints one line per check:\n"+
 			"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
-			"  offsets-monotonic, progress: each ok, VIOLATED op N (why), unknown (why)\n"+
+			"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
 			"  or skipped. With several files, each file's lines follow '== FILE'.\n"+
 			"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
 			"2 a file is unusable (the message names the operation and the field).\n\nFlags:\n")
