@@ -48,7 +48,7 @@ func TestFencedProduceStartsNothing(t *testing.T) {
 
 // An abort with no transaction open: Kafka 3.x refuses it
 // (INVALID_TXN_STATE); Kafka 4 under transactions v2 accepts it and bumps
-// the epoch (KAFKA-18464). See FINDINGS.md for who diverges.
+// the epoch, as the model does (FINDINGS.md, findings 2 and 3).
 func TestEmptyAbort(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, s *scenario) {
 		a := s.begin("A", "fare-writer-7")
