@@ -145,6 +145,19 @@ func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {
 	return pid, epoch, ok(resp)
 }
 
+// RetriesGrant reports whether retry is a retry of first, a request of
+// kind that moved its producer on to a new session, which Kafka answers
+// again with that session: the same producer naming the same epoch in a
+// request of the same kind (and, for an EndTxn, the same outcome). Kafka
+// keeps that one previous epoch open for exactly this: a KIP-360 bump's
+// (TransactionMetadata.lastProducerEpoch) and, under KIP-890, an EndTxn's
+// once its transaction is complete. The checker uses it to tell a retry
+// from a zombie.
+func RetriesGrant(kind Kind, retry, first Request) bool {
+	return retry.TransactionalID == first.TransactionalID && retry.ProducerID == first.ProducerID &&
+		retry.Epoch == first.Epoch && (kind != EndTxn || retry.Commit == first.Commit)
+}
+
 // answerGrant answers a retry with the producer's current (pid, epoch).
 func (st *step) answerGrant(pid int64, epoch int16) outcome {
 	if got := st.observed(); got != nil && (got.ProducerID != pid || got.Epoch != epoch) {

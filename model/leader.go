@@ -22,7 +22,7 @@ func (st *step) produce(r Request) outcome {
 		// cannot write outside it.
 		return refuse("write-outside-open-txn", InvalidTxnState, "producer %d has a transaction open in %s since offset %d (KIP-98)", r.ProducerID, r.Partition, pe.txnFirst)
 	}
-	lastSeq := r.Sequence + int32(max(len(r.Records), 1)) - 1
+	lastSeq := lastSequence(r)
 	if !known || r.Epoch > pe.epoch {
 		// KIP-98: a new producer, or a new epoch, starts at sequence 0.
 		if r.Sequence != 0 {
@@ -84,6 +84,27 @@ func containsPartition(set []Partition, p Partition) bool {
 	}
 	return false
 }
+
+// Batch is what a partition leader tells a batch by: a retry with the
+// same key is answered as a duplicate, with the offset of the records
+// first sent under it, whatever records it carries (KIP-98:
+// ProducerStateManager keeps the first and last sequence of each of a
+// producer's last 5 batches, per epoch). The checker uses it to know which
+// produce repeats an earlier one.
+type Batch struct {
+	Partition         Partition
+	ProducerID        int64
+	Epoch             int16
+	FirstSeq, LastSeq int32
+}
+
+// BatchOf is the batch a produce request sends.
+func BatchOf(r Request) Batch {
+	return Batch{r.Partition, r.ProducerID, r.Epoch, r.Sequence, lastSequence(r)}
+}
+
+// lastSequence is the sequence of a produce request's last record.
+func lastSequence(r Request) int32 { return r.Sequence + int32(max(len(r.Records), 1)) - 1 }
 
 func (pe producerEntry) duplicate(first, last int32) (batch, bool) {
 	for _, b := range pe.batches {
