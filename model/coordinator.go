@@ -17,10 +17,10 @@ func (st *step) initProducerID(r Request) outcome {
 	}
 	t, known := st.s.txns[r.TransactionalID]
 	if !known {
-		if r.ProducerID != NoProducerID {
-			// KIP-360: a producer can only bump an epoch the coordinator holds.
-			return refuse("bump-unknown-id", InvalidProducerIDMapping, "%s has no producer id yet, so producer %d cannot bump its epoch (KIP-360)", r.TransactionalID, r.ProducerID)
-		}
+		// KIP-98; KIP-360: a producer bumping its own epoch for an id the
+		// coordinator does not know gets a fresh producer id too, "the
+		// case of a producer recovering from an UNKNOWN_PRODUCER_ID error"
+		// (TransactionCoordinator.handleInitProducerId, 3.9 to 4.x).
 		out := st.grantFresh()
 		if out.bad == nil {
 			st.s.setTxn(r.TransactionalID, txnMeta{pid: out.resp.ProducerID, epoch: 0, prevPID: NoProducerID,
@@ -34,8 +34,14 @@ func (st *step) initProducerID(r Request) outcome {
 	ownBump := r.ProducerID != NoProducerID
 	if ownBump {
 		if r.ProducerID == t.prevPID && r.Epoch == t.prevEpoch {
-			// KIP-360: a retry of the producer's own bump gets the same answer.
-			return st.answerGrant(t.pid, t.epoch)
+			// KIP-360: a retry of the producer's own bump gets the same
+			// answer, as does (Kafka 4) a bump carrying the epoch a v2
+			// EndTxn or the coordinator's own abort moved on from.
+			out := st.answerGrant(t.pid, t.epoch)
+			if t.abortedOnItsOwn {
+				out.also = FencedProducer // Kafka 4.0.0 (KAFKA-19367)
+			}
+			return out
 		}
 		if r.ProducerID != t.pid || r.Epoch != t.epoch {
 			// KIP-360: only the current owner may bump its epoch; a zombie
@@ -47,12 +53,11 @@ func (st *step) initProducerID(r Request) outcome {
 		// KIP-98, seed 000: a new owner fences the old one: the epoch is
 		// bumped and the open transaction aborted, its ABORT markers
 		// carrying the new epoch.
-		if st.answered(ConcurrentTransactions) {
+		if st.answered(ConcurrentTransactions) || st.undecided() {
 			// Kafka does it in two steps: bump and abort, answer
-			// CONCURRENT_TRANSACTIONS; the retry bumps again.
-			t.epoch = bumped(t.epoch)
-			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
-			st.s.setTxn(r.TransactionalID, st.complete(t, false, t.epoch))
+			// CONCURRENT_TRANSACTIONS; the retry bumps again. An init
+			// whose answer was lost took that first step.
+			st.s.setTxn(r.TransactionalID, st.abortOnItsOwn(t))
 			return outcome{refuse: ConcurrentTransactions, effects: true}
 		}
 	}
@@ -63,7 +68,7 @@ func (st *step) initProducerID(r Request) outcome {
 	if t.phase == Ongoing {
 		t = st.complete(t, false, epoch)
 	}
-	t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+	t.prevPID, t.prevEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, false
 	if ownBump {
 		t.prevPID, t.prevEpoch = t.pid, t.epoch
 	}
@@ -234,13 +239,29 @@ func (st *step) endTxn(r Request) outcome {
 		// KIP-98: a retried EndTxn of the transaction that just completed
 		// the same way succeeds again; under KIP-890 it carries the epoch
 		// from before the bump and gets the current one back.
-		return st.answerEndTxn(t)
+		out := st.answerEndTxn(t)
+		if t.abortedOnItsOwn {
+			// Kafka 4.0.0 bumped twice on its own abort (KAFKA-19367),
+			// so the epoch before was no retry's: PRODUCER_FENCED.
+			out.also = FencedProducer
+		}
+		return out
+	}
+	if known && st.isOtherOutcomeAtRetryEpoch(t, r) {
+		// KIP-890, Kafka 4.x TransactionCoordinator.endTransaction: the
+		// epoch is the retry's, the outcome is not the one that ended
+		// the transaction: INVALID_TXN_STATE. For a commit after an
+		// abort, KAFKA-20785 (not in a release as of 4.3.1) answers
+		// PRODUCER_FENCED, and so does Kafka 4.0.0 after its own abort
+		// (which bumped twice): either is accepted. Nothing takes effect.
+		out := refuse("retry-other-outcome", InvalidTxnState, "epoch %d ended %s's last transaction (%s), which this EndTxn does not repeat (KIP-890)", r.Epoch, r.TransactionalID, t.phase)
+		if r.Commit {
+			out.also = FencedProducer
+		}
+		return out
 	}
 	t, refused := st.owner(r)
 	if refused != nil {
-		if st.commitAtRetryEpochAfterAbort(t, r) {
-			refused.also = BadTxnState
-		}
 		return *refused
 	}
 	if st.stillCompleting(t) {
@@ -261,7 +282,12 @@ func (st *step) endTxn(r Request) outcome {
 	}
 	ended := t.epoch
 	t = st.complete(t, r.Commit, epoch)
-	t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+	t.prevPID, t.prevEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, false
+	if st.s.opts.TxnVersion >= 2 {
+		// Kafka 4 keeps the epoch before a v2 bump (lastProducerEpoch):
+		// the producer's KIP-360 bump carrying it is answered as a retry.
+		t.prevPID, t.prevEpoch = t.pid, ended
+	}
 	t.pid, t.epoch, t.endedEpoch = pid, epoch, ended
 	st.s.setTxn(r.TransactionalID, t)
 	if st.s.opts.TxnVersion < 2 {
@@ -282,16 +308,15 @@ func (st *step) emptyAbort(r Request) bool {
 	return st.s.opts.TxnVersion >= 2 && !r.Commit
 }
 
-// commitAtRetryEpochAfterAbort reports whether r is a commit, one epoch
-// behind, of a transaction that ended in an abort it did not ask for (the
-// coordinator's timeout abort bumps the epoch, KIP-890). Released Kafka
-// versions answer it differently, and the model accepts both: Kafka 4.0
-// to 4.3 take the epoch for a retry's and answer INVALID_TXN_STATE
-// (TransactionCoordinator.endTransaction, state CompleteAbort, "retry"
-// branch); KAFKA-20785 answers PRODUCER_FENCED, since only an abort the
-// producer did not send leads there. Either way nothing takes effect.
-func (st *step) commitAtRetryEpochAfterAbort(t txnMeta, r Request) bool {
-	return st.s.opts.TxnVersion >= 2 && r.Commit && t.phase == CompleteAbort && r.ProducerID == t.pid && r.Epoch == t.epoch-1
+// isOtherOutcomeAtRetryEpoch reports whether r, under transactions v2,
+// carries the epoch that ended the last transaction but asks for the other
+// outcome.
+func (st *step) isOtherOutcomeAtRetryEpoch(t txnMeta, r Request) bool {
+	wantPhase := CompleteCommit
+	if r.Commit {
+		wantPhase = CompleteAbort
+	}
+	return st.s.opts.TxnVersion >= 2 && t.phase == wantPhase && r.Epoch == t.endedEpoch && r.ProducerID == t.pid
 }
 
 func (st *step) isEndTxnRetry(t txnMeta, r Request) bool {
@@ -335,6 +360,25 @@ func (st *step) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
 	return t
 }
 
+// abortOnItsOwn is the coordinator aborting t's open transaction itself
+// (a timeout, or the first step of a fencing init): the epoch is bumped and
+// the ABORT markers carry it (KIP-98, prepareFenceProducerEpoch). Under
+// transactions v1 the epoch before is forgotten: every request carrying it
+// is PRODUCER_FENCED. Under v2 Kafka 4.0.1+ keeps it as lastProducerEpoch,
+// so requests shaped as retries at it are answered as retries: an abort
+// or a KIP-360 bump gets the new epoch back (Kafka 4.0.0 answered them
+// PRODUCER_FENCED: both are accepted, see abortedOnItsOwn).
+func (st *step) abortOnItsOwn(t txnMeta) txnMeta {
+	before := t.epoch
+	t.epoch = bumped(t.epoch)
+	t = st.complete(t, false, t.epoch)
+	t.prevPID, t.prevEpoch, t.endedEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, NoEpoch, false
+	if st.s.opts.TxnVersion >= 2 {
+		t.prevPID, t.prevEpoch, t.endedEpoch, t.abortedOnItsOwn = t.pid, before, before, true
+	}
+	return t
+}
+
 // tick moves the broker's clock; transactions and group members whose
 // timeouts passed are expired.
 func (st *step) tick(ms int64) {
@@ -344,10 +388,7 @@ func (st *step) tick(ms int64) {
 		if t.phase == Ongoing && st.s.now-t.startedAt >= t.timeoutMs {
 			// KIP-98: the coordinator aborts an expired transaction and
 			// bumps the epoch, so the producer that let it expire is fenced.
-			t.epoch = bumped(t.epoch)
-			t = st.complete(t, false, t.epoch)
-			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
-			st.s.setTxn(id, t)
+			st.s.setTxn(id, st.abortOnItsOwn(t))
 		}
 	}
 	st.expireMembers()

@@ -43,6 +43,10 @@ func (st *step) joinGroup(r Request) outcome {
 		// A new generation: every member holds nothing until it rejoins.
 		g = g.nextGeneration(gen)
 	}
+	if gen > g.answered && gen < g.generation {
+		// The round the leaves prepared, answered as one (see checkJoin).
+		g.generation = gen
+	}
 	if gen > g.answered {
 		g = g.roundCompleted(gen)
 	}
@@ -118,7 +122,10 @@ func checkJoin(r Request, g group, id string, gen int32, assignment []Partition)
 	}
 	// Every rebalance increments the generation; several members may
 	// join one (Kafka's join round), so the current one is allowed too.
-	if gen < g.generation || gen <= 0 {
+	// Leaves and expiries while a rebalance is prepared are one round
+	// in Kafka (initNextGeneration moves the generation once), so the
+	// round after the last answered one is allowed too.
+	if (gen < g.generation && gen <= g.answered) || gen <= 0 {
 		return fail("generations-grow", "generation %d, but %s is at generation %d and generations only grow", gen, r.Group, g.generation)
 	}
 	for _, p := range assignment {

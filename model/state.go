@@ -77,6 +77,10 @@ type txnMeta struct {
 	pending    map[string]map[Partition]int64
 	startedAt  int64
 	timeoutMs  int64
+	// abortedOnItsOwn: the coordinator itself aborted the last transaction
+	// (a timeout, a fence) under transactions v2, and prevEpoch and
+	// endedEpoch are the epoch it moved on from (see abortOnItsOwn).
+	abortedOnItsOwn bool
 	// endedEpoch is the epoch whose EndTxn completed the last transaction,
 	// so that a retried EndTxn is answered again (KIP-98; KIP-890 bumps).
 	endedEpoch int16
