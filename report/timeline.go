@@ -91,8 +91,11 @@ func calls(s string) template.HTML {
 	var b strings.Builder
 	for i, part := range parts {
 		escaped := template.HTMLEscapeString(part)
-		if i%2 == 1 && i < len(parts)-1 {
+		switch {
+		case i%2 == 1 && i < len(parts)-1:
 			escaped = "<code>" + escaped + "</code>"
+		case i%2 == 1:
+			escaped = "`" + escaped // a backtick without its pair stays as it was
 		}
 		b.WriteString(escaped)
 	}
