@@ -148,43 +148,64 @@ func extend(run, c cell) cell {
 	return run
 }
 
-// withBounds puts the last stable offset and the high watermark the last
-// fetch answered between the cells, where they fall.
+// withBounds puts the last stable offset and the high watermark between
+// the cells, where they fall: as the last fetch answered them, or, when
+// records landed past that answer, as the log shows them.
 func withBounds(cells []cell, l checker.PartitionLog) []cell {
-	if l.HighWatermark == model.NoOffset && l.LastStableOffset == model.NoOffset {
+	lso, hw, source := boundsOf(l)
+	if hw == model.NoOffset {
 		return cells
 	}
 	var out []cell
-	lso, hw := l.LastStableOffset, l.HighWatermark
 	for _, c := range cells {
-		out = appendBounds(out, c.From, &lso, &hw, l.FetchedBy)
+		out = appendBounds(out, c.From, &lso, &hw, source)
 		out = append(out, c)
 	}
-	out = appendBounds(out, 1<<62, &lso, &hw, l.FetchedBy)
-	return out
+	return appendBounds(out, 1<<62, &lso, &hw, source)
+}
+
+// boundsOf is the partition's last stable offset and high watermark, and
+// where they come from.
+func boundsOf(l checker.PartitionLog) (lso, hw int64, source string) {
+	lso, hw = l.LastStableOffset, l.HighWatermark
+	source = fmt.Sprintf("as op %d's fetch answered", l.FetchedBy)
+	if n := len(l.Entries); n > 0 && l.Entries[n-1].Offset >= hw {
+		hw, lso = l.Entries[n-1].Offset+1, model.NoOffset
+		for _, e := range l.Entries {
+			if !e.Marker && e.Status == checker.RecordOpen {
+				lso = e.Offset
+				break
+			}
+		}
+		if lso == model.NoOffset {
+			lso = hw
+		}
+		source = "worked out from the log: no fetch came after its last records"
+	}
+	return lso, hw, source
 }
 
 // appendBounds appends the bounds at or before offset that are still to
 // place, once each.
-func appendBounds(out []cell, offset int64, lso, hw *int64, by int) []cell {
+func appendBounds(out []cell, offset int64, lso, hw *int64, source string) []cell {
 	switch {
 	case *lso != model.NoOffset && *lso == *hw && *hw <= offset:
-		out = append(out, bound("lso=hw", *hw, by))
+		out = append(out, bound("lso=hw", *hw, source))
 		*lso, *hw = model.NoOffset, model.NoOffset
 	case *lso != model.NoOffset && *lso <= offset:
-		out = append(out, bound("lso", *lso, by))
+		out = append(out, bound("lso", *lso, source))
 		*lso = model.NoOffset
-		return appendBounds(out, offset, lso, hw, by)
+		return appendBounds(out, offset, lso, hw, source)
 	case *hw != model.NoOffset && *hw <= offset:
-		out = append(out, bound("hw", *hw, by))
+		out = append(out, bound("hw", *hw, source))
 		*hw = model.NoOffset
 	}
 	return out
 }
 
-func bound(name string, at int64, by int) cell {
-	return cell{Class: "bound", From: at, To: at, Top: fmt.Sprint(at), Sub: name, Op: by,
-		Title: fmt.Sprintf("%s %d, as op %d's fetch answered", name, at, by)}
+func bound(name string, at int64, source string) cell {
+	return cell{Class: "bound", From: at, To: at, Top: fmt.Sprint(at), Sub: name, Op: -1,
+		Title: fmt.Sprintf("%s %d, %s", name, at, source)}
 }
 
 // focusCell is the cell a cut strip is drawn around: the first one an
