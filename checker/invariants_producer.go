@@ -17,10 +17,11 @@ type grant struct {
 	producerID int64
 	epoch      int16
 	verb       string // how op made it current, for reasons
-	// kind and req are the request that made it current (none for a
-	// timeout abort), so that a retry of it is recognised.
+	// kind and req are the request that made it current (for a timeout
+	// abort, the session it moved on from), so that a retry of it is
+	// recognised.
 	kind model.Kind
-	req  *model.Request
+	req  model.Request
 }
 
 // grantOf is the session op hands out, if any: a successful
@@ -29,10 +30,13 @@ type grant struct {
 // which bumps the epoch.
 func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
 	resp := op.Result.Resp
-	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: &op.Req}
+	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: op.Req}
 	switch {
 	case op.Kind == model.TimeoutAbort && resp.TransactionalID != "":
-		g.at, g.verb, g.req = op.Call, "bumped to", nil
+		// The session it moved on from, which a retry names.
+		g.req = model.NewRequest()
+		g.req.TransactionalID, g.req.ProducerID, g.req.Epoch = resp.TransactionalID, resp.ProducerID, resp.Epoch-1
+		g.at, g.verb = op.Call, "bumped to"
 		return resp.TransactionalID, g, true
 	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
 		return op.Req.TransactionalID, g, true
@@ -131,7 +135,7 @@ func staleSessions(h histories.History) []Violation {
 // (model.RetriesGrant), answered the same session.
 func retriesBump(op histories.Op, g grant) bool {
 	resp := op.Result.Resp
-	return g.req != nil && op.Kind == g.kind && model.RetriesGrant(op.Kind, op.Req, *g.req) &&
+	return model.RetriesGrant(op.Kind, op.Req, g.kind, g.req) &&
 		resp.ProducerID == g.producerID && resp.Epoch == g.epoch
 }
 

@@ -150,17 +150,28 @@ func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {
 	return pid, epoch, ok(resp)
 }
 
-// RetriesGrant reports whether retry is a retry of first, a request of
-// kind that moved its producer on to a new session, which Kafka answers
-// again with that session: the same producer naming the same epoch in a
-// request of the same kind (and, for an EndTxn, the same outcome). Kafka
-// keeps that one previous epoch open for exactly this: a KIP-360 bump's
-// (TransactionMetadata.lastProducerEpoch) and, under KIP-890, an EndTxn's
-// once its transaction is complete. The checker uses it to tell a retry
-// from a zombie.
-func RetriesGrant(kind Kind, retry, first Request) bool {
-	return retry.TransactionalID == first.TransactionalID && retry.ProducerID == first.ProducerID &&
-		retry.Epoch == first.Epoch && (kind != EndTxn || retry.Commit == first.Commit)
+// RetriesGrant reports whether Kafka answers retry, a request of kind
+// retryKind, with the session that first, of kind firstKind, moved its
+// producer on to: the same producer naming the same epoch. Kafka keeps
+// that one previous epoch open (TransactionMetadata.lastProducerEpoch)
+// for a retry of the same kind (an EndTxn of the same outcome), and under
+// KIP-890 for a KIP-360 bump after an EndTxn, and for an abort or a bump
+// after the coordinator's own timeout abort (Kafka 4.0.1+; first is then
+// the session the abort moved on from). The checker uses it to tell a
+// retry from a zombie.
+func RetriesGrant(retryKind Kind, retry Request, firstKind Kind, first Request) bool {
+	same := retry.TransactionalID == first.TransactionalID && retry.ProducerID == first.ProducerID && retry.Epoch == first.Epoch
+	switch {
+	case !same:
+		return false
+	case retryKind == firstKind:
+		return retryKind != EndTxn || retry.Commit == first.Commit
+	case firstKind == EndTxn:
+		return retryKind == InitProducerID
+	case firstKind == TimeoutAbort:
+		return retryKind == InitProducerID || (retryKind == EndTxn && !retry.Commit)
+	}
+	return false
 }
 
 // answerGrant answers a retry with the producer's current (pid, epoch).
