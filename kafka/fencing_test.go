@@ -87,12 +87,14 @@ func TestZombieCannotBumpStaleEpoch(t *testing.T) {
 // an epoch two above the fenced producer's, and the fenced producer's
 // abort (a retry's epoch, one behind the first bump) can never be handed
 // the new owner's session. The model accepts the one-step answer too, and
-// then the fenced producer's abort must be PRODUCER_FENCED.
+// then the fenced producer's commit and abort must be PRODUCER_FENCED.
 func TestFencedAbortAfterInit(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, s *scenario) {
 		a := s.begin("A", "fare-writer-7", fares2)
 		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-9001"))
 		owner := s.ok("B", model.InitProducerID, initRequest("fare-writer-7"))
+		commit := s.send("A", model.EndTxn, a.endTxn(true))
+		require.False(t, commit.Succeeded(), "%+v", commit)
 		abort := s.send("A", model.EndTxn, a.endTxn(false))
 		t.Logf("new owner at epoch %d; the fenced producer's abort: %+v", owner.Epoch, abort)
 		s.check("fenced-abort-after-init")
