@@ -244,6 +244,16 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 		return out
 	case fencedProducer != nil:
 		return *fencedProducer
+	case st.s.opts.TxnVersion < 2 && !slices.Contains(t.groups, r.Group):
+		// Kafka verifies the transaction (its __consumer_offsets
+		// partition, KIP-890 part 1, 3.6+) before it validates the group
+		// (handleTxnCommitOffsets, then validateOffsetCommit); a broker
+		// without verification answers the consumer's fence.
+		out := refuse("offsets-need-add", InvalidTxnState, "%s is not in %s's transaction: AddOffsetsToTxn comes first (KIP-98)", r.Group, r.TransactionalID)
+		if fencedConsumer != nil {
+			out.also = ClassOf(fencedConsumer.refuse)
+		}
+		return out
 	case fencedConsumer != nil:
 		return *fencedConsumer
 	}
