@@ -53,10 +53,12 @@ func (st *step) initProducerID(r Request) outcome {
 		// KIP-98, seed 000: a new owner fences the old one: the epoch is
 		// bumped and the open transaction aborted, its ABORT markers
 		// carrying the new epoch.
-		if st.answered(ConcurrentTransactions) || st.undecided() {
+		if st.answered(ConcurrentTransactions) || (st.undecided() && !ownBump) {
 			// Kafka does it in two steps: bump and abort, answer
 			// CONCURRENT_TRANSACTIONS; the retry bumps again. An init
-			// whose answer was lost took that first step.
+			// whose answer was lost took that first step (a KIP-360
+			// bump whose answer was lost is taken whole, so that its
+			// retry is recognised).
 			st.s.setTxn(r.TransactionalID, st.abortOnItsOwn(t))
 			return outcome{refuse: ConcurrentTransactions, effects: true}
 		}
