@@ -34,6 +34,10 @@ type Options struct {
 	Known checker.Known
 	// Sightings, when set, collects what the runs met and went past.
 	Sightings *Sightings
+	// Hunt, when set, is the one signature that fails the property: an
+	// exploration that looks for it alone, to shrink an error-code
+	// difference or a known finding to its shortest run.
+	Hunt *checker.Signature
 	// shorterThan, when set, is the length of the counterexample to
 	// beat: only a violation in fewer operations fails the property.
 	shorterThan int
@@ -93,7 +97,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
 		r.shorterThan = opts.shorterThan
-		r.known = opts.Known
+		r.known, r.hunt = opts.Known, opts.Hunt
 		r.sightings = map[checker.Signature]*Sighting{}
 		defer func() { opts.Sightings.add(r.sightings) }()
 		acts := r.untilDecided(boundActions(r.actions()))
@@ -192,6 +196,9 @@ func (r *run) judge(h histories.History) {
 // difference never does: the broker refused rightly, and exploring on
 // finds what else it does.
 func (r *run) fails(v checker.Verdict) bool {
+	if r.hunt != nil {
+		return v.Status == checker.Violated && signatureOf(r.h, v) == *r.hunt
+	}
 	if v.Status != checker.Violated || v.Check == checker.ErrorCodes {
 		return false
 	}

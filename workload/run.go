@@ -82,6 +82,7 @@ type run struct {
 	// known are the findings that do not fail the run, and sightings what
 	// it met and went past (see judge).
 	known     checker.Known
+	hunt      *checker.Signature
 	sightings map[checker.Signature]*Sighting
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.

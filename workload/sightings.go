@@ -90,3 +90,20 @@ func (s *Sightings) add(run map[checker.Signature]*Sighting) {
 		}
 	}
 }
+
+// Shrink looks for sg's signature alone, with the budget's seed and
+// checks, and lets rapid shrink the run that shows it: the sighting comes
+// back with that shrunk history when it is shorter than the one it had.
+func Shrink(opts Options, b Budget, sg Sighting) (Sighting, error) {
+	opts.Hunt, opts.Sightings = &sg.Signature, nil
+	out, err := Explore(opts, b, nil)
+	if err != nil || out.Failure == nil {
+		return sg, err
+	}
+	defer out.Discard()
+	h, report, _, _ := out.Failure.Found()
+	if len(h.Ops) < len(sg.History.Ops) {
+		sg.History, sg.Report = h, report
+	}
+	return sg, nil
+}

@@ -238,16 +238,29 @@ func (f *runFlags) loadKnown() error {
 func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
 	sightings := workload.NewSightings()
 	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Sightings: sightings}
-	out, err := workload.Explore(opts, workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}, stderr)
+	budget := workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}
+	out, err := workload.Explore(opts, budget, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
 	}
 	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.targetName(), f.txnVersion, out.Seed, sc.About())
+	budget.Seed = out.Seed
 	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed,
 		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants)), Known: f.knownFile}
 	exit := reportOutcome(out, run, f.out, stdout, stderr)
-	return max(exit, reportSightings(sightings.All(), f.out, sc.Name, stdout, stderr))
+	all := sightings.All()
+	for i, sg := range all {
+		if sg.Known != "" {
+			continue
+		}
+		// One shrunk example of each error-code difference.
+		fmt.Fprintf(stderr, "fencecheck: shrinking the error-code difference %s\n", sg.Signature)
+		if all[i], err = workload.Shrink(opts, budget, sg); err != nil {
+			fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
+		}
+	}
+	return max(exit, reportSightings(all, f.out, sc.Name, stdout, stderr))
 }
 
 // reportSightings prints what the exploration met and went past: each
@@ -262,7 +275,7 @@ func reportSightings(all []workload.Sighting, dir, scenario string, stdout, stde
 			continue
 		}
 		exit = exitViolated
-		fmt.Fprintf(stdout, "\nERROR CODE (the refusal is right, its code is not Kafka's): %s, in %d interleavings; the shortest, %d operations:\n\n",
+		fmt.Fprintf(stdout, "\nERROR CODE (the refusal is right, its code is not Kafka's): %s, in %d interleavings; shrunk to %d operations:\n\n",
 			sg.Signature, sg.Runs, len(sg.History.Ops))
 		if err := sg.Report.WriteTimeline(stdout); err != nil {
 			fmt.Fprintf(stderr, "fencecheck: %v\n", err)
