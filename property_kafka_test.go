@@ -3,8 +3,6 @@ package fencecheck_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/fencecheck/fencecheck/checker"
-	"github.com/fencecheck/fencecheck/histories"
-	"github.com/fencecheck/fencecheck/impl/kafka"
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/workload"
 )
@@ -24,12 +20,12 @@ import (
 // The properties against the embedded kfake cluster. kfake's time is real
 // (a tick sleeps, a rebalance waits), so the budgets are small and fixed:
 // a few interleavings per property, a short shrink. Findings against kfake
-// are saved under histories/kfake and listed, with their write-ups, in one
-// place: knownDivergences in impl/kafka/divergences_test.go, whose
-// TestFindingsReplay holds each saved history to its violations. A
-// counterexample here is a known divergence when every check it breaks
-// breaks the way one of those saved histories does (same check, same
-// kind of operation, same answer); anything else fails the test.
+// are listed in one place, kafka/known.json (written up in
+// kafka/FINDINGS.md, their histories under histories/kfake, each held to
+// its signatures by TestFindingsReplay). A violation here is a known
+// finding when its signature (check, type of operation, the model's rule,
+// the answer's class) is one of theirs: exploring goes past it, and
+// anything else fails the test.
 
 // kfakeBudget is one property's exploration on kfake.
 var kfakeBudget = workload.Budget{Checks: 3, Steps: 15, Seed: 1}
@@ -57,88 +53,46 @@ func kfakeTarget(kafkaVersion string) model.NewTarget {
 	}
 }
 
-// exploreKfake explores a scenario on kfake with the given budget.
-func exploreKfake(t *testing.T, sc workload.Scenario, kafkaVersion string, txnVersion int, b workload.Budget) workload.Outcome {
+// exploreKfake explores a scenario on kfake with the given budget, going
+// past kfake's known findings; sightings collects what it went past.
+func exploreKfake(t *testing.T, sc workload.Scenario, kafkaVersion string, txnVersion int, b workload.Budget) (workload.Outcome, *workload.Sightings) {
 	t.Helper()
 	start := time.Now()
 	b.ShrinkTime = kfakeShrinkTime
-	out, err := workload.Explore(workload.Options{Scenario: sc, Target: kfakeTarget(kafkaVersion), TxnVersion: txnVersion}, b, nil)
+	sightings := workload.NewSightings()
+	opts := workload.Options{Scenario: sc, Target: kfakeTarget(kafkaVersion), TxnVersion: txnVersion, Known: kafka.KnownFindings(), Sightings: sightings}
+	out, err := workload.Explore(opts, b, nil)
 	require.NoError(t, err)
 	t.Logf("%s on kfake, transactions v%d: %d checks in %v", sc.Name, txnVersion, out.Checks, time.Since(start).Round(time.Millisecond))
-	return out
+	return out, sightings
 }
 
-// signature is how a check breaks: the check, the kind of the operation
-// that breaks it, and that operation's answer.
-type signature struct {
-	check string
-	kind  model.Kind
-	err   model.Code
-}
-
-func (s signature) String() string {
-	answer := string(s.err)
-	if answer == "" {
-		answer = "success"
-	}
-	return fmt.Sprintf("%s at %s answered %s", s.check, s.kind, answer)
-}
-
-// signatures are the ways report's history breaks its checks.
-func signatures(h histories.History, report checker.Report) []signature {
-	var sigs []signature
-	for _, v := range report.Verdicts {
-		if v.Status != checker.Violated {
+// requireHeldOrKnown passes when the exploration found nothing new: the
+// exploration itself goes past kfake's known findings (kafka/known.json)
+// and error-code differences, so a failure here is a new finding, which
+// fails with its bug report. An error-code difference no finding lists
+// fails the test too.
+func requireHeldOrKnown(t *testing.T, out workload.Outcome, sc workload.Scenario, txnVersion int, sightings *workload.Sightings) {
+	t.Helper()
+	var fresh []string
+	for _, sg := range sightings.All() {
+		if sg.Known != "" {
+			t.Logf("known finding %s met in %d interleavings (kafka/FINDINGS.md)", sg.Known, sg.Runs)
 			continue
 		}
-		op := h.Ops[slices.IndexFunc(h.Ops, func(o histories.Op) bool { return o.ID == v.Violations[0].Op })]
-		sigs = append(sigs, signature{v.Check, op.Op.Kind, op.Result.Err})
+		fresh = append(fresh, fmt.Sprintf("%s (shortest: %d operations)", sg.Signature, len(sg.History.Ops)))
 	}
-	return sigs
-}
-
-// knownSignatures are the ways the saved findings break, each with the
-// name of its history.
-func knownSignatures(t *testing.T) map[signature]string {
-	files, err := filepath.Glob("histories/kfake/*.json")
-	require.NoError(t, err)
-	known := map[signature]string{}
-	for _, f := range files {
-		h, err := histories.LoadFile(f)
-		require.NoError(t, err)
-		for _, s := range signatures(h, checker.Check(h, checker.Options{})) {
-			known[s] = strings.TrimSuffix(filepath.Base(f), ".json")
-		}
-	}
-	return known
-}
-
-// requireHeldOrKnown passes when the exploration found nothing, or only a
-// known divergence; a new finding fails with its bug report.
-func requireHeldOrKnown(t *testing.T, out workload.Outcome, sc workload.Scenario, txnVersion int) {
-	t.Helper()
+	require.Empty(t, fresh, "error-code differences on kfake that kafka/known.json does not list: decide them against Kafka's source and list them")
 	if out.Failure == nil {
 		return
 	}
 	defer out.Discard()
 	h, report, steps, _ := out.Failure.Found()
-	known := knownSignatures(t)
-	var unknown []string
-	for _, s := range signatures(h, report) {
-		if name, ok := known[s]; ok {
-			t.Logf("known divergence %s: %s (impl/kafka/FINDINGS.md)", name, s)
-			continue
-		}
-		unknown = append(unknown, s.String())
-	}
-	if len(unknown) == 0 {
-		return
-	}
 	run := workload.Run{Scenario: sc.Name, Target: "kfake", TxnVersion: txnVersion, KafkaVersion: kafkaVersionOf(txnVersion)}
 	dir, err := workload.WriteBundle(os.Getenv("FENCECHECK_OUT"), run, out.Failure, out.FailFile)
 	require.NoError(t, err)
-	t.Fatalf("a new finding on kfake (%s) after %v; bug report %s: decide whether kfake or the model is wrong, write it up in impl/kafka/FINDINGS.md, save it under histories/kfake and list it in knownDivergences",
-		strings.Join(unknown, "; "), steps, dir)
+	t.Fatalf("a new finding on kfake (%v, %d operations) after %v; bug report %s: decide whether kfake or the model is wrong, write it up in kafka/FINDINGS.md, save its history under histories/kfake and list it in kafka/known.json",
+		report.Signatures(), len(h.Ops), steps, dir)
 }
 
 func kafkaVersionOf(txnVersion int) string {
@@ -155,7 +109,8 @@ func TestPropertyKafkaStableID(t *testing.T) {
 	sc := scenario(t, "stable-id")
 	for _, p := range kfakeProtocols {
 		t.Run(fmt.Sprintf("txn-v%d", p.txnVersion), func(t *testing.T) {
-			requireHeldOrKnown(t, exploreKfake(t, sc, p.kafkaVersion, p.txnVersion, kfakeBudget), sc, p.txnVersion)
+			out, sightings := exploreKfake(t, sc, p.kafkaVersion, p.txnVersion, kfakeBudget)
+			requireHeldOrKnown(t, out, sc, p.txnVersion, sightings)
 		})
 	}
 }
@@ -167,7 +122,8 @@ func TestPropertyKafkaAdversary(t *testing.T) {
 	sc := scenario(t, "adversary")
 	for _, p := range kfakeProtocols {
 		t.Run(fmt.Sprintf("txn-v%d", p.txnVersion), func(t *testing.T) {
-			requireHeldOrKnown(t, exploreKfake(t, sc, p.kafkaVersion, p.txnVersion, kfakeBudget), sc, p.txnVersion)
+			out, sightings := exploreKfake(t, sc, p.kafkaVersion, p.txnVersion, kfakeBudget)
+			requireHeldOrKnown(t, out, sc, p.txnVersion, sightings)
 		})
 	}
 }
@@ -181,17 +137,11 @@ func TestPropertyKafkaMisconfigurationsAreCaught(t *testing.T) {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
-			out := exploreKfake(t, sc, "", 2, workload.Budget{Checks: 20, Steps: 20, Seed: 1})
+			out, _ := exploreKfake(t, sc, "", 2, workload.Budget{Checks: 20, Steps: 20, Seed: 1})
 			defer out.Discard()
 			require.NotNil(t, out.Failure, "no counterexample in %d checks (seed %d)", out.Checks, out.Seed)
 			h, report, steps, _ := out.Failure.Found()
-			if !breaksOneOf(report, sc.Breaks) {
-				// Caught, but the shortest counterexample found is one of
-				// kfake's known divergences (shared-id under v2: an
-				// EndTxn one epoch behind taken as a retry).
-				t.Logf("caught by %v, not by one of %v: kfake diverges before the misconfiguration shows", signatures(h, report), sc.Breaks)
-				requireHeldOrKnown(t, out, sc, 2)
-			}
+			require.True(t, breaksOneOf(report, sc.Breaks), "caught by %v, not by one of %v", report.Signatures(), sc.Breaks)
 			t.Logf("shrunk to %d operations after %d actions: %v", len(h.Ops), len(steps), steps)
 		})
 	}
@@ -229,15 +179,13 @@ func TestPropertyKafkaByAddress(t *testing.T) {
 			RebalanceTimeout: 20 * time.Millisecond, Logf: func(string, ...any) {}})
 	}
 	sc := scenario(t, "fresh-id-per-start")
-	out, err := workload.Explore(workload.Options{Scenario: sc, Target: target, TxnVersion: 2},
+	out, err := workload.Explore(workload.Options{Scenario: sc, Target: target, TxnVersion: 2, Known: kafka.KnownFindings()},
 		workload.Budget{Checks: 20, Steps: 20, Seed: 1, ShrinkTime: kfakeShrinkTime}, nil)
 	require.NoError(t, err)
 	require.NotNil(t, out.Failure, "no counterexample in %d checks", out.Checks)
 	defer out.Discard()
 	h, report, _, _ := out.Failure.Found()
-	if !breaksOneOf(report, sc.Breaks) {
-		requireHeldOrKnown(t, out, sc, 2) // the shortest found is one of kfake's known divergences
-	}
+	require.True(t, breaksOneOf(report, sc.Breaks), "caught by %v, not by one of %v", report.Signatures(), sc.Breaks)
 	t.Logf("caught by %v in %d checks, shrunk to %d operations", report.Violated(), out.Checks, len(h.Ops))
 
 	topics := clusterTopics(t, cluster.ListenAddrs())

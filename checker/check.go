@@ -1,8 +1,11 @@
 package checker
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -48,6 +51,7 @@ func Check(h histories.History, opts Options) Report {
 	for _, check := range invariantChecks() {
 		verdicts = append(verdicts, check(a))
 	}
+	verdicts = append(verdicts, lin.codes)
 	return Report{History: h, Verdicts: verdicts, lin: lin}
 }
 
@@ -84,14 +88,75 @@ func (r Report) Verdict(check string) Verdict {
 
 // WriteHTML writes porcupine's visualization of the history, operations in
 // Kafka's words, with every violation an annotation on the operations that
-// break it. The report must come from Check with Options.Visualize.
+// break it, and its lanes named after the processes. The report must come
+// from Check with Options.Visualize.
 func (r Report) WriteHTML(w io.Writer) error {
 	if r.lin.info.PartialLinearizations() == nil && len(r.lin.ops) > 0 {
 		return fmt.Errorf("the report was made without Options.Visualize")
 	}
 	info := r.lin.info
 	info.AddAnnotations(r.annotations())
-	return porcupine.Visualize(r.lin.model, info, w)
+	var page bytes.Buffer
+	if err := porcupine.Visualize(r.lin.model, info, &page); err != nil {
+		return err
+	}
+	named, err := r.withLaneNames(page.String())
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, named)
+	return err
+}
+
+// laneNamesScript renames porcupine's lanes. Porcupine (v1.3) labels each
+// lane with its client id and has no way to name it, so the page's own
+// labels are rewritten once it has drawn them; the lane labels are the text
+// of the canvas's background group. A name wider than the number it
+// replaces would run off the left edge: the canvas moves right to fit.
+const laneNamesScript = `<script>
+(function () {
+  const names = %s;
+  const labels = document.querySelectorAll('#canvas svg > g:first-child > text');
+  let overflow = 0;
+  for (const label of labels) {
+    if (Object.hasOwn(names, label.textContent)) {
+      label.textContent = names[label.textContent];
+      overflow = Math.max(overflow, -label.getBBox().x);
+    }
+  }
+  const svg = document.querySelector('#canvas svg');
+  if (svg && overflow > 0) {
+    svg.style.overflow = 'visible';
+    svg.style.marginLeft = Math.ceil(overflow + 4) + 'px';
+  }
+})();
+</script>
+`
+
+// withLaneNames adds laneNamesScript to porcupine's page, before </body>.
+func (r Report) withLaneNames(page string) (string, error) {
+	names := map[string]string{}
+	for proc, client := range r.porcupineClients() {
+		names[fmt.Sprint(client)] = proc
+	}
+	js, err := json.Marshal(names)
+	if err != nil {
+		return "", err
+	}
+	at := strings.LastIndex(page, "</body>")
+	if at < 0 {
+		at = len(page)
+	}
+	return page[:at] + fmt.Sprintf(laneNamesScript, js) + page[at:], nil
+}
+
+// porcupineClients maps each process to porcupine's client id for it.
+func (r Report) porcupineClients() map[string]int {
+	clients := map[string]int{}
+	for _, o := range r.lin.ops {
+		clients[o.Input.(*histories.Op).Proc] = o.ClientId
+	}
+	return clients
 }
 
 // WriteTimeline writes the history as a Markdown table in the seeds' shape
@@ -101,11 +166,7 @@ func (r Report) WriteTimeline(w io.Writer) error {
 }
 
 func (r Report) annotations() []porcupine.Annotation {
-	clients := map[string]int{}
-	for _, o := range r.lin.ops {
-		op := o.Input.(*histories.Op)
-		clients[op.Proc] = o.ClientId
-	}
+	clients := r.porcupineClients()
 	byID := opsByID(r.History)
 	var notes []porcupine.Annotation
 	for _, v := range r.Verdicts {

@@ -17,12 +17,11 @@ type grant struct {
 	producerID int64
 	epoch      int16
 	verb       string // how op made it current, for reasons
-	// bumped is the session a producer named to move on from: its own
-	// epoch bump (KIP-360) or its end_txn (KIP-890), with the request's
-	// kind and commit flag, so that a retry of that request is recognised.
-	bumped sessionKey
-	kind   model.Kind
-	commit bool
+	// kind and req are the request that made it current (for a timeout
+	// abort, the session it moved on from), so that a retry of it is
+	// recognised.
+	kind model.Kind
+	req  model.Request
 }
 
 // grantOf is the session op hands out, if any: a successful
@@ -31,11 +30,13 @@ type grant struct {
 // which bumps the epoch.
 func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
 	resp := op.Result.Resp
-	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned",
-		bumped: sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}, kind: op.Kind, commit: op.Req.Commit}
+	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: op.Req}
 	switch {
 	case op.Kind == model.TimeoutAbort && resp.TransactionalID != "":
-		g.at, g.verb, g.bumped = op.Call, "bumped to", sessionKey{}
+		// The session it moved on from, which a retry names.
+		g.req = model.NewRequest()
+		g.req.TransactionalID, g.req.ProducerID, g.req.Epoch = resp.TransactionalID, resp.ProducerID, resp.Epoch-1
+		g.at, g.verb = op.Call, "bumped to"
 		return resp.TransactionalID, g, true
 	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
 		return op.Req.TransactionalID, g, true
@@ -180,7 +181,7 @@ func (x *grantIndex) supersededBefore(op histories.Op, key sessionKey) (grant, b
 	i := x.firstSuperseding(key)
 	for ; i < len(x.grants) && x.grants[i].at < op.Call; i++ {
 		g := x.grants[i]
-		if x.supersedes(g, key) && !retriesBump(op, key, g) {
+		if x.supersedes(g, key) && !retriesBump(op, g) {
 			return g, true
 		}
 	}
@@ -217,14 +218,11 @@ func (x *grantIndex) firstSuperseding(key sessionKey) int {
 	return first
 }
 
-// retriesBump reports whether op is a retry of the request that made g:
-// the same producer naming the same epoch in a request of the same kind,
-// answered the same session. Kafka keeps that one previous epoch open for
-// exactly this: a KIP-360 bump's (lastProducerEpoch), and under KIP-890 an
-// end_txn's, answered again once its transaction is complete.
-func retriesBump(op histories.Op, key sessionKey, g grant) bool {
+// retriesBump reports whether op is a retry of the request that made g
+// (model.RetriesGrant), answered the same session.
+func retriesBump(op histories.Op, g grant) bool {
 	resp := op.Result.Resp
-	return op.Kind == g.kind && op.Req.Commit == g.commit && g.bumped == key &&
+	return model.RetriesGrant(op.Kind, op.Req, g.kind, g.req) &&
 		resp.ProducerID == g.producerID && resp.Epoch == g.epoch
 }
 

@@ -139,3 +139,44 @@ func grantOf4001(epoch int16) model.Response {
 	resp.ProducerID, resp.Epoch = 4001, epoch
 	return resp
 }
+
+// Kafka 4 answers a request shaped as a retry at the epoch it moved on
+// from with the current session, handing out nothing new: a KIP-360 bump
+// after the producer's own v2 end_txn, and an abort after the
+// coordinator's timeout abort (4.0.1+). A session handed to another
+// process by its init is another matter: the fenced producer's abort
+// answered with it makes two live producers (kafka/FINDINGS.md, 12).
+func TestOneLiveProducerKafka4RetryShapes(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
+	b.endTxnV2("A", 4, 5, fw0, true, fw1)
+	bump := b.add("A", 6, 7, model.InitProducerID, initWith(fw0), granting(fw1))
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	b.op(bump).Kind = model.EndTxn // an end_txn of epoch 0 after the commit ended it
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), bump, "")
+
+	b = &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
+	b.timeoutAbort(60_010, fw1)
+	abort := b.endTxnV2("A", 60_020, 60_030, fw0, false, fw1)
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	b.op(abort).Req.Commit = true // a commit is never answered so
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), abort, "")
+
+	b = &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
+	b.initTxns("B", 10, 11, fw1)
+	stolen := b.endTxnV2("A", 20, 21, fw0, false, fw1)
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), stolen, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+}
+
+func initWith(s session) model.Request { return s.request() }
+
+func granting(s session) model.Response {
+	resp := model.NewResponse()
+	resp.ProducerID, resp.Epoch = s.pid, s.epoch
+	return resp
+}

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,14 +16,16 @@ import (
 
 // porcupineModel is the reference model seen by porcupine: each step asks
 // model.Check whether the broker's answer is one the rules allow. The rules
-// live in model/ only.
-func porcupineModel(opts model.Options) porcupine.Model {
+// live in model/ only. Strict, an answer must be what the rules say, error
+// class included; otherwise (judging effects only) a rightful refusal with
+// another class fits too, as the refusal the rules give.
+func porcupineModel(opts model.Options, strict bool) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return model.Init(opts) },
 		StepContext: func(ctx context.Context, state, input, _ any) (bool, any) {
 			op := input.(*histories.Op)
 			next, err := model.CheckContext(ctx, state.(model.State), op.Op, op.Result)
-			return err == nil, next
+			return fits(err, strict), next
 		},
 		Equal: func(a, b any) bool { return model.Equal(a.(model.State), b.(model.State)) },
 		Hash:  func(s any) uint64 { return model.Hash(s.(model.State)) },
@@ -32,53 +35,135 @@ func porcupineModel(opts model.Options) porcupine.Model {
 			return fmt.Sprintf("op %d: %s → %s", op.ID, does, result)
 		},
 		DescribeState: func(s any) string { return s.(model.State).String() },
+		Partition:     partition,
 	}
 }
 
-// linearizability is the outcome of the linearizable check, with what the
-// visualization needs.
+// fits reports whether model.Check's verdict lets an answer stand: with no
+// error, or, judging effects only, with only its error class wrong.
+func fits(err error, strict bool) bool {
+	return err == nil || (!strict && codeOnly(err) != nil)
+}
+
+// codeOnly is err when it says the answer's effects are right and its
+// error class is not, or nil.
+func codeOnly(err error) *model.Disallowed {
+	var d *model.Disallowed
+	if errors.As(err, &d) && d.CodeOnly {
+		return d
+	}
+	return nil
+}
+
+// linearizability is the outcome of the linearizable and error-codes
+// checks, with what the visualization needs.
 type linearizability struct {
-	verdict Verdict
+	verdict Verdict // linearizable: effects
+	codes   Verdict // error-codes: the classes of rightful refusals
 	model   porcupine.Model
 	info    porcupine.LinearizationInfo
 	ops     []porcupine.Operation
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
-// history may have been recorded with; it holds if one explains it. The
-// search goes window by window (windows.go).
+// history may have been recorded with, window by window (windows.go); it
+// holds if one explains it. It asks first for an order that explains
+// every answer exactly, which a correct broker's history has; failing
+// that, for one that explains the effects (linearizable), whose refusals
+// with another class than the rules' are then error-codes' violations.
 func checkLinearizable(h histories.History, timeout time.Duration, verbose bool, progress func(int)) linearizability {
 	ops := porcupineOps(h)
-	var first linearizability
-	var firstSearch windowedResult
-	for i, version := range txnVersions(h) {
-		m := porcupineModel(model.Options{TxnVersion: version})
-		m.Partition = partition
-		search := checkWindowed(m, ops, timeout, progress)
-		lin := linearizability{model: m, ops: ops, verdict: Verdict{Check: Linearizable}}
-		switch search.result {
+	versions := txnVersions(h)
+	unknown := Verdict{Status: Unknown, Reason: fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)}
+	gaveUp := false
+	for _, version := range versions {
+		m := porcupineModel(model.Options{TxnVersion: version}, true)
+		switch search := checkWindowed(m, ops, timeout, progress); search.result {
 		case porcupine.Ok:
+			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, ops: ops}
 			if verbose {
 				lin.model, lin.info, lin.ops = drawn(m, ops, search, timeout)
 			}
 			return lin
 		case porcupine.Unknown:
-			lin.verdict.Status = Unknown
-			lin.verdict.Reason = fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)
+			gaveUp = true
+		}
+	}
+	var first linearizability
+	var firstSearch windowedResult
+	for i, version := range versions {
+		m := porcupineModel(model.Options{TxnVersion: version}, false)
+		search := checkWindowed(m, ops, timeout, nil)
+		lin := linearizability{verdict: held(Linearizable), model: m, ops: ops}
+		lin.codes = wrongCodesVerdict(m, ops, version, timeout)
+		switch {
+		case search.result == porcupine.Ok:
+			if verbose {
+				lin.model, lin.info, lin.ops = drawn(m, ops, search, timeout)
+			}
+			return lin
+		case search.result == porcupine.Unknown || gaveUp:
+			lin.verdict, lin.codes = unknown, unknown
+			lin.verdict.Check, lin.codes.Check = Linearizable, ErrorCodes
 		default:
-			lin.verdict.Status = Violated
+			lin.verdict = Verdict{Check: Linearizable, Status: Violated,
+				Violations: []Violation{explain(m, search, h, ops, version, timeout)}}
 		}
 		if i == 0 {
 			first, firstSearch = lin, search
 		}
 	}
-	if first.verdict.Status == Violated {
-		first.verdict.Violations = []Violation{explain(first.model, firstSearch, h, ops, txnVersions(h)[0], timeout)}
-	}
 	if verbose {
 		first.model, first.info, first.ops = drawn(first.model, ops, firstSearch, timeout)
 	}
 	return first
+}
+
+// wrongCodesVerdict is error-codes' verdict once no order explains every
+// answer exactly: the refusals, in the longest order porcupine finds
+// judging effects, whose class is not the rules'. That order is searched
+// over the whole history, which is done up to wholeHistoryOps operations;
+// beyond, the check says it could not decide.
+func wrongCodesVerdict(m porcupine.Model, ops []porcupine.Operation, version int, timeout time.Duration) Verdict {
+	if len(ops) > wholeHistoryOps {
+		return Verdict{Check: ErrorCodes, Status: Unknown, Reason: fmt.Sprintf(
+			"some answer's error class is not the model's; error-codes names it in histories of at most %d operations", wholeHistoryOps)}
+	}
+	_, info := check(m, ops, timeout, true)
+	return codesVerdict(wrongCodes(m, info, version))
+}
+
+func held(check string) Verdict { return Verdict{Check: check} }
+
+// codesVerdict is error-codes' verdict on the refusals found with another
+// class than the rules'.
+func codesVerdict(wrong []Violation) Verdict {
+	if len(wrong) == 0 {
+		return held(ErrorCodes)
+	}
+	return Verdict{Check: ErrorCodes, Status: Violated, Violations: wrong}
+}
+
+// wrongCodes replays the longest order porcupine found for each piece of
+// the history and lists the refusals in it whose class is not the rules'.
+// For a linearizable history that order is complete; for one that is not,
+// it is the longest legal prefix, and what lies beyond is not judged.
+func wrongCodes(m porcupine.Model, info porcupine.LinearizationInfo, version int) []Violation {
+	var wrong []Violation
+	for _, partials := range info.PartialLinearizationsOperations() {
+		state := model.Init(model.Options{TxnVersion: version})
+		for _, o := range longestOf(partials) {
+			op := o.Input.(*histories.Op)
+			next, err := model.Check(state, op.Op, op.Result)
+			if d := codeOnly(err); d != nil {
+				wrong = append(wrong, Violation{Op: op.ID, Rule: d.Rule, Reason: fmt.Sprintf(
+					"%s answered %s (%s); the rule %s refuses it as %s: %s", op.Kind, op.Result.Err, d.Got, d.Rule, d.Want, d.Reason)})
+			}
+			state = next
+		}
+	}
+	slices.SortFunc(wrong, func(a, b Violation) int { return a.Op - b.Op })
+	return wrong
 }
 
 func check(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, verbose bool) (porcupine.CheckResult, porcupine.LinearizationInfo) {
@@ -266,8 +351,8 @@ func explainStuck(piece []porcupine.Operation, state model.State, placed map[int
 		prefix = append(prefix, op.ID)
 	}
 	stuck := unplaced(piece, placed)
-	op, why := firstRefused(state, stuck)
-	return Violation{Op: op.ID, Related: prefix, Reason: fmt.Sprintf("no order places op %d (%s) after the %d operations that linearize: %s", op.ID, op.Kind, before+len(prefix), why)}
+	op, rule, why := firstRefused(state, stuck)
+	return Violation{Op: op.ID, Related: prefix, Rule: rule, Reason: fmt.Sprintf("no order places op %d (%s) after the %d operations that linearize: %s", op.ID, op.Kind, before+len(prefix), why)}
 }
 
 func longestOf(candidates [][]porcupine.Operation) []porcupine.Operation {
@@ -298,17 +383,19 @@ func unplaced(piece []porcupine.Operation, placed map[int]bool) []*histories.Op 
 }
 
 // firstRefused is the earliest-returning operation the model refuses in
-// state, with the model's reason.
-func firstRefused(state model.State, ops []*histories.Op) (*histories.Op, string) {
+// state, judging effects, with the rule and the model's reason.
+func firstRefused(state model.State, ops []*histories.Op) (*histories.Op, string, string) {
 	var reasons []string
 	for _, op := range ops {
-		if _, err := model.Check(state, op.Op, op.Result); err != nil {
-			return op, err.Error()
+		if _, err := model.Check(state, op.Op, op.Result); !fits(err, false) {
+			var d *model.Disallowed
+			errors.As(err, &d)
+			return op, d.Rule, err.Error()
 		}
 		reasons = append(reasons, fmt.Sprint(op.ID))
 	}
 	if len(ops) == 0 {
-		return &histories.Op{ID: -1}, "no operation is left to place"
+		return &histories.Op{ID: -1}, "", "no operation is left to place"
 	}
-	return ops[0], "each of ops " + strings.Join(reasons, ", ") + " fits alone, but no order fits them all"
+	return ops[0], "", "each of ops " + strings.Join(reasons, ", ") + " fits alone, but no order fits them all"
 }

@@ -15,11 +15,10 @@ import (
 // the verdict lines. A row of an operation that breaks a check starts with
 // "⚠" and names the checks it breaks.
 func WriteTimeline(w io.Writer, h histories.History, verdicts []Verdict) error {
-	breaks := checksBrokenBy(verdicts)
 	var b strings.Builder
 	b.WriteString("| Clock | Who | Does | Result |\n|---|---|---|---|\n")
-	for _, op := range inCallOrder(h.Ops) {
-		b.WriteString(timelineRow(op, breaks[op.ID]))
+	for _, row := range Timeline(h, verdicts) {
+		b.WriteString(row.markdown())
 	}
 	b.WriteString("\n")
 	for _, v := range verdicts {
@@ -32,15 +31,36 @@ func WriteTimeline(w io.Writer, h histories.History, verdicts []Verdict) error {
 	return err
 }
 
-// timelineRow is one operation's row; broken names the checks it breaks.
-func timelineRow(op histories.Op, broken []string) string {
-	does, result := describe(op)
-	clock := fmt.Sprintf("%d (op %d)", op.Call, op.ID)
-	if len(broken) > 0 {
-		clock = "⚠ " + clock
-		result += " — **breaks " + strings.Join(broken, ", ") + "**"
+// TimelineRow is one operation's row of the timeline.
+type TimelineRow struct {
+	Op histories.Op
+	// Does and Result are in a client's words; Does puts the calls in
+	// backticks, as the seeds do.
+	Does, Result string
+	Breaks       []string // the checks the operation breaks, in the order of Checks
+}
+
+// Timeline is h's rows in call order, each with the checks its operation
+// breaks.
+func Timeline(h histories.History, verdicts []Verdict) []TimelineRow {
+	breaks := checksBrokenBy(verdicts)
+	rows := make([]TimelineRow, 0, len(h.Ops))
+	for _, op := range inCallOrder(h.Ops) {
+		does, result := describe(op)
+		rows = append(rows, TimelineRow{Op: op, Does: does, Result: result, Breaks: breaks[op.ID]})
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s |\n", cell(clock), cell(op.Proc), cell(does), cell(strings.TrimPrefix(result, " ")))
+	return rows
+}
+
+// markdown is the row in a Markdown table.
+func (row TimelineRow) markdown() string {
+	op, result := row.Op, row.Result
+	clock := fmt.Sprintf("%d (op %d)", op.Call, op.ID)
+	if len(row.Breaks) > 0 {
+		clock = "⚠ " + clock
+		result += " — **breaks " + strings.Join(row.Breaks, ", ") + "**"
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s |\n", cell(clock), cell(op.Proc), cell(row.Does), cell(strings.TrimPrefix(result, " ")))
 }
 
 // checksBrokenBy maps each operation that breaks a check to the checks it

@@ -65,17 +65,16 @@ func isReadCommitted(op histories.Op) bool {
 type recordIndex map[slot][]sighting
 
 // indexRecords gathers the slots that produce acknowledgements and fetch
-// results (of either isolation) name. A produce that repeats the sequence
-// numbers of an earlier one that may have landed names no slot: a broker
-// answers it as a duplicate, with the offset of the records first sent
-// under those numbers (KIP-98), whatever records it carries.
+// results (of either isolation) name. A produce that repeats an earlier
+// batch that may have landed (model.Batch) names no slot: a broker answers
+// it as a duplicate, with the offset of the records first sent under it.
 func indexRecords(h histories.History) recordIndex {
 	idx := recordIndex{}
-	landed := map[batchID]bool{}
+	landed := map[model.Batch]bool{}
 	for _, op := range inCallOrder(h.Ops) {
 		sightings := append(producedRecords(op), fetchedRecords(op)...)
 		if op.Kind == model.Produce && op.Req.ProducerID != model.NoProducerID {
-			id := batchOf(op)
+			id := model.BatchOf(op.Req)
 			if landed[id] {
 				sightings = nil
 			}
@@ -86,19 +85,6 @@ func indexRecords(h histories.History) recordIndex {
 		}
 	}
 	return idx
-}
-
-// batchID is what a partition leader tells a retried batch by.
-type batchID struct {
-	partition  model.Partition
-	producerID int64
-	epoch      int16
-	sequence   int32
-	records    int
-}
-
-func batchOf(op histories.Op) batchID {
-	return batchID{op.Req.Partition, op.Req.ProducerID, op.Req.Epoch, op.Req.Sequence, len(op.Req.Records)}
 }
 
 // writersOf lists the produce operations that may have written the record a

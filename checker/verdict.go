@@ -15,10 +15,13 @@ const (
 	NoAbortedRead    = "no-aborted-read"
 	OffsetsMonotonic = "offsets-monotonic"
 	Progress         = "progress"
+	// ErrorCodes: a rightful refusal answered with another class than the
+	// model's. It comes last, so the first six lines read as before.
+	ErrorCodes = "error-codes"
 )
 
 // Checks lists the checks in the order verdicts are printed.
-var Checks = []string{Linearizable, OneLiveProducer, ExactlyOnce, NoAbortedRead, OffsetsMonotonic, Progress}
+var Checks = []string{Linearizable, OneLiveProducer, ExactlyOnce, NoAbortedRead, OffsetsMonotonic, Progress, ErrorCodes}
 
 // Status is a check's outcome.
 type Status int
@@ -33,9 +36,12 @@ const (
 // Violation is one breach of a check: the operation that breaks it, the
 // operations it is judged against, and why.
 type Violation struct {
-	Op      int    // the id of the operation that breaks the check
-	Related []int  // ids of the operations that make it a breach
-	Reason  string // in Kafka's words, naming ids, epochs, offsets
+	Op      int   // the id of the operation that breaks the check
+	Related []int // ids of the operations that make it a breach
+	// Rule is the model's stable name for the rule that refuses the
+	// answer (linearizable, error-codes), or the kind of breach.
+	Rule   string
+	Reason string // in Kafka's words, naming ids, epochs, offsets
 }
 
 // Verdict is one check's outcome on one history.

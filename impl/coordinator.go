@@ -106,7 +106,9 @@ func (b *Broker) initProducerID(r model.Request) model.Result {
 	ownBump := r.ProducerID != model.NoProducerID
 	if ownBump {
 		if r.ProducerID == t.prevProducerID && r.Epoch == t.prevEpoch {
-			// KIP-360: a retry of the producer's own bump gets the same answer.
+			// KIP-360: a retry of the producer's own bump gets the same
+			// answer, as does a bump carrying the epoch a v2 EndTxn or
+			// the coordinator's own abort moved on from (Kafka 4).
 			return granted(t.producerID, t.epoch)
 		}
 		if r.ProducerID != t.producerID || r.Epoch != t.epoch {
@@ -126,11 +128,9 @@ func (b *Broker) initProducerID(r model.Request) model.Result {
 
 // initFirst gives a transactional.id the coordinator has never seen a fresh
 // producer id at epoch 0 (KIP-98).
+// A producer bumping its own epoch for an id never seen gets one too
+// (KIP-360: it is recovering from UNKNOWN_PRODUCER_ID).
 func (b *Broker) initFirst(sh *txnShard, r model.Request) model.Result {
-	if r.ProducerID != model.NoProducerID {
-		// KIP-360: a producer can only bump an epoch the coordinator holds.
-		return model.Fail(model.InvalidProducerIDMapping)
-	}
 	t := txnMeta{producerID: b.freshProducerID(), prevProducerID: model.NoProducerID, prevEpoch: model.NoEpoch,
 		endedEpoch: model.NoEpoch, timeoutMs: txnTimeout(r)}
 	sh.write(r.TransactionalID, t)

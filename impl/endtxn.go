@@ -19,11 +19,17 @@ func (b *Broker) endTxn(r model.Request) model.Result {
 		// from before the bump and gets the current one back.
 		return b.endTxnAnswer(t)
 	}
+	if t, known := sh.txns[r.TransactionalID]; known && b.isOtherOutcomeAtRetryEpoch(t, r) {
+		// KIP-890: the retry's epoch, the other outcome (Kafka 4.x).
+		return model.Fail(model.InvalidTxnState)
+	}
 	t, refused := sh.owner(r)
 	if refused != "" && !b.lateRetry(t, r, refused) && !b.staleAbort(t, r, refused) {
 		return model.Fail(refused)
 	}
-	if t.phase != model.Ongoing {
+	if t.phase != model.Ongoing && !(b.v2 && !r.Commit) {
+		// Under transactions v2 an abort with nothing open succeeds and
+		// bumps the epoch (KIP-890, Kafka 4); a commit never does.
 		return model.Fail(model.InvalidTxnState)
 	}
 	producerID, epoch := t.producerID, t.epoch
@@ -39,9 +45,21 @@ func (b *Broker) endTxn(r model.Request) model.Result {
 	ended := t.epoch
 	t = b.complete(t, r.Commit, markerEpoch)
 	t.prevProducerID, t.prevEpoch = model.NoProducerID, model.NoEpoch
+	if b.v2 {
+		// Kafka 4 keeps the epoch before a v2 bump for a retry's bump.
+		t.prevProducerID, t.prevEpoch = t.producerID, ended
+	}
 	t.producerID, t.epoch, t.endedEpoch = producerID, epoch, ended
 	sh.write(r.TransactionalID, t)
 	return b.endTxnAnswer(t)
+}
+
+func (b *Broker) isOtherOutcomeAtRetryEpoch(t txnMeta, r model.Request) bool {
+	wantPhase := model.CompleteCommit
+	if r.Commit {
+		wantPhase = model.CompleteAbort
+	}
+	return b.v2 && t.phase == wantPhase && r.Epoch == t.endedEpoch && r.ProducerID == t.producerID
 }
 
 func (b *Broker) isEndTxnRetry(t txnMeta, r model.Request) bool {
@@ -127,11 +145,17 @@ func (b *Broker) expireTxns() {
 	defer unlock()
 	for _, id := range slices.Sorted(maps.Keys(expired)) {
 		t := expired[id]
+		before := t.epoch
 		if !b.bugs.has(timeoutAbortKeepsEpoch) {
 			t.epoch = model.Bumped(t.epoch)
 		}
 		t = b.completeLocked(t, pick(parts, touched, t.partitions), false, t.epoch)
-		t.prevProducerID, t.prevEpoch = model.NoProducerID, model.NoEpoch
+		// Under v1 the epoch before is forgotten; under v2 Kafka 4.0.1+
+		// answers requests shaped as retries at it as retries.
+		t.prevProducerID, t.prevEpoch, t.endedEpoch = model.NoProducerID, model.NoEpoch, model.NoEpoch
+		if b.v2 {
+			t.prevProducerID, t.prevEpoch, t.endedEpoch = t.producerID, before, before
+		}
 		b.txnShard(id).write(id, t)
 	}
 }

@@ -88,6 +88,10 @@ func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
 		// Where both fences hold, brokers differ in which they check
 		// first; the model answers the producer's.
 		return model.Fail(fencedProducer)
+	case !b.v2 && !slices.Contains(t.groups, r.Group):
+		// KIP-98: AddOffsetsToTxn comes first; Kafka verifies the
+		// transaction before it validates the group.
+		return model.Fail(model.InvalidTxnState)
 	case fencedConsumer != "":
 		return model.Fail(fencedConsumer)
 	}

@@ -17,10 +17,10 @@ func (st *step) initProducerID(r Request) outcome {
 	}
 	t, known := st.s.txns[r.TransactionalID]
 	if !known {
-		if r.ProducerID != NoProducerID {
-			// KIP-360: a producer can only bump an epoch the coordinator holds.
-			return refuse(InvalidProducerIDMapping, "%s has no producer id yet, so producer %d cannot bump its epoch (KIP-360)", r.TransactionalID, r.ProducerID)
-		}
+		// KIP-98; KIP-360: a producer bumping its own epoch for an id the
+		// coordinator does not know gets a fresh producer id too, "the
+		// case of a producer recovering from an UNKNOWN_PRODUCER_ID error"
+		// (TransactionCoordinator.handleInitProducerId, 3.9 to 4.x).
 		out := st.grantFresh()
 		if out.bad == nil {
 			st.s.setTxn(r.TransactionalID, txnMeta{pid: out.resp.ProducerID, epoch: 0, prevPID: NoProducerID,
@@ -29,30 +29,37 @@ func (st *step) initProducerID(r Request) outcome {
 		return out
 	}
 	if st.stillCompleting(t) {
-		return refuse(ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
+		return refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
 	}
 	ownBump := r.ProducerID != NoProducerID
 	if ownBump {
 		if r.ProducerID == t.prevPID && r.Epoch == t.prevEpoch {
-			// KIP-360: a retry of the producer's own bump gets the same answer.
-			return st.answerGrant(t.pid, t.epoch)
+			// KIP-360: a retry of the producer's own bump gets the same
+			// answer, as does (Kafka 4) a bump carrying the epoch a v2
+			// EndTxn or the coordinator's own abort moved on from.
+			out := st.answerGrant(t.pid, t.epoch)
+			if t.abortedOnItsOwn {
+				out.also = FencedProducer // Kafka 4.0.0 (KAFKA-19367)
+			}
+			return out
 		}
 		if r.ProducerID != t.pid || r.Epoch != t.epoch {
 			// KIP-360: only the current owner may bump its epoch; a zombie
 			// must never win its id back this way.
-			return refuse(ProducerFenced, "producer %d epoch %d is not the owner of %s (producer %d epoch %d) (KIP-360)", r.ProducerID, r.Epoch, r.TransactionalID, t.pid, t.epoch)
+			return refuse("bump-not-owner", ProducerFenced, "producer %d epoch %d is not the owner of %s (producer %d epoch %d) (KIP-360)", r.ProducerID, r.Epoch, r.TransactionalID, t.pid, t.epoch)
 		}
 	}
 	if t.phase == Ongoing {
 		// KIP-98, seed 000: a new owner fences the old one: the epoch is
 		// bumped and the open transaction aborted, its ABORT markers
 		// carrying the new epoch.
-		if st.answered(ConcurrentTransactions) {
+		if st.answered(ConcurrentTransactions) || (st.undecided() && !ownBump) {
 			// Kafka does it in two steps: bump and abort, answer
-			// CONCURRENT_TRANSACTIONS; the retry bumps again.
-			t.epoch = bumped(t.epoch)
-			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
-			st.s.setTxn(r.TransactionalID, st.complete(t, false, t.epoch))
+			// CONCURRENT_TRANSACTIONS; the retry bumps again. An init
+			// whose answer was lost took that first step (a KIP-360
+			// bump whose answer was lost is taken whole, so that its
+			// retry is recognised).
+			st.s.setTxn(r.TransactionalID, st.abortOnItsOwn(t))
 			return outcome{refuse: ConcurrentTransactions, effects: true}
 		}
 	}
@@ -63,7 +70,7 @@ func (st *step) initProducerID(r Request) outcome {
 	if t.phase == Ongoing {
 		t = st.complete(t, false, epoch)
 	}
-	t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+	t.prevPID, t.prevEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, false
 	if ownBump {
 		t.prevPID, t.prevEpoch = t.pid, t.epoch
 	}
@@ -99,10 +106,10 @@ func (st *step) grantFresh() outcome {
 	if got := st.observed(); got != nil {
 		pid = got.ProducerID
 		if pid < 0 || st.s.pids[pid] {
-			return bad("producer id %d was handed out before; a fresh one must be new (KIP-98)", pid)
+			return bad("fresh-pid-new", "producer id %d was handed out before; a fresh one must be new (KIP-98)", pid)
 		}
 		if got.Epoch != 0 {
-			return bad("a fresh producer id starts at epoch 0, not %d (KIP-98)", got.Epoch)
+			return bad("fresh-pid-epoch-0", "a fresh producer id starts at epoch 0, not %d (KIP-98)", got.Epoch)
 		}
 	}
 	st.s.addPID(pid)
@@ -125,16 +132,16 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 	case t.pid == unknownPID && got != nil:
 		// The id a lost answer handed out shows itself: one never seen.
 		if got.ProducerID < 0 || st.s.pids[got.ProducerID] || got.Epoch <= t.epoch {
-			return 0, 0, bad("producer %d epoch %d cannot follow the lost grant of a new producer id at epoch %d (KIP-98)", got.ProducerID, got.Epoch, t.epoch)
+			return 0, 0, bad("after-lost-grant", "producer %d epoch %d cannot follow the lost grant of a new producer id at epoch %d (KIP-98)", got.ProducerID, got.Epoch, t.epoch)
 		}
 		st.s.addPID(got.ProducerID)
 		return st.grant(got.ProducerID, got.Epoch)
 	case got == nil:
 		return st.grant(t.pid, t.epoch+1)
 	case got.ProducerID != t.pid:
-		return 0, 0, bad("producer id %d, but a known transactional.id keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.pid)
+		return 0, 0, bad("keeps-pid", "producer id %d, but a known transactional.id keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.pid)
 	case got.Epoch <= t.epoch:
-		return 0, 0, bad("epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
+		return 0, 0, bad("epochs-grow", "epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
 	}
 	return st.grant(got.ProducerID, got.Epoch)
 }
@@ -145,10 +152,34 @@ func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {
 	return pid, epoch, ok(resp)
 }
 
+// RetriesGrant reports whether Kafka answers retry, a request of kind
+// retryKind, with the session that first, of kind firstKind, moved its
+// producer on to: the same producer naming the same epoch. Kafka keeps
+// that one previous epoch open (TransactionMetadata.lastProducerEpoch)
+// for a retry of the same kind (an EndTxn of the same outcome), and under
+// KIP-890 for a KIP-360 bump after an EndTxn, and for an abort or a bump
+// after the coordinator's own timeout abort (Kafka 4.0.1+; first is then
+// the session the abort moved on from). The checker uses it to tell a
+// retry from a zombie.
+func RetriesGrant(retryKind Kind, retry Request, firstKind Kind, first Request) bool {
+	same := retry.TransactionalID == first.TransactionalID && retry.ProducerID == first.ProducerID && retry.Epoch == first.Epoch
+	switch {
+	case !same:
+		return false
+	case retryKind == firstKind:
+		return retryKind != EndTxn || retry.Commit == first.Commit
+	case firstKind == EndTxn:
+		return retryKind == InitProducerID
+	case firstKind == TimeoutAbort:
+		return retryKind == InitProducerID || (retryKind == EndTxn && !retry.Commit)
+	}
+	return false
+}
+
 // answerGrant answers a retry with the producer's current (pid, epoch).
 func (st *step) answerGrant(pid int64, epoch int16) outcome {
 	if got := st.observed(); got != nil && (got.ProducerID != pid || got.Epoch != epoch) {
-		return bad("a retried bump must return producer %d epoch %d, got producer %d epoch %d (KIP-360)", pid, epoch, got.ProducerID, got.Epoch)
+		return bad("bump-retry-answer", "a retried bump must return producer %d epoch %d, got producer %d epoch %d (KIP-360)", pid, epoch, got.ProducerID, got.Epoch)
 	}
 	_, _, out := st.grant(pid, epoch)
 	return out
@@ -166,12 +197,12 @@ func (st *step) stillCompleting(t txnMeta) bool {
 func (st *step) owner(r Request) (txnMeta, *outcome) {
 	t, known := st.s.txns[r.TransactionalID]
 	if !known || t.pid != r.ProducerID {
-		out := refuse(InvalidProducerIDMapping, "producer %d does not belong to %s (KIP-98)", r.ProducerID, r.TransactionalID)
+		out := refuse("pid-mapping", InvalidProducerIDMapping, "producer %d does not belong to %s (KIP-98)", r.ProducerID, r.TransactionalID)
 		return t, &out
 	}
 	if r.Epoch != t.epoch {
 		// Lower: a zombie (seed 000). Higher: an epoch never handed out.
-		out := refuse(ProducerFenced, "epoch %d is not %s's current epoch %d (KIP-98 fencing)", r.Epoch, r.TransactionalID, t.epoch)
+		out := refuse("epoch-fence", ProducerFenced, "epoch %d is not %s's current epoch %d (KIP-98 fencing)", r.Epoch, r.TransactionalID, t.epoch)
 		return t, &out
 	}
 	return t, nil
@@ -209,7 +240,7 @@ func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 		return *refused
 	}
 	if st.stillCompleting(t) {
-		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+		return refuse("markers-pending", ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
 	}
 	st.s.setTxn(r.TransactionalID, add(st.begin(t)))
 	return ok(NewResponse())
@@ -221,17 +252,36 @@ func (st *step) endTxn(r Request) outcome {
 		// KIP-98: a retried EndTxn of the transaction that just completed
 		// the same way succeeds again; under KIP-890 it carries the epoch
 		// from before the bump and gets the current one back.
-		return st.answerEndTxn(t)
+		out := st.answerEndTxn(t)
+		if t.abortedOnItsOwn {
+			// Kafka 4.0.0 bumped twice on its own abort (KAFKA-19367),
+			// so the epoch before was no retry's: PRODUCER_FENCED.
+			out.also = FencedProducer
+		}
+		return out
+	}
+	if known && st.isOtherOutcomeAtRetryEpoch(t, r) {
+		// KIP-890, Kafka 4.x TransactionCoordinator.endTransaction: the
+		// epoch is the retry's, the outcome is not the one that ended
+		// the transaction: INVALID_TXN_STATE. For a commit after an
+		// abort, KAFKA-20785 (not in a release as of 4.3.1) answers
+		// PRODUCER_FENCED, and so does Kafka 4.0.0 after its own abort
+		// (which bumped twice): either is accepted. Nothing takes effect.
+		out := refuse("retry-other-outcome", InvalidTxnState, "epoch %d ended %s's last transaction (%s), which this EndTxn does not repeat (KIP-890)", r.Epoch, r.TransactionalID, t.phase)
+		if r.Commit {
+			out.also = FencedProducer
+		}
+		return out
 	}
 	t, refused := st.owner(r)
 	if refused != nil {
 		return *refused
 	}
 	if st.stillCompleting(t) {
-		return refuse(ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+		return refuse("markers-pending", ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
 	}
-	if t.phase != Ongoing {
-		return refuse(InvalidTxnState, "%s has no transaction open (%s) to end (KIP-98)", r.TransactionalID, t.phase)
+	if t.phase != Ongoing && !st.emptyAbort(r) {
+		return refuse("nothing-to-end", InvalidTxnState, "%s has no transaction open (%s) to end (KIP-98)", r.TransactionalID, t.phase)
 	}
 	epoch, pid := t.epoch, t.pid
 	out := ok(NewResponse())
@@ -245,13 +295,41 @@ func (st *step) endTxn(r Request) outcome {
 	}
 	ended := t.epoch
 	t = st.complete(t, r.Commit, epoch)
-	t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
+	t.prevPID, t.prevEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, false
+	if st.s.opts.TxnVersion >= 2 {
+		// Kafka 4 keeps the epoch before a v2 bump (lastProducerEpoch):
+		// the producer's KIP-360 bump carrying it is answered as a retry.
+		t.prevPID, t.prevEpoch = t.pid, ended
+	}
 	t.pid, t.epoch, t.endedEpoch = pid, epoch, ended
 	st.s.setTxn(r.TransactionalID, t)
 	if st.s.opts.TxnVersion < 2 {
 		out.resp = NewResponse()
 	}
 	return out
+}
+
+// emptyAbort reports whether r is an abort that Kafka 4 accepts with no
+// transaction open: a transactions-v2 client cannot know whether a produce
+// whose answer it lost began a transaction (produce adds its partition
+// itself), so it aborts anyway; the coordinator writes no marker and bumps
+// the epoch, as for every v2 abort (KIP-890; Kafka 4.0+
+// TransactionCoordinator.endTransaction, states Empty, CompleteCommit and
+// CompleteAbort with TransactionResult.ABORT: PrepareAbort with no
+// partitions). Under transactions v1 it stays INVALID_TXN_STATE.
+func (st *step) emptyAbort(r Request) bool {
+	return st.s.opts.TxnVersion >= 2 && !r.Commit
+}
+
+// isOtherOutcomeAtRetryEpoch reports whether r, under transactions v2,
+// carries the epoch that ended the last transaction but asks for the other
+// outcome.
+func (st *step) isOtherOutcomeAtRetryEpoch(t txnMeta, r Request) bool {
+	wantPhase := CompleteCommit
+	if r.Commit {
+		wantPhase = CompleteAbort
+	}
+	return st.s.opts.TxnVersion >= 2 && t.phase == wantPhase && r.Epoch == t.endedEpoch && r.ProducerID == t.pid
 }
 
 func (st *step) isEndTxnRetry(t txnMeta, r Request) bool {
@@ -295,6 +373,25 @@ func (st *step) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
 	return t
 }
 
+// abortOnItsOwn is the coordinator aborting t's open transaction itself
+// (a timeout, or the first step of a fencing init): the epoch is bumped and
+// the ABORT markers carry it (KIP-98, prepareFenceProducerEpoch). Under
+// transactions v1 the epoch before is forgotten: every request carrying it
+// is PRODUCER_FENCED. Under v2 Kafka 4.0.1+ keeps it as lastProducerEpoch,
+// so requests shaped as retries at it are answered as retries: an abort
+// or a KIP-360 bump gets the new epoch back (Kafka 4.0.0 answered them
+// PRODUCER_FENCED: both are accepted, see abortedOnItsOwn).
+func (st *step) abortOnItsOwn(t txnMeta) txnMeta {
+	before := t.epoch
+	t.epoch = bumped(t.epoch)
+	t = st.complete(t, false, t.epoch)
+	t.prevPID, t.prevEpoch, t.endedEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, NoEpoch, false
+	if st.s.opts.TxnVersion >= 2 {
+		t.prevPID, t.prevEpoch, t.endedEpoch, t.abortedOnItsOwn = t.pid, before, before, true
+	}
+	return t
+}
+
 // tick moves the broker's clock; transactions and group members whose
 // timeouts passed are expired.
 func (st *step) tick(ms int64) {
@@ -304,10 +401,7 @@ func (st *step) tick(ms int64) {
 		if t.phase == Ongoing && st.s.now-t.startedAt >= t.timeoutMs {
 			// KIP-98: the coordinator aborts an expired transaction and
 			// bumps the epoch, so the producer that let it expire is fenced.
-			t.epoch = bumped(t.epoch)
-			t = st.complete(t, false, t.epoch)
-			t.prevPID, t.prevEpoch = NoProducerID, NoEpoch
-			st.s.setTxn(id, t)
+			st.s.setTxn(id, st.abortOnItsOwn(t))
 		}
 	}
 	st.expireMembers()

@@ -17,7 +17,10 @@ func (st *step) joinGroup(r Request) outcome {
 	g := st.s.groups[r.Group]
 	if r.MemberID != "" {
 		if _, ok := g.members[r.MemberID]; !ok {
-			return refuse(UnknownMemberID, "%s is not a member of %s (KIP-345)", r.MemberID, r.Group)
+			return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s (KIP-345)", r.MemberID, r.Group)
+		}
+		if out, gone := st.droppedMember(r); gone {
+			return out
 		}
 	}
 	id, gen, assignment := st.chooseJoin(r, g)
@@ -32,13 +35,20 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	if got := st.observed(); got != nil {
 		id, gen, assignment = got.MemberID, got.GenerationID, got.Assignment
-		if err := st.checkJoin(r, g, id, gen, assignment); err != nil {
-			return outcome{bad: err}
+		if out := checkJoin(r, g, id, gen, assignment); out != nil {
+			return *out
 		}
 	}
 	if gen > g.generation {
 		// A new generation: every member holds nothing until it rejoins.
 		g = g.nextGeneration(gen)
+	}
+	if gen > g.answered && gen < g.generation {
+		// The round the leaves prepared, answered as one (see checkJoin).
+		g.generation = gen
+	}
+	if gen > g.answered {
+		g = g.roundCompleted(gen)
 	}
 	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r)})
 	g.answered = g.generation
@@ -97,24 +107,33 @@ func RoundRobin(partitions []Partition, members []string, member string) []Parti
 	return share
 }
 
-func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment []Partition) error {
+// checkJoin holds a join's answer to what any broker must answer; nil when
+// it does.
+func checkJoin(r Request, g group, id string, gen int32, assignment []Partition) *outcome {
+	fail := func(rule, format string, args ...any) *outcome {
+		out := bad(rule, format, args...)
+		return &out
+	}
 	if r.MemberID != "" && id != r.MemberID {
-		return fmt.Errorf("member %s came back as %s", r.MemberID, id)
+		return fail("join-keeps-member-id", "member %s came back as %s", r.MemberID, id)
 	}
 	if _, taken := g.members[id]; r.MemberID == "" && (id == "" || taken) {
-		return fmt.Errorf("a new member must get a new member id, not %q", id)
+		return fail("join-new-member-id", "a new member must get a new member id, not %q", id)
 	}
 	// Every rebalance increments the generation; several members may
 	// join one (Kafka's join round), so the current one is allowed too.
-	if gen < g.generation || gen <= 0 {
-		return fmt.Errorf("generation %d, but %s is at generation %d and generations only grow", gen, r.Group, g.generation)
+	// Leaves and expiries while a rebalance is prepared are one round
+	// in Kafka (initNextGeneration moves the generation once), so the
+	// round after the last answered one is allowed too.
+	if (gen < g.generation && gen <= g.answered) || gen <= 0 {
+		return fail("generations-grow", "generation %d, but %s is at generation %d and generations only grow", gen, r.Group, g.generation)
 	}
 	for _, p := range assignment {
 		if !slices.Contains(r.Partitions, p) {
-			return fmt.Errorf("assigned %s, which is not among the partitions to spread", p)
+			return fail("assignment-outside", "assigned %s, which is not among the partitions to spread", p)
 		}
 		if holder, held := g.holder(p, gen, id); held {
-			return fmt.Errorf("assigned %s, which %s already holds in generation %d", p, holder, gen)
+			return fail("assignment-taken", "assigned %s, which %s already holds in generation %d", p, holder, gen)
 		}
 	}
 	return nil
@@ -144,10 +163,50 @@ func (g group) nextGeneration(gen int32) group {
 	return g
 }
 
+// roundCompleted is the join round of generation gen answering: a dynamic
+// member that has not joined it may have been removed (Kafka's
+// GroupMetadataManager.completeClassicGroupJoin, and GroupCoordinator.
+// onCompleteJoin before it, remove the members that did not rejoin within
+// the rebalance timeout). Whether it was is the broker's to say, as a
+// client's background heartbeats may have rejoined it: a later request
+// naming it may answer UNKNOWN_MEMBER_ID (see droppedMember), and one that
+// succeeds shows it was kept.
+func (g group) roundCompleted(gen int32) group {
+	members := map[string]member{}
+	for id, m := range g.members {
+		m.mayBeGone = m.mayBeGone || m.gen < gen
+		members[id] = m
+	}
+	g.members = members
+	return g
+}
+
+// droppedMember is a request naming a member that may have been removed
+// by a join round it missed, answered UNKNOWN_MEMBER_ID: the answer shows
+// the member gone, and the model removes it too, so that no later answer
+// can bring it back. The generation does not move: the round that
+// removed it has already answered.
+func (st *step) droppedMember(r Request) (outcome, bool) {
+	g, m, ok := st.member(r)
+	// The code itself, not its class: ILLEGAL_GENERATION, of the same
+	// class, says the member is still there.
+	removed := st.got != nil && st.got.Answered && st.got.Err == UnknownMemberID
+	if !ok || !m.mayBeGone || !removed {
+		return outcome{}, false
+	}
+	st.s.setGroup(r.Group, g.withoutMember(r.MemberID))
+	out := refuse("unknown-member", UnknownMemberID, "%s missed the join round of generation %d and was removed (completeClassicGroupJoin)", r.MemberID, g.answered)
+	out.effects = true
+	return out, true
+}
+
 func (st *step) leaveGroup(r Request) outcome {
 	g := st.s.groups[r.Group]
 	if _, ok := g.members[r.MemberID]; !ok {
-		return refuse(UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)
+		return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)
+	}
+	if out, gone := st.droppedMember(r); gone {
+		return out
 	}
 	// A leave is a rebalance: the generation moves on.
 	g = g.withoutMember(r.MemberID).nextGeneration(g.generation + 1)
@@ -185,12 +244,22 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 		return out
 	case fencedProducer != nil:
 		return *fencedProducer
+	case st.s.opts.TxnVersion < 2 && !slices.Contains(t.groups, r.Group):
+		// Kafka verifies the transaction (its __consumer_offsets
+		// partition, KIP-890 part 1, 3.6+) before it validates the group
+		// (handleTxnCommitOffsets, then validateOffsetCommit); a broker
+		// without verification answers the consumer's fence.
+		out := refuse("offsets-need-add", InvalidTxnState, "%s is not in %s's transaction: AddOffsetsToTxn comes first (KIP-98)", r.Group, r.TransactionalID)
+		if fencedConsumer != nil {
+			out.also = ClassOf(fencedConsumer.refuse)
+		}
+		return out
 	case fencedConsumer != nil:
 		return *fencedConsumer
 	}
 	if !slices.Contains(t.groups, r.Group) {
 		if st.s.opts.TxnVersion < 2 {
-			return refuse(InvalidTxnState, "%s is not in %s's transaction: AddOffsetsToTxn comes first (KIP-98)", r.Group, r.TransactionalID)
+			return refuse("offsets-need-add", InvalidTxnState, "%s is not in %s's transaction: AddOffsetsToTxn comes first (KIP-98)", r.Group, r.TransactionalID)
 		}
 		// KIP-890: the commit adds its group implicitly.
 		t = st.begin(t)
@@ -230,11 +299,14 @@ func (st *step) checkGeneration(r Request) *outcome {
 	}
 	g, _, ok := st.member(r)
 	if !ok {
-		out := refuse(UnknownMemberID, "%s is not a member of %s (KIP-447)", r.MemberID, r.Group)
+		out := refuse("unknown-member", UnknownMemberID, "%s is not a member of %s (KIP-447)", r.MemberID, r.Group)
+		return &out
+	}
+	if out, gone := st.droppedMember(r); gone {
 		return &out
 	}
 	if r.GenerationID != g.generation && !g.preparing(r.GenerationID) {
-		out := refuse(IllegalGeneration, "generation %d is stale: %s is at generation %d (KIP-447, seed 002)", r.GenerationID, r.Group, g.generation)
+		out := refuse("stale-generation", IllegalGeneration, "generation %d is stale: %s is at generation %d (KIP-447, seed 002)", r.GenerationID, r.Group, g.generation)
 		return &out
 	}
 	return nil
@@ -257,7 +329,7 @@ func (st *step) offsetFetch(r Request) outcome {
 	if r.RequireStable {
 		for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 			if _, pending := st.s.txns[id].pending[r.Group][r.Partition]; pending {
-				return refuse(UnstableOffsetCommit, "%s of %s has an offset pending in %s's transaction (KIP-447)", r.Partition, r.Group, id)
+				return refuse("unstable-offset", UnstableOffsetCommit, "%s of %s has an offset pending in %s's transaction (KIP-447)", r.Partition, r.Group, id)
 			}
 		}
 	}
@@ -266,7 +338,7 @@ func (st *step) offsetFetch(r Request) outcome {
 		resp.Offset = off
 	}
 	if got := st.observed(); got != nil && got.Offset != resp.Offset {
-		return bad("offset %d, but %s's committed offset for %s is %d", got.Offset, r.Group, r.Partition, resp.Offset)
+		return bad("committed-offset", "offset %d, but %s's committed offset for %s is %d", got.Offset, r.Group, r.Partition, resp.Offset)
 	}
 	return ok(resp)
 }

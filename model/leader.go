@@ -11,7 +11,7 @@ func (st *step) produce(r Request) outcome {
 		// KIP-98, seed 000: the leader learnt a newer epoch (from a batch or
 		// a marker) and refuses the zombie. KIP-588 keeps
 		// INVALID_PRODUCER_EPOCH on produce.
-		return refuse(InvalidProducerEpoch, "epoch %d is older than epoch %d, the newest the leader of %s has seen from producer %d (KIP-98 fencing)", r.Epoch, pe.epoch, r.Partition, r.ProducerID)
+		return refuse("leader-epoch-fence", InvalidProducerEpoch, "epoch %d is older than epoch %d, the newest the leader of %s has seen from producer %d (KIP-98 fencing)", r.Epoch, pe.epoch, r.Partition, r.ProducerID)
 	}
 	if r.TransactionalID != "" {
 		if out := st.verifyTxnWrite(r); out != nil {
@@ -20,13 +20,13 @@ func (st *step) produce(r Request) outcome {
 	} else if pe.txnFirst != NoOffset {
 		// KIP-98: a producer with a transaction open in this partition
 		// cannot write outside it.
-		return refuse(InvalidTxnState, "producer %d has a transaction open in %s since offset %d (KIP-98)", r.ProducerID, r.Partition, pe.txnFirst)
+		return refuse("write-outside-open-txn", InvalidTxnState, "producer %d has a transaction open in %s since offset %d (KIP-98)", r.ProducerID, r.Partition, pe.txnFirst)
 	}
-	lastSeq := r.Sequence + int32(max(len(r.Records), 1)) - 1
+	lastSeq := lastSequence(r)
 	if !known || r.Epoch > pe.epoch {
 		// KIP-98: a new producer, or a new epoch, starts at sequence 0.
 		if r.Sequence != 0 {
-			return refuse(OutOfOrderSequenceNumber, "producer %d epoch %d is new to %s, so its first sequence must be 0, not %d (KIP-98)", r.ProducerID, r.Epoch, r.Partition, r.Sequence)
+			return refuse("first-sequence", OutOfOrderSequenceNumber, "producer %d epoch %d is new to %s, so its first sequence must be 0, not %d (KIP-98)", r.ProducerID, r.Epoch, r.Partition, r.Sequence)
 		}
 		pe.epoch, pe.batches = r.Epoch, nil
 	} else {
@@ -39,7 +39,7 @@ func (st *step) produce(r Request) outcome {
 			return st.checkOffset(outcome{resp: resp, also: Duplicate})
 		}
 		if want := nextSeq(pe); r.Sequence != want {
-			out := refuse(OutOfOrderSequenceNumber, "producer %d epoch %d must send sequence %d to %s next, not %d (KIP-98)", r.ProducerID, r.Epoch, want, r.Partition, r.Sequence)
+			out := refuse("sequence-gap", OutOfOrderSequenceNumber, "producer %d epoch %d must send sequence %d to %s next, not %d (KIP-98)", r.ProducerID, r.Epoch, want, r.Partition, r.Sequence)
 			if r.Sequence < want {
 				out.also = Duplicate // an older batch whose metadata is gone
 			}
@@ -67,7 +67,7 @@ func (st *step) verifyTxnWrite(r Request) *outcome {
 		return nil
 	}
 	if st.s.opts.TxnVersion < 2 {
-		out := refuse(InvalidTxnState, "%s is not in %s's ongoing transaction (KIP-890 verification, KAFKA-14402)", r.Partition, r.TransactionalID)
+		out := refuse("partition-not-in-txn", InvalidTxnState, "%s is not in %s's ongoing transaction (KIP-890 verification, KAFKA-14402)", r.Partition, r.TransactionalID)
 		return &out
 	}
 	t = st.begin(t)
@@ -84,6 +84,27 @@ func containsPartition(set []Partition, p Partition) bool {
 	}
 	return false
 }
+
+// Batch is what a partition leader tells a batch by: a retry with the
+// same key is answered as a duplicate, with the offset of the records
+// first sent under it, whatever records it carries (KIP-98:
+// ProducerStateManager keeps the first and last sequence of each of a
+// producer's last 5 batches, per epoch). The checker uses it to know which
+// produce repeats an earlier one.
+type Batch struct {
+	Partition         Partition
+	ProducerID        int64
+	Epoch             int16
+	FirstSeq, LastSeq int32
+}
+
+// BatchOf is the batch a produce request sends.
+func BatchOf(r Request) Batch {
+	return Batch{r.Partition, r.ProducerID, r.Epoch, r.Sequence, lastSequence(r)}
+}
+
+// lastSequence is the sequence of a produce request's last record.
+func lastSequence(r Request) int32 { return r.Sequence + int32(max(len(r.Records), 1)) - 1 }
 
 func (pe producerEntry) duplicate(first, last int32) (batch, bool) {
 	for _, b := range pe.batches {
@@ -125,7 +146,7 @@ func (st *step) appendBatch(r Request, pe producerEntry, lastSeq int32) outcome 
 // is one log, so its answers fix the order of its writes.
 func (st *step) checkOffset(out outcome) outcome {
 	if got := st.observed(); got != nil && got.BaseOffset != out.resp.BaseOffset {
-		return bad("base offset %d, but the log of %s puts this batch at %d", got.BaseOffset, st.op.Req.Partition, out.resp.BaseOffset)
+		return bad("log-offset", "base offset %d, but the log of %s puts this batch at %d", got.BaseOffset, st.op.Req.Partition, out.resp.BaseOffset)
 	}
 	return out
 }
@@ -165,7 +186,7 @@ func (st *step) fetch(r Request) outcome {
 	got := st.observed()
 	for off := max(r.Offset, 0); off < limit; off++ {
 		if off%4096 == 0 && st.ctx.Err() != nil {
-			return bad("gave up: %v", st.ctx.Err())
+			return bad("gave-up", "gave up: %v", st.ctx.Err())
 		}
 		e := ps.log.At(int(off))
 		if e.control || (r.Isolation == ReadCommitted && ps.isAborted(e.pid, off)) {
@@ -178,7 +199,7 @@ func (st *step) fetch(r Request) outcome {
 				break // the broker returned a prefix
 			}
 			if got.Records[i] != rec {
-				return bad("fetch of %s returned %s, but the record there is %s", r.Partition, describeRecord(got.Records[i]), describeRecord(rec))
+				return bad("fetched-record", "fetch of %s returned %s, but the record there is %s", r.Partition, describeRecord(got.Records[i]), describeRecord(rec))
 			}
 		}
 		resp.Records = append(resp.Records, rec)
@@ -187,13 +208,13 @@ func (st *step) fetch(r Request) outcome {
 		return ok(resp)
 	}
 	if len(got.Records) > len(resp.Records) {
-		return bad("fetch of %s returned %s, which a %s read must not see (last stable offset %d, high watermark %d)", r.Partition, describeRecord(got.Records[len(resp.Records)]), r.Isolation, resp.LastStableOffset, resp.HighWatermark)
+		return bad("fetch-visibility", "fetch of %s returned %s, which a %s read must not see (last stable offset %d, high watermark %d)", r.Partition, describeRecord(got.Records[len(resp.Records)]), r.Isolation, resp.LastStableOffset, resp.HighWatermark)
 	}
 	if got.HighWatermark != NoOffset && got.HighWatermark != resp.HighWatermark {
-		return bad("high watermark %d, but the log of %s ends at %d", got.HighWatermark, r.Partition, resp.HighWatermark)
+		return bad("high-watermark", "high watermark %d, but the log of %s ends at %d", got.HighWatermark, r.Partition, resp.HighWatermark)
 	}
 	if got.LastStableOffset != NoOffset && got.LastStableOffset != resp.LastStableOffset {
-		return bad("last stable offset %d, but it is %d in %s (KIP-98)", got.LastStableOffset, resp.LastStableOffset, r.Partition)
+		return bad("last-stable-offset", "last stable offset %d, but it is %d in %s (KIP-98)", got.LastStableOffset, resp.LastStableOffset, r.Partition)
 	}
 	return ok(*got)
 }

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -32,8 +33,15 @@ func TestTranscripts(t *testing.T) {
 			op := parseOp(t, td)
 			if got, judged := parseGot(t, td); judged {
 				next, err := model.Check(s, op, got)
-				if err != nil {
-					return "refused: " + err.Error()
+				var d *model.Disallowed
+				switch {
+				case errors.As(err, &d) && d.CodeOnly:
+					s = next // a rightful refusal, with the wrong code
+					return fmt.Sprintf("wrong code (%s): %s", d.Rule, d.Reason)
+				case errors.As(err, &d):
+					return fmt.Sprintf("refused (%s): %s", d.Rule, d.Reason)
+				case err != nil:
+					t.Fatalf("%s: not a *model.Disallowed: %v", td.Pos, err)
 				}
 				s = next
 				return "accepted"

@@ -78,6 +78,10 @@ type txnMeta struct {
 	pending    map[string]map[Partition]int64
 	startedAt  int64
 	timeoutMs  int64
+	// abortedOnItsOwn: the coordinator itself aborted the last transaction
+	// (a timeout, a fence) under transactions v2, and prevEpoch and
+	// endedEpoch are the epoch it moved on from (see abortOnItsOwn).
+	abortedOnItsOwn bool
 	// endedEpoch is the epoch whose EndTxn completed the last transaction,
 	// so that a retried EndTxn is answered again (KIP-98; KIP-890 bumps).
 	endedEpoch int16
@@ -125,6 +129,9 @@ type member struct {
 	assignment []Partition
 	lastSeen   int64
 	sessionMs  int64
+	// mayBeGone: a join round completed without this member, so the
+	// coordinator may have removed it (see roundCompleted).
+	mayBeGone bool
 }
 
 type group struct {

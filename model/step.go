@@ -30,6 +30,11 @@ func Check(s State, op Op, got Result) (State, error) {
 
 // CheckContext is Check that gives up when ctx is done (a fetch over a long
 // log is the one step that can take a while).
+//
+// The error, when there is one, is a *Disallowed naming the rule. When the
+// broker refused rightly but with another class than the rule's
+// (Disallowed.CodeOnly), the state returned is the one that follows the
+// rule's refusal: nothing took effect either way.
 func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error) {
 	if !op.Kind.IsRequest() {
 		next, _ := Apply(s, op)
@@ -46,23 +51,55 @@ func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error
 		}
 		return st.s, nil
 	}
-	if out.bad != nil {
-		return s, out.bad
-	}
 	class := ClassOf(got.Err)
+	if out.bad != nil {
+		return s, &Disallowed{Rule: out.rule, Want: Success, Got: class, Reason: out.bad.Error()}
+	}
 	if out.refuse != "" {
-		if class == ClassOf(out.refuse) || class == out.also {
-			if out.effects {
-				return st.s, nil
-			}
-			return s, nil
+		next := s
+		if out.effects {
+			next = st.s
 		}
-		return s, fmt.Errorf("answered %s, but the broker must refuse with %s: %s", answerName(got), out.refuse, out.why)
+		if class == ClassOf(out.refuse) || class == out.also {
+			return next, nil
+		}
+		err := &Disallowed{Rule: out.rule, Want: ClassOf(out.refuse), Got: class, CodeOnly: isRefusal(class),
+			Reason: fmt.Sprintf("answered %s, but the broker must refuse with %s: %s", answerName(got), out.refuse, out.why)}
+		return next, err
 	}
 	if class == Success || class == out.also {
 		return st.s, nil
 	}
-	return s, fmt.Errorf("answered %s, but the request must succeed", answerName(got))
+	return s, &Disallowed{Rule: mustSucceed, Want: Success, Got: class,
+		Reason: fmt.Sprintf("answered %s, but the request must succeed", answerName(got))}
+}
+
+// mustSucceed names the rule of every request the rules accept.
+const mustSucceed = "must-succeed"
+
+// Disallowed is an answer the rules do not allow: the rule that decides it
+// (a stable name, such as "epoch-fence", that known findings match on),
+// the class the rule answers, the class the broker answered, and why.
+type Disallowed struct {
+	Rule      string
+	Want, Got Class
+	// CodeOnly: the rule refuses and so did the broker, with another
+	// class. Nothing took effect either way, so the answer's effects are
+	// right and only its error code is wrong (HISTORY.md: error-codes).
+	CodeOnly bool
+	Reason   string
+}
+
+func (d *Disallowed) Error() string { return d.Reason }
+
+// isRefusal reports whether an answer of class c says that nothing took
+// effect. A duplicate is not one: the producer takes it as success.
+func isRefusal(c Class) bool {
+	switch c {
+	case Success, Duplicate, Undecided:
+		return false
+	}
+	return true
 }
 
 func answerName(r Result) string {
@@ -74,8 +111,10 @@ func answerName(r Result) string {
 
 // outcome is what a rule decides for one request.
 type outcome struct {
-	resp   Response
-	refuse Code   // "": success
+	resp Response
+	rule string // the rule that decides, for a refusal or a bad answer
+	// refuse is the refusal's code; "" is success.
+	refuse Code
 	why    string // for a refusal: the rule and its source
 	// also is one more class the answer may take: DUPLICATE_SEQUENCE_NUMBER
 	// for a retried batch, or the other fencing class where two checks
@@ -89,14 +128,16 @@ type outcome struct {
 	bad error
 }
 
-func refuse(code Code, format string, args ...any) outcome {
-	return outcome{refuse: code, why: fmt.Sprintf(format, args...)}
+// refuse is a refusal by the named rule.
+func refuse(rule string, code Code, format string, args ...any) outcome {
+	return outcome{rule: rule, refuse: code, why: fmt.Sprintf(format, args...)}
 }
 
 func ok(resp Response) outcome { return outcome{resp: resp} }
 
-func bad(format string, args ...any) outcome {
-	return outcome{bad: fmt.Errorf(format, args...)}
+// bad is an answer the named rule does not allow.
+func bad(rule string, format string, args ...any) outcome {
+	return outcome{rule: rule, bad: fmt.Errorf(format, args...)}
 }
 
 // step is one request being decided. got is nil when the model answers

@@ -6,7 +6,8 @@
 // feeds it requests and, for ticks, time. A State is a value; Apply answers a
 // request the way the reference broker would, and Check judges whether an
 // answer some other broker gave is one the rules allow. Both are built from
-// the same rules (rules.go), each carrying the source it comes from.
+// the same rules (coordinator.go, leader.go, groups.go), each carrying
+// the source it comes from; model/README.md reads them against Kafka.
 package model
 
 import (

@@ -172,8 +172,9 @@ func (r *run) adversaryMove(t *rapid.T) bool {
 		"produce":         a.drawProduce,
 		"end transaction": a.drawEndTxn,
 		"commit offsets":  a.drawOffsetCommit,
+		"idempotent bump": a.drawIdempotentBump,
 	}
-	kind := rapid.SampledFrom([]string{"init", "zombie bump", "produce", "end transaction", "commit offsets"}).Draw(t, "attack")
+	kind := rapid.SampledFrom([]string{"init", "zombie bump", "produce", "end transaction", "commit offsets", "idempotent bump"}).Draw(t, "attack")
 	op := attacks[kind](t)
 	if op.Kind == "" {
 		kind, op = "init", a.drawInit(t)
@@ -204,8 +205,14 @@ func (r *run) spawnAdversary() *proc {
 
 // drawInit asks for a producer id for one of its ids; for its own ids with
 // a transaction timeout of its choosing.
+//
+// Or an idempotent producer id, with no transactional id at all, which it
+// then bumps itself (see drawIdempotentBump).
 func (a *adversary) drawInit(t *rapid.T) model.Op {
 	r := model.NewRequest()
+	if rapid.IntRange(0, 3).Draw(t, "idempotent") == 0 {
+		return model.Op{Kind: model.InitProducerID, Req: r}
+	}
 	r.TransactionalID = rapid.SampledFrom(adversaryIDs).Draw(t, "transactional id")
 	if r.TransactionalID != "fare-writer-0" {
 		r.TimeoutMs = rapid.Int64Range(minAdversaryTimeoutMs, maxAdversaryTimeoutMs).Draw(t, "timeout ms")
@@ -224,6 +231,28 @@ func (a *adversary) drawZombieBump(t *rapid.T) model.Op {
 	r := model.NewRequest()
 	r.TransactionalID, r.ProducerID, r.Epoch = c.txnID, c.pid, c.epoch
 	return model.Op{Kind: model.InitProducerID, Req: r}
+}
+
+// drawIdempotentBump is an idempotent producer bumping its own epoch, as
+// Kafka's producer does on its side after UNKNOWN_PRODUCER_ID or an
+// expired batch (no request to the coordinator: KIP-360's client-side
+// bump): its next write carries the epoch above, at sequence 0, or at a
+// sequence it did not restart.
+func (a *adversary) drawIdempotentBump(t *rapid.T) model.Op {
+	var idempotent []credential
+	for _, c := range a.granted {
+		if c.txnID == "" {
+			idempotent = append(idempotent, c)
+		}
+	}
+	if len(idempotent) == 0 {
+		return model.Op{}
+	}
+	c := rapid.SampledFrom(idempotent).Draw(t, "idempotent credential")
+	c.epoch++
+	a.grant(c)
+	part := model.Partition(fmt.Sprintf("%s-%d", writerTopic, rapid.IntRange(0, 1).Draw(t, "partition")))
+	return a.write(t, requestOf(c), part)
 }
 
 // drawCredential is, half the time, the newest credential granted (a
@@ -245,8 +274,15 @@ func (a *adversary) drawCredential(t *rapid.T) (credential, bool) {
 // drawCoordinatorCredential is a granted credential, or one with a
 // producer id no broker granted: the coordinator must refuse it
 // (INVALID_PRODUCER_ID_MAPPING).
+//
+// Or an epoch above any granted: only the coordinator knows which epochs
+// it handed out, and it must fence those too (KIP-98: any epoch but the
+// current one).
 func (a *adversary) drawCoordinatorCredential(t *rapid.T) credential {
-	if c, ok := a.drawCredential(t); ok && rapid.Bool().Draw(t, "granted producer id") {
+	if c, ok := a.drawCredential(t); ok && c.txnID != "" && rapid.Bool().Draw(t, "granted producer id") {
+		if rapid.IntRange(0, 3).Draw(t, "epoch above") == 0 {
+			c.epoch += int16(rapid.IntRange(1, 2).Draw(t, "epochs above"))
+		}
 		return c
 	}
 	return credential{
@@ -328,7 +364,8 @@ func (a *adversary) write(t *rapid.T, r model.Request, part model.Partition) mod
 	r.Partition = part
 	r.Sequence = a.seqs[sequenceSpace(r)]
 	if !rapid.Bool().Draw(t, "next sequence") {
-		r.Sequence += int32(rapid.SampledFrom([]int{-1, 1, 2}).Draw(t, "sequence skew"))
+		// A retry's, a gap, or a restart at 0.
+		r.Sequence = max(0, r.Sequence+int32(rapid.SampledFrom([]int{-1, 1, 2, -1 << 20}).Draw(t, "sequence skew")))
 	}
 	a.keys++
 	key := fmt.Sprintf("junk-%s-%d", a.name, a.keys)

@@ -13,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/internal/files"
+	"github.com/fencecheck/fencecheck/report"
 )
 
 // Run names what was explored, so that a bundle can be replayed.
@@ -26,6 +27,9 @@ type Run struct {
 	Brokers      string `json:"brokers,omitempty"`
 	// Mutants are the seeded bugs switched on in the optimised broker.
 	Mutants []string `json:"mutants,omitempty"`
+	// Known is the --known findings file the run went past ("" the
+	// target's default, "none" none).
+	Known string `json:"known,omitempty"`
 	// Workload names the workload that drew the interleaving (WriteBundle
 	// fills it in): rapid's fail file is a list of draws, which replay
 	// the same interleaving only under the same workload.
@@ -36,7 +40,7 @@ type Run struct {
 // what an action draws, what a run draws to set up its world, or how the
 // quiet phase moves the processes changes: saved fail files then stop
 // replaying, and say why.
-const drawsVersion = 5
+const drawsVersion = 6
 
 // workloadOf is drawsVersion with the scenario's action names.
 func workloadOf(scenario string) string {
@@ -68,19 +72,23 @@ const (
 	// BundleWholeHistory is the whole run the history was cut from.
 	BundleWholeHistory = "whole-history.json"
 	BundleTimeline     = "timeline.md"
-	BundleHTML         = "report.html"
-	BundleRun          = "run.json"
-	BundleFailFile     = "rapid.fail"
-	bundleReadme       = "README.md"
+	// BundleHTML is the counterexample's page (package report), which
+	// links to porcupine's view, BundlePorcupine.
+	BundleHTML      = "report.html"
+	BundlePorcupine = "porcupine.html"
+	BundleRun       = "run.json"
+	BundleFailFile  = "rapid.fail"
+	bundleReadme    = "README.md"
 )
 
 // WriteBundle writes a counterexample as a bug report into dir (created if
 // missing; "" makes a fresh directory under the system's temporary one):
-// the history (HISTORY.md format), the timeline, porcupine's HTML, the
+// the history (HISTORY.md format), the timeline, the page that draws it,
+// porcupine's HTML, the
 // actions rapid shrank it to, and how to replay it. It returns the
 // directory.
 func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, error) {
-	h, report, steps, ok := f.Found()
+	h, verdicts, steps, ok := f.Found()
 	if !ok {
 		return "", fmt.Errorf("no counterexample to write")
 	}
@@ -93,10 +101,13 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 	writes := map[string]func(io.Writer) error{
 		BundleHistory:      func(w io.Writer) error { return histories.Save(w, h) },
 		BundleWholeHistory: func(w io.Writer) error { return histories.Save(w, f.wholeHistory()) },
-		BundleTimeline:     report.WriteTimeline,
-		BundleHTML:         visual.WriteHTML,
-		BundleRun:          func(w io.Writer) error { return writeJSON(w, run) },
-		bundleReadme:       func(w io.Writer) error { return writeReadme(w, run, report, steps, dir) },
+		BundleTimeline:     verdicts.WriteTimeline,
+		BundleHTML: func(w io.Writer) error {
+			return report.Write(w, visual, report.Options{Porcupine: BundlePorcupine})
+		},
+		BundlePorcupine: visual.WriteHTML,
+		BundleRun:       func(w io.Writer) error { return writeJSON(w, run) },
+		bundleReadme:    func(w io.Writer) error { return writeReadme(w, run, verdicts, steps, dir) },
 	}
 	for name, write := range writes {
 		if err := files.Write(filepath.Join(dir, name), write); err != nil {
@@ -124,7 +135,7 @@ func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, di
 	for _, v := range report.Verdicts {
 		fmt.Fprintf(&b, "    %s\n", v)
 	}
-	fmt.Fprintf(&b, "\nThe timeline is in %s, porcupine's view in %s, the history in %s: the run up to the moment its first broken check broke (%s is the whole run).\n\n", BundleTimeline, BundleHTML, BundleHistory, BundleWholeHistory)
+	fmt.Fprintf(&b, "\nOpen %s in a browser: the timeline, the processes' lanes, the partitions' logs and each violation on one page. The timeline is also in %s, porcupine's view in %s, the history in %s: the run up to the moment its first broken check broke (%s is the whole run).\n\n", BundleHTML, BundleTimeline, BundlePorcupine, BundleHistory, BundleWholeHistory)
 	fmt.Fprintf(&b, "## Replay\n\n    go run ./cmd/fencecheck check %s\n", filepath.Join(dir, BundleHistory))
 	fmt.Fprintf(&b, "    go run ./cmd/fencecheck replay %s\n\n", dir)
 	b.WriteString("The first judges the recorded history again; the second runs the same interleaving against the target again.\n\n")

@@ -17,10 +17,12 @@ const maxCuts = 16
 // is broken by the whole), with that prefix's report. A run that only
 // fails to make progress is its whole history: progress is judged at the
 // end.
-func cutAtViolation(h histories.History, whole checker.Report) (histories.History, checker.Report) {
+//
+// Only the verdicts that matter count: the cut must break one of them.
+func cutAtViolation(h histories.History, whole checker.Report, matters func(checker.Verdict) bool) (histories.History, checker.Report) {
 	best, bestReport := h, whole
 	for _, v := range whole.Verdicts {
-		if v.Status != checker.Violated || v.Check == checker.Progress {
+		if !matters(v) || v.Check == checker.Progress {
 			continue
 		}
 		for _, t := range momentsFrom(h, v.Violations[0].Op) {
@@ -28,7 +30,7 @@ func cutAtViolation(h histories.History, whole checker.Report) (histories.Histor
 			if len(cut.Ops) >= len(best.Ops) {
 				break
 			}
-			if report := checker.Check(cut, checker.Options{}); report.Verdict(v.Check).Status == checker.Violated {
+			if report := checker.Check(cut, checker.Options{}); matters(report.Verdict(v.Check)) {
 				best, bestReport = cut, report
 				break
 			}

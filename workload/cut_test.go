@@ -21,7 +21,7 @@ func TestCutAtViolation(t *testing.T) {
 		h, err := histories.LoadFile(file)
 		require.NoError(t, err)
 		whole := checker.Check(h, checker.Options{})
-		cut, report := cutAtViolation(h, whole)
+		cut, report := cutAtViolation(h, whole, func(v checker.Verdict) bool { return v.Status == checker.Violated })
 		if whole.Held() {
 			continue
 		}

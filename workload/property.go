@@ -3,6 +3,7 @@ package workload
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,16 @@ type Options struct {
 	Coverage *Coverage
 	// Observe, when set, sees every finished history.
 	Observe func(histories.History)
+	// Known are findings that do not fail the property: a run that breaks
+	// a check only as one of them does goes on, and the finding is
+	// counted in Sightings. Error-code differences never fail it either.
+	Known checker.Known
+	// Sightings, when set, collects what the runs met and went past.
+	Sightings *Sightings
+	// Hunt, when set, is the one signature that fails the property: an
+	// exploration that looks for it alone, to shrink an error-code
+	// difference or a known finding to its shortest run.
+	Hunt *checker.Signature
 	// shorterThan, when set, is the length of the counterexample to
 	// beat: only a violation in fewer operations fails the property.
 	shorterThan int
@@ -86,6 +97,9 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
 		r.shorterThan = opts.shorterThan
+		r.known, r.hunt = opts.Known, opts.Hunt
+		r.sightings = map[checker.Signature]*Sighting{}
+		defer func() { opts.Sightings.add(r.sightings) }()
 		acts := r.untilDecided(boundActions(r.actions()))
 		acts[""] = func(*rapid.T) { r.checkSoFar() }
 		t.Repeat(acts)
@@ -158,18 +172,62 @@ func (r *run) checkSoFar() {
 func (r *run) decided() bool { return r.broken != nil || r.tooLong }
 
 // judge checks h, and keeps it as the run's counterexample if it breaks a
-// check and counts.
+// check in a way that fails the property (see fails), and counts.
+// Anything else it breaks is a sighting, and the run goes on.
 func (r *run) judge(h histories.History) {
 	h.Ops = append([]histories.Op(nil), h.Ops...)
 	report := checker.Check(h, checker.Options{})
 	if report.Held() {
 		return
 	}
-	cut, report := cutAtViolation(h, report)
+	r.sight(h, report)
+	if !slices.ContainsFunc(report.Verdicts, r.fails) {
+		return
+	}
+	cut, report := cutAtViolation(h, report, r.fails)
 	if !r.counts(cut) {
 		return
 	}
 	r.broken = &brokenRun{cut: cut, whole: h, report: report, steps: append([]string(nil), r.steps...)}
+}
+
+// fails reports whether a verdict fails the property: a violation of a
+// safety or progress check that no known finding explains. An error-code
+// difference never does: the broker refused rightly, and exploring on
+// finds what else it does.
+func (r *run) fails(v checker.Verdict) bool {
+	if r.hunt != nil {
+		return v.Status == checker.Violated && signatureOf(r.h, v) == *r.hunt
+	}
+	if v.Status != checker.Violated || v.Check == checker.ErrorCodes {
+		return false
+	}
+	_, known := r.known.Match(signatureOf(r.h, v))
+	return !known
+}
+
+// sight records, once per run, each error-code difference and known
+// finding the report shows, cut at the moment its check broke.
+func (r *run) sight(h histories.History, report checker.Report) {
+	for _, v := range report.Verdicts {
+		if v.Status != checker.Violated || r.fails(v) {
+			continue
+		}
+		sig := signatureOf(h, v)
+		if _, seen := r.sightings[sig]; seen {
+			continue
+		}
+		check := v.Check
+		cut, cutReport := cutAtViolation(h, report, func(w checker.Verdict) bool { return w.Check == check && w.Status == checker.Violated })
+		known, _ := r.known.Match(sig)
+		r.sightings[sig] = &Sighting{Signature: sig, Known: known.Name, History: cut, Report: cutReport}
+	}
+}
+
+// signatureOf is the signature of verdict v on history h.
+func signatureOf(h histories.History, v checker.Verdict) checker.Signature {
+	sigs := checker.Report{History: h, Verdicts: []checker.Verdict{v}}.Signatures()
+	return sigs[0]
 }
 
 // untilDecided makes every action do nothing once the run is decided.

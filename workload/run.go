@@ -7,6 +7,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -78,6 +79,11 @@ type run struct {
 	// set once no counterexample the run could still give would count.
 	broken  *brokenRun
 	tooLong bool
+	// known are the findings that do not fail the run, and sightings what
+	// it met and went past (see judge).
+	known     checker.Known
+	hunt      *checker.Signature
+	sightings map[checker.Signature]*Sighting
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.
 	answers, checkedAnswers int

@@ -11,7 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-const shorterSeed = 3
+const shorterSeed = 8
 
 // TestShorterCounts: while a counterexample is looked for again, only one
 // with fewer operations counts.

@@ -12,11 +12,12 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/internal/files"
+	"github.com/fencecheck/fencecheck/report"
 )
 
 type checkFlags struct {
-	html, timeline string
-	timeout        time.Duration
+	html, timeline, report string
+	timeout                time.Duration
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -24,13 +25,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")
+	fs.StringVar(&f.report, "report", "", "write the counterexample page (timeline, process lanes, partition logs, violations; self-contained HTML) to `FILE` (with several histories, FILE-NAME.html for each); it links to the --html page when there is one")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
 	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` for each 100,000 operations (it then says unknown)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
+		fmt.Fprint(stderr, "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
 			"Checks each history file and prints one line per check:\n"+
 			"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
-			"  offsets-monotonic, progress: each ok, VIOLATED op N (why), unknown (why)\n"+
+			"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
 			"  or skipped. With several files, each file's lines follow '== FILE'.\n"+
 			"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
 			"2 a file is unusable (the message names the operation and the field).\n\nFlags:\n")
@@ -97,16 +99,39 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 	return exitHeld
 }
 
-func writeReports(report checker.Report, file string, f checkFlags, several bool) error {
+func writeReports(rep checker.Report, file string, f checkFlags, several bool) error {
+	porcupinePath := outputPath(f.html, file, ".html", several)
 	if f.html != "" {
-		if err := files.Write(outputPath(f.html, file, ".html", several), report.WriteHTML); err != nil {
+		if err := files.Write(porcupinePath, rep.WriteHTML); err != nil {
+			return err
+		}
+	}
+	if f.report != "" {
+		pagePath := outputPath(f.report, file, ".html", several)
+		opts := report.Options{Porcupine: linkTo(pagePath, porcupinePath, f.html != "")}
+		write := func(w io.Writer) error { return report.Write(w, rep, opts) }
+		if err := files.Write(pagePath, write); err != nil {
 			return err
 		}
 	}
 	if f.timeline != "" {
-		return files.Write(outputPath(f.timeline, file, ".md", several), report.WriteTimeline)
+		return files.Write(outputPath(f.timeline, file, ".md", several), rep.WriteTimeline)
 	}
 	return nil
+}
+
+// linkTo is the address of target as the page at from links to it: a path
+// relative to the page's directory, or "" when there is no target.
+func linkTo(from, target string, exists bool) string {
+	if !exists {
+		return ""
+	}
+	rel, err := filepath.Rel(filepath.Dir(from), target)
+	if err != nil {
+		abs, _ := filepath.Abs(target)
+		return "file://" + filepath.ToSlash(abs)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // outputPath is the report file for one history: the flag's path, or with

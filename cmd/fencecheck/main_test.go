@@ -21,7 +21,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 func TestCheckExitCodes(t *testing.T) {
 	code, out, _ := runCLI("check", canonical+"seed-000-zombie-fenced.json")
 	require.Equal(t, exitHeld, code)
-	require.Equal(t, "linearizable: ok\none-live-producer: ok\nexactly-once: ok\nno-aborted-read: ok\noffsets-monotonic: ok\nprogress: ok\n", out)
+	require.Equal(t, "linearizable: ok\none-live-producer: ok\nexactly-once: ok\nno-aborted-read: ok\noffsets-monotonic: ok\nprogress: ok\nerror-codes: ok\n", out)
 
 	code, out, _ = runCLI("check", canonical+"seed-000-zombie-accepted.json")
 	require.Equal(t, exitViolated, code)
@@ -33,9 +33,9 @@ func TestCheckSeveralFiles(t *testing.T) {
 	code, out, _ := runCLI("check", fenced, accepted)
 	require.Equal(t, exitViolated, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 14)
+	require.Len(t, lines, 16)
 	require.Equal(t, "== "+fenced, lines[0])
-	require.Equal(t, "== "+accepted, lines[7])
+	require.Equal(t, "== "+accepted, lines[8])
 }
 
 func TestCheckUnusableInput(t *testing.T) {
@@ -83,13 +83,36 @@ func TestCheckWritesReports(t *testing.T) {
 	require.Contains(t, string(page), "breaks one-live-producer")
 }
 
+// TestCheckWritesThePage: --report writes the counterexample's page, linked
+// to porcupine's when --html writes one too; with several histories each
+// gets its own, as with --html.
+func TestCheckWritesThePage(t *testing.T) {
+	dir := t.TempDir()
+	page, porcupine := filepath.Join(dir, "page.html"), filepath.Join(dir, "porcupine.html")
+	code, _, _ := runCLI("check", canonical+"seed-000-zombie-accepted.json", "--report", page, "--html", porcupine)
+	require.Equal(t, exitViolated, code)
+	data, err := os.ReadFile(page)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `id="log-fares-2"`)
+	require.Contains(t, string(data), `data-breaks="linearizable one-live-producer"`)
+	require.Contains(t, string(data), `href="porcupine.html"`)
+
+	code, _, _ = runCLI("check", "--report", filepath.Join(dir, "r.html"), canonical+"seed-000-zombie-accepted.json", canonical+"seed-000-zombie-fenced.json")
+	require.Equal(t, exitViolated, code)
+	for _, name := range []string{"r-seed-000-zombie-accepted.html", "r-seed-000-zombie-fenced.html"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.NotContains(t, string(data), `id="porcupine"`, "no porcupine page was written to link to")
+	}
+}
+
 func TestHelp(t *testing.T) {
 	code, out, _ := runCLI("--help")
 	require.Equal(t, exitHeld, code)
 	require.Contains(t, out, "fencecheck check")
 	code, _, errOut := runCLI("check", "--help")
 	require.Equal(t, exitHeld, code)
-	for _, flag := range []string{"-html", "-timeline", "-timeout"} {
+	for _, flag := range []string{"-report", "-html", "-timeline", "-timeout"} {
 		require.Contains(t, errOut, flag)
 	}
 }
@@ -102,9 +125,13 @@ func TestRunWritesABundleThatReplays(t *testing.T) {
 	code, out, _ := runCLI("run", "--target", "model", "--scenario", "fresh-id-per-start", "--seed", "1795956588588570039", "--out", dir)
 	require.Equal(t, exitViolated, code, out)
 	require.Contains(t, out, "**breaks exactly-once**")
-	for _, f := range []string{"history.json", "whole-history.json", "timeline.md", "report.html", "run.json", "rapid.fail", "README.md"} {
+	for _, f := range []string{"history.json", "whole-history.json", "timeline.md", "report.html", "porcupine.html", "run.json", "rapid.fail", "README.md"} {
 		require.FileExists(t, filepath.Join(dir, f))
 	}
+
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(page), `href="porcupine.html"`)
 
 	code, replayed, _ := runCLI("replay", dir)
 	require.Equal(t, exitViolated, code, replayed)

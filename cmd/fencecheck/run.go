@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/impl"
-	"github.com/fencecheck/fencecheck/impl/kafka"
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/workload"
 )
@@ -70,6 +73,8 @@ type runFlags struct {
 	checks, steps         int
 	shrinkTime            time.Duration
 	txnVersion            int
+	knownFile             string
+	known                 checker.Known
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -86,6 +91,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
 	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`")
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
+	fs.StringVar(&f.knownFile, "known", "", "a known-findings `FILE` (fencecheck/known/v1): violations it lists are counted and reported, and exploring goes on; default for --target kfake its own list (kafka/known.json), none elsewhere; 'none' for none")
 	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: fencecheck run [flags]\n\n"+
@@ -93,8 +99,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			"workers, with zombies, restarts and rebalances, against a broker, and checks\n"+
 			"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
 			"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
-			"Progress goes to stderr. Exit status: 0 every check held, 1 a violation was\n"+
-			"found (a misconfiguration is expected to give one), 2 bad flags.\n\nFlags:\n")
+			"Known findings (--known) and error-code differences (a rightful refusal\n"+
+			"with another error code than Kafka's) do not stop exploring: each is\n"+
+			"counted and reported with the shortest history that showed it.\n"+
+			"Progress goes to stderr. Exit status: 0 nothing new was found, 1 a\n"+
+			"violation or an error-code difference that --known does not list (a\n"+
+			"misconfiguration is expected to give one), 2 bad flags.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -170,6 +180,9 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 	if err := f.settleKafkaVersion(); err != nil {
 		return nil, err
 	}
+	if err := f.loadKnown(); err != nil {
+		return nil, fmt.Errorf("--known: %w", err)
+	}
 	if f.scenario == "all" {
 		return workload.Scenarios, nil
 	}
@@ -207,24 +220,96 @@ func (f *runFlags) settleKafkaVersion() error {
 	return nil
 }
 
+// loadKnown reads --known: kfake's own list by default.
+func (f *runFlags) loadKnown() error {
+	switch {
+	case f.knownFile == "none":
+		return nil
+	case f.knownFile != "":
+		var err error
+		f.known, err = checker.LoadKnownFile(f.knownFile)
+		return err
+	case f.target == "kfake":
+		f.known = kafka.KnownFindings()
+	}
+	return nil
+}
+
 func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
-	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion}
-	out, err := workload.Explore(opts, workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}, stderr)
+	sightings := workload.NewSightings()
+	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Sightings: sightings}
+	budget := workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}
+	out, err := workload.Explore(opts, budget, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
 	}
 	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.targetName(), f.txnVersion, out.Seed, sc.About())
+	budget.Seed = out.Seed
 	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed,
-		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants))}
-	return reportOutcome(out, run, f.out, stdout, stderr)
+		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants)), Known: f.knownFile}
+	exit := reportOutcome(out, run, f.out, stdout, stderr)
+	all := sightings.All()
+	for i, sg := range all {
+		if sg.Known != "" {
+			continue
+		}
+		// One shrunk example of each error-code difference.
+		fmt.Fprintf(stderr, "fencecheck: shrinking the error-code difference %s\n", sg.Signature)
+		if all[i], err = workload.Shrink(opts, budget, sg); err != nil {
+			fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
+		}
+	}
+	return max(exit, reportSightings(all, f.out, sc.Name, stdout, stderr))
+}
+
+// reportSightings prints what the exploration met and went past: each
+// error-code difference with the shortest history that showed it (saved
+// beside the bug report), then each known finding with how often. It is
+// exitViolated when an error-code difference is not a known finding.
+func reportSightings(all []workload.Sighting, dir, scenario string, stdout, stderr io.Writer) int {
+	exit := exitHeld
+	for i, sg := range all {
+		if sg.Known != "" {
+			fmt.Fprintf(stdout, "known finding %s: met in %d interleavings (%s)\n", sg.Known, sg.Runs, sg.Signature)
+			continue
+		}
+		exit = exitViolated
+		fmt.Fprintf(stdout, "\nERROR CODE (the refusal is right, its code is not Kafka's): %s, in %d interleavings; shrunk to %d operations:\n\n",
+			sg.Signature, sg.Runs, len(sg.History.Ops))
+		if err := sg.Report.WriteTimeline(stdout); err != nil {
+			fmt.Fprintf(stderr, "fencecheck: %v\n", err)
+		}
+		path, err := saveSighting(dir, fmt.Sprintf("%s-error-code-%d.json", scenario, i+1), sg.History)
+		if err != nil {
+			fmt.Fprintf(stderr, "fencecheck: saving the history: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(stdout, "\nhistory: %s\nreplay:  fencecheck check %s\n", path, path)
+	}
+	return exit
+}
+
+// saveSighting writes a sighting's history into dir ("" makes a fresh
+// directory under the system's temporary one).
+func saveSighting(dir, name string, h histories.History) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "fencecheck-findings-"); err != nil {
+			return "", err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	return path, histories.SaveFile(path, h)
 }
 
 // reportOutcome prints what an exploration found: every check held, or the
 // shrunk timeline, its verdicts and where its bug report went.
 func reportOutcome(out workload.Outcome, run workload.Run, dir string, stdout, stderr io.Writer) int {
 	if out.Failure == nil {
-		fmt.Fprintf(stdout, "every check held over %d interleavings (%d operations)\n", out.Checks, out.Ops)
+		fmt.Fprintf(stdout, "no violation of safety or progress over %d interleavings (%d operations)\n", out.Checks, out.Ops)
 		return exitHeld
 	}
 	h, report, steps, _ := out.Failure.Found()
@@ -286,7 +371,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
 		return exitUsage
 	}
-	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion}
+	f.knownFile = run.Known
+	if err := f.loadKnown(); err != nil {
+		fmt.Fprintf(stderr, "fencecheck replay: the bundle's known findings: %v\n", err)
+		return exitUsage
+	}
+	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion, Known: f.known}
 	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: 30}, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)

@@ -48,7 +48,7 @@ func TestFencedProduceStartsNothing(t *testing.T) {
 
 // An abort with no transaction open: Kafka 3.x refuses it
 // (INVALID_TXN_STATE); Kafka 4 under transactions v2 accepts it and bumps
-// the epoch (KAFKA-18464). See FINDINGS.md for who diverges.
+// the epoch, as the model does (FINDINGS.md, findings 2 and 3).
 func TestEmptyAbort(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, s *scenario) {
 		a := s.begin("A", "fare-writer-7")
@@ -78,5 +78,25 @@ func TestZombieCannotBumpStaleEpoch(t *testing.T) {
 			s.ok("A", model.Produce, a.produce(fares2, 0, "trip-9002"))
 		}
 		s.check("zombie-wins-id-back")
+	})
+}
+
+// A producer fenced by a new owner's init, its transaction open, aborts.
+// Kafka fences in two steps: the init bumps the epoch, aborts and answers
+// CONCURRENT_TRANSACTIONS; its retry bumps again, so the new owner holds
+// an epoch two above the fenced producer's, and the fenced producer's
+// abort (a retry's epoch, one behind the first bump) can never be handed
+// the new owner's session. The model accepts the one-step answer too, and
+// then the fenced producer's commit and abort must be PRODUCER_FENCED.
+func TestFencedAbortAfterInit(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-7", fares2)
+		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-9001"))
+		owner := s.ok("B", model.InitProducerID, initRequest("fare-writer-7"))
+		commit := s.send("A", model.EndTxn, a.endTxn(true))
+		require.False(t, commit.Succeeded(), "%+v", commit)
+		abort := s.send("A", model.EndTxn, a.endTxn(false))
+		t.Logf("new owner at epoch %d; the fenced producer's abort: %+v", owner.Epoch, abort)
+		s.check("fenced-abort-after-init")
 	})
 }

@@ -11,7 +11,7 @@ import (
 // A member that does not rejoin while another member's join rebalances the
 // group is dropped by the coordinator when the rebalance times out (Kafka's
 // classic group protocol); its later rejoin with the old member id is
-// UNKNOWN_MEMBER_ID. The model keeps the member (FINDINGS.md, finding 7).
+// UNKNOWN_MEMBER_ID, which the model accepts (FINDINGS.md, finding 7).
 // Here W1's process is paused as a whole: its heartbeats stop too.
 func TestDroppedMemberRejoins(t *testing.T) {
 	trips0 := model.Partition("trips-0")

@@ -86,3 +86,18 @@ func TestReadIsolation(t *testing.T) {
 		s.check("read-isolation")
 	})
 }
+
+// A broker restart keeps an open transaction: the coordinator logged its
+// partitions to __transaction_state (KIP-98), so the producer writes on
+// into it after the restart. Under transactions v1 kfake forgets them
+// (FINDINGS.md, 13).
+func TestRestartKeepsOpenTransaction(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-7", fares2)
+		s.rec.Fault("broker", model.BrokerRestart, model.Request{})
+		s.target.Restart()
+		s.send("A", model.Produce, a.produce(fares2, 0, "trip-9001"))
+		s.send("A", model.EndTxn, a.endTxn(true))
+		s.check("restart-keeps-open-txn")
+	})
+}

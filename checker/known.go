@@ -1,0 +1,164 @@
+package checker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Signature is how a history breaks a check, in terms that stay the same
+// from one run to the next (never operation ids): the check, the type of
+// the operation that breaks it, the model's rule that refuses its answer
+// (empty for the invariants), and the class of that answer.
+type Signature struct {
+	Check  string      `json:"check"`
+	Type   model.Kind  `json:"type"`
+	Rule   string      `json:"rule,omitempty"`
+	Answer model.Class `json:"answer"`
+}
+
+func (s Signature) String() string {
+	rule := ""
+	if s.Rule != "" {
+		rule = " by rule " + s.Rule
+	}
+	return fmt.Sprintf("%s at %s answered %s%s", s.Check, s.Type, s.Answer, rule)
+}
+
+// Signatures are the ways the report's history breaks its checks: one per
+// violated check, from its first violation.
+func (r Report) Signatures() []Signature {
+	byID := opsByID(r.History)
+	var sigs []Signature
+	for _, v := range r.Verdicts {
+		if v.Status != Violated {
+			continue
+		}
+		first := v.Violations[0]
+		sig := Signature{Check: v.Check, Rule: first.Rule}
+		if op, ok := byID[first.Op]; ok {
+			sig.Type, sig.Answer = op.Kind, model.ClassOf(op.Result.Err)
+			if op.Result.Undecided() {
+				sig.Answer = model.Undecided
+			}
+		}
+		sigs = append(sigs, sig)
+	}
+	return sigs
+}
+
+// Finding is a known way a broker breaks a check: its name, one line
+// about it, where it is written up, the signatures it shows, and the
+// saved histories that show it.
+type Finding struct {
+	Name      string      `json:"name"`
+	About     string      `json:"about"`
+	WriteUp   string      `json:"write_up,omitempty"`
+	Match     []Signature `json:"match"`
+	Histories []string    `json:"histories,omitempty"`
+}
+
+// Known is a list of known findings (HISTORY.md's sibling format
+// fencecheck/known/v1), so that exploration counts what it meets again
+// and goes on looking for what is new.
+type Known struct {
+	Findings []Finding
+}
+
+// KnownFormat names the known-findings format.
+const KnownFormat = "fencecheck/known/v1"
+
+// LoadKnown reads a known-findings document. The error names the finding
+// and the field that is wrong.
+func LoadKnown(r io.Reader) (Known, error) {
+	var doc struct {
+		Format   string    `json:"format"`
+		Findings []Finding `json:"findings"`
+	}
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return Known{}, fmt.Errorf("not a known-findings document: %w", err)
+	}
+	if doc.Format != KnownFormat {
+		return Known{}, fmt.Errorf("format must be %q, got %q", KnownFormat, doc.Format)
+	}
+	for i, f := range doc.Findings {
+		if err := f.valid(); err != nil {
+			return Known{}, fmt.Errorf("findings[%d] (%q): %w", i, f.Name, err)
+		}
+	}
+	return Known{Findings: doc.Findings}, nil
+}
+
+// LoadKnownFile reads the known-findings document at path.
+func LoadKnownFile(path string) (Known, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Known{}, err
+	}
+	defer f.Close()
+	k, err := LoadKnown(f)
+	if err != nil {
+		return Known{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return k, nil
+}
+
+func (f Finding) valid() error {
+	if f.Name == "" {
+		return errors.New("name is required")
+	}
+	if len(f.Match) == 0 {
+		return errors.New("match needs at least one signature")
+	}
+	for j, s := range f.Match {
+		switch {
+		case !slices.Contains(Checks, s.Check):
+			return fmt.Errorf("match[%d].check: %q is not one of %v", j, s.Check, Checks)
+		case !slices.Contains(model.Kinds, s.Type):
+			return fmt.Errorf("match[%d].type: %q is not an operation type", j, s.Type)
+		case !knownClass(s.Answer):
+			return fmt.Errorf("match[%d].answer: %q is not an answer class", j, s.Answer)
+		}
+	}
+	return nil
+}
+
+func knownClass(c model.Class) bool {
+	if c == model.Success || c == model.Undecided {
+		return true
+	}
+	for _, code := range model.Codes {
+		if model.ClassOf(code) == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Match is the known finding that shows sig, if any.
+func (k Known) Match(sig Signature) (Finding, bool) {
+	for _, f := range k.Findings {
+		if slices.Contains(f.Match, sig) {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
+// Unknown are the signatures of the report that no known finding shows.
+func (k Known) Unknown(r Report) []Signature {
+	var fresh []Signature
+	for _, sig := range r.Signatures() {
+		if _, known := k.Match(sig); !known {
+			fresh = append(fresh, sig)
+		}
+	}
+	return fresh
+}
