@@ -22,6 +22,7 @@ type grant struct {
 	// recognised.
 	kind model.Kind
 	req  model.Request
+	proc string // the process it was handed to
 }
 
 // grantOf is the session op hands out, if any: a successful
@@ -30,7 +31,7 @@ type grant struct {
 // which bumps the epoch.
 func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
 	resp := op.Result.Resp
-	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: op.Req}
+	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: op.Req, proc: op.Proc}
 	switch {
 	case op.Kind == model.TimeoutAbort && resp.TransactionalID != "":
 		// The session it moved on from, which a retry names.
@@ -219,11 +220,16 @@ func (x *grantIndex) firstSuperseding(key sessionKey) int {
 }
 
 // retriesBump reports whether op is a retry of the request that made g
-// (model.RetriesGrant), answered the same session.
+// (model.RetriesGrant), answered the same session; or a request of the
+// process g was handed to, naming the epoch before, answered g's session
+// again: Kafka 4 answers a retry-shaped request at the epoch it moved on
+// from with the current session (lastProducerEpoch), which hands out
+// nothing new, whatever moved it on (a timeout abort the history may not
+// show). Another process answered that session is a second live producer.
 func retriesBump(op histories.Op, g grant) bool {
 	resp := op.Result.Resp
-	return model.RetriesGrant(op.Kind, op.Req, g.kind, g.req) &&
-		resp.ProducerID == g.producerID && resp.Epoch == g.epoch
+	again := resp.ProducerID == g.producerID && resp.Epoch == g.epoch
+	return again && (model.RetriesGrant(op.Kind, op.Req, g.kind, g.req) || (op.Proc == g.proc && g.proc != ""))
 }
 
 // sessionName is "epoch E", or "producer id P epoch E" when the producer id

@@ -55,8 +55,11 @@ func TestOneLiveProducerV2AllowsARetriedEndTxn(t *testing.T) {
 	retry := b.endTxnV2("A", 8, 9, fw0, true, fw1)
 	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 
-	b.op(retry).Req.Commit = false // an abort is no retry of a commit
+	b.op(retry).Req.Commit = false // an abort is no retry of a commit ...
+	b.op(retry).Proc = "A2"        // ... and from another process it is a second producer
 	requireViolation(t, checkOneLiveProducer(analyze(b.h)), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	b.op(retry).Proc = "A"
+	requireHeld(t, checkOneLiveProducer(analyze(b.h))) // A told again of the session it holds
 	b.op(retry).Req.Commit = true
 	b.op(retry).Result.Resp.Epoch = 2 // it ended the next transaction (KAFKA-17754)
 	requireViolation(t, checkOneLiveProducer(analyze(b.h)), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
@@ -143,8 +146,9 @@ func grantOf4001(epoch int16) model.Response {
 // Kafka 4 answers a request shaped as a retry at the epoch it moved on
 // from with the current session, handing out nothing new: a KIP-360 bump
 // after the producer's own v2 end_txn, and an abort after the
-// coordinator's timeout abort (4.0.1+). A session handed to another
-// process by its init is another matter: the fenced producer's abort
+// coordinator's timeout abort (4.0.1+), and any retry-shaped request of
+// the process that holds the session, answered with it. A session handed
+// to another process is another matter: the fenced producer's abort
 // answered with it makes two live producers (kafka/FINDINGS.md, 12).
 func TestOneLiveProducerKafka4RetryShapes(t *testing.T) {
 	b := &historyBuilder{}
@@ -153,7 +157,7 @@ func TestOneLiveProducerKafka4RetryShapes(t *testing.T) {
 	b.endTxnV2("A", 4, 5, fw0, true, fw1)
 	bump := b.add("A", 6, 7, model.InitProducerID, initWith(fw0), granting(fw1))
 	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
-	b.op(bump).Kind = model.EndTxn // an end_txn of epoch 0 after the commit ended it
+	b.op(bump).Kind, b.op(bump).Proc = model.EndTxn, "A2" // another process's end_txn of epoch 0, handed A's session
 	requireViolation(t, checkOneLiveProducer(analyze(b.h)), bump, "")
 
 	b = &historyBuilder{}
@@ -162,7 +166,7 @@ func TestOneLiveProducerKafka4RetryShapes(t *testing.T) {
 	b.timeoutAbort(60_010, fw1)
 	abort := b.endTxnV2("A", 60_020, 60_030, fw0, false, fw1)
 	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
-	b.op(abort).Req.Commit = true // a commit is never answered so
+	b.op(abort).Req.Commit, b.op(abort).Proc = true, "A2" // another process's commit, answered the session
 	requireViolation(t, checkOneLiveProducer(analyze(b.h)), abort, "")
 
 	b = &historyBuilder{}
