@@ -67,7 +67,8 @@ func (b *Broker) isEndTxnRetry(t txnMeta, r model.Request) bool {
 	if r.Commit {
 		wantPhase = model.CompleteCommit
 	}
-	return t.phase == wantPhase && r.Epoch == t.endedEpoch && (r.ProducerID == t.producerID || b.v2)
+	return t.phase == wantPhase && r.Epoch == t.endedEpoch &&
+		(r.ProducerID == t.producerID || (b.v2 && r.ProducerID == t.prevProducerID))
 }
 
 // endTxnAnswer is EndTxn's success: empty, or under KIP-890 the session the

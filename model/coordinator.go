@@ -337,7 +337,11 @@ func (st *step) isEndTxnRetry(t txnMeta, r Request) bool {
 	if r.Commit {
 		wantPhase = CompleteCommit
 	}
-	return t.phase == wantPhase && r.Epoch == t.endedEpoch && (r.ProducerID == t.pid || st.s.opts.TxnVersion >= 2)
+	// The producer id must be the one that ended it: the current one, or
+	// under KIP-890 the one a bump past an exhausted epoch moved on from
+	// (Kafka's retryOnOverflow); any other is INVALID_PRODUCER_ID_MAPPING.
+	return t.phase == wantPhase && r.Epoch == t.endedEpoch &&
+		(r.ProducerID == t.pid || (st.s.opts.TxnVersion >= 2 && r.ProducerID == t.prevPID))
 }
 
 func (st *step) answerEndTxn(t txnMeta) outcome {
