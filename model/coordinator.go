@@ -358,16 +358,17 @@ func (st *step) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
 	for _, p := range t.partitions {
 		st.writeMarker(p, t.pid, markerEpoch, commit)
 	}
-	if commit {
-		for _, name := range slices.Sorted(maps.Keys(t.pending)) {
-			g := st.s.groups[name]
+	for _, name := range slices.Sorted(maps.Keys(t.pending)) {
+		g := st.s.groups[name]
+		if commit {
 			g.committed = maps.Clone(g.committed)
 			if g.committed == nil {
 				g.committed = map[Partition]int64{}
 			}
 			maps.Copy(g.committed, t.pending[name])
-			st.s.setGroup(name, g)
 		}
+		g = g.settling(t.pending[name])
+		st.s.setGroup(name, g)
 	}
 	t.partitions, t.groups, t.pending = nil, nil, nil
 	t.phase = CompleteAbort

@@ -323,6 +323,23 @@ func (g group) preparing(gen int32) bool {
 	return g.answered < g.generation && gen == g.answered
 }
 
+// settling marks the partitions whose pending offsets a transaction's end
+// just made real or dropped: Kafka answers EndTxn before its marker reaches
+// __consumer_offsets, and until it does, an OffsetFetch with require_stable
+// is UNSTABLE_OFFSET_COMMIT (OffsetMetadataManager.fetchOffsets,
+// hasPendingTransactionalOffsets). The window closes when the broker
+// answers one with the offset.
+func (g group) settling(offsets map[Partition]int64) group {
+	g.unsettled = maps.Clone(g.unsettled)
+	if g.unsettled == nil {
+		g.unsettled = map[Partition]bool{}
+	}
+	for p := range offsets {
+		g.unsettled[p] = true
+	}
+	return g
+}
+
 // offsetFetch answers a group's committed offset; with require_stable, not
 // while a transaction holds a pending offset for it (KIP-447).
 func (st *step) offsetFetch(r Request) outcome {
@@ -340,5 +357,14 @@ func (st *step) offsetFetch(r Request) outcome {
 	if got := st.observed(); got != nil && got.Offset != resp.Offset {
 		return bad("committed-offset", "offset %d, but %s's committed offset for %s is %d", got.Offset, r.Group, r.Partition, resp.Offset)
 	}
-	return ok(resp)
+	out := ok(resp)
+	if g := st.s.groups[r.Group]; r.RequireStable && g.unsettled[r.Partition] {
+		out.also = Unstable // the marker may still be on its way
+		if st.observed() != nil {
+			g.unsettled = maps.Clone(g.unsettled)
+			delete(g.unsettled, r.Partition)
+			st.s.setGroup(r.Group, g)
+		}
+	}
+	return out
 }

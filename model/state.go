@@ -144,6 +144,9 @@ type group struct {
 	answered  int32
 	members   map[string]member
 	committed map[Partition]int64
+	// unsettled are the partitions whose offsets a transaction's end
+	// settled and no answer has shown settled yet (see settling).
+	unsettled map[Partition]bool
 }
 
 // Init is the state of a fresh cluster.

@@ -311,7 +311,7 @@ func (a *adversary) drawProduce(t *rapid.T) model.Op {
 		return model.Op{}
 	}
 	part := model.Partition(fmt.Sprintf("%s-%d", writerTopic, rapid.IntRange(0, 1).Draw(t, "partition")))
-	if !a.v2 && !a.added[c][part] {
+	if c.txnID != "" && !a.v2 && !a.added[c][part] {
 		r := requestOf(c)
 		r.Partitions = []model.Partition{part}
 		return model.Op{Kind: model.AddPartitions, Req: r}

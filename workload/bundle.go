@@ -40,7 +40,7 @@ type Run struct {
 // what an action draws, what a run draws to set up its world, or how the
 // quiet phase moves the processes changes: saved fail files then stop
 // replaying, and say why.
-const drawsVersion = 6
+const drawsVersion = 7
 
 // workloadOf is drawsVersion with the scenario's action names.
 func workloadOf(scenario string) string {
