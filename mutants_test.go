@@ -47,10 +47,9 @@ const readableOps = 15
 
 // longestFor is the longest counterexample the test accepts for a mutant:
 // readableOps, but for late-endtxn-hits-next-txn, whose bug needs a
-// delayed EndTxn, a next transaction and a writer's complete restore read,
-// and which shrank to 12, 13, 14 and 17 operations in four runs measured
-// (README, "Seeded bugs"); a search within its 2 minutes cannot promise
-// 15 there.
+// delayed EndTxn and a next transaction, and which shrank to 12, 13, 14
+// and 17 operations in four runs measured (README, "Seeded bugs"); a
+// search within its 2 minutes cannot promise 15 there.
 func longestFor(mutant string) int {
 	if mutant == "late-endtxn-hits-next-txn" {
 		return 20
