@@ -86,21 +86,6 @@ func sessionOf(op histories.Op) (sessionKey, bool) {
 	return key, false
 }
 
-// supersedes reports whether g hands out a session newer than key: a higher
-// epoch of the same producer id, or another producer id granted after key's
-// (the epoch ran out, KIP-360).
-func supersedes(g grant, key sessionKey, grants []grant) bool {
-	if g.producerID == key.producerID {
-		return g.epoch > key.epoch
-	}
-	for _, earlier := range grants {
-		if earlier.producerID == key.producerID && earlier.at < g.at {
-			return true
-		}
-	}
-	return false
-}
-
 // checkOneLiveProducer: once a transactional.id's newer session was handed
 // out, no request of an older session sent after that succeeds (compare the
 // request's call to the grant's return), and no record of an older epoch
@@ -189,8 +174,9 @@ func (x *grantIndex) supersededBefore(op histories.Op, key sessionKey) (grant, b
 	return grant{}, false
 }
 
-// supersedes is the package's supersedes, with the producer id's first
-// grant looked up instead of searched for.
+// supersedes reports whether g hands out a session newer than key: a
+// higher epoch of the same producer id, or another producer id granted
+// after key's first grant (the epoch ran out, KIP-360).
 func (x *grantIndex) supersedes(g grant, key sessionKey) bool {
 	if g.producerID == key.producerID {
 		return g.epoch > key.epoch
