@@ -36,6 +36,7 @@ func (r *run) quiesce() {
 			r.fault(p.name, model.Wake, model.Request{})
 		}
 	}
+	r.deliverInFlight()
 	if r.settle() {
 		r.readOutputs() // what the replicas fencing each other left: no timeout changes it
 		return
@@ -50,6 +51,18 @@ func (r *run) quiesce() {
 	r.clockTick(tickSizes[len(tickSizes)-1])
 	r.settle()
 	r.readOutputs()
+}
+
+// deliverInFlight answers every request in flight once the faults stop.
+// settle's rounds move only the processes with work left, and an idle
+// worker's rejoin sent during the actions would otherwise stay unanswered
+// for good: an undecided request that no fault chose, past maxUndecided.
+func (r *run) deliverInFlight() {
+	for _, p := range r.movable() {
+		if p.sent >= 0 {
+			r.deliver(p, false)
+		}
+	}
 }
 
 // settle runs the processes round-robin, one whole request each, until
