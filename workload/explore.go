@@ -26,6 +26,10 @@ type Budget struct {
 	ShrinkTime time.Duration
 	// Replay is a rapid fail file to replay instead of exploring.
 	Replay string
+	// Parallel is how many interleavings run at once, each on a target
+	// of its own; 0 or 1 runs them one after another. The interleavings
+	// are the same either way (see exploreParallel).
+	Parallel int
 }
 
 // DefaultShrinkTime is how long rapid may shrink a counterexample: four
@@ -119,9 +123,13 @@ func (o Outcome) longerThan(ops int) bool {
 	return len(h.Ops) > ops
 }
 
-// explore is one rapid.Check of the property.
+// explore is one rapid.Check of the property, or with b.Parallel its
+// interleavings run side by side.
 func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	b.ShrinkTime = b.shrinkTime()
+	if b.Parallel > 1 && b.Replay == "" && b.Checks > 1 {
+		return exploreParallel(opts, b, progress)
+	}
 	restore, err := setRapidFlags(b)
 	if err != nil {
 		return Outcome{}, err

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -70,6 +71,31 @@ func compareSignatures(a, b checker.Signature) int {
 }
 
 // add counts one interleaving's sightings.
+// merge adds what another exploration's runs met, as if its runs had come
+// after these.
+func (s *Sightings) merge(other *Sightings) {
+	if s == nil || other == nil {
+		return
+	}
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sig := range slices.SortedFunc(maps.Keys(other.seen), compareSignatures) {
+		sg := other.seen[sig]
+		old, ok := s.seen[sig]
+		if !ok {
+			copied := *sg
+			s.seen[sig] = &copied
+			continue
+		}
+		old.Runs += sg.Runs
+		if len(sg.History.Ops) < len(old.History.Ops) {
+			old.History, old.Report = sg.History, sg.Report
+		}
+	}
+}
+
 func (s *Sightings) add(run map[checker.Signature]*Sighting) {
 	if s == nil {
 		return
