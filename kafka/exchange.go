@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,6 +17,7 @@ func exchange[R kmsg.Response](ctx context.Context, t *Target, kind model.Kind, 
 	ctx, cancel := t.requestCtx(ctx)
 	defer cancel()
 	resp, err := t.routes.send(ctx, rt, req)
+	t.clock.exchanged(req, resp, time.Now())
 	if err != nil {
 		if errors.Is(err, errNotSent) {
 			// Never applied, but the format has no word for "refused

@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -73,6 +75,7 @@ func (t *Target) join(ctx context.Context, group string, r model.Request, via *k
 		if undecided != nil {
 			return nil, undecided
 		}
+		t.sawMemberID(resp.MemberID)
 		if resp.ErrorCode != kerr.MemberIDRequired.Code || member != "" {
 			return resp, nil
 		}
@@ -90,6 +93,7 @@ func (t *Target) joinRequest(group, member string, r model.Request) *kmsg.JoinGr
 		session = model.DefaultSessionTimeoutMs
 	}
 	req.SessionTimeoutMillis = t.scaledMs(session)
+	t.clock.sessionTimeout(group, session)
 	req.RebalanceTimeoutMillis = int32(t.cfg.RebalanceTimeout.Milliseconds())
 	meta := kmsg.NewConsumerMemberMetadata()
 	meta.Topics = t.topicsOf(r.Partitions)
@@ -133,6 +137,7 @@ func groupExchange[R kmsg.Response](ctx context.Context, t *Target, via *kgo.Cli
 	ctx, cancel := t.requestCtx(ctx)
 	defer cancel()
 	resp, err := via.Request(ctx, req)
+	t.clock.exchanged(req, resp, time.Now())
 	if err != nil {
 		var zero R
 		res := model.NoAnswer()
@@ -141,13 +146,45 @@ func groupExchange[R kmsg.Response](ctx context.Context, t *Target, via *kgo.Cli
 	return typedAnswer[R](t, model.JoinGroup, resp)
 }
 
-// assign spreads partitions round-robin over the members, sorted by id.
+// sawMemberID numbers the member ids the coordinator hands out, in the
+// order this target first sees them.
+func (t *Target) sawMemberID(id string) {
+	if id == "" {
+		return
+	}
+	t.membersMu.Lock()
+	defer t.membersMu.Unlock()
+	if _, ok := t.memberOrder[id]; !ok {
+		t.memberOrder[id] = len(t.memberOrder)
+	}
+}
+
+// assign spreads partitions round-robin over the members, in the order
+// the target first saw their ids (then by id, for any it never saw). The
+// ids are the broker's, random on kfake: in their own order the same
+// joins would spread the partitions differently from one run to the next,
+// and a seed would not replay its interleaving.
 func (t *Target) assign(members []kmsg.JoinGroupResponseMember, partitions []model.Partition) []kmsg.SyncGroupRequestGroupAssignment {
 	ids := make([]string, 0, len(members))
 	for _, m := range members {
 		ids = append(ids, m.MemberID)
 	}
-	slices.Sort(ids)
+	t.membersMu.Lock()
+	slices.SortFunc(ids, func(a, b string) int {
+		ia, oka := t.memberOrder[a]
+		ib, okb := t.memberOrder[b]
+		switch {
+		case oka && okb:
+			return cmp.Compare(ia, ib)
+		case oka != okb:
+			if oka {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a, b)
+	})
+	t.membersMu.Unlock()
 	if len(ids) == 0 {
 		return nil
 	}

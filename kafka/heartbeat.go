@@ -31,9 +31,13 @@ import (
 
 // member is what the target knows of a group member it joined.
 type member struct {
-	join  model.Request // its last join: group, partitions, session timeout
-	gen   int32
-	alive time.Time   // until then, its client heartbeats
+	join model.Request // its last join: group, partitions, session timeout
+	gen  int32
+	// alive is the model time its session lasts until: till then its
+	// client heartbeats. Model time moves only at Tick; a session
+	// measured on the wall clock would end sooner or later as the
+	// machine is busy, and a seed would not replay its interleaving.
+	alive int64
 	cl    *kgo.Client // its client's, for its heartbeats and rejoins
 }
 
@@ -46,7 +50,8 @@ func (t *Target) noteMember(id string, join *model.Request, gen int32) {
 		return
 	}
 	if !ok {
-		cl, err := kgo.NewClient(t.clientOpts()...)
+		// Its heartbeats and rejoins are all it sends: no telemetry.
+		cl, err := kgo.NewClient(append(t.clientOpts(), kgo.DisableClientMetrics())...)
 		if err != nil {
 			t.cfg.Logf("kafka: no heartbeats for %s: %v", id, err)
 			return
@@ -61,7 +66,7 @@ func (t *Target) noteMember(id string, join *model.Request, gen int32) {
 	if session <= 0 {
 		session = model.DefaultSessionTimeoutMs
 	}
-	m.alive = time.Now().Add(t.realDuration(session))
+	m.alive = t.clock.time() + session
 }
 
 func (t *Target) forgetMember(id string) {
@@ -70,6 +75,34 @@ func (t *Target) forgetMember(id string) {
 	if m, ok := t.members[id]; ok {
 		m.cl.Close()
 		delete(t.members, id)
+	}
+}
+
+// disconnectMembers closes every member's client before a restart, and
+// reconnectMembers gives each a new one after it, as Restart does for the
+// target's own: the old ones' connections die with the cluster, and their
+// first requests after it would go to the dead ones and wait out kgo's
+// retry backoff (about 250 ms) before they found the coordinator again,
+// past the rebalance timeout of a join that waits for their rejoins.
+func (t *Target) disconnectMembers() {
+	t.membersMu.Lock()
+	defer t.membersMu.Unlock()
+	for _, m := range t.members {
+		m.cl.Close()
+	}
+}
+
+func (t *Target) reconnectMembers() {
+	t.membersMu.Lock()
+	defer t.membersMu.Unlock()
+	for id, m := range t.members {
+		cl, err := kgo.NewClient(append(t.clientOpts(), kgo.DisableClientMetrics())...)
+		if err != nil {
+			t.cfg.Logf("kafka: no heartbeats for %s after the restart: %v", id, err)
+			delete(t.members, id)
+			continue
+		}
+		m.cl = cl
 	}
 }
 
@@ -88,10 +121,10 @@ func (t *Target) forgetMembers() {
 func (t *Target) othersAlive(group, id string) map[string]member {
 	t.membersMu.Lock()
 	defer t.membersMu.Unlock()
-	now := time.Now()
+	now := t.clock.time()
 	alive := map[string]member{}
 	for other, m := range t.members {
-		if other != id && m.join.Group == group && now.Before(m.alive) {
+		if other != id && m.join.Group == group && now < m.alive {
 			alive[other] = *m
 		}
 	}
@@ -105,15 +138,30 @@ const heartbeatInterval = 2 * time.Millisecond
 // keepOthersAlive heartbeats, until stop is called, for the live members
 // of the group that id joins, and rejoins each whose heartbeat learns of
 // a rebalance. stop waits for the rejoins under way.
+//
+// A new member's join (id "") is sent only once each of them has
+// heartbeated once, and rejoined if that heartbeat told of a rebalance:
+// their clients' heartbeat threads would have run all along, and a
+// rebalance begun before the join (a member left) would have ended
+// before it. Racing the join, a member's rejoin would end that rebalance
+// before the join arrived or take part in the join's round, as the
+// machine's timing had it, and a seed would not replay its interleaving.
+// A member's own rejoin is not held back: the rebalance under way waits
+// for it as for the others (and when it leads the round, their SyncGroup
+// waits for its own).
 func (t *Target) keepOthersAlive(group, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	var wg, caughtUp sync.WaitGroup
 	for other, m := range t.othersAlive(group, id) {
 		wg.Add(1)
+		caughtUp.Add(1)
 		go func() {
 			defer wg.Done()
-			t.heartbeatUntilStopped(ctx, other, m)
+			t.heartbeatUntilStopped(ctx, other, m, caughtUp.Done)
 		}()
+	}
+	if id == "" {
+		caughtUp.Wait()
 	}
 	return func() {
 		cancel()
@@ -123,8 +171,11 @@ func (t *Target) keepOthersAlive(group, id string) (stop func()) {
 
 // heartbeatUntilStopped heartbeats for one member, and rejoins it each
 // time its heartbeat learns of a rebalance: a new member's join takes two
-// rounds on the coordinator (KIP-394), and each is a rebalance.
-func (t *Target) heartbeatUntilStopped(ctx context.Context, id string, m member) {
+// rounds on the coordinator (KIP-394), and each is a rebalance. caughtUp
+// is called once, after the first heartbeat and the rejoin it led to.
+func (t *Target) heartbeatUntilStopped(ctx context.Context, id string, m member, caughtUp func()) {
+	var once sync.Once
+	defer once.Do(caughtUp)
 	tick := time.NewTicker(heartbeatInterval)
 	defer tick.Stop()
 	for {
@@ -138,6 +189,7 @@ func (t *Target) heartbeatUntilStopped(ctx context.Context, id string, m member)
 		default:
 			return // fenced or gone: its client finds out on its own
 		}
+		once.Do(caughtUp)
 		select {
 		case <-ctx.Done():
 			return

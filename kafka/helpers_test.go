@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -230,6 +229,6 @@ func (t *Target) silence(id string) {
 	t.membersMu.Lock()
 	defer t.membersMu.Unlock()
 	if m, ok := t.members[id]; ok {
-		m.alive = time.Time{}
+		m.alive = 0
 	}
 }

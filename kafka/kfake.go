@@ -13,6 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
+// KfakeParallel is how many interleavings `fencecheck run --target kfake`
+// runs at once by default (workload.Budget.Parallel), each on a cluster
+// of its own: an interleaving on kfake spends most of its time waiting
+// for the broker's timers, which run on the wall clock (a Tick that fires
+// a session waits out its scaled timeout), and the clusters wait side by
+// side. Measured on two cores shared with other work, 16 at once ran
+// about 10 times as many interleavings a second as one, the same ones
+// (2 of 320 with another generation number, from the race of a member's
+// own rejoin with the others'); 32 at once slowed the requests enough for
+// a wall-clock timeout to fire where the model's clock had not moved (a
+// finding no slower run shows). A busier machine wants fewer.
+const KfakeParallel = 16
+
 const (
 	kfakeBrokers = 3
 	// kfakeMinSession lets scaled session timeouts through: kfake, like
@@ -53,7 +66,7 @@ type embedded struct {
 func startEmbedded(cfg Config) (*embedded, error) {
 	e := &embedded{dir: cfg.DataDir}
 	if e.dir == "" {
-		dir, err := os.MkdirTemp("", "fencecheck-kfake-")
+		dir, err := os.MkdirTemp(tempRoot(), "fencecheck-kfake-")
 		if err != nil {
 			return nil, fmt.Errorf("kafka: %w", err)
 		}
@@ -80,11 +93,40 @@ func startEmbedded(cfg Config) (*embedded, error) {
 	return e, nil
 }
 
+// memoryDirs are where a kfake cluster's logs go when the caller names no
+// directory, the first that takes a new directory: shared memory, where
+// they are written as fast as kfake writes them (on a disk, starting,
+// stopping and restarting a cluster, which syncs its files, took 10 to 40
+// ms each, about as long as all the requests of an interleaving), else
+// the system's temporary directory.
+var memoryDirs = []string{"/dev/shm"}
+
+// tempRoot is the directory new data directories go under.
+func tempRoot() string {
+	tempRootOnce.Do(func() {
+		for _, dir := range memoryDirs {
+			probe, err := os.MkdirTemp(dir, "fencecheck-probe-")
+			if err == nil {
+				os.Remove(probe)
+				tempRootDir = dir
+				return
+			}
+		}
+	})
+	return tempRootDir
+}
+
+var (
+	tempRootOnce sync.Once
+	tempRootDir  string // "" is os.TempDir
+)
+
 func kfakeOpts(cfg Config, dir string) ([]kfake.Opt, error) {
 	opts := []kfake.Opt{
 		kfake.NumBrokers(kfakeBrokers),
 		kfake.DataDir(dir),
 		kfake.GroupMinSessionTimeout(kfakeMinSession),
+		kfake.ListenFn(pipes.listen), // pipes.go
 	}
 	names := names{prefix: cfg.TopicPrefix + cfg.RunID}
 	for _, topic := range slices.Sorted(maps.Keys(cfg.Topics)) {

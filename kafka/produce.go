@@ -17,7 +17,7 @@ const (
 	// replica, the setting idempotence and transactions require.
 	acksAll        = -1
 	produceTimeout = 5000
-	fetchMaxWaitMs = 10
+	fetchMaxWaitMs = 0
 	fetchMaxBytes  = 64 << 20
 )
 

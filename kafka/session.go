@@ -89,14 +89,17 @@ func (t *Target) clientOpts() []kgo.Opt {
 	if t.embedded != nil {
 		seeds = t.embedded.addrs
 	}
-	versions, _ := versionCap(t.cfg.KafkaVersion) // checked when the target started
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
-		kgo.MaxVersions(versions),
+		kgo.MaxVersions(t.versions),
 		// The target reads uncompressed batches only, so that what it
 		// returns is exactly what the broker stored.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	}
+	if t.embedded != nil {
+		opts = append(opts, kgo.Dialer(pipes.dial))
+	}
+	return opts
 }
 
 // sessionOpts are what a session's client is given besides clientOpts.

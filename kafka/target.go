@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -45,7 +46,8 @@ type Config struct {
 	// RequestTimeout bounds each request, retries included; 0 is 10 s.
 	RequestTimeout time.Duration
 	// DataDir is where a kfake cluster keeps its logs, so that Restart
-	// finds them; "" is a temporary directory removed on Close.
+	// finds them; "" is a temporary directory removed on Close, in
+	// shared memory (/dev/shm) where there is one.
 	DataDir string
 	// Logf receives why an answer was taken as undecided; nil is
 	// log.Printf.
@@ -85,14 +87,22 @@ type Target struct {
 	names  names
 	routes *routes
 	txnV   int
+	// versions are the request versions the clients may send (versionCap).
+	versions *kversion.Versions
 
 	// embedded is the kfake cluster, nil on a real one.
 	embedded *embedded
+	// clock is the model's time and the requests that start broker
+	// timers (clock.go).
+	clock *clock
 
 	// members are the group members this target joined, for their
 	// heartbeats (heartbeat.go).
 	membersMu sync.Mutex
 	members   map[string]*member
+	// memberOrder numbers member ids as the target first saw them, for
+	// the assignment (groups.go).
+	memberOrder map[string]int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -133,15 +143,15 @@ func connect(cfg Config, e *embedded) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	seeds := cfg.Brokers
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.MaxVersions(versions), kgo.DisableClientMetrics()}
 	if e != nil {
-		seeds = e.addrs
+		opts = append(opts, kgo.SeedBrokers(e.addrs...), kgo.Dialer(pipes.dial))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MaxVersions(versions))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	t := &Target{cfg: cfg, names: names{prefix: cfg.TopicPrefix + cfg.RunID}, embedded: e, members: map[string]*member{}}
+	t := &Target{cfg: cfg, names: names{prefix: cfg.TopicPrefix + cfg.RunID}, versions: versions, embedded: e, clock: newClock(), members: map[string]*member{}, memberOrder: map[string]int{}}
 	t.routes = newRoutes(cl, t.names, cfg.Topics)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout)
 	defer cancel()
@@ -155,14 +165,6 @@ func connect(cfg Config, e *embedded) (*Target, error) {
 // TransactionsVersion is the transaction protocol requests are sent in: 1
 // (KIP-98) or 2 (KIP-890), for histories.History.TransactionsVersion.
 func (t *Target) TransactionsVersion() int { return t.txnV }
-
-// Tick lets ms of model time pass: the broker's clock is the wall clock, so
-// this sleeps ms*TimeScale.
-func (t *Target) Tick(ms int64) {
-	if ms > 0 {
-		time.Sleep(t.realDuration(ms))
-	}
-}
 
 // Restart stops the broker and starts it again on its logs. On kfake that
 // is the whole cluster, reopened on its data directory and its ports, and
@@ -178,13 +180,17 @@ func (t *Target) Restart() {
 	old := t.routes.client()
 	opts := old.Opts()
 	old.Close()
+	t.disconnectMembers()
 	if t.embedded != nil {
+		down := time.Now()
 		if err := t.embedded.restart(); err != nil {
 			t.cfg.Logf("kafka: restarting the embedded cluster: %v", err)
 		}
+		t.clock.restarted(time.Since(down))
 	} else {
 		t.cfg.Logf("kafka: a real cluster is not restarted by fencecheck; restart its brokers yourself")
 	}
+	t.reconnectMembers()
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.cfg.Logf("kafka: reconnecting after a restart: %v", err)

@@ -25,6 +25,7 @@ func (t *Target) InitProducerID(ctx context.Context, r model.Request) model.Resu
 		id := t.names.txnID(r.TransactionalID)
 		req.TransactionalID = &id
 		rt = t.toCoordinator(txnCoordinator, id, codes)
+		t.clock.txnTimeout(id, txnTimeoutMs(r))
 	}
 	resp, undecided := exchange[*kmsg.InitProducerIDResponse](ctx, t, model.InitProducerID, rt, req)
 	if undecided != nil {

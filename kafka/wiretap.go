@@ -59,8 +59,11 @@ func (w *wiretap) dial(ctx context.Context, network, host string) (net.Conn, err
 	if err := w.gate(ctx.Done()); err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, host)
+	dial := (&net.Dialer{}).DialContext
+	if w.t.embedded != nil {
+		dial = pipes.dial // the embedded cluster's network
+	}
+	conn, err := dial(ctx, network, host)
 	if err != nil {
 		return nil, err
 	}
