@@ -56,6 +56,17 @@ func (f runFlags) targetName() string {
 	return f.target + " with mutant " + strings.Join(slices.Sorted(maps.Keys(f.mutants)), ", ")
 }
 
+// parallelism is --parallel, with 0 picked for the target.
+func (f runFlags) parallelism() int {
+	switch {
+	case f.parallel > 0:
+		return f.parallel
+	case f.target == "kfake":
+		return kafka.KfakeParallel
+	}
+	return 1
+}
+
 func (f runFlags) kafkaConfig() kafka.Config {
 	cfg := kafka.Config{Topics: workload.Topics, KafkaVersion: f.kafkaVersion, Logf: func(string, ...any) {}}
 	if f.brokers != "" {
@@ -71,6 +82,7 @@ type runFlags struct {
 	mutants               map[string]bool
 	seed                  uint64
 	checks, steps         int
+	parallel              int
 	shrinkTime            time.Duration
 	txnVersion            int
 	knownFile             string
@@ -87,6 +99,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
 	fs.IntVar(&f.checks, "checks", 100, "how many interleavings to try")
 	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
+	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("how many interleavings run at once, each on a broker of its own; they are the same interleavings as one at a time; 0 is %d on kfake (whose interleavings mostly wait for its clock), 1 elsewhere", kafka.KfakeParallel))
 	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
 	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
 	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`")
@@ -167,6 +180,8 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 		return nil, fmt.Errorf("--checks must be at least 1, got %d", f.checks)
 	case f.steps < 1:
 		return nil, fmt.Errorf("--steps must be at least 1, got %d", f.steps)
+	case f.parallel < 0:
+		return nil, fmt.Errorf("--parallel must be 0 or more, got %d", f.parallel)
 	case f.shrinkTime <= 0:
 		return nil, fmt.Errorf("--shrink-time must be positive, got %v", f.shrinkTime)
 	case f.txnVersion != 1 && f.txnVersion != 2:
@@ -238,7 +253,7 @@ func (f *runFlags) loadKnown() error {
 func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
 	sightings := workload.NewSightings()
 	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Sightings: sightings}
-	budget := workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}
+	budget := workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime, Parallel: f.parallelism()}
 	out, err := workload.Explore(opts, budget, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
