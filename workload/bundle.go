@@ -22,6 +22,9 @@ type Run struct {
 	Target     string `json:"target"`
 	TxnVersion int    `json:"transactions_version"`
 	Seed       uint64 `json:"seed,omitempty"`
+	// Batch is the campaign's batch that found it (see Campaign), whose
+	// seed is BatchSeed(Seed, Batch).
+	Batch int `json:"batch,omitempty"`
 	// KafkaVersion and Brokers say which Kafka target it was.
 	KafkaVersion string `json:"kafka_version,omitempty"`
 	Brokers      string `json:"brokers,omitempty"`

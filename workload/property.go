@@ -103,6 +103,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		acts := r.untilDecided(boundActions(r.actions()))
 		acts[""] = func(*rapid.T) { r.checkSoFar() }
 		t.Repeat(acts)
+		opts.Coverage.took(r.steps)
 		if !r.decided() {
 			r.quiesce()
 			r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))

@@ -74,21 +74,49 @@ func (s *Sightings) add(run map[checker.Signature]*Sighting) {
 	if s == nil {
 		return
 	}
+	var all []Sighting
+	for _, sg := range run {
+		copied := *sg
+		copied.Runs = 1
+		all = append(all, copied)
+	}
+	s.merge(all)
+}
+
+// merge adds what another collection counted (a batch's). Of two
+// histories as short, the first merged stays.
+func (s *Sightings) merge(all []Sighting) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for sig, sg := range run {
-		old, ok := s.seen[sig]
+	for _, sg := range all {
+		old, ok := s.seen[sg.Signature]
 		if !ok {
-			copied := *sg
-			copied.Runs = 1
-			s.seen[sig] = &copied
+			copied := sg
+			s.seen[sg.Signature] = &copied
 			continue
 		}
-		old.Runs++
+		old.Runs += sg.Runs
 		if len(sg.History.Ops) < len(old.History.Ops) {
 			old.History, old.Report = sg.History, sg.Report
 		}
 	}
+}
+
+// ShrinkAll shrinks each error-code difference of all (known findings
+// stay as they are), each from the budget's seed and checks (a batch's
+// when it has none).
+func ShrinkAll(opts Options, b Budget, all []Sighting) []Sighting {
+	if b.Checks == 0 {
+		b.Checks = DefaultBatchChecks
+	}
+	for i, sg := range all {
+		if sg.Known == "" {
+			if shrunk, err := Shrink(opts, b, sg); err == nil {
+				all[i] = shrunk
+			}
+		}
+	}
+	return all
 }
 
 // Shrink looks for sg's signature alone, with the budget's seed and

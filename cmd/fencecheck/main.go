@@ -19,9 +19,10 @@ const (
 const usage = `fencecheck: a model checker for Kafka's fencing invariants.
 
 Usage:
-  fencecheck run [--target T] [--scenario S] [--seed N] [--checks N] [--steps N] [--out DIR]
+  fencecheck run [--target T] [--scenario S] [--seed N] [--time D | --checks N] [--parallel N] [--shard I/N] [--out DIR]
   fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...
   fencecheck replay BUNDLE
+  fencecheck report DIR...
 
 Commands:
   run     explore random interleavings of producers and workers with zombies,
@@ -32,6 +33,7 @@ Commands:
           exactly-once reads, no aborted reads, monotonic group offsets, and
           progress.
   replay  run a bug report's interleaving again.
+  report  merge the outputs of runs that explored one seed's shards.
 
 Run 'fencecheck COMMAND --help' for a command's flags.
 Exit status: 0 every check holds, 1 a check is violated, 2 unusable input.
@@ -51,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runRun(args[1:], stdout, stderr)
 	case "replay":
 		return runReplay(args[1:], stdout, stderr)
+	case "report":
+		return runReport(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitHeld
