@@ -13,7 +13,7 @@ import (
 func exploreInto(t *testing.T, args ...string) (dir string, history []byte) {
 	t.Helper()
 	dir = t.TempDir()
-	base := []string{"run", "--mutant", "no-epoch-check", "--seed", "4", "--checks", "200", "--known", "none", "--out", dir}
+	base := []string{"run", "--scenario", "stable-id", "--mutant", "no-epoch-check", "--seed", "4", "--checks", "200", "--known", "none", "--out", dir}
 	code, out, errOut := runCLI(append(base, args...)...)
 	require.Equal(t, exitViolated, code, "%s\n%s", out, errOut)
 	history, err := os.ReadFile(filepath.Join(dir, "history.json"))
@@ -63,4 +63,22 @@ func TestReportMergesShards(t *testing.T) {
 	code, _, errOut = runCLI("report", t.TempDir())
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "summary.json")
+}
+
+// --scenario takes names, correct and all, each scenario once.
+func TestScenarioLists(t *testing.T) {
+	names := func(list string) []string {
+		scs, err := scenariosNamed(list)
+		require.NoError(t, err)
+		var out []string
+		for _, sc := range scs {
+			out = append(out, sc.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"stable-id", "adversary"}, names("correct"))
+	require.Equal(t, []string{"shared-id", "stable-id", "adversary"}, names("shared-id,correct,stable-id"))
+	require.Len(t, names("all,correct"), 6)
+	_, err := scenariosNamed("stable-id,nope")
+	require.ErrorContains(t, err, `unknown scenario "nope"`)
 }

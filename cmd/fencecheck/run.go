@@ -95,7 +95,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.target, "target", "impl", "the broker to explore: "+strings.Join(targetNames(), ", "))
 	fs.StringVar(&f.mutant, "mutant", "", "with --target impl: switch on a seeded bug, `NAME`[,NAME...] or all, each explored on its own: "+strings.Join(mutantNames(), ", "))
-	fs.StringVar(&f.scenario, "scenario", "stable-id", "the configuration to explore: "+strings.Join(workload.ScenarioNames(), ", ")+", or all")
+	fs.StringVar(&f.scenario, "scenario", "correct", "the configurations to explore, `NAME`[,NAME...]: "+strings.Join(workload.ScenarioNames(), ", ")+"; correct (the correct ones: a broker must hold every check under them), or all")
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
 	fs.IntVar(&f.checks, "checks", 0, "how many interleavings to try; 0 explores for --time instead")
 	fs.DurationVar(&f.time, "time", defaultTime, "how long to explore each scenario (and mutant) when --checks is 0; shrinking a counterexample comes after")
@@ -228,14 +228,36 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 	if err := f.loadKnown(); err != nil {
 		return nil, fmt.Errorf("--known: %w", err)
 	}
-	if f.scenario == "all" {
-		return workload.Scenarios, nil
+	return scenariosNamed(f.scenario)
+}
+
+// scenariosNamed reads --scenario: names, correct or all.
+func scenariosNamed(names string) ([]workload.Scenario, error) {
+	var scenarios []workload.Scenario
+	for _, name := range strings.Split(names, ",") {
+		switch name {
+		case "all":
+			scenarios = append(scenarios, workload.Scenarios...)
+		case "correct":
+			for _, sc := range workload.Scenarios {
+				if sc.Correct() {
+					scenarios = append(scenarios, sc)
+				}
+			}
+		default:
+			sc, err := workload.ScenarioNamed(name)
+			if err != nil {
+				return nil, fmt.Errorf("--scenario: %w", err)
+			}
+			scenarios = append(scenarios, sc)
+		}
 	}
-	sc, err := workload.ScenarioNamed(f.scenario)
-	if err != nil {
-		return nil, fmt.Errorf("--scenario: %w", err)
-	}
-	return []workload.Scenario{sc}, nil
+	seen := map[string]bool{}
+	return slices.DeleteFunc(scenarios, func(sc workload.Scenario) bool {
+		dup := seen[sc.Name]
+		seen[sc.Name] = true
+		return dup
+	}), nil
 }
 
 // settleKafkaVersion makes --kafka-version and --txn-version agree for a
