@@ -73,7 +73,7 @@ func explore(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts O
 	if version == 0 {
 		version = 2
 	}
-	wopts := workload.Options{Scenario: sc, Target: target, TxnVersion: version, Known: opts.Known}
+	wopts := workload.Options{Scenario: sc, Target: target, TxnVersion: version, Known: opts.Known, Swarm: true}
 	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: workload.DefaultShrinkTime}
 	limit := opts.Time
 	if limit == 0 {
@@ -112,7 +112,7 @@ func reportFailure(tb testing.TB, sc workload.Scenario, version int, out workloa
 	h, report, _, _ := found.Failure.Found()
 	var timeline strings.Builder
 	_ = report.WriteTimeline(&timeline)
-	run := workload.Run{Scenario: sc.Name, Target: "test", TxnVersion: version, Seed: out.Seed, Batch: out.FailedBatch.Index}
+	run := workload.Run{Scenario: sc.Name, Target: "test", TxnVersion: version, Seed: out.Seed, Batch: out.FailedBatch.Index, Swarm: true}
 	bundle, err := save(dir, sc.Name, func(path string) error {
 		_, err := workload.WriteBundle(path, run, found.Failure, found.FailFile)
 		return err

@@ -68,7 +68,7 @@ func (f runFlags) kafkaConfig() kafka.Config {
 // defaultTime is --time's default: enough, measured, for the default
 // scenario to catch every named bug of impl's from a random seed (see
 // README, "How fast the named bugs are caught").
-const defaultTime = 30 * time.Second
+const defaultTime = 10 * time.Second
 
 type runFlags struct {
 	target, scenario, out string
@@ -82,6 +82,7 @@ type runFlags struct {
 	knownFile             string
 	known                 checker.Known
 	time                  time.Duration
+	swarm                 bool
 	parallel              int
 	shardFlag             string
 	shard                 workload.Shard
@@ -99,6 +100,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
 	fs.IntVar(&f.checks, "checks", 0, "how many interleavings to try; 0 explores for --time instead")
 	fs.DurationVar(&f.time, "time", defaultTime, "how long to explore each scenario (and mutant) when --checks is 0; shrinking a counterexample comes after")
+	fs.BoolVar(&f.swarm, "swarm", true, "each interleaving draws which kinds of fault it offers (swarm testing); --swarm=false offers every kind to every interleaving")
 	fs.IntVar(&f.parallel, "parallel", 0, "how many explorations run side by side, each in a worker process of its own; default the machine's cores, 4 times that for kfake and kafka, whose clients mostly wait")
 	fs.StringVar(&f.shardFlag, "shard", "", "explore only part `I/N` of the seed's interleavings, for N jobs of a CI matrix (same seed and flags, I from 1 to N); 'fencecheck report' merges their outputs")
 	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
@@ -303,7 +305,7 @@ func (f *runFlags) loadKnown() error {
 }
 
 func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, exploration) {
-	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known}
+	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm}
 	campaign := workload.Campaign{Budget: workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime},
 		Time: f.time, Shard: f.shard, BatchChecks: f.batchChecks()}
 	if os.Getenv(workerEnv) == "1" {
@@ -320,7 +322,7 @@ func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, e
 		return exitUsage, exploration{}
 	}
 	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.targetName(), f.txnVersion, out.Seed, sc.About())
-	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed, Batch: out.FailedBatch.Index,
+	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed, Batch: out.FailedBatch.Index, Swarm: f.swarm,
 		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants)), Known: f.knownFile}
 	exit, bundle := reportOutcome(out, f, run, stdout, stderr)
 	all := out.Sightings.All()
@@ -497,7 +499,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck replay: the bundle's known findings: %v\n", err)
 		return exitUsage
 	}
-	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion, Known: f.known}
+	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion, Known: f.known, Swarm: run.Swarm}
 	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: 30}, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
