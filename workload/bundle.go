@@ -170,12 +170,5 @@ func copyFile(from, to string) error {
 // ReadRun reads what a bundle explored.
 func ReadRun(dir string) (Run, error) {
 	var run Run
-	data, err := os.ReadFile(filepath.Join(dir, BundleRun))
-	if err != nil {
-		return run, err
-	}
-	if err := json.Unmarshal(data, &run); err != nil {
-		return run, fmt.Errorf("%s: %w", filepath.Join(dir, BundleRun), err)
-	}
-	return run, nil
+	return run, files.ReadJSON(filepath.Join(dir, BundleRun), &run)
 }

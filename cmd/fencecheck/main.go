@@ -4,6 +4,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -61,4 +63,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "fencecheck: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
+}
+
+// parseFlags parses a command's flags: --help is exit status 0, a bad
+// flag (already reported by the flag set) 2.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitHeld, false
+		}
+		return exitUsage, false
+	}
+	return exitHeld, true
+}
+
+// newCommand is a command's flag set: errors and usage go to stderr, and
+// the usage is text followed by the flags, when the command has any.
+func newCommand(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(stderr, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
 }

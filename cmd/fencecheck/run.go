@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -92,8 +90,21 @@ type runFlags struct {
 
 func runRun(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("run", "Usage: fencecheck run [flags]\n\n"+
+		"Explores random interleavings of fare writers and consume-transform-produce\n"+
+		"workers, with zombies, restarts and rebalances, against a broker, and checks\n"+
+		"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
+		"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
+		"Each scenario (and mutant) is explored for --time, or --checks\n"+
+		"interleavings, in batches run side by side (--parallel) or split among\n"+
+		"the jobs of a CI matrix (--shard); the same seed and flags give the same\n"+
+		"counterexample whatever runs the batches.\n"+
+		"Known findings (--known) and error-code differences (a rightful refusal\n"+
+		"with another error code than Kafka's) do not stop exploring: each is\n"+
+		"counted and reported with the shortest history that showed it.\n"+
+		"Progress goes to stderr. Exit status: 0 nothing new was found, 1 a\n"+
+		"violation or an error-code difference that --known does not list (a\n"+
+		"misconfiguration is expected to give one), 2 bad flags.\n", stderr)
 	fs.StringVar(&f.target, "target", "impl", "the broker to explore: "+strings.Join(targetNames(), ", "))
 	fs.StringVar(&f.mutant, "mutant", "", "with --target impl: switch on a seeded bug, `NAME`[,NAME...] or all, each explored on its own: "+strings.Join(mutantNames(), ", "))
 	fs.StringVar(&f.scenario, "scenario", "correct", "the configurations to explore, `NAME`[,NAME...]: "+strings.Join(workload.ScenarioNames(), ", ")+"; correct (the correct ones: a broker must hold every check under them), or all")
@@ -110,25 +121,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
 	fs.StringVar(&f.knownFile, "known", "", "a known-findings `FILE` (fencecheck/known/v1): violations it lists are counted and reported, and exploring goes on; default for --target kfake its own list (kafka/known.json), none elsewhere; 'none' for none")
 	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: fencecheck run [flags]\n\n"+
-			"Explores random interleavings of fare writers and consume-transform-produce\n"+
-			"workers, with zombies, restarts and rebalances, against a broker, and checks\n"+
-			"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
-			"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
-			"Known findings (--known) and error-code differences (a rightful refusal\n"+
-			"with another error code than Kafka's) do not stop exploring: each is\n"+
-			"counted and reported with the shortest history that showed it.\n"+
-			"Progress goes to stderr. Exit status: 0 nothing new was found, 1 a\n"+
-			"violation or an error-code difference that --known does not list (a\n"+
-			"misconfiguration is expected to give one), 2 bad flags.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitHeld
-		}
-		return exitUsage
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	f.args, f.stderr = args, stderr
 	scenarios, err := (&f).validate(fs.Args())
@@ -454,19 +448,12 @@ func (f runFlags) budgetNote(out workload.CampaignOutcome) string {
 }
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: fencecheck replay BUNDLE\n\n"+
-			"Runs a saved counterexample's interleaving against its target again and\n"+
-			"checks the new history. Exit status: 1 it still fails, 0 it no longer does,\n"+
-			"2 the bundle is unusable.\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitHeld
-		}
-		return exitUsage
+	fs := newCommand("replay", "Usage: fencecheck replay BUNDLE\n\n"+
+		"Runs a saved counterexample's interleaving against its target again and\n"+
+		"checks the new history. Exit status: 1 it still fails, 0 it no longer does,\n"+
+		"2 the bundle is unusable.\n", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "fencecheck replay: give one bundle directory")

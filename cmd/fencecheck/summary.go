@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/internal/files"
 	"github.com/fencecheck/fencecheck/workload"
 )
 
@@ -100,12 +99,8 @@ func (s summary) write(dir string) error {
 
 func readSummary(dir string) (summary, error) {
 	var s summary
-	data, err := os.ReadFile(filepath.Join(dir, summaryFile))
-	if err != nil {
+	if err := files.ReadJSON(filepath.Join(dir, summaryFile), &s); err != nil {
 		return s, err
-	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", filepath.Join(dir, summaryFile), err)
 	}
 	if s.Format != summaryFormat {
 		return s, fmt.Errorf("%s: format %q, want %q", filepath.Join(dir, summaryFile), s.Format, summaryFormat)
@@ -126,23 +121,16 @@ func explorationDir(scenario string, mutants map[string]bool) string {
 }
 
 func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: fencecheck report DIR...\n\n"+
-			"Merges the outputs of 'fencecheck run --out DIR' (each holds summary.json),\n"+
-			"typically the jobs of a CI matrix that explored the shards of one seed\n"+
-			"(--shard I/N): per exploration, the interleavings all shards ran, the\n"+
-			"first violation (the lowest batch that failed, the one a single job\n"+
-			"would have reported) with its bug report, and what was met and gone past.\n"+
-			"Exit status: 1 a violation or an unlisted error-code difference, 0 none,\n"+
-			"2 unusable input.\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitHeld
-		}
-		return exitUsage
+	fs := newCommand("report", "Usage: fencecheck report DIR...\n\n"+
+		"Merges the outputs of 'fencecheck run --out DIR' (each holds summary.json),\n"+
+		"typically the jobs of a CI matrix that explored the shards of one seed\n"+
+		"(--shard I/N): per exploration, the interleavings all shards ran, the\n"+
+		"first violation (the lowest batch that failed, the one a single job\n"+
+		"would have reported) with its bug report, and what was met and gone past.\n"+
+		"Exit status: 1 a violation or an unlisted error-code difference, 0 none,\n"+
+		"2 unusable input.\n", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "fencecheck report: give one or more directories written by fencecheck run --out")
