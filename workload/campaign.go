@@ -394,8 +394,10 @@ func (st *progressState) line(c Campaign, elapsed time.Duration) string {
 			shrinking = i
 		}
 	}
-	line := fmt.Sprintf("fencecheck: %d interleavings, %.0f operations/s, %d distinct action sequences",
-		checks, float64(ops)/max(elapsed.Seconds(), 1e-3), st.sequences)
+	line := fmt.Sprintf("fencecheck: %d interleavings, %.0f operations/s", checks, float64(ops)/max(elapsed.Seconds(), 1e-3))
+	if st.batches > 0 {
+		line += fmt.Sprintf(", %d distinct action sequences", st.sequences) // counted as batches end
+	}
 	switch {
 	case shrinking >= 0:
 		line += fmt.Sprintf(", shrinking a counterexample of batch %d", shrinking)

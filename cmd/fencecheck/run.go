@@ -320,11 +320,13 @@ func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, e
 		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants)), Known: f.knownFile}
 	exit, bundle := reportOutcome(out, f, run, stdout, stderr)
 	all := out.Sightings.All()
-	shrink := workload.Budget{Checks: workload.DefaultBatchChecks, Steps: f.steps, Seed: out.Seed, ShrinkTime: f.shrinkTime}
-	if len(all) > 0 && all[0].Known == "" {
+	// Error-code differences are shrunk when nothing worse was found; beside
+	// a violation each keeps the shortest history that showed it.
+	if out.Failure == nil && len(all) > 0 && all[0].Known == "" {
 		fmt.Fprintln(stderr, "fencecheck: shrinking each error-code difference")
+		shrink := workload.Budget{Checks: workload.DefaultBatchChecks, Steps: f.steps, Seed: out.Seed, ShrinkTime: f.shrinkTime}
+		all = workload.ShrinkAll(opts, shrink, all)
 	}
-	all = workload.ShrinkAll(opts, shrink, all)
 	code, saved := reportSightings(all, f.out, sc.Name, stdout, stderr)
 	return max(exit, code), summarize(run, f, out, bundle, all, saved)
 }
