@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -221,7 +220,7 @@ func (r *run) DeliverDelayedRequest(t *rapid.T) {
 func (r *run) deliverDelayedAt(i int) {
 	d := r.delayed[i]
 	r.delayed = append(r.delayed[:i:i], r.delayed[i+1:]...)
-	if _, err := model.Send(context.Background(), r.target, d.op); err != nil {
+	if _, err := r.sendToBroker(d.op); err != nil {
 		panic(err)
 	}
 }
@@ -249,6 +248,7 @@ func (r *run) clockTick(ms int64) {
 	r.target.Tick(ms)
 	r.now += ms
 	r.groupChanges++ // sessions may have expired
+	r.lsoMayMove()   // transactions may have timed out
 	r.fault("clock", model.Tick, model.Request{Ms: ms})
 }
 
@@ -257,6 +257,9 @@ func (r *run) RestartBroker(t *rapid.T) {
 	r.did("RestartBroker", nil, "")
 	r.target.Restart()
 	r.groupChanges++
+	// A coordinator loading its log sends the markers of the transactions
+	// it was ending (TransactionStateManager.loadTransactionsForTxnTopicPartition).
+	r.lsoMayMove()
 	r.fault("broker", model.BrokerRestart, model.Request{})
 }
 

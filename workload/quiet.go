@@ -25,9 +25,12 @@ const roundsWithoutCommit = 60
 // a read_committed reader reads every output partition from the start.
 // Unless that read found every trip and no transaction open, the clock
 // then lets every timeout fire, the processes run once more, and the
-// reader reads again. (Firing timeouts in a finished run only expires
-// idle consumers' sessions: rejoins that make a counterexample longer and
-// show nothing.)
+// reader reads again. A fare writer whose restore read stopped below
+// another producer's open transaction waits through the first settle (it
+// sends nothing) and reads again after the tick, which aborts that
+// transaction on its timeout (see fareWriter.restored). (Firing timeouts
+// in a finished run only expires idle consumers' sessions: rejoins that
+// make a counterexample longer and show nothing.)
 func (r *run) quiesce() {
 	r.stuck, r.quiet, r.rivalFenced = 0, true, map[*slot]bool{}
 	for _, p := range r.procs {
