@@ -52,6 +52,11 @@ func (r *run) quiesce() {
 		return
 	}
 	r.clockTick(tickSizes[len(tickSizes)-1])
+	// The processes run once more with the restart count at zero: restarts
+	// a woken zombie caused before the tick (it fenced the new owner, which
+	// was restarted, twice) are not a livelock, and the last owner must get
+	// its rounds.
+	r.stuck = 0
 	r.settle()
 	r.readOutputs()
 }
