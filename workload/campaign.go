@@ -31,8 +31,6 @@ type Campaign struct {
 	BatchChecks int
 	// Shard is the part of the batches this job explores.
 	Shard Shard
-	// Parallel is how many batches run at once (1 if 0).
-	Parallel int
 }
 
 // DefaultBatchChecks is a batch's size on the in-memory targets: under a
@@ -82,8 +80,8 @@ type BatchResult struct {
 	Sequences []uint64
 }
 
-// Runner runs batches one at a time; a campaign uses Parallel of them at
-// once. progress is told the checks and operations done so far in the
+// Runner runs batches one at a time; Campaign.Run runs one batch on each
+// runner it is given at once. progress is told the checks and operations done so far in the
 // batch. A runner whose ctx is cancelled may give up on its batch and
 // return ctx's error.
 type Runner interface {
