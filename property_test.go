@@ -134,44 +134,6 @@ func TestPropertyDeterministic(t *testing.T) {
 	require.Equal(t, first, explore())
 }
 
-// TestPropertyParallelSameAsSequential: interleavings run side by side
-// are the interleavings run one after another, and a counterexample is
-// the same one, shrunk the same: the same histories in the same order,
-// byte for byte, whatever Budget.Parallel is.
-func TestPropertyParallelSameAsSequential(t *testing.T) {
-	explore := func(name string, checks, parallel int) ([]byte, []byte) {
-		var all bytes.Buffer
-		opts := workload.Options{Scenario: scenario(t, name), Target: modelTarget(2), TxnVersion: 2,
-			Observe: func(h histories.History) { require.NoError(t, histories.Save(&all, h)) }}
-		out, err := workload.Explore(opts, workload.Budget{Checks: checks, Steps: 30, Seed: 42, Parallel: parallel}, nil)
-		require.NoError(t, err)
-		var failure bytes.Buffer
-		if out.Failure != nil {
-			defer out.Discard()
-			h, _, _, _ := out.Failure.Found()
-			require.NoError(t, histories.Save(&failure, h))
-		}
-		return all.Bytes(), failure.Bytes()
-	}
-	for _, sc := range []struct {
-		name   string
-		checks int
-	}{{"stable-id", 40}, {"fresh-id-per-start", 300}} {
-		t.Run(sc.name, func(t *testing.T) {
-			seq, seqFailure := explore(sc.name, sc.checks, 1)
-			require.NotEmpty(t, seq)
-			for _, parallel := range []int{2, 5} {
-				par, parFailure := explore(sc.name, sc.checks, parallel)
-				require.Equal(t, seq, par, "%d at once", parallel)
-				require.Equal(t, seqFailure, parFailure, "%d at once", parallel)
-			}
-			if sc.name != "stable-id" {
-				require.NotEmpty(t, seqFailure, "no counterexample to compare")
-			}
-		})
-	}
-}
-
 // TestBundleReplaysTheViolation: a saved bug report's history, checked
 // again, breaks the same check.
 func TestBundleReplaysTheViolation(t *testing.T) {

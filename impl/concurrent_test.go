@@ -1,3 +1,5 @@
+//go:build !checkeronly
+
 package impl
 
 import (

@@ -1,6 +1,9 @@
+//go:build !checkeronly
+
 package impl
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,5 +43,44 @@ func TestEpochExhaustion(t *testing.T) {
 			d.logsAgree(t)
 		}
 		require.NotEqual(t, first, s.pid, "the producer id rotated")
+	}
+}
+
+// TestLongLogs writes a partition log several segments long (segmentSize
+// entries each), transactions committed and aborted across the segments'
+// edges, and reads it from offsets on both sides of each edge, both
+// isolations, before and after a restart: the optimised broker's
+// segmented logs must answer as the model's single slice does.
+func TestLongLogs(t *testing.T) {
+	for _, version := range []int{1, 2} {
+		d := newDifferential(version)
+		s := sessionOf(d.send(t, model.InitProducerID, initReq("t", 0)))
+		seq := int32(0)
+		for n := 0; n*7 < 3*segmentSize+100; n++ {
+			if version == 1 {
+				d.send(t, model.AddPartitions, addPartitionsReq("t", s, p0))
+			}
+			var keys []string
+			for i := range 7 {
+				keys = append(keys, fmt.Sprintf("k%d-%d", n, i))
+			}
+			d.send(t, model.Produce, produceReq("t", s, p0, seq, keys...))
+			seq += 7
+			res := d.send(t, model.EndTxn, endTxnReq("t", s, n%3 != 0))
+			if version == 2 {
+				s, seq = sessionOf(res), 0
+			}
+		}
+		for range 2 {
+			for _, edge := range []int64{segmentSize, 2 * segmentSize, 3 * segmentSize} {
+				for _, from := range []int64{edge - 9, edge - 1, edge, edge + 1, edge + 8} {
+					for _, iso := range isolations {
+						d.send(t, model.Fetch, fetchReq(p0, from, iso))
+					}
+				}
+			}
+			d.ref.Restart()
+			d.impl.Restart()
+		}
 	}
 }

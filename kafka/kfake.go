@@ -13,18 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// KfakeParallel is how many interleavings `fencecheck run --target kfake`
-// runs at once by default (workload.Budget.Parallel), each on a cluster
-// of its own: an interleaving on kfake spends most of its time waiting
-// for the broker's timers, which run on the wall clock (a Tick that fires
-// a session waits out its scaled timeout), and the clusters wait side by
-// side. Measured on two cores shared with other work, 16 at once ran
-// about 10 times as many interleavings a second as one, the same ones
-// (2 of 320 with another generation number, from the race of a member's
-// own rejoin with the others'); 32 at once slowed the requests enough for
-// a wall-clock timeout to fire where the model's clock had not moved (a
-// finding no slower run shows). A busier machine wants fewer.
-const KfakeParallel = 16
+// WaitingFactor is how many explorations `fencecheck run` runs side by side
+// per core on kfake or a cluster (its --parallel default): an interleaving
+// there spends most of its time waiting for the broker's timers, which run
+// on the wall clock (a Tick that fires a session waits out its scaled
+// timeout), and the clusters wait side by side. Past about 16 at once on
+// two cores the requests slow down enough for a wall-clock timeout to
+// fire where the model's clock has not moved (a finding no slower run
+// shows); a busier machine wants fewer.
+const WaitingFactor = 4
 
 const (
 	kfakeBrokers = 3

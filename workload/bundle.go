@@ -22,6 +22,12 @@ type Run struct {
 	Target     string `json:"target"`
 	TxnVersion int    `json:"transactions_version"`
 	Seed       uint64 `json:"seed,omitempty"`
+	// Swarm says each run drew which faults it offered (Options.Swarm):
+	// a fail file replays its interleaving only with the same setting.
+	Swarm bool `json:"swarm,omitempty"`
+	// Batch is the campaign's batch that found it (see Campaign), whose
+	// seed is BatchSeed(Seed, Batch).
+	Batch int `json:"batch,omitempty"`
 	// KafkaVersion and Brokers say which Kafka target it was.
 	KafkaVersion string `json:"kafka_version,omitempty"`
 	Brokers      string `json:"brokers,omitempty"`
@@ -40,7 +46,7 @@ type Run struct {
 // what an action draws, what a run draws to set up its world, or how the
 // quiet phase moves the processes changes: saved fail files then stop
 // replaying, and say why.
-const drawsVersion = 7
+const drawsVersion = 8
 
 // workloadOf is drawsVersion with the scenario's action names.
 func workloadOf(scenario string) string {
@@ -164,12 +170,5 @@ func copyFile(from, to string) error {
 // ReadRun reads what a bundle explored.
 func ReadRun(dir string) (Run, error) {
 	var run Run
-	data, err := os.ReadFile(filepath.Join(dir, BundleRun))
-	if err != nil {
-		return run, err
-	}
-	if err := json.Unmarshal(data, &run); err != nil {
-		return run, fmt.Errorf("%s: %w", filepath.Join(dir, BundleRun), err)
-	}
-	return run, nil
+	return run, files.ReadJSON(filepath.Join(dir, BundleRun), &run)
 }

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -11,15 +12,40 @@ import (
 // Coverage counts what an exploration did: how often each action ran, and
 // how often a fault struck a process in the middle of a transaction. A
 // generator that never stalls anyone mid-transaction proves nothing.
+//
+// It also keeps the distinct sequences of actions the runs took (by name,
+// whoever they struck): how much of the space of interleavings an
+// exploration covered, which the number of runs alone does not say.
 type Coverage struct {
-	mu     sync.Mutex
-	ran    map[string]int
-	midTxn map[string]int
+	mu        sync.Mutex
+	ran       map[string]int
+	midTxn    map[string]int
+	sequences map[uint64]bool
 }
 
 // NewCoverage is an empty count.
 func NewCoverage() *Coverage {
-	return &Coverage{ran: map[string]int{}, midTxn: map[string]int{}}
+	return &Coverage{ran: map[string]int{}, midTxn: map[string]int{}, sequences: map[uint64]bool{}}
+}
+
+// took counts one run's sequence of actions.
+func (c *Coverage) took(actions []string) {
+	h := fnv.New64a()
+	for _, a := range actions {
+		name, _, _ := strings.Cut(a, " ")
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sequences[h.Sum64()] = true
+}
+
+// sequenceHashes lists the distinct sequences taken, as hashes.
+func (c *Coverage) sequenceHashes() []uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.sequences))
 }
 
 func (c *Coverage) count(action string, midTxn bool) {

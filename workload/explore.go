@@ -3,7 +3,6 @@ package workload
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,10 +25,6 @@ type Budget struct {
 	ShrinkTime time.Duration
 	// Replay is a rapid fail file to replay instead of exploring.
 	Replay string
-	// Parallel is how many interleavings run at once, each on a target
-	// of its own; 0 or 1 runs them one after another. The interleavings
-	// are the same either way (see exploreParallel).
-	Parallel int
 }
 
 // DefaultShrinkTime is how long rapid may shrink a counterexample: four
@@ -50,9 +45,19 @@ type Outcome struct {
 	Log      string // rapid's own report
 }
 
+// BatchProgress is how far an exploration has got: interleavings run and
+// the operations they sent, shrinking's included, and whether it is
+// shrinking a counterexample (rapid's shrinking, or the search for a
+// shorter one).
+type BatchProgress struct {
+	Checks    int  `json:"checks"`
+	Ops       int  `json:"ops"`
+	Shrinking bool `json:"shrinking,omitempty"`
+}
+
 // Explore runs the property outside go test: rapid's Check takes an
-// interface, and this is the CLI's. Progress (checks done, operations per
-// second) goes to progress every few seconds when it is not nil.
+// interface, and this is the CLI's. progress, when not nil, is told after
+// each interleaving how far it has got.
 //
 // A counterexample longer than readableOps is then looked for again,
 // shorter: rapid shrinks the draws, which is not the same as the timeline
@@ -66,7 +71,7 @@ type Outcome struct {
 // n times shortenEffort times the first's checks (a bug the first met
 // late may take longer to meet again), and none started once the search
 // has taken the budget's ShrinkTime.
-func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
+func Explore(opts Options, b Budget, progress func(BatchProgress)) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
 	}
@@ -76,14 +81,14 @@ func Explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	if !flag.Parsed() {
 		_ = flag.CommandLine.Parse(nil)
 	}
-	out, err := explore(opts, b, progress)
+	out, err := explore(opts, b, progress, BatchProgress{})
 	first, since := b.Checks, time.Now()
 	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps) && time.Since(since) < b.shrinkTime(); round++ {
 		h, _, _, _ := out.Failure.Found()
 		opts.shorterThan = len(h.Ops)
 		b.Seed, b.Checks = out.Seed+round, first*shortenEffort*int(round)
 		var again Outcome
-		again, err = explore(opts, b, progress)
+		again, err = explore(opts, b, progress, BatchProgress{Checks: out.Checks, Ops: out.Ops, Shrinking: true})
 		out.Checks += again.Checks
 		out.Ops += again.Ops
 		if again.Failure == nil {
@@ -123,13 +128,10 @@ func (o Outcome) longerThan(ops int) bool {
 	return len(h.Ops) > ops
 }
 
-// explore is one rapid.Check of the property, or with b.Parallel its
-// interleavings run side by side.
-func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
+// explore is one rapid.Check of the property; progress counts on from
+// before.
+func explore(opts Options, b Budget, progress func(BatchProgress), before BatchProgress) (Outcome, error) {
 	b.ShrinkTime = b.shrinkTime()
-	if b.Parallel > 1 && b.Replay == "" && b.Checks > 1 {
-		return exploreParallel(opts, b, progress)
-	}
 	restore, err := setRapidFlags(b)
 	if err != nil {
 		return Outcome{}, err
@@ -149,10 +151,12 @@ func explore(opts Options, b Budget, progress io.Writer) (Outcome, error) {
 	counted := func(t *rapid.T) {
 		checks.Add(1)
 		prop(t)
+		if progress != nil {
+			_, _, _, failed := failure.Found()
+			progress(BatchProgress{Checks: before.Checks + int(checks.Load()), Ops: before.Ops + int(ops.Load()), Shrinking: before.Shrinking || failed})
+		}
 	}
-	stop := reportProgress(progress, &checks, &ops)
 	rapid.Check(tb, counted)
-	stop()
 	out := Outcome{Seed: b.Seed, Checks: int(checks.Load()), Ops: int(ops.Load()), Log: tb.log.String()}
 	if tb.failed {
 		out.Failure = failure
@@ -206,28 +210,6 @@ func setRapidFlags(b Budget) (restore func(), err error) {
 		}
 	}
 	return restore, nil
-}
-
-func reportProgress(w io.Writer, checks, ops *atomic.Int64) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	start := time.Now()
-	go func() {
-		tick := time.NewTicker(3 * time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				secs := time.Since(start).Seconds()
-				fmt.Fprintf(w, "fencecheck: %d checks, %.0f operations/s\n", checks.Load(), float64(ops.Load())/secs)
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 // explorationName names one exploration, and so its directory of rapid

@@ -34,6 +34,9 @@ type Options struct {
 	Known checker.Known
 	// Sightings, when set, collects what the runs met and went past.
 	Sightings *Sightings
+	// Swarm makes each run draw which kinds of fault it offers (see
+	// swarm): swarm testing, after Groce et al., ISSTA 2012.
+	Swarm bool
 	// Hunt, when set, is the one signature that fails the property: an
 	// exploration that looks for it alone, to shrink an error-code
 	// difference or a known finding to its shortest run.
@@ -100,9 +103,14 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		r.known, r.hunt = opts.Known, opts.Hunt
 		r.sightings = map[checker.Signature]*Sighting{}
 		defer func() { opts.Sightings.add(r.sightings) }()
-		acts := r.untilDecided(boundActions(r.actions()))
+		offered := r.actions()
+		if opts.Swarm {
+			offered = swarm(t, offered)
+		}
+		acts := r.untilDecided(boundActions(offered))
 		acts[""] = func(*rapid.T) { r.checkSoFar() }
 		t.Repeat(acts)
+		opts.Coverage.took(r.steps)
 		if !r.decided() {
 			r.quiesce()
 			r.h.Name = fmt.Sprintf("%s: %d steps", opts.Scenario.Name, len(r.steps))

@@ -25,9 +25,12 @@ const roundsWithoutCommit = 60
 // a read_committed reader reads every output partition from the start.
 // Unless that read found every trip and no transaction open, the clock
 // then lets every timeout fire, the processes run once more, and the
-// reader reads again. (Firing timeouts in a finished run only expires
-// idle consumers' sessions: rejoins that make a counterexample longer and
-// show nothing.)
+// reader reads again. A fare writer whose restore read stopped below
+// another producer's open transaction waits through the first settle (it
+// sends nothing) and reads again after the tick, which aborts that
+// transaction on its timeout (see fareWriter.restored). (Firing timeouts
+// in a finished run only expires idle consumers' sessions: rejoins that
+// make a counterexample longer and show nothing.)
 func (r *run) quiesce() {
 	r.stuck, r.quiet, r.rivalFenced = 0, true, map[*slot]bool{}
 	for _, p := range r.procs {
@@ -49,6 +52,11 @@ func (r *run) quiesce() {
 		return
 	}
 	r.clockTick(tickSizes[len(tickSizes)-1])
+	// The processes run once more with the restart count at zero: restarts
+	// a woken zombie caused before the tick (it fenced the new owner, which
+	// was restarted, twice) are not a livelock, and the last owner must get
+	// its rounds.
+	r.stuck = 0
 	r.settle()
 	r.readOutputs()
 }

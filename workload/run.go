@@ -173,7 +173,7 @@ func (r *run) send(p *proc) bool {
 func (r *run) deliver(p *proc, lose bool) {
 	op := &r.h.Ops[p.sent]
 	p.sent = -1
-	res, err := model.Send(context.Background(), r.target, op.Op)
+	res, err := r.sendToBroker(op.Op)
 	if err != nil {
 		panic(err) // the workload sent a kind no broker answers: a bug here
 	}
@@ -193,6 +193,38 @@ func (r *run) deliver(p *proc, lose bool) {
 	p.c.learn(op.Op, res)
 	if p.c.closed() {
 		r.replace(p)
+	}
+}
+
+// sendToBroker sends op to the target. When op may end a transaction, the
+// writers waiting for a last stable offset to move are woken (see
+// fareWriter.restored), whatever the answer and whether or not it comes
+// back: a lost answer does not undo what the broker did.
+func (r *run) sendToBroker(op model.Op) (model.Result, error) {
+	res, err := model.Send(context.Background(), r.target, op)
+	if mayEndTxn(op) {
+		r.lsoMayMove()
+	}
+	return res, err
+}
+
+// mayEndTxn says whether op can end an open transaction: an EndTxn, or an
+// InitProducerId for a transactional.id, which aborts that id's open
+// transaction (KIP-98's fencing; KIP-360's bump alike). Nothing else a
+// client sends does; the clock and a broker restart are the others (see
+// clockTick, RestartBroker).
+func mayEndTxn(op model.Op) bool {
+	return op.Kind == model.EndTxn || op.Kind == model.InitProducerID && op.Req.TransactionalID != ""
+}
+
+// lsoMayMove wakes every fare writer waiting for a last stable offset to
+// move, as a long-polling fetch is answered once it moves; each reads
+// again and waits anew if nothing did.
+func (r *run) lsoMayMove() {
+	for _, p := range r.procs {
+		if w, ok := p.c.(*fareWriter); ok {
+			w.lsoMayMove()
+		}
 	}
 }
 
@@ -257,7 +289,7 @@ func (r *run) crash(p *proc, delivered bool) {
 	if p.sent >= 0 {
 		r.undecided++
 		if delivered {
-			_, _ = model.Send(context.Background(), r.target, r.h.Ops[p.sent].Op)
+			_, _ = r.sendToBroker(r.h.Ops[p.sent].Op)
 		}
 		p.sent = -1
 	}

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"context"
 	"fmt"
 
 	"pgregory.net/rapid"
@@ -106,7 +105,7 @@ func (r *run) seedInput(partitions, trips int) {
 // reads), recording it like any other.
 func (r *run) sendDirect(proc string, op model.Op, learn func(model.Result)) model.Result {
 	i := r.record(histoOp(proc, r.tick(), op))
-	res, err := model.Send(context.Background(), r.target, op)
+	res, err := r.sendToBroker(op)
 	if err != nil {
 		panic(err)
 	}

@@ -35,7 +35,7 @@ func TestExploreLooksForAShorterCounterexample(t *testing.T) {
 	}}
 	b := Budget{Checks: 3000, Steps: 30, Seed: shorterSeed, ShrinkTime: DefaultShrinkTime}
 
-	first, err := explore(opts, b, nil)
+	first, err := explore(opts, b, nil, BatchProgress{})
 	require.NoError(t, err)
 	defer first.Discard()
 	long, _, _, _ := first.Failure.Found()
@@ -62,7 +62,7 @@ func TestExplorationsKeepTheirOwnFailFiles(t *testing.T) {
 	b := Budget{Checks: 1000, Steps: 30, Seed: 1, ShrinkTime: DefaultShrinkTime}
 	var files []string
 	for range 3 {
-		out, err := explore(opts, b, nil)
+		out, err := explore(opts, b, nil, BatchProgress{})
 		require.NoError(t, err)
 		require.NotNil(t, out.Failure)
 		require.FileExists(t, out.FailFile, out.Log)

@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"maps"
 	"slices"
 	"sync"
 
@@ -71,22 +70,29 @@ func compareSignatures(a, b checker.Signature) int {
 }
 
 // add counts one interleaving's sightings.
-// merge adds what another exploration's runs met, as if its runs had come
-// after these.
-func (s *Sightings) merge(other *Sightings) {
-	if s == nil || other == nil {
+func (s *Sightings) add(run map[checker.Signature]*Sighting) {
+	if s == nil {
 		return
 	}
-	other.mu.Lock()
-	defer other.mu.Unlock()
+	var all []Sighting
+	for _, sg := range run {
+		copied := *sg
+		copied.Runs = 1
+		all = append(all, copied)
+	}
+	s.merge(all)
+}
+
+// merge adds what another collection counted (a batch's). Of two
+// histories as short, the first merged stays.
+func (s *Sightings) merge(all []Sighting) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, sig := range slices.SortedFunc(maps.Keys(other.seen), compareSignatures) {
-		sg := other.seen[sig]
-		old, ok := s.seen[sig]
+	for _, sg := range all {
+		old, ok := s.seen[sg.Signature]
 		if !ok {
-			copied := *sg
-			s.seen[sig] = &copied
+			copied := sg
+			s.seen[sg.Signature] = &copied
 			continue
 		}
 		old.Runs += sg.Runs
@@ -96,25 +102,21 @@ func (s *Sightings) merge(other *Sightings) {
 	}
 }
 
-func (s *Sightings) add(run map[checker.Signature]*Sighting) {
-	if s == nil {
-		return
+// ShrinkAll shrinks each error-code difference of all (known findings
+// stay as they are), each from the budget's seed and checks (a batch's
+// when it has none).
+func ShrinkAll(opts Options, b Budget, all []Sighting) []Sighting {
+	if b.Checks == 0 {
+		b.Checks = DefaultBatchChecks
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for sig, sg := range run {
-		old, ok := s.seen[sig]
-		if !ok {
-			copied := *sg
-			copied.Runs = 1
-			s.seen[sig] = &copied
-			continue
-		}
-		old.Runs++
-		if len(sg.History.Ops) < len(old.History.Ops) {
-			old.History, old.Report = sg.History, sg.Report
+	for i, sg := range all {
+		if sg.Known == "" {
+			if shrunk, err := Shrink(opts, b, sg); err == nil {
+				all[i] = shrunk
+			}
 		}
 	}
+	return all
 }
 
 // Shrink looks for sg's signature alone, with the budget's seed and

@@ -10,9 +10,10 @@ import (
 // its own (seed 000). On start it learns which trips are already committed
 // by reading its output partition read_committed after InitProducerId, which
 // has fenced any older owner of its transactional.id and aborted its open
-// transaction. An idempotent-only writer (seed 001) has no transaction and
-// cannot do that: it relies on its source, which re-delivers every trip it
-// did not see acknowledged.
+// transaction; the read is complete only once nothing is hidden from it
+// (see restored). An idempotent-only writer (seed 001) has no transaction
+// and cannot do that: it relies on its source, which re-delivers every trip
+// it did not see acknowledged.
 type fareWriter struct {
 	producer
 	shard *shard
@@ -30,6 +31,7 @@ type writerPhase int
 const (
 	writerInit writerPhase = iota
 	writerRestore
+	writerAwaitStable // restore: waiting for another producer's transaction to end
 	writerBegin
 	writerProduce
 	writerCommit
@@ -54,6 +56,14 @@ func (w *fareWriter) transactional() bool { return w.txnID != "" }
 func (w *fareWriter) closed() bool { return w.phase == writerClosed }
 
 func (w *fareWriter) idle() bool { return w.phase == writerBegin && w.nextTrip() == "" }
+
+// lsoMayMove tells a writer waiting for a complete restore read that
+// something happened that can end an open transaction: it reads again.
+func (w *fareWriter) lsoMayMove() {
+	if w.phase == writerAwaitStable {
+		w.phase = writerRestore
+	}
+}
 
 func (w *fareWriter) inTxn() bool { return w.phase == writerProduce || w.phase == writerCommit }
 
@@ -127,17 +137,46 @@ func (w *fareWriter) learn(op model.Op, res model.Result) {
 }
 
 // restored takes what a restore fetch read: trips already committed.
-// A read that stops at a last stable offset below the high watermark is
-// taken as complete, which is unsound: another producer's open transaction
-// may hide a trip already committed after it (issue: the writer then
-// writes it twice). Reading again until nothing is hidden made runs whose
-// hidden records stay hidden for the whole quiet phase far too slow.
+//
+// A read_committed fetch returns nothing at or past the partition's last
+// stable offset (KIP-98; Kafka's UnifiedLog.read bounds a TXN_COMMITTED
+// read by the last stable offset), and a transaction still open anywhere
+// in the partition holds that offset at its first record. Between it and
+// the high watermark may lie a trip this writer's earlier incarnation
+// committed after another producer's transaction began there (the
+// adversary's, which it never ends). A read that reaches a last stable
+// offset below the high watermark is therefore not complete: a writer
+// that took it for complete wrote such a trip again and broke
+// exactly-once (adversary, transactions v2, 20,000 interleavings; the
+// shape is TestRestoreWaitsForAnOpenTransaction).
+//
+// So the restore goes on until a read reaches a last stable offset equal
+// to the high watermark. A read that stops short of the last stable
+// offset is followed at once by the next (a broker may answer a prefix).
+// One that reaches it below the high watermark makes the writer wait,
+// sending nothing, as a long-polling consumer's fetch waits in Kafka's
+// purgatory until the last stable offset moves (DelayedFetch.tryComplete
+// takes a TXN_COMMITTED fetch's end offset to be the last stable offset).
+// The run wakes it (lsoMayMove) when something that can end a transaction
+// has happened: an EndTxn or a transactional InitProducerId arriving from
+// any process, a clock tick (Kafka's
+// TransactionCoordinator.abortTimedOutTransactions aborts what outlived
+// its timeout), a broker restart (a coordinator loading its log sends the markers of a
+// transaction it was ending). It then reads again from where it stopped,
+// and waits again if nothing moved. The quiet phase's last tick passes
+// every timeout the scenarios ask for, so the wait ends there at the
+// latest.
 func (w *fareWriter) restored(resp model.Response) {
 	for _, rec := range resp.Records {
 		w.committed[rec.Key] = true
 		w.read = rec.Offset + 1
 	}
-	if len(resp.Records) == 0 || w.read >= resp.LastStableOffset {
+	switch {
+	case len(resp.Records) > 0 && w.read < resp.LastStableOffset:
+		// More below the last stable offset: read on.
+	case resp.LastStableOffset < resp.HighWatermark:
+		w.phase = writerAwaitStable
+	default:
 		w.phase = writerBegin
 	}
 }

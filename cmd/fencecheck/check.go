@@ -22,22 +22,17 @@ type checkFlags struct {
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("check", "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
+		"Checks each history file and prints one line per check:\n"+
+		"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
+		"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
+		"  or skipped. With several files, each file's lines follow '== FILE'.\n"+
+		"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
+		"2 a file is unusable (the message names the operation and the field).\n", stderr)
 	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")
 	fs.StringVar(&f.report, "report", "", "write the counterexample page (timeline, process lanes, partition logs, violations; self-contained HTML) to `FILE` (with several histories, FILE-NAME.html for each); it links to the --html page when there is one")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
 	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` for each 100,000 operations (it then says unknown)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
-			"Checks each history file and prints one line per check:\n"+
-			"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
-			"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
-			"  or skipped. With several files, each file's lines follow '== FILE'.\n"+
-			"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
-			"2 a file is unusable (the message names the operation and the field).\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	files, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitHeld

@@ -4,6 +4,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,9 +21,10 @@ const (
 const usage = `fencecheck: a model checker for Kafka's fencing invariants.
 
 Usage:
-  fencecheck run [--target T] [--scenario S] [--seed N] [--checks N] [--steps N] [--out DIR]
+  fencecheck run [--target T] [--scenario S] [--seed N] [--time D | --checks N] [--parallel N] [--shard I/N] [--out DIR]
   fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...
   fencecheck replay BUNDLE
+  fencecheck report DIR...
 
 Commands:
   run     explore random interleavings of producers and workers with zombies,
@@ -32,6 +35,7 @@ Commands:
           exactly-once reads, no aborted reads, monotonic group offsets, and
           progress.
   replay  run a bug report's interleaving again.
+  report  merge the outputs of runs that explored one seed's shards.
 
 Run 'fencecheck COMMAND --help' for a command's flags.
 Exit status: 0 every check holds, 1 a check is violated, 2 unusable input.
@@ -51,10 +55,41 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runRun(args[1:], stdout, stderr)
 	case "replay":
 		return runReplay(args[1:], stdout, stderr)
+	case "report":
+		return runReport(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitHeld
 	}
 	fmt.Fprintf(stderr, "fencecheck: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
+}
+
+// parseFlags parses a command's flags: --help is exit status 0, a bad
+// flag (already reported by the flag set) 2.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitHeld, false
+		}
+		return exitUsage, false
+	}
+	return exitHeld, true
+}
+
+// newCommand is a command's flag set: errors and usage go to stderr, and
+// the usage is text followed by the flags, when the command has any.
+func newCommand(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(stderr, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
 }

@@ -12,6 +12,15 @@ import (
 
 const canonical = "../../histories/canonical/"
 
+// TestMain lets this test binary be the worker process of --parallel,
+// which runs the executable it was started from.
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	code = run(args, &out, &errOut)
@@ -151,7 +160,10 @@ func TestRunWritesABundleThatReplays(t *testing.T) {
 // A flag out of range is a usage error that names the flag; nothing runs.
 func TestRunRefusesFlagsOutOfRange(t *testing.T) {
 	for flag, args := range map[string][]string{
-		"--checks":      {"--checks", "0"},
+		"--checks":      {"--checks", "-1"},
+		"--time":        {"--time", "0s"},
+		"--parallel":    {"--parallel", "-2"},
+		"--shard":       {"--shard", "3/2"},
 		"--steps":       {"--steps", "-1"},
 		"--shrink-time": {"--shrink-time", "0s"},
 		"--txn-version": {"--txn-version", "3"},

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -56,17 +55,6 @@ func (f runFlags) targetName() string {
 	return f.target + " with mutant " + strings.Join(slices.Sorted(maps.Keys(f.mutants)), ", ")
 }
 
-// parallelism is --parallel, with 0 picked for the target.
-func (f runFlags) parallelism() int {
-	switch {
-	case f.parallel > 0:
-		return f.parallel
-	case f.target == "kfake":
-		return kafka.KfakeParallel
-	}
-	return 1
-}
-
 func (f runFlags) kafkaConfig() kafka.Config {
 	cfg := kafka.Config{Topics: workload.Topics, KafkaVersion: f.kafkaVersion, Logf: func(string, ...any) {}}
 	if f.brokers != "" {
@@ -75,6 +63,11 @@ func (f runFlags) kafkaConfig() kafka.Config {
 	return cfg
 }
 
+// defaultTime is --time's default: enough, measured, for the default
+// scenario to catch every named bug of impl's from a random seed (see
+// README, "How fast the named bugs are caught").
+const defaultTime = 10 * time.Second
+
 type runFlags struct {
 	target, scenario, out string
 	brokers, kafkaVersion string
@@ -82,60 +75,79 @@ type runFlags struct {
 	mutants               map[string]bool
 	seed                  uint64
 	checks, steps         int
-	parallel              int
 	shrinkTime            time.Duration
 	txnVersion            int
 	knownFile             string
 	known                 checker.Known
+	time                  time.Duration
+	swarm                 bool
+	parallel              int
+	shardFlag             string
+	shard                 workload.Shard
+	args                  []string  // the command line, for --parallel's workers
+	stderr                io.Writer // where the workers' own messages go
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("run", "Usage: fencecheck run [flags]\n\n"+
+		"Explores random interleavings of fare writers and consume-transform-produce\n"+
+		"workers, with zombies, restarts and rebalances, against a broker, and checks\n"+
+		"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
+		"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
+		"Each scenario (and mutant) is explored for --time, or --checks\n"+
+		"interleavings, in batches run side by side (--parallel) or split among\n"+
+		"the jobs of a CI matrix (--shard); the same seed and flags give the same\n"+
+		"counterexample whatever runs the batches.\n"+
+		"Known findings (--known) and error-code differences (a rightful refusal\n"+
+		"with another error code than Kafka's) do not stop exploring: each is\n"+
+		"counted and reported with the shortest history that showed it.\n"+
+		"Progress goes to stderr. Exit status: 0 nothing new was found, 1 a\n"+
+		"violation or an error-code difference that --known does not list (a\n"+
+		"misconfiguration is expected to give one), 2 bad flags.\n", stderr)
 	fs.StringVar(&f.target, "target", "impl", "the broker to explore: "+strings.Join(targetNames(), ", "))
 	fs.StringVar(&f.mutant, "mutant", "", "with --target impl: switch on a seeded bug, `NAME`[,NAME...] or all, each explored on its own: "+strings.Join(mutantNames(), ", "))
-	fs.StringVar(&f.scenario, "scenario", "stable-id", "the configuration to explore: "+strings.Join(workload.ScenarioNames(), ", ")+", or all")
+	fs.StringVar(&f.scenario, "scenario", "correct", "the configurations to explore, `NAME`[,NAME...]: "+strings.Join(workload.ScenarioNames(), ", ")+"; correct (the correct ones: a broker must hold every check under them), or all")
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
-	fs.IntVar(&f.checks, "checks", 100, "how many interleavings to try")
+	fs.IntVar(&f.checks, "checks", 0, "how many interleavings to try; 0 explores for --time instead")
+	fs.DurationVar(&f.time, "time", defaultTime, "how long to explore each scenario (and mutant) when --checks is 0; shrinking a counterexample comes after")
+	fs.BoolVar(&f.swarm, "swarm", true, "each interleaving draws which kinds of fault it offers (swarm testing); --swarm=false offers every kind to every interleaving")
+	fs.IntVar(&f.parallel, "parallel", 0, "how many explorations run side by side, each in a worker process of its own; default the machine's cores, 4 times that for kfake and kafka, whose clients mostly wait")
+	fs.StringVar(&f.shardFlag, "shard", "", "explore only part `I/N` of the seed's interleavings, for N jobs of a CI matrix (same seed and flags, I from 1 to N); 'fencecheck report' merges their outputs")
 	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
-	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("how many interleavings run at once, each on a broker of its own; they are the same interleavings as one at a time; 0 is %d on kfake (whose interleavings mostly wait for its clock), 1 elsewhere", kafka.KfakeParallel))
 	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
 	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
 	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`")
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
 	fs.StringVar(&f.knownFile, "known", "", "a known-findings `FILE` (fencecheck/known/v1): violations it lists are counted and reported, and exploring goes on; default for --target kfake its own list (kafka/known.json), none elsewhere; 'none' for none")
 	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: fencecheck run [flags]\n\n"+
-			"Explores random interleavings of fare writers and consume-transform-produce\n"+
-			"workers, with zombies, restarts and rebalances, against a broker, and checks\n"+
-			"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
-			"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
-			"Known findings (--known) and error-code differences (a rightful refusal\n"+
-			"with another error code than Kafka's) do not stop exploring: each is\n"+
-			"counted and reported with the shortest history that showed it.\n"+
-			"Progress goes to stderr. Exit status: 0 nothing new was found, 1 a\n"+
-			"violation or an error-code difference that --known does not list (a\n"+
-			"misconfiguration is expected to give one), 2 bad flags.\n\nFlags:\n")
-		fs.PrintDefaults()
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitHeld
-		}
-		return exitUsage
-	}
+	f.args, f.stderr = args, stderr
 	scenarios, err := (&f).validate(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
 	}
-	exit := exitHeld
-	for _, mutants := range mutantRuns(f.mutant) {
+	exit, runs := exitHeld, mutantRuns(f.mutant)
+	var sum summary
+	out := f.out
+	for _, mutants := range runs {
 		f.mutants = mutants
 		for _, sc := range scenarios {
-			exit = max(exit, explore(sc, f, stdout, stderr))
+			if out != "" && len(runs)*len(scenarios) > 1 {
+				f.out = filepath.Join(out, explorationDir(sc.Name, mutants))
+			}
+			code, ex := explore(sc, f, stdout, stderr)
+			exit = max(exit, code)
+			sum.add(ex, out)
+		}
+	}
+	if out != "" && os.Getenv(workerEnv) != "1" {
+		if err := sum.write(out); err != nil {
+			fmt.Fprintf(stderr, "fencecheck run: writing the summary: %v\n", err)
+			return max(exit, exitViolated)
 		}
 	}
 	return exit
@@ -176,12 +188,14 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 		return nil, fmt.Errorf("--target kafka needs --brokers host:port,...")
 	case f.target != "kafka" && f.brokers != "":
 		return nil, fmt.Errorf("--brokers goes with --target kafka")
-	case f.checks < 1:
-		return nil, fmt.Errorf("--checks must be at least 1, got %d", f.checks)
+	case f.checks < 0:
+		return nil, fmt.Errorf("--checks must be 0 (explore for --time) or more, got %d", f.checks)
+	case f.checks == 0 && f.time <= 0:
+		return nil, fmt.Errorf("--time must be positive, got %v", f.time)
+	case f.parallel < 0:
+		return nil, fmt.Errorf("--parallel must be at least 1, got %d", f.parallel)
 	case f.steps < 1:
 		return nil, fmt.Errorf("--steps must be at least 1, got %d", f.steps)
-	case f.parallel < 0:
-		return nil, fmt.Errorf("--parallel must be 0 or more, got %d", f.parallel)
 	case f.shrinkTime <= 0:
 		return nil, fmt.Errorf("--shrink-time must be positive, got %v", f.shrinkTime)
 	case f.txnVersion != 1 && f.txnVersion != 2:
@@ -192,20 +206,54 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 	if _, err := impl.ParseMutants(f.mutant); err != nil {
 		return nil, fmt.Errorf("--mutant: %w", err)
 	}
+	if f.shardFlag != "" {
+		var err error
+		if f.shard, err = workload.ParseShard(f.shardFlag); err != nil {
+			return nil, fmt.Errorf("--shard: %w", err)
+		}
+	}
+	if f.parallel == 0 {
+		f.parallel = runtime.NumCPU()
+		if f.target == "kfake" || f.target == "kafka" {
+			f.parallel *= kafka.WaitingFactor
+		}
+	}
 	if err := f.settleKafkaVersion(); err != nil {
 		return nil, err
 	}
 	if err := f.loadKnown(); err != nil {
 		return nil, fmt.Errorf("--known: %w", err)
 	}
-	if f.scenario == "all" {
-		return workload.Scenarios, nil
+	return scenariosNamed(f.scenario)
+}
+
+// scenariosNamed reads --scenario: names, correct or all.
+func scenariosNamed(names string) ([]workload.Scenario, error) {
+	var scenarios []workload.Scenario
+	for _, name := range strings.Split(names, ",") {
+		switch name {
+		case "all":
+			scenarios = append(scenarios, workload.Scenarios...)
+		case "correct":
+			for _, sc := range workload.Scenarios {
+				if sc.Correct() {
+					scenarios = append(scenarios, sc)
+				}
+			}
+		default:
+			sc, err := workload.ScenarioNamed(name)
+			if err != nil {
+				return nil, fmt.Errorf("--scenario: %w", err)
+			}
+			scenarios = append(scenarios, sc)
+		}
 	}
-	sc, err := workload.ScenarioNamed(f.scenario)
-	if err != nil {
-		return nil, fmt.Errorf("--scenario: %w", err)
-	}
-	return []workload.Scenario{sc}, nil
+	seen := map[string]bool{}
+	return slices.DeleteFunc(scenarios, func(sc workload.Scenario) bool {
+		dup := seen[sc.Name]
+		seen[sc.Name] = true
+		return dup
+	}), nil
 }
 
 // settleKafkaVersion makes --kafka-version and --txn-version agree for a
@@ -250,40 +298,81 @@ func (f *runFlags) loadKnown() error {
 	return nil
 }
 
-func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) int {
-	sightings := workload.NewSightings()
-	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Sightings: sightings}
-	budget := workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime, Parallel: f.parallelism()}
-	out, err := workload.Explore(opts, budget, stderr)
+func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, exploration) {
+	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm}
+	campaign := workload.Campaign{Budget: workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime},
+		Time: f.time, Shard: f.shard, BatchChecks: f.batchChecks()}
+	if os.Getenv(workerEnv) == "1" {
+		return serveBatches(workload.InProcess(opts, f.steps, f.shrinkTime), os.Stdin, stdout), exploration{}
+	}
+	runners, err := f.runners(opts, sc)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
-		return exitUsage
+		return exitUsage, exploration{}
+	}
+	out, err := campaign.Run(runners, workload.NewProgress(stderr, isTerminal(stderr)))
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
+		return exitUsage, exploration{}
 	}
 	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.targetName(), f.txnVersion, out.Seed, sc.About())
-	budget.Seed = out.Seed
-	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed,
+	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed, Batch: out.FailedBatch.Index, Swarm: f.swarm,
 		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants)), Known: f.knownFile}
-	exit := reportOutcome(out, run, f.out, stdout, stderr)
-	all := sightings.All()
-	for i, sg := range all {
-		if sg.Known != "" {
-			continue
-		}
-		// One shrunk example of each error-code difference.
-		fmt.Fprintf(stderr, "fencecheck: shrinking the error-code difference %s\n", sg.Signature)
-		if all[i], err = workload.Shrink(opts, budget, sg); err != nil {
-			fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
-		}
+	exit, bundle := reportOutcome(out, f, run, stdout, stderr)
+	all := out.Sightings.All()
+	// Error-code differences are shrunk when nothing worse was found; beside
+	// a violation each keeps the shortest history that showed it.
+	if out.Failure == nil && len(all) > 0 && all[0].Known == "" {
+		fmt.Fprintln(stderr, "fencecheck: shrinking each error-code difference")
+		shrink := workload.Budget{Checks: workload.DefaultBatchChecks, Steps: f.steps, Seed: out.Seed, ShrinkTime: f.shrinkTime}
+		all = workload.ShrinkAll(opts, shrink, all)
 	}
-	return max(exit, reportSightings(all, f.out, sc.Name, stdout, stderr))
+	code, saved := reportSightings(all, f.out, sc.Name, stdout, stderr)
+	return max(exit, code), summarize(run, f, out, bundle, all, saved)
+}
+
+// runners are the campaign's: this process alone, or --parallel workers.
+func (f runFlags) runners(opts workload.Options, sc workload.Scenario) ([]workload.Runner, error) {
+	if f.parallel == 1 {
+		return []workload.Runner{workload.InProcess(opts, f.steps, f.shrinkTime)}, nil
+	}
+	args, err := workerArgs(f.args, f, sc.Name)
+	if err != nil {
+		return nil, err
+	}
+	var runners []workload.Runner
+	for range f.parallel {
+		runners = append(runners, newProcessRunner(args, f.stderr))
+	}
+	return runners, nil
+}
+
+// batchChecks is a batch's size: smaller on the targets that run in real
+// time, where a batch of the in-memory size takes minutes.
+func (f runFlags) batchChecks() int {
+	if f.target == "kfake" || f.target == "kafka" {
+		return 10
+	}
+	return workload.DefaultBatchChecks
+}
+
+// isTerminal reports whether w is a terminal, where a progress line can
+// redraw itself.
+func isTerminal(w io.Writer) bool {
+	file, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := file.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // reportSightings prints what the exploration met and went past: each
 // error-code difference with the shortest history that showed it (saved
 // beside the bug report), then each known finding with how often. It is
 // exitViolated when an error-code difference is not a known finding.
-func reportSightings(all []workload.Sighting, dir, scenario string, stdout, stderr io.Writer) int {
-	exit := exitHeld
+func reportSightings(all []workload.Sighting, dir, scenario string, stdout, stderr io.Writer) (int, map[int]string) {
+	exit, saved := exitHeld, map[int]string{}
 	for i, sg := range all {
 		if sg.Known != "" {
 			fmt.Fprintf(stdout, "known finding %s: met in %d interleavings (%s)\n", sg.Known, sg.Runs, sg.Signature)
@@ -300,9 +389,10 @@ func reportSightings(all []workload.Sighting, dir, scenario string, stdout, stde
 			fmt.Fprintf(stderr, "fencecheck: saving the history: %v\n", err)
 			continue
 		}
+		saved[i] = path
 		fmt.Fprintf(stdout, "\nhistory: %s\nreplay:  fencecheck check %s\n", path, path)
 	}
-	return exit
+	return exit, saved
 }
 
 // saveSighting writes a sighting's history into dir ("" makes a fresh
@@ -322,43 +412,50 @@ func saveSighting(dir, name string, h histories.History) (string, error) {
 
 // reportOutcome prints what an exploration found: every check held, or the
 // shrunk timeline, its verdicts and where its bug report went.
-func reportOutcome(out workload.Outcome, run workload.Run, dir string, stdout, stderr io.Writer) int {
+func reportOutcome(out workload.CampaignOutcome, f runFlags, run workload.Run, stdout, stderr io.Writer) (int, string) {
 	if out.Failure == nil {
-		fmt.Fprintf(stdout, "no violation of safety or progress over %d interleavings (%d operations)\n", out.Checks, out.Ops)
-		return exitHeld
+		fmt.Fprintf(stdout, "no violation of safety or progress over %d interleavings (%d operations, %d distinct action sequences)%s\n",
+			out.Checks, out.Ops, out.Sequences, f.budgetNote(out))
+		return exitHeld, ""
 	}
-	h, report, steps, _ := out.Failure.Found()
-	fmt.Fprintf(stdout, "VIOLATION, shrunk to %d operations after %d actions:\n\n", len(h.Ops), len(steps))
+	found := out.Failure.Outcome
+	h, report, steps, _ := found.Failure.Found()
+	fmt.Fprintf(stdout, "VIOLATION in batch %d (seed %d), shrunk to %d operations after %d actions:\n\n", out.FailedBatch.Index, out.FailedBatch.Seed, len(h.Ops), len(steps))
 	if err := report.WriteTimeline(stdout); err != nil {
 		fmt.Fprintf(stderr, "fencecheck: %v\n", err)
 	}
-	bundle, err := workload.WriteBundle(dir, run, out.Failure, out.FailFile)
+	bundle, err := workload.WriteBundle(f.out, run, found.Failure, found.FailFile)
 	if err == nil {
-		out.Discard()
+		found.Discard()
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck: writing the bug report: %v\n", err)
-		return exitViolated
+		return exitViolated, ""
 	}
 	fmt.Fprintf(stdout, "\nbug report: %s\nreplay:     fencecheck check %s\n            fencecheck replay %s\n",
 		bundle, filepath.Join(bundle, workload.BundleHistory), bundle)
-	return exitViolated
+	return exitViolated, bundle
+}
+
+// budgetNote says what ended a campaign that found nothing.
+func (f runFlags) budgetNote(out workload.CampaignOutcome) string {
+	note := ""
+	if f.shard.Of > 1 {
+		note = fmt.Sprintf(", shard %s", f.shard)
+	}
+	if out.OutOfTime {
+		note += fmt.Sprintf(", in the --time of %s", f.time)
+	}
+	return note
 }
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: fencecheck replay BUNDLE\n\n"+
-			"Runs a saved counterexample's interleaving against its target again and\n"+
-			"checks the new history. Exit status: 1 it still fails, 0 it no longer does,\n"+
-			"2 the bundle is unusable.\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitHeld
-		}
-		return exitUsage
+	fs := newCommand("replay", "Usage: fencecheck replay BUNDLE\n\n"+
+		"Runs a saved counterexample's interleaving against its target again and\n"+
+		"checks the new history. Exit status: 1 it still fails, 0 it no longer does,\n"+
+		"2 the bundle is unusable.\n", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "fencecheck replay: give one bundle directory")
@@ -391,7 +488,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck replay: the bundle's known findings: %v\n", err)
 		return exitUsage
 	}
-	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion, Known: f.known}
+	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion, Known: f.known, Swarm: run.Swarm}
 	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: 30}, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)

@@ -1,9 +1,12 @@
-package fencecheck_test
+package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,62 +14,58 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencecheck/fencecheck/kafka"
-	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
-// The kfake benchmarks: how many checked operations a second an
-// exploration on kfake runs, beside how many transactions a second
-// franz-go's own transactional producer commits on the same kind of
-// cluster, so that their ratio is read off one run:
+// The kfake benchmarks: how many checked operations a second `fencecheck
+// run --target kfake` explores, one exploration at a time and at the
+// default --parallel, beside how many transactions a second franz-go's
+// own transactional producer commits on the same kind of cluster, so that
+// their ratio is read off one run:
 //
-//	go test -run '^$' -bench Kfake -benchtime 1x .
+//	go test -run '^$' -bench Kfake -benchtime 1x ./cmd/fencecheck/
 //
 // No test asserts a time.
 
-// The fixed exploration measured: the CLI's scenario, steps and kfake
-// settings, from one seed, one after another and side by side (the same
-// interleavings).
-// A counterexample (kfake's, of a finding not yet listed) is shrunk
-// briefly and counted like the rest.
-const (
-	benchExplorationChecks = 160
-	benchSeed              = 11
-	benchShrinkTime        = 5 * time.Second
-)
+// The exploration measured: the CLI's defaults but for a fixed number of
+// interleavings from one seed. A counterexample (kfake's, of a finding
+// not yet listed) is shrunk briefly, and its time counts with the rest.
+var benchExploration = []string{"run", "--target", "kfake", "--scenario", "stable-id",
+	"--checks", "160", "--seed", "11", "--shrink-time", "5s"}
 
 func BenchmarkKfakeExploration(b *testing.B) {
-	for _, parallel := range []int{1, kafkaParallel} {
+	for _, parallel := range []int{1, runtime.NumCPU() * kafka.WaitingFactor} {
 		b.Run(fmt.Sprintf("parallel-%d", parallel), func(b *testing.B) {
-			sc, err := workload.ScenarioNamed("stable-id")
-			if err != nil {
-				b.Fatal(err)
-			}
-			target := func() (model.Target, error) {
-				return kafka.NewKfake(kafka.Config{Topics: workload.Topics, Logf: func(string, ...any) {}})
-			}
 			var ops int
 			start := time.Now()
 			for range b.N {
-				out, err := workload.Explore(workload.Options{Scenario: sc, Target: target, TxnVersion: 2, Known: kafka.KnownFindings()},
-					workload.Budget{Checks: benchExplorationChecks, Steps: 30, Seed: benchSeed, ShrinkTime: benchShrinkTime, Parallel: parallel}, nil)
-				if err != nil {
-					b.Fatal(err)
+				dir := b.TempDir()
+				args := append(benchExploration, "--parallel", fmt.Sprint(parallel), "--out", dir)
+				if code, out, errOut := runCLI(args...); code == exitUsage {
+					b.Fatalf("fencecheck %v: exit %d\n%s\n%s", args, code, out, errOut)
 				}
-				if out.Failure != nil {
-					_, report, _, _ := out.Failure.Found()
-					b.Logf("a counterexample, shrunk for %v at most: %v", benchShrinkTime, report.Signatures())
-				}
-				out.Discard()
-				ops += out.Ops
+				ops += summarizedOperations(b, dir)
 			}
 			b.ReportMetric(float64(ops)/time.Since(start).Seconds(), "ops/s")
 		})
 	}
 }
 
-// kafkaParallel is the CLI's default --parallel on kfake.
-const kafkaParallel = kafka.KfakeParallel
+// summarizedOperations are the operations summary.json counts.
+func summarizedOperations(b *testing.B, dir string) int {
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		b.Fatal(err)
+	}
+	ops := 0
+	for _, ex := range s.Explorations {
+		ops += ex.Operations
+	}
+	return ops
+}
 
 // benchRawTransactions are committed each time round, so that one time
 // round (-benchtime 1x) measures a steady rate.
@@ -112,8 +111,9 @@ func BenchmarkKfakeRawTransactions(b *testing.B) {
 	b.ReportMetric(float64(b.N*benchRawTransactions)/time.Since(start).Seconds(), "txns/s")
 }
 
-// benchDataRoot is where kafka.NewKfake keeps its clusters' logs when none
-// is named: shared memory where there is some.
+// benchDataRoot is where the embedded kfake keeps its clusters' logs when
+// none is named (shared memory where there is some), so that franz-go's
+// own cluster is on the same footing.
 func benchDataRoot() string {
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		return "/dev/shm"

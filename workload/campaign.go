@@ -1,0 +1,410 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Campaign is an exploration cut into batches. Batch i is one Explore of
+// BatchChecks interleavings from BatchSeed(Seed, i), so a batch's outcome
+// depends only on the seed, i and the flags. Batches are what is shared
+// out: among the processes of --parallel, and among the jobs of --shard.
+// Whatever ran them and in whatever order they ended, a campaign's
+// counterexample is the lowest-numbered failing batch's, taken only once
+// every batch below it has ended: the same seed and flags find the same
+// first counterexample.
+type Campaign struct {
+	// Budget is the batches' own (Steps, ShrinkTime) and the campaign's
+	// Seed; its Checks is the campaign's total, 0 to run until Time.
+	Budget
+	// Time bounds exploring when Checks is 0: no batch starts after it.
+	// The batches running then end as they would (a batch is short, and
+	// one may be shrinking a counterexample).
+	Time time.Duration
+	// BatchChecks is a batch's interleavings (DefaultBatchChecks if 0).
+	BatchChecks int
+	// Shard is the part of the batches this job explores.
+	Shard Shard
+}
+
+// DefaultBatchChecks is a batch's size on the in-memory targets: under a
+// second of work, so that a time budget and a progress line stay close to
+// the truth, and large enough that a batch's start costs nothing.
+const DefaultBatchChecks = 100
+
+// Shard is a part of a campaign's batches: Index of Of (0 ≤ Index < Of)
+// takes the batches i with i mod Of = Index. The zero value is the whole.
+type Shard struct{ Index, Of int }
+
+// ParseShard reads "I/N", 1 ≤ I ≤ N (the first of N is 1/N).
+func ParseShard(s string) (Shard, error) {
+	var i, n int
+	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || fmt.Sprintf("%d/%d", i, n) != s {
+		return Shard{}, fmt.Errorf("%q is not I/N, e.g. 1/4", s)
+	}
+	if n < 1 || i < 1 || i > n {
+		return Shard{}, fmt.Errorf("%q: I/N needs 1 ≤ I ≤ N", s)
+	}
+	return Shard{Index: i - 1, Of: n}, nil
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index+1, max(s.Of, 1)) }
+
+// batch is the campaign's n-th batch of this shard's: its global number.
+func (s Shard) batch(n int) int { return s.Index + n*max(s.Of, 1) }
+
+// BatchSeed is batch i's seed: the campaign's own for batch 0, so that a
+// campaign of one batch explores what one Explore from that seed does.
+func BatchSeed(seed uint64, i int) uint64 { return seed + uint64(i)*0x9e3779b97f4a7c15 }
+
+// Batch is one batch to run: its number, seed and size.
+type Batch struct {
+	Index  int
+	Seed   uint64
+	Checks int
+}
+
+// BatchResult is what a batch found.
+type BatchResult struct {
+	Batch   Batch
+	Outcome Outcome
+	// Sightings are the error-code differences and known findings it met.
+	Sightings []Sighting
+	// Sequences are the distinct action sequences its interleavings took.
+	Sequences []uint64
+}
+
+// Runner runs batches one at a time; Campaign.Run runs one batch on each
+// runner it is given at once. progress is told the checks and operations done so far in the
+// batch. A runner whose ctx is cancelled may give up on its batch and
+// return ctx's error.
+type Runner interface {
+	Run(ctx context.Context, b Batch, progress func(BatchProgress)) (BatchResult, error)
+	Close() error
+}
+
+// InProcess runs batches in this process, one at a time: rapid keeps
+// process-wide settings, so a second batch at once needs another process.
+// It cannot stop a batch midway.
+func InProcess(opts Options, steps int, shrinkTime time.Duration) Runner {
+	return &inProcess{opts: opts, steps: steps, shrinkTime: shrinkTime}
+}
+
+type inProcess struct {
+	mu         sync.Mutex
+	opts       Options
+	steps      int
+	shrinkTime time.Duration
+}
+
+func (p *inProcess) Run(_ context.Context, b Batch, progress func(BatchProgress)) (BatchResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	opts := p.opts
+	opts.Sightings, opts.Coverage = NewSightings(), NewCoverage()
+	out, err := Explore(opts, Budget{Checks: b.Checks, Steps: p.steps, Seed: b.Seed, ShrinkTime: p.shrinkTime}, progress)
+	return BatchResult{Batch: b, Outcome: out, Sightings: opts.Sightings.All(), Sequences: opts.Coverage.sequenceHashes()}, err
+}
+
+func (p *inProcess) Close() error { return nil }
+
+// CampaignOutcome is what a campaign found.
+type CampaignOutcome struct {
+	Seed    uint64
+	Checks  int // interleavings of the batches that ended
+	Ops     int // their operations
+	Batches int // batches that ended
+	// Sequences counts the distinct action sequences they took.
+	Sequences int
+	// Failure is the first failing batch's, nil when every check held;
+	// FailedBatch is that batch.
+	Failure     *BatchResult
+	FailedBatch Batch
+	Sightings   *Sightings
+	// OutOfTime says the time budget ended the campaign.
+	OutOfTime bool
+}
+
+// Run runs the campaign on runners (one per batch at once) and reports
+// progress to p. The runners are closed when it returns.
+func (c Campaign) Run(runners []Runner, p *Progress) (CampaignOutcome, error) {
+	defer func() {
+		for _, r := range runners {
+			_ = r.Close()
+		}
+	}()
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	s := newSchedule(c)
+	p.start(c, &s.state)
+	defer p.stop()
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.work(r)
+		}()
+	}
+	wg.Wait()
+	return s.outcome()
+}
+
+// schedule hands batches out in order and gathers what they found.
+type schedule struct {
+	c        Campaign
+	deadline time.Time
+	mu       sync.Mutex
+	next     int                        // the next batch, in this shard's count
+	running  map[int]context.CancelFunc // by global batch number
+	failed   *BatchResult
+	err      error
+	state    progressState
+	seen     map[uint64]bool
+	// sightings are each ended batch's, merged in batch order at the end
+	// so that of two histories as short the same one is kept.
+	sightings map[int][]Sighting
+}
+
+func newSchedule(c Campaign) *schedule {
+	s := &schedule{c: c, running: map[int]context.CancelFunc{}, seen: map[uint64]bool{}, sightings: map[int][]Sighting{}}
+	if c.Checks == 0 {
+		s.deadline = time.Now().Add(c.Time)
+	}
+	return s
+}
+
+func (c Campaign) batchChecks() int {
+	if c.BatchChecks > 0 {
+		return c.BatchChecks
+	}
+	return DefaultBatchChecks
+}
+
+// take is the next batch to run, if any is left to start.
+func (s *schedule) take() (Batch, context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	size := s.c.batchChecks()
+	checks := size
+	switch {
+	case s.err != nil:
+		return Batch{}, nil, false
+	case s.c.Checks > 0:
+		left := s.c.Checks - s.next*size
+		if left <= 0 {
+			return Batch{}, nil, false
+		}
+		checks = min(size, left)
+	case !time.Now().Before(s.deadline):
+		s.state.outOfTime = true
+		return Batch{}, nil, false
+	}
+	i := s.c.Shard.batch(s.next)
+	if s.failed != nil && i > s.failed.Batch.Index {
+		return Batch{}, nil, false // a batch after the first failure shows nothing that counts
+	}
+	s.next++
+	ctx, cancel := context.WithCancel(context.Background())
+	s.running[i] = cancel
+	return Batch{Index: i, Seed: BatchSeed(s.c.Seed, i), Checks: checks}, ctx, true
+}
+
+// work runs batches on r until none is left.
+func (s *schedule) work(r Runner) {
+	for {
+		b, ctx, ok := s.take()
+		if !ok {
+			return
+		}
+		res, err := r.Run(ctx, b, func(p BatchProgress) { s.state.running(b.Index, &p) })
+		s.end(b, res, err, err != nil && ctx.Err() != nil)
+	}
+}
+
+// end takes a batch's result: a batch stopped midway (one after a
+// failure) counts for nothing.
+func (s *schedule) end(b Batch, res BatchResult, err error, stopped bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cancel := s.running[b.Index]; cancel != nil {
+		cancel()
+	}
+	delete(s.running, b.Index)
+	s.state.running(b.Index, nil)
+	if stopped {
+		res.Outcome.Discard()
+		return
+	}
+	if err != nil {
+		if s.err == nil && !errors.Is(err, context.Canceled) {
+			s.err = fmt.Errorf("batch %d (seed %d): %w", b.Index, b.Seed, err)
+		}
+		return
+	}
+	s.state.ended(res, s.seen)
+	s.sightings[b.Index] = res.Sightings
+	if res.Outcome.Failure == nil {
+		return
+	}
+	if s.failed != nil && s.failed.Batch.Index < b.Index {
+		res.Outcome.Discard()
+		return
+	}
+	if s.failed != nil {
+		s.failed.Outcome.Discard()
+	}
+	s.failed = &res
+	for i, cancel := range s.running {
+		if i > b.Index {
+			cancel() // what they find comes after this failure
+		}
+	}
+}
+
+func (s *schedule) outcome() (CampaignOutcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.state
+	sightings := NewSightings()
+	for _, i := range slices.Sorted(maps.Keys(s.sightings)) {
+		if s.failed == nil || i <= s.failed.Batch.Index {
+			sightings.merge(s.sightings[i])
+		}
+	}
+	out := CampaignOutcome{Seed: s.c.Seed, Checks: st.checks, Ops: st.ops, Batches: st.batches,
+		Sequences: len(s.seen), Failure: s.failed, Sightings: sightings, OutOfTime: st.outOfTime && s.failed == nil}
+	if s.failed != nil {
+		out.FailedBatch = s.failed.Batch
+	}
+	return out, s.err
+}
+
+// Progress reports a campaign's progress on w: a line that redraws itself
+// when w is a terminal, plain lines every few seconds otherwise. A nil
+// *Progress reports nothing.
+type Progress struct {
+	w        io.Writer
+	terminal bool
+	every    time.Duration
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// NewProgress reports on w; terminal says whether w redraws a line.
+func NewProgress(w io.Writer, terminal bool) *Progress {
+	every := 3 * time.Second
+	if terminal {
+		every = 200 * time.Millisecond
+	}
+	return &Progress{w: w, terminal: terminal, every: every}
+}
+
+func (p *Progress) start(c Campaign, st *progressState) {
+	if p == nil {
+		return
+	}
+	p.done = make(chan struct{})
+	begun := time.Now()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(p.every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				if p.terminal {
+					fmt.Fprint(p.w, "\r\033[K")
+				}
+				return
+			case <-tick.C:
+				line := st.line(c, time.Since(begun))
+				if p.terminal {
+					fmt.Fprintf(p.w, "\r\033[K%s", line)
+				} else {
+					fmt.Fprintln(p.w, line)
+				}
+			}
+		}
+	}()
+}
+
+func (p *Progress) stop() {
+	if p == nil {
+		return
+	}
+	close(p.done)
+	p.wg.Wait()
+}
+
+// progressState counts what the batches did: the ended ones, and the
+// running ones so far.
+type progressState struct {
+	mu             sync.Mutex
+	checks, ops    int
+	batches        int
+	sequences      int
+	outOfTime      bool
+	runningBatches map[int]BatchProgress
+}
+
+// running notes how far a running batch has got; nil when it has ended.
+func (st *progressState) running(batch int, p *BatchProgress) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.runningBatches == nil {
+		st.runningBatches = map[int]BatchProgress{}
+	}
+	if p == nil {
+		delete(st.runningBatches, batch)
+		return
+	}
+	st.runningBatches[batch] = *p
+}
+
+func (st *progressState) ended(res BatchResult, seen map[uint64]bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.checks += res.Outcome.Checks
+	st.ops += res.Outcome.Ops
+	st.batches++
+	for _, h := range res.Sequences {
+		seen[h] = true
+	}
+	st.sequences = len(seen)
+}
+
+func (st *progressState) line(c Campaign, elapsed time.Duration) string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	checks, ops, shrinking := st.checks, st.ops, -1
+	for i, r := range st.runningBatches {
+		checks, ops = checks+r.Checks, ops+r.Ops
+		if r.Shrinking && (shrinking < 0 || i < shrinking) {
+			shrinking = i
+		}
+	}
+	line := fmt.Sprintf("fencecheck: %d interleavings, %.0f operations/s", checks, float64(ops)/max(elapsed.Seconds(), 1e-3))
+	if st.batches > 0 {
+		line += fmt.Sprintf(", %d distinct action sequences", st.sequences) // counted as batches end
+	}
+	switch {
+	case shrinking >= 0:
+		line += fmt.Sprintf(", shrinking a counterexample of batch %d", shrinking)
+	case c.Checks > 0:
+		line += fmt.Sprintf(", %d of %d", checks, c.Checks)
+	case elapsed < c.Time:
+		line += fmt.Sprintf(", %s left", (c.Time - elapsed).Round(time.Second))
+	default:
+		line += ", time is up"
+	}
+	return line
+}

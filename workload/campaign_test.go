@@ -1,0 +1,131 @@
+package workload
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeRunner "finds" a counterexample in the batches of failing, taking a
+// random while over each batch, so that batches end out of order.
+type fakeRunner struct {
+	failing map[int]bool
+	mu      *sync.Mutex // the runners', over ran
+	ran     *[]int
+	rng     *rand.Rand
+}
+
+func (f *fakeRunner) Run(ctx context.Context, b Batch, progress func(BatchProgress)) (BatchResult, error) {
+	f.mu.Lock()
+	wait := time.Duration(f.rng.IntN(3000)) * time.Microsecond // rng is this runner's own
+	*f.ran = append(*f.ran, b.Index)
+	f.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return BatchResult{}, ctx.Err()
+	case <-time.After(wait):
+	}
+	progress(BatchProgress{Checks: b.Checks})
+	res := BatchResult{Batch: b, Outcome: Outcome{Seed: b.Seed, Checks: b.Checks}, Sequences: []uint64{uint64(b.Index)}}
+	if f.failing[b.Index] {
+		res.Outcome.Failure = &Failure{}
+	}
+	return res, nil
+}
+
+func (f *fakeRunner) Close() error { return nil }
+
+func fakeRunners(n int, failing map[int]bool, seed uint64) ([]Runner, *[]int) {
+	ran, mu := &[]int{}, &sync.Mutex{}
+	var runners []Runner
+	for i := range n {
+		runners = append(runners, &fakeRunner{failing: failing, ran: ran, mu: mu, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
+	}
+	return runners, ran
+}
+
+// Whatever the number of runners and the order batches end in, the
+// campaign's counterexample is the lowest failing batch's.
+func TestCampaignFindsTheFirstFailingBatchWhateverTheScheduling(t *testing.T) {
+	failing := map[int]bool{7: true, 9: true, 23: true}
+	for parallel := 1; parallel <= 6; parallel++ {
+		for try := range 5 {
+			runners, _ := fakeRunners(parallel, failing, uint64(try))
+			out, err := Campaign{Budget: Budget{Seed: 42, Checks: 3000}}.Run(runners, nil)
+			require.NoError(t, err)
+			require.NotNil(t, out.Failure, "parallel %d", parallel)
+			require.Equal(t, Batch{Index: 7, Seed: BatchSeed(42, 7), Checks: DefaultBatchChecks}, out.FailedBatch, "parallel %d try %d", parallel, try)
+			require.GreaterOrEqual(t, out.Batches, 8, "every batch below the failure ended")
+		}
+	}
+}
+
+// A campaign with a number of checks runs exactly that many, the last
+// batch partial; with none it runs until its time is up.
+func TestCampaignBudgets(t *testing.T) {
+	runners, ran := fakeRunners(3, nil, 1)
+	out, err := Campaign{Budget: Budget{Seed: 1, Checks: 250}}.Run(runners, nil)
+	require.NoError(t, err)
+	require.Nil(t, out.Failure)
+	require.Equal(t, 250, out.Checks)
+	require.ElementsMatch(t, []int{0, 1, 2}, *ran)
+	require.Equal(t, 3, out.Sequences)
+
+	runners, _ = fakeRunners(2, nil, 1)
+	start := time.Now()
+	out, err = Campaign{Budget: Budget{Seed: 1}, Time: 50 * time.Millisecond}.Run(runners, nil)
+	require.NoError(t, err)
+	require.True(t, out.OutOfTime)
+	require.Positive(t, out.Batches)
+	require.Less(t, time.Since(start), 5*time.Second, "no batch starts once the time is up")
+}
+
+// A shard takes every Nth batch from its index, and the shards of one
+// seed together take every batch once.
+func TestShardsSplitTheBatches(t *testing.T) {
+	seen := map[int]int{}
+	for i := 1; i <= 3; i++ {
+		sh, err := ParseShard([]string{"", "1/3", "2/3", "3/3"}[i])
+		require.NoError(t, err)
+		runners, ran := fakeRunners(2, nil, uint64(i))
+		_, err = Campaign{Budget: Budget{Seed: 5, Checks: 400}, Shard: sh}.Run(runners, nil)
+		require.NoError(t, err)
+		for _, b := range *ran {
+			require.Equal(t, i-1, b%3)
+			seen[b]++
+		}
+	}
+	require.Equal(t, map[int]int{0: 1, 1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 1, 8: 1, 9: 1, 10: 1, 11: 1}, seen)
+	for _, bad := range []string{"0/3", "4/3", "1/0", "1-3", "1/3x", ""} {
+		_, err := ParseShard(bad)
+		require.Error(t, err, bad)
+	}
+	require.Equal(t, uint64(77), BatchSeed(77, 0), "a campaign's first batch explores from its own seed")
+}
+
+// A batch's result crosses a process boundary whole: its counterexample's
+// histories, steps and fail file, and its sightings.
+func TestBatchResultRoundTrips(t *testing.T) {
+	sc, err := ScenarioNamed("stable-id")
+	require.NoError(t, err)
+	opts := Options{Scenario: sc, Target: wrongCodesTarget, TxnVersion: 2}
+	res, err := InProcess(opts, 30, time.Minute).Run(context.Background(), Batch{Index: 0, Seed: 3, Checks: 30}, func(BatchProgress) {})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Sightings, "the wrong-codes broker shows error-code differences")
+	data, err := res.MarshalJSON()
+	require.NoError(t, err)
+	var back BatchResult
+	require.NoError(t, back.UnmarshalJSON(data))
+	require.Equal(t, res.Batch, back.Batch)
+	require.Equal(t, res.Outcome.Checks, back.Outcome.Checks)
+	require.Equal(t, res.Sequences, back.Sequences)
+	require.Len(t, back.Sightings, len(res.Sightings))
+	for i := range res.Sightings {
+		require.Equal(t, historyJSON(res.Sightings[i].History), historyJSON(back.Sightings[i].History))
+		require.Equal(t, res.Sightings[i].Report.Verdicts, back.Sightings[i].Report.Verdicts)
+	}
+}
