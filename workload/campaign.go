@@ -117,8 +117,9 @@ func (p *inProcess) Close() error { return nil }
 // CampaignOutcome is what a campaign found.
 type CampaignOutcome struct {
 	Seed    uint64
-	Checks  int // interleavings of the batches that ended
-	Ops     int // their operations
+	Checks  int // interleavings the batches that ended explored
+	Shrinks int // runs their shrinking took
+	Ops     int // the operations of both
 	Batches int // batches that ended
 	// Sequences counts the distinct action sequences they took.
 	Sequences int
@@ -279,7 +280,7 @@ func (s *schedule) outcome() (CampaignOutcome, error) {
 			sightings.merge(s.sightings[i])
 		}
 	}
-	out := CampaignOutcome{Seed: s.c.Seed, Checks: st.checks, Ops: st.ops, Batches: st.batches,
+	out := CampaignOutcome{Seed: s.c.Seed, Checks: st.checks, Shrinks: st.shrinks, Ops: st.ops, Batches: st.batches,
 		Sequences: len(s.seen), Failure: s.failed, Sightings: sightings, OutOfTime: st.outOfTime && s.failed == nil}
 	if s.failed != nil {
 		out.FailedBatch = s.failed.Batch
@@ -350,6 +351,7 @@ func (p *Progress) stop() {
 type progressState struct {
 	mu             sync.Mutex
 	checks, ops    int
+	shrinks        int
 	batches        int
 	sequences      int
 	outOfTime      bool
@@ -374,6 +376,7 @@ func (st *progressState) ended(res BatchResult, seen map[uint64]bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.checks += res.Outcome.Checks
+	st.shrinks += res.Outcome.Shrinks
 	st.ops += res.Outcome.Ops
 	st.batches++
 	for _, h := range res.Sequences {
@@ -385,14 +388,18 @@ func (st *progressState) ended(res BatchResult, seen map[uint64]bool) {
 func (st *progressState) line(c Campaign, elapsed time.Duration) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	checks, ops, shrinking := st.checks, st.ops, -1
+	checks, shrinks, ops, shrinking := st.checks, st.shrinks, st.ops, -1
 	for i, r := range st.runningBatches {
-		checks, ops = checks+r.Checks, ops+r.Ops
+		checks, shrinks, ops = checks+r.Checks, shrinks+r.Shrinks, ops+r.Ops
 		if r.Shrinking && (shrinking < 0 || i < shrinking) {
 			shrinking = i
 		}
 	}
-	line := fmt.Sprintf("fencecheck: %d interleavings, %.0f operations/s", checks, float64(ops)/max(elapsed.Seconds(), 1e-3))
+	line := fmt.Sprintf("fencecheck: %d interleavings", checks)
+	if shrinks > 0 {
+		line += fmt.Sprintf(" (and %d runs shrinking)", shrinks)
+	}
+	line += fmt.Sprintf(", %.0f operations/s", float64(ops)/max(elapsed.Seconds(), 1e-3))
 	if st.batches > 0 {
 		line += fmt.Sprintf(", %d distinct action sequences", st.sequences) // counted as batches end
 	}

@@ -122,6 +122,7 @@ func TestBatchResultRoundTrips(t *testing.T) {
 	require.NoError(t, back.UnmarshalJSON(data))
 	require.Equal(t, res.Batch, back.Batch)
 	require.Equal(t, res.Outcome.Checks, back.Outcome.Checks)
+	require.Equal(t, res.Outcome.Shrinks, back.Outcome.Shrinks)
 	require.Equal(t, res.Sequences, back.Sequences)
 	require.Len(t, back.Sightings, len(res.Sightings))
 	for i := range res.Sightings {

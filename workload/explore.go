@@ -35,9 +35,12 @@ const DefaultShrinkTime = 2 * time.Minute
 
 // Outcome is what an exploration found.
 type Outcome struct {
-	Seed    uint64
-	Checks  int      // how many interleavings ran, shrinking included
-	Ops     int      // how many operations the runs that reached their end sent
+	Seed   uint64
+	Checks int // how many interleavings were explored, up to the first that failed
+	// Shrinks is how many runs shrinking a counterexample took, rapid's
+	// and the search for a shorter one's.
+	Shrinks int
+	Ops     int      // how many operations the runs that reached their end sent, shrinking's included
 	Failure *Failure // nil when every check held
 	// FailFile is rapid's record of the shrunk counterexample, which
 	// replays it (Budget.Replay).
@@ -45,12 +48,13 @@ type Outcome struct {
 	Log      string // rapid's own report
 }
 
-// BatchProgress is how far an exploration has got: interleavings run and
-// the operations they sent, shrinking's included, and whether it is
-// shrinking a counterexample (rapid's shrinking, or the search for a
-// shorter one).
+// BatchProgress is how far an exploration has got: interleavings
+// explored, runs shrinking a counterexample took (rapid's shrinking, or
+// the search for a shorter one), the operations all of them sent, and
+// whether it is shrinking.
 type BatchProgress struct {
 	Checks    int  `json:"checks"`
+	Shrinks   int  `json:"shrinks,omitempty"`
 	Ops       int  `json:"ops"`
 	Shrinking bool `json:"shrinking,omitempty"`
 }
@@ -88,8 +92,8 @@ func Explore(opts Options, b Budget, progress func(BatchProgress)) (Outcome, err
 		opts.shorterThan = len(h.Ops)
 		b.Seed, b.Checks = out.Seed+round, first*shortenEffort*int(round)
 		var again Outcome
-		again, err = explore(opts, b, progress, BatchProgress{Checks: out.Checks, Ops: out.Ops, Shrinking: true})
-		out.Checks += again.Checks
+		again, err = explore(opts, b, progress, BatchProgress{Checks: out.Checks, Shrinks: out.Shrinks, Ops: out.Ops, Shrinking: true})
+		out.Shrinks += again.Shrinks
 		out.Ops += again.Ops
 		if again.Failure == nil {
 			continue
@@ -139,7 +143,7 @@ func explore(opts Options, b Budget, progress func(BatchProgress), before BatchP
 	defer restore()
 	tb := &explorer{name: explorationName(opts.Scenario.Name)}
 	failure := &Failure{}
-	var checks, ops atomic.Int64
+	var checks, shrinks, ops atomic.Int64
 	observe := opts.Observe
 	opts.Observe = func(h histories.History) {
 		ops.Add(int64(len(h.Ops)))
@@ -149,15 +153,22 @@ func explore(opts Options, b Budget, progress func(BatchProgress), before BatchP
 	}
 	prop := Property(opts, failure)
 	counted := func(t *rapid.T) {
-		checks.Add(1)
+		// Once one run failed, rapid's runs shrink it; the search for a
+		// shorter counterexample is all shrinking.
+		if _, _, _, failed := failure.Found(); failed || before.Shrinking {
+			shrinks.Add(1)
+		} else {
+			checks.Add(1)
+		}
 		prop(t)
 		if progress != nil {
 			_, _, _, failed := failure.Found()
-			progress(BatchProgress{Checks: before.Checks + int(checks.Load()), Ops: before.Ops + int(ops.Load()), Shrinking: before.Shrinking || failed})
+			progress(BatchProgress{Checks: before.Checks + int(checks.Load()), Shrinks: before.Shrinks + int(shrinks.Load()),
+				Ops: before.Ops + int(ops.Load()), Shrinking: before.Shrinking || failed})
 		}
 	}
 	rapid.Check(tb, counted)
-	out := Outcome{Seed: b.Seed, Checks: int(checks.Load()), Ops: int(ops.Load()), Log: tb.log.String()}
+	out := Outcome{Seed: b.Seed, Checks: int(checks.Load()), Shrinks: int(shrinks.Load()), Ops: int(ops.Load()), Log: tb.log.String()}
 	if tb.failed {
 		out.Failure = failure
 		out.FailFile = failFile(tb.name)

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -104,4 +105,32 @@ func TestLongRunsEndWhileLookingForShorter(t *testing.T) {
 	broken.checkSoFar()
 	require.True(t, broken.decided())
 	require.NotNil(t, broken.broken)
+}
+
+// TestShrinkingIsNotExploring: an outcome's Checks are the interleavings
+// explored up to the first that failed, and the runs shrinking it are
+// counted apart: exploring one interleaving fewer from the same seed finds
+// nothing.
+func TestShrinkingIsNotExploring(t *testing.T) {
+	t.Chdir(t.TempDir())
+	sc, err := ScenarioNamed("fresh-id-per-start")
+	require.NoError(t, err)
+	opts := Options{Scenario: sc, TxnVersion: 2, Target: func() (model.Target, error) {
+		return model.NewBroker(model.Options{TxnVersion: 2}), nil
+	}}
+	b := Budget{Checks: 1000, Steps: 30, Seed: 1, ShrinkTime: time.Second}
+	out, err := Explore(opts, b, nil)
+	require.NoError(t, err)
+	require.NotNil(t, out.Failure)
+	out.Discard()
+	require.Positive(t, out.Shrinks, "no run shrank the counterexample")
+	require.Less(t, out.Checks, b.Checks)
+	require.Greater(t, out.Checks, 1, "the seed's first interleaving fails: nothing to compare")
+
+	b.Checks = out.Checks - 1
+	before, err := Explore(opts, b, nil)
+	require.NoError(t, err)
+	require.Nil(t, before.Failure, "a failure before the first one")
+	require.Equal(t, b.Checks, before.Checks)
+	require.Zero(t, before.Shrinks)
 }

@@ -19,6 +19,7 @@ type wireResult struct {
 	Batch     Batch          `json:"batch"`
 	Seed      uint64         `json:"seed"`
 	Checks    int            `json:"checks"`
+	Shrinks   int            `json:"shrinks,omitempty"`
 	Ops       int            `json:"ops"`
 	Log       string         `json:"log,omitempty"`
 	Failure   *wireFailure   `json:"failure,omitempty"`
@@ -42,7 +43,7 @@ type wireSighting struct {
 
 // MarshalJSON writes the result as a worker sends it.
 func (r BatchResult) MarshalJSON() ([]byte, error) {
-	w := wireResult{Batch: r.Batch, Seed: r.Outcome.Seed, Checks: r.Outcome.Checks, Ops: r.Outcome.Ops,
+	w := wireResult{Batch: r.Batch, Seed: r.Outcome.Seed, Checks: r.Outcome.Checks, Shrinks: r.Outcome.Shrinks, Ops: r.Outcome.Ops,
 		Log: r.Outcome.Log, Sequences: r.Sequences}
 	if r.Outcome.Failure != nil {
 		cut, _, steps, _ := r.Outcome.Failure.Found()
@@ -69,7 +70,7 @@ func (r *BatchResult) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*r = BatchResult{Batch: w.Batch, Sequences: w.Sequences,
-		Outcome: Outcome{Seed: w.Seed, Checks: w.Checks, Ops: w.Ops, Log: w.Log}}
+		Outcome: Outcome{Seed: w.Seed, Checks: w.Checks, Shrinks: w.Shrinks, Ops: w.Ops, Log: w.Log}}
 	for _, sg := range w.Sightings {
 		h, err := historyOf(sg.History)
 		if err != nil {

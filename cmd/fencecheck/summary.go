@@ -32,6 +32,7 @@ type exploration struct {
 	Run           workload.Run `json:"run"` // what was explored; Batch is the violation's
 	Shard         string       `json:"shard"`
 	Interleavings int          `json:"interleavings"`
+	ShrinkRuns    int          `json:"shrink_runs,omitempty"` // runs spent shrinking the counterexample
 	Operations    int          `json:"operations"`
 	Sequences     int          `json:"distinct_action_sequences"`
 	OutOfTime     bool         `json:"out_of_time,omitempty"`
@@ -56,7 +57,7 @@ type sighting struct {
 }
 
 func summarize(run workload.Run, f runFlags, out workload.CampaignOutcome, bundle string, all []workload.Sighting, saved map[int]string) exploration {
-	ex := exploration{Run: run, Shard: f.shard.String(), Interleavings: out.Checks, Operations: out.Ops,
+	ex := exploration{Run: run, Shard: f.shard.String(), Interleavings: out.Checks, ShrinkRuns: out.Shrinks, Operations: out.Ops,
 		Sequences: out.Sequences, OutOfTime: out.OutOfTime}
 	if out.Failure != nil && bundle != "" {
 		h, _, _, _ := out.Failure.Outcome.Failure.Found()
