@@ -32,6 +32,10 @@ type Options struct {
 	Checks int
 	// Seed is the exploration's seed; 0 picks one, logged.
 	Seed uint64
+	// ShrinkTime bounds shrinking a counterexample, and looking for a
+	// shorter one (2 minutes if 0, as 'fencecheck run' does): a job that
+	// only needs to know whether the broker fails can give less.
+	ShrinkTime time.Duration
 	// Known are findings that do not fail the test (checker.LoadKnownFile
 	// reads a fencecheck/known/v1 file); they are logged.
 	Known checker.Known
@@ -74,7 +78,10 @@ func explore(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts O
 		version = 2
 	}
 	wopts := workload.Options{Scenario: sc, Target: target, TxnVersion: version, Known: opts.Known, Swarm: true}
-	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: workload.DefaultShrinkTime}
+	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime}
+	if budget.ShrinkTime == 0 {
+		budget.ShrinkTime = workload.DefaultShrinkTime
+	}
 	limit := opts.Time
 	if limit == 0 {
 		limit = 10 * time.Second

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +30,7 @@ func TestTestFailsWithTheBugReport(t *testing.T) {
 	}
 	rec := &firstLines{}
 	dir := t.TempDir()
-	fencecheck.Test(rec, buggy, fencecheck.Options{Scenarios: []string{"stable-id"}, Checks: 100, Seed: 4, Out: dir})
+	fencecheck.Test(rec, buggy, fencecheck.Options{Scenarios: []string{"stable-id"}, Checks: 100, Seed: 4, ShrinkTime: time.Second, Out: dir})
 	require.True(t, rec.failed)
 	require.Contains(t, rec.errors[0], "VIOLATION")
 	entries, err := os.ReadDir(dir)
