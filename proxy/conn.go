@@ -1,0 +1,327 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxFrame bounds a frame the proxy reads whole: Kafka's own default for
+// socket.request.max.bytes. A longer size prefix is not a Kafka frame, and
+// the connection is copied on as raw bytes from there.
+const maxFrame = 100 << 20
+
+// conn is one client connection and its upstream connection.
+type conn struct {
+	l        *listener
+	client   net.Conn
+	upstream net.Conn
+
+	mu       sync.Mutex
+	inflight map[int32]apiVersion // by correlation id: the requests not yet answered
+	raw      bool                 // framing was lost: copy bytes, read nothing
+	cutOnce  sync.Once
+}
+
+// apiVersion is a request's API key and version, which say how its
+// response reads.
+type apiVersion struct{ key, version int16 }
+
+func (c *conn) serve() {
+	up, err := c.l.dialUpstream(context.Background())
+	if err != nil {
+		c.l.p.cfg.Logf("%v; closing the client's connection from %s", err, c.client.RemoteAddr())
+		c.client.Close()
+		return
+	}
+	c.mu.Lock()
+	c.upstream, c.inflight = up, map[int32]apiVersion{}
+	c.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { c.copyFrames(c.client, c.upstream, c.request); done <- struct{}{} }()
+	go func() { c.copyFrames(c.upstream, c.client, c.response); done <- struct{}{} }()
+	<-done
+	c.cut()
+	<-done
+}
+
+// cut closes both sides.
+func (c *conn) cut() {
+	c.cutOnce.Do(func() {
+		c.client.Close()
+		c.mu.Lock()
+		up := c.upstream
+		c.mu.Unlock()
+		if up != nil {
+			up.Close()
+		}
+	})
+}
+
+// copyFrames forwards frames from src to dst, each as handle returns it,
+// until either side closes. A size prefix that cannot be a Kafka frame
+// turns the connection raw: from there, bytes are copied as they come.
+func (c *conn) copyFrames(src, dst net.Conn, handle func(frame []byte) []byte) {
+	r := bufio.NewReaderSize(src, 64<<10)
+	var size [4]byte
+	for {
+		if c.isRaw() {
+			io.Copy(dst, r)
+			return
+		}
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 0 || n > maxFrame {
+			c.notUnderstood("a frame of %d bytes from %s; copying the connection on as raw bytes", n, src.RemoteAddr())
+			c.setRaw()
+			if _, err := dst.Write(size[:]); err != nil {
+				return
+			}
+			continue
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			dst.Write(size[:]) // what came, as it came
+			dst.Write(frame)
+			return
+		}
+		out := handle(frame)
+		buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(out)), uint32(len(out)))
+		if _, err := dst.Write(append(buf, out...)); err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) isRaw() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.raw
+}
+
+func (c *conn) setRaw() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.raw = true
+}
+
+func (c *conn) notUnderstood(format string, args ...any) {
+	c.l.p.cfg.Logf("not understood: "+format, args...)
+}
+
+// request notes what a request is, so that its response can be read, and
+// forwards it as it came.
+func (c *conn) request(frame []byte) []byte {
+	if len(frame) < 8 {
+		c.notUnderstood("a request of %d bytes, shorter than a request header", len(frame))
+		return frame
+	}
+	av := apiVersion{key: int16(binary.BigEndian.Uint16(frame)), version: int16(binary.BigEndian.Uint16(frame[2:]))}
+	corr := int32(binary.BigEndian.Uint32(frame[4:]))
+	if req := kmsg.RequestForKey(av.key); req == nil || av.version < 0 || av.version > req.MaxVersion() {
+		c.notUnderstood("request key %d version %d (correlation id %d)", av.key, av.version, corr)
+	}
+	if produceWithoutAcks(av, frame) {
+		return frame // no response will come
+	}
+	c.mu.Lock()
+	c.inflight[corr] = av
+	c.mu.Unlock()
+	return frame
+}
+
+// response rewrites the broker addresses in a response that names
+// brokers, and forwards every other response as it came.
+func (c *conn) response(frame []byte) []byte {
+	if len(frame) < 4 {
+		c.notUnderstood("a response of %d bytes, shorter than a response header", len(frame))
+		return frame
+	}
+	corr := int32(binary.BigEndian.Uint32(frame))
+	c.mu.Lock()
+	av, ok := c.inflight[corr]
+	delete(c.inflight, corr)
+	c.mu.Unlock()
+	if !ok {
+		c.notUnderstood("a response to correlation id %d, which no request carried", corr)
+		return frame
+	}
+	if !namesBrokers(av.key) {
+		return frame
+	}
+	out, err := c.l.p.rewrite(av, frame)
+	if err != nil {
+		c.notUnderstood("response key %d version %d: %v; forwarded as it came", av.key, av.version, err)
+		return frame
+	}
+	return out
+}
+
+// produceWithoutAcks reports whether the frame is a produce request with
+// acks 0, which the broker never answers. Its acks follow the header and,
+// from version 3, the transactional id.
+func produceWithoutAcks(av apiVersion, frame []byte) bool {
+	if av.key != kmsg.Produce.Int16() {
+		return false
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(av.version)
+	b, err := requestBody(req, frame)
+	if err != nil {
+		return false
+	}
+	switch {
+	case av.version >= 9: // compact nullable string: length+1, 0 for null
+		n, read := binary.Uvarint(b)
+		if read <= 0 || n > uint64(len(b)-read)+1 {
+			return false
+		}
+		b = b[read+max(int(n)-1, 0):]
+	case av.version >= 3:
+		if len(b) < 2 {
+			return false
+		}
+		n := int16(binary.BigEndian.Uint16(b))
+		b = b[2:]
+		if n > 0 {
+			if len(b) < int(n) {
+				return false
+			}
+			b = b[n:]
+		}
+	}
+	return len(b) >= 2 && int16(binary.BigEndian.Uint16(b)) == 0
+}
+
+// requestBody is a request frame's body, after its header: key, version,
+// correlation id, client id, and under flexible versions tagged fields.
+func requestBody(req kmsg.Request, frame []byte) ([]byte, error) {
+	b := frame[8:]
+	if len(b) < 2 {
+		return nil, errors.New("no client id")
+	}
+	idLen := int16(binary.BigEndian.Uint16(b))
+	b = b[2:]
+	if idLen > 0 {
+		if len(b) < int(idLen) {
+			return nil, errors.New("client id cut short")
+		}
+		b = b[idLen:]
+	}
+	if req.IsFlexible() {
+		n, err := tagsLen(b)
+		if err != nil {
+			return nil, err
+		}
+		b = b[n:]
+	}
+	return b, nil
+}
+
+// responseBody is a response frame's body, after its header: the
+// correlation id, and under flexible versions tagged fields (never for
+// ApiVersions, whose response header is always version 0).
+func responseBody(resp kmsg.Response, av apiVersion, frame []byte) (header, body []byte, err error) {
+	n := 4
+	if resp.IsFlexible() && av.key != kmsg.ApiVersions.Int16() {
+		tags, err := tagsLen(frame[4:])
+		if err != nil {
+			return nil, nil, err
+		}
+		n += tags
+	}
+	return frame[:n], frame[n:], nil
+}
+
+// tagsLen is the length of the tagged-field section b starts with.
+func tagsLen(b []byte) (int, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, errors.New("bad tagged-field count")
+	}
+	at := n
+	for range count {
+		_, n := binary.Uvarint(b[at:])
+		if n <= 0 {
+			return 0, errors.New("bad tag")
+		}
+		at += n
+		size, n := binary.Uvarint(b[at:])
+		if n <= 0 || uint64(len(b)-at-n) < size {
+			return 0, errors.New("bad tagged field size")
+		}
+		at += n + int(size)
+	}
+	return at, nil
+}
+
+// namesBrokers reports whether a response of this key carries broker
+// addresses, which the proxy rewrites to its own.
+func namesBrokers(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Metadata, kmsg.FindCoordinator, kmsg.DescribeCluster:
+		return true
+	}
+	return false
+}
+
+// rewrite is a response naming brokers, with each broker's address
+// replaced by the proxy's listener for it.
+func (p *Proxy) rewrite(av apiVersion, frame []byte) ([]byte, error) {
+	resp := kmsg.ResponseForKey(av.key)
+	if av.version < 0 || av.version > resp.MaxVersion() {
+		return nil, fmt.Errorf("version above %d, the newest this proxy reads", resp.MaxVersion())
+	}
+	resp.SetVersion(av.version)
+	header, body, err := responseBody(resp, av, frame)
+	if err != nil {
+		return nil, err
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, err
+	}
+	if err := p.rewriteAddrs(resp); err != nil {
+		return nil, err
+	}
+	return resp.AppendTo(append([]byte(nil), header...)), nil
+}
+
+func (p *Proxy) rewriteAddrs(resp kmsg.Response) error {
+	var errs []error
+	at := func(host *string, port *int32) {
+		if *host == "" { // no coordinator (an error answer): nothing to map
+			return
+		}
+		h, n, err := p.brokerAddr(*host, *port)
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		*host, *port = h, n
+	}
+	switch r := resp.(type) {
+	case *kmsg.MetadataResponse:
+		for i := range r.Brokers {
+			at(&r.Brokers[i].Host, &r.Brokers[i].Port)
+		}
+	case *kmsg.FindCoordinatorResponse:
+		at(&r.Host, &r.Port)
+		for i := range r.Coordinators {
+			at(&r.Coordinators[i].Host, &r.Coordinators[i].Port)
+		}
+	case *kmsg.DescribeClusterResponse:
+		for i := range r.Brokers {
+			at(&r.Brokers[i].Host, &r.Brokers[i].Port)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,210 @@
+// Package proxy is a Kafka-protocol proxy that real clients connect to
+// unchanged: any client library, in any language, talks to the proxy as
+// it would to the cluster, and the proxy talks to the cluster.
+//
+// It opens a listener for the bootstrap address and one for each broker
+// the cluster names, and rewrites every broker address a client learns
+// (Metadata, FindCoordinator, DescribeCluster) to the listener's, so that
+// the client never leaves the proxy. Every other frame is forwarded byte
+// for byte, at whatever version the client and the broker negotiate
+// (ApiVersions passes through untouched). A frame the proxy cannot read
+// (a malformed header, an unknown API key, a version its decoder does not
+// know) is forwarded untouched too, and noted as not understood.
+//
+// Plain TCP only: TLS and SASL to the upstream are not supported yet.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// Config says where the cluster is and where the proxy listens.
+type Config struct {
+	// Upstream are the cluster's bootstrap addresses, host:port; the
+	// bootstrap listener connects to the first that answers.
+	Upstream []string
+	// Listen is the bootstrap listener's address, host:port (port 0 picks
+	// one). The brokers' listeners bind the same host, on ports of their
+	// own. Default 127.0.0.1:0.
+	Listen string
+	// Dial connects to the upstream; default a net.Dialer.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Listener opens the proxy's listeners; default net.Listen.
+	Listener func(network, address string) (net.Listener, error)
+	// Logf is told what the proxy did not understand, and why a
+	// connection ended; default nothing.
+	Logf func(format string, args ...any)
+}
+
+// Proxy is a running proxy. Close stops it.
+type Proxy struct {
+	cfg       Config
+	host      string
+	bootstrap *listener
+
+	mu      sync.Mutex
+	brokers map[string]*listener // upstream host:port -> its listener
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New starts a proxy in front of cfg.Upstream.
+func New(cfg Config) (*Proxy, error) {
+	if len(cfg.Upstream) == 0 {
+		return nil, errors.New("proxy: no upstream address")
+	}
+	for _, addr := range cfg.Upstream {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("proxy: upstream %q is not host:port: %w", addr, err)
+		}
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen address %q is not host:port: %w", cfg.Listen, err)
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = (&net.Dialer{}).DialContext
+	}
+	if cfg.Listener == nil {
+		cfg.Listener = net.Listen
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	p := &Proxy{cfg: cfg, host: host, brokers: map[string]*listener{}}
+	p.bootstrap, err = p.listen(cfg.Listen, cfg.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Addr is the bootstrap address clients are given.
+func (p *Proxy) Addr() string { return p.bootstrap.addr }
+
+// Close stops listening, cuts every connection, and waits for their
+// goroutines to end.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	var all []*listener
+	if p.bootstrap != nil {
+		all = append(all, p.bootstrap)
+	}
+	for _, l := range p.brokers {
+		all = append(all, l)
+	}
+	p.mu.Unlock()
+	for _, l := range all {
+		l.close()
+	}
+	p.wg.Wait()
+	return nil
+}
+
+// brokerAddr is the proxy's address for the upstream broker at host:port,
+// opening a listener for it the first time it is named.
+func (p *Proxy) brokerAddr(host string, port int32) (string, int32, error) {
+	upstream := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	p.mu.Lock()
+	l, ok := p.brokers[upstream]
+	closed := p.closed
+	p.mu.Unlock()
+	if !ok {
+		if closed {
+			return "", 0, errors.New("proxy: closed")
+		}
+		var err error
+		if l, err = p.listen(net.JoinHostPort(p.host, "0"), []string{upstream}); err != nil {
+			return "", 0, err
+		}
+		p.mu.Lock()
+		if other, ok := p.brokers[upstream]; ok { // opened meanwhile
+			p.mu.Unlock()
+			l.close()
+			l = other
+		} else {
+			p.brokers[upstream] = l
+			p.mu.Unlock()
+		}
+	}
+	h, portText, _ := net.SplitHostPort(l.addr)
+	n, _ := strconv.Atoi(portText)
+	return h, int32(n), nil
+}
+
+// listener accepts clients for one upstream address (or, for the
+// bootstrap, the first of several that answers).
+type listener struct {
+	p        *Proxy
+	ln       net.Listener
+	addr     string
+	upstream []string
+
+	mu    sync.Mutex
+	conns map[*conn]bool
+}
+
+func (p *Proxy) listen(addr string, upstream []string) (*listener, error) {
+	ln, err := p.cfg.Listener("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen on %s: %w", addr, err)
+	}
+	l := &listener{p: p, ln: ln, addr: ln.Addr().String(), upstream: upstream, conns: map[*conn]bool{}}
+	p.wg.Add(1)
+	go l.accept()
+	return l, nil
+}
+
+func (l *listener) accept() {
+	defer l.p.wg.Done()
+	for {
+		client, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		c := &conn{l: l, client: client}
+		l.mu.Lock()
+		l.conns[c] = true
+		l.mu.Unlock()
+		l.p.wg.Add(1)
+		go func() {
+			defer l.p.wg.Done()
+			c.serve()
+			l.mu.Lock()
+			delete(l.conns, c)
+			l.mu.Unlock()
+		}()
+	}
+}
+
+func (l *listener) close() {
+	l.ln.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		c.cut()
+	}
+}
+
+// dialUpstream connects to the first of the listener's upstream addresses
+// that answers.
+func (l *listener) dialUpstream(ctx context.Context) (net.Conn, error) {
+	var errs []error
+	for _, addr := range l.upstream {
+		up, err := l.p.cfg.Dial(ctx, "tcp", addr)
+		if err == nil {
+			return up, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("proxy: no upstream of %v answered: %w", l.upstream, errors.Join(errs...))
+}

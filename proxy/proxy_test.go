@@ -1,0 +1,321 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// logs collects what a proxy logs.
+type logs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logs) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logs) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func startCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "trips", "fares"))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	return cluster
+}
+
+func startProxy(t *testing.T, upstream []string) (*Proxy, *logs) {
+	t.Helper()
+	l := &logs{}
+	p, err := New(Config{Upstream: upstream, Logf: l.logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	return p, l
+}
+
+// dialRecorder is a kgo dialer that notes every address the client dials.
+type dialRecorder struct {
+	mu    sync.Mutex
+	addrs map[string]bool
+}
+
+func (d *dialRecorder) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs[host] = true
+	d.mu.Unlock()
+	return (&net.Dialer{}).DialContext(ctx, network, host)
+}
+
+// A transactional consume-transform-produce round through the proxy works
+// as it does against the cluster, and the client only ever dials the
+// proxy: every broker address it learned (metadata, coordinators) was
+// rewritten to one of the proxy's listeners, one per broker.
+func TestClientsStayOnTheProxy(t *testing.T) {
+	cluster := startCluster(t)
+	p, l := startProxy(t, cluster.ListenAddrs())
+	dials := &dialRecorder{addrs: map[string]bool{}}
+	ctx := context.Background()
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.Dialer(dials.dial), kgo.TransactionalID("fare-writer-0"),
+		kgo.DefaultProduceTopic("trips"))
+	require.NoError(t, err)
+	defer producer.Close()
+	require.NoError(t, producer.BeginTransaction())
+	for i := range 6 {
+		require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "trip-%d", i), Partition: int32(i % 3)}).FirstErr())
+	}
+	require.NoError(t, producer.EndTransaction(ctx, kgo.TryCommit))
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.Dialer(dials.dial), kgo.ConsumeTopics("trips"),
+		kgo.ConsumerGroup("fares"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	defer consumer.Close()
+	var values []string
+	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for len(values) < 6 {
+		fetches := consumer.PollFetches(deadline)
+		require.NoError(t, deadline.Err(), "read %v", values)
+		fetches.EachRecord(func(r *kgo.Record) { values = append(values, string(r.Value)) })
+	}
+	require.ElementsMatch(t, []string{"trip-0", "trip-1", "trip-2", "trip-3", "trip-4", "trip-5"}, values)
+	require.NoError(t, consumer.CommitUncommittedOffsets(ctx))
+
+	p.mu.Lock()
+	listeners := map[string]bool{p.bootstrap.addr: true}
+	for _, b := range p.brokers {
+		listeners[b.addr] = true
+	}
+	p.mu.Unlock()
+	require.Len(t, listeners, 1+3, "a listener per broker")
+	dials.mu.Lock()
+	dialed := maps.Clone(dials.addrs)
+	dials.mu.Unlock()
+	for addr := range dialed {
+		require.True(t, listeners[addr], "the client dialed %s, past the proxy (%v)", addr, listeners)
+	}
+	require.NotContains(t, l.all(), "not understood")
+}
+
+// fakeBroker answers each frame it reads with reply(frame), and keeps the
+// bytes it read.
+func fakeBroker(t *testing.T, reply func(frame []byte) []byte) (addr string, got func() []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var read []byte
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for {
+					var size [4]byte
+					if _, err := io.ReadFull(c, size[:]); err != nil {
+						return
+					}
+					frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+					if _, err := io.ReadFull(c, frame); err != nil {
+						return
+					}
+					mu.Lock()
+					read = append(append(read, size[:]...), frame...)
+					mu.Unlock()
+					if out := reply(frame); out != nil {
+						c.Write(binary.BigEndian.AppendUint32(nil, uint32(len(out))))
+						c.Write(out)
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]byte(nil), read...)
+	}
+}
+
+// frameOf is a frame: its size, then its bytes.
+func frameOf(b []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// Requests and responses that name no broker cross the proxy byte for
+// byte, whatever they hold: an unknown API key, a version past the
+// decoder's, a request cut shorter than its header. The proxy notes each
+// as not understood, and keeps serving.
+func TestFramesItCannotReadAreForwardedUntouched(t *testing.T) {
+	echo := func(frame []byte) []byte {
+		if len(frame) < 8 {
+			return nil
+		}
+		return append(append([]byte(nil), frame[4:8]...), "answer"...) // correlation id, then anything
+	}
+	upstream, got := fakeBroker(t, echo)
+	p, l := startProxy(t, []string{upstream})
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+
+	unknownKey := frameOf([]byte{0x27, 0x0f, 0, 1, 0, 0, 0, 7, 0xff, 0xff, 1, 2, 3}) // key 9999
+	futureVersion := frameOf([]byte{0, 0, 0x7f, 0, 0, 0, 0, 8, 0xff, 0xff, 9, 9})    // produce v32512
+	short := frameOf([]byte{0, 3, 0})
+	for _, frame := range [][]byte{unknownKey, futureVersion, short} {
+		_, err := c.Write(frame)
+		require.NoError(t, err)
+	}
+	for _, corr := range []byte{7, 8} {
+		answer := make([]byte, 4+4+len("answer"))
+		_, err := io.ReadFull(c, answer)
+		require.NoError(t, err)
+		require.Equal(t, frameOf(append([]byte{0, 0, 0, corr}, "answer"...)), answer)
+	}
+	require.Eventually(t, func() bool { return len(got()) == len(unknownKey)+len(futureVersion)+len(short) }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, append(append(append([]byte(nil), unknownKey...), futureVersion...), short...), got())
+	log := l.all()
+	require.Contains(t, log, "not understood: request key 9999 version 1")
+	require.Contains(t, log, "not understood: request key 0 version 32512")
+	require.Contains(t, log, "not understood: a request of 3 bytes")
+}
+
+// rawBroker keeps every byte it reads, and answers nothing.
+func rawBroker(t *testing.T) (addr string, got func() []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var read []byte
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					mu.Lock()
+					read = append(read, buf[:n]...)
+					mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), func() []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]byte(nil), read...)
+	}
+}
+
+// A size prefix no Kafka frame has (negative, or past the largest request
+// a broker takes) ends the framing: the connection is copied on as raw
+// bytes, untouched, and the proxy goes on serving other clients.
+func TestABrokenFrameTurnsTheConnectionRaw(t *testing.T) {
+	upstream, got := rawBroker(t)
+	p, l := startProxy(t, []string{upstream})
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	request := frameOf([]byte{0, 18, 0, 3, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0}) // ApiVersions v3
+	garbage := []byte{0xff, 0xff, 0xff, 0xf0, 'n', 'o', 't', ' ', 'k', 'a', 'f', 'k', 'a'}
+	more := frameOf([]byte{0, 3, 0, 1, 0, 0, 0, 2, 0xff, 0xff})
+	for _, b := range [][]byte{request, garbage, more} {
+		_, err = c.Write(b)
+		require.NoError(t, err)
+	}
+	want := append(append(append([]byte(nil), request...), garbage...), more...)
+	require.Eventually(t, func() bool { return len(got()) == len(want) }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, want, got())
+	require.Contains(t, l.all(), "not understood: a frame of -16 bytes")
+
+	other, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err, "the proxy stopped listening")
+	defer other.Close()
+	_, err = other.Write(more)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(got()) == len(want)+len(more) }, 5*time.Second, 10*time.Millisecond)
+}
+
+// A Metadata response read and written again keeps every field: the
+// proxy changes the brokers' addresses and nothing else.
+func TestRewritingChangesOnlyAddresses(t *testing.T) {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(12)
+	resp.ClusterID = kmsg.StringPtr("cluster")
+	resp.ControllerID = 2
+	for id := range int32(3) {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = id, "broker.example", 9092+id, kmsg.StringPtr("rack")
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	topic := kmsg.NewMetadataResponseTopic()
+	topic.Topic = kmsg.StringPtr("trips")
+	topic.Partitions = []kmsg.MetadataResponseTopicPartition{{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}
+	resp.Topics = append(resp.Topics, topic)
+	frame := resp.AppendTo([]byte{0, 0, 0, 42, 0}) // correlation id, no tags
+
+	opened := map[string]bool{}
+	p := &Proxy{host: "127.0.0.1", brokers: map[string]*listener{}, cfg: Config{Listener: func(_, _ string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err == nil {
+			opened[ln.Addr().String()] = true
+		}
+		return ln, err
+	}, Logf: func(string, ...any) {}}}
+	defer p.Close()
+	out, err := p.rewrite(apiVersion{key: kmsg.Metadata.Int16(), version: 12}, frame)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 0, 0, 42, 0}, out[:5])
+
+	back := kmsg.NewPtrMetadataResponse()
+	back.SetVersion(12)
+	require.NoError(t, back.ReadFrom(out[5:]))
+	for i, b := range back.Brokers {
+		require.True(t, opened[net.JoinHostPort(b.Host, fmt.Sprint(b.Port))], "broker %d at %s:%d", b.NodeID, b.Host, b.Port)
+		back.Brokers[i].Host, back.Brokers[i].Port = resp.Brokers[i].Host, resp.Brokers[i].Port
+	}
+	require.Len(t, opened, 3)
+	require.Equal(t, resp, back)
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, err := New(Config{})
+	require.ErrorContains(t, err, "no upstream address")
+	_, err = New(Config{Upstream: []string{"localhost"}})
+	require.ErrorContains(t, err, `upstream "localhost" is not host:port`)
+	_, err = New(Config{Upstream: []string{"localhost:9092"}, Listen: "nowhere"})
+	require.ErrorContains(t, err, `listen address "nowhere" is not host:port`)
+}
