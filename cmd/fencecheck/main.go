@@ -25,6 +25,8 @@ Usage:
   fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...
   fencecheck replay BUNDLE
   fencecheck report DIR...
+  fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT]
+  fencecheck broker [--listen HOST:PORT]
 
 Commands:
   run     explore random interleavings of producers and workers with zombies,
@@ -36,6 +38,10 @@ Commands:
           progress.
   replay  run a bug report's interleaving again.
   report  merge the outputs of runs that explored one seed's shards.
+  proxy   a Kafka-protocol proxy any client connects to unchanged, in front of
+          a cluster.
+  broker  the embedded cluster (kfake) on real ports, to try a client or the
+          proxy against.
 
 Run 'fencecheck COMMAND --help' for a command's flags.
 Exit status: 0 every check holds, 1 a check is violated, 2 unusable input.
@@ -57,6 +63,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runReplay(args[1:], stdout, stderr)
 	case "report":
 		return runReport(args[1:], stdout, stderr)
+	case "proxy":
+		return runProxy(args[1:], stdout, stderr)
+	case "broker":
+		return runBroker(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitHeld

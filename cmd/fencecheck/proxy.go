@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/fencecheck/fencecheck/proxy"
+	"github.com/fencecheck/fencecheck/workload"
+)
+
+// untilStopped is the context the long-running commands (proxy, broker)
+// run under: done at SIGINT or SIGTERM.
+var untilStopped = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func runProxy(args []string, stdout, stderr io.Writer) int {
+	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT]\n\n"+
+		"A Kafka-protocol proxy for any client, in any language: point the client at\n"+
+		"--listen instead of the cluster. Every broker address the client learns is\n"+
+		"rewritten to one of the proxy's listeners (one per broker, on --listen's\n"+
+		"host), and every other frame is forwarded byte for byte. Frames it cannot\n"+
+		"read are forwarded untouched and logged on stderr as not understood.\n"+
+		"Plain TCP only (no TLS or SASL to the upstream yet). It prints its\n"+
+		"bootstrap address on stdout and runs until interrupted.\n", stderr)
+	upstream := fs.String("upstream", "", "the cluster's bootstrap addresses, `host:port,...`")
+	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "fencecheck proxy: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	if *upstream == "" {
+		fmt.Fprintln(stderr, "fencecheck proxy: --upstream host:port,... is required")
+		return exitUsage
+	}
+	p, err := proxy.New(proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck proxy: "+format+"\n", args...) }})
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck proxy: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := untilStopped()
+	defer stop()
+	fmt.Fprintf(stdout, "fencecheck proxy: listening on %s for %s\n", p.Addr(), *upstream)
+	<-ctx.Done()
+	p.Close()
+	return exitHeld
+}
+
+// brokerCount is how many brokers `fencecheck broker` runs: enough for
+// partition leaders and coordinators to sit on different brokers, as the
+// embedded target's do.
+const brokerCount = 3
+
+func runBroker(args []string, stdout, stderr io.Writer) int {
+	fs := newCommand("broker", "Usage: fencecheck broker [--listen HOST:PORT]\n\n"+
+		"The embedded Kafka-protocol cluster (franz-go's kfake, three brokers, with\n"+
+		"fencecheck's topics), on real ports until interrupted, so that a client or\n"+
+		"'fencecheck proxy' can be tried with nothing installed. The brokers listen\n"+
+		"on --listen's port and the two after it (port 0: any free ports); their\n"+
+		"addresses go to stdout. Its data lives in memory.\n", stderr)
+	listen := fs.String("listen", "127.0.0.1:9092", "the first broker's address, `host:port`")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "fencecheck broker: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	opts, err := brokerOpts(*listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck broker: %v\n", err)
+		return exitUsage
+	}
+	cluster, err := kfake.NewCluster(opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck broker: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := untilStopped()
+	defer stop()
+	fmt.Fprintf(stdout, "fencecheck broker: listening on %s\n", strings.Join(cluster.ListenAddrs(), ","))
+	<-ctx.Done()
+	cluster.Close()
+	return exitHeld
+}
+
+// brokerOpts are the cluster's options for a first broker at listen.
+func brokerOpts(listen string) ([]kfake.Opt, error) {
+	host, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q is not host:port: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535-brokerCount {
+		return nil, fmt.Errorf("--listen %q: the port must be 0 to %d", listen, 65535-brokerCount)
+	}
+	ports := make([]int, brokerCount)
+	for i := range ports {
+		if port != 0 {
+			ports[i] = port + i
+		}
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(brokerCount), kfake.Ports(ports...),
+		kfake.ListenFn(func(network, address string) (net.Listener, error) {
+			_, p, _ := net.SplitHostPort(address)
+			return net.Listen(network, net.JoinHostPort(host, p))
+		})}
+	for name, partitions := range workload.Topics {
+		opts = append(opts, kfake.SeedTopics(int32(partitions), name))
+	}
+	return opts, nil
+}
