@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,44 +17,68 @@ import (
 // documentation). A Tick that slept its whole scaled length would spend
 // most of an exploration's time waiting for timers that are not there:
 // most ticks find no transaction open and no member in a group, and a tick
-// of a second fires nothing. On kfake, the target knows every request that
-// starts a broker timer with a scaled timeout (they are all its own), so a
-// Tick waits only for the timers the model fires at that tick:
+// of a second fires nothing. On kfake, the target knows the timeouts of
+// every broker timer it starts (they are all its own requests), so a Tick
+// waits only as long as those timers need:
 //
-//   - for each request the target sent (at model time m, answered at real
-//     time r) that may have started or renewed a transaction's or a
-//     member's timer, and each timeout T (model ms) that entity was given,
+//   - an open transaction: kfake says when it began (DescribeTransactions:
+//     its start S, on the wall clock, and its scaled timeout), so it fires
+//     at S + scaled(T). The model's time at S, m, is that after the last
+//     Tick ended before S (the model's clock moves at nothing else; a
+//     restart, which moves S on by kfake's outage, keeps m); the model
+//     aborts the transaction at this tick when m + T <= the model's time
+//     after it. A transaction the model aborts now is waited for until
+//     kfake has aborted it too, however long that is past this Tick's own
+//     length: a timeout may run out over several ticks, none of which
+//     reaches it alone (FINDINGS.md, 14). While a transaction stays open,
+//     the Tick lasts its whole scaled length, so that its time on kfake
+//     keeps up with the model's: a Tick that returned at once would leave
+//     it behind by the tick, and the transactions begun after it as far
+//     ahead once its timeout is waited for (kfake would then abort them
+//     ticks before the model does). Nor does the Tick last until kfake is
+//     within tickSlack of aborting a transaction the model keeps (a
+//     timeout a few scaled milliseconds above the tick's, as an adversary
+//     sends): the requests that follow take real time too.
+//   - a member: for each request the target sent (at model time m,
+//     answered at real time r) that may have started or renewed its
+//     session, and each session timeout T (model ms) its group was given,
 //     the timer is due when m + T <= the model's time after the tick, and
-//     the broker fires it by r + scaled(T);
-//   - only entities the broker still holds count: an ongoing transaction
-//     (ListTransactions), a member its group lists (DescribeGroups), or a
-//     member id not yet admitted (a KIP-394 pending member, which
-//     DescribeGroups does not list);
-//   - the Tick sleeps until the latest due deadline, then makes sure the
-//     broker has acted on it: kfake aborts an expired transaction after
-//     the next request it handles, and removes an expired member on its
-//     group loop, which the Tick waits for;
+//     the broker fires it by r + scaled(T). Only members the broker still
+//     holds count: a member its group lists (DescribeGroups), or a member
+//     id not yet admitted (a KIP-394 pending member, which DescribeGroups
+//     does not list). The Tick sleeps until the latest due deadline, at
+//     most its whole length (the sessions, 45 s, are shorter than a tick
+//     that expires them), and waits until kfake's group loop has removed
+//     them.
+//   - then the Tick makes sure the broker has acted: kfake aborts an
+//     expired transaction after the next request it handles.
 //   - a group in the middle of a rebalance has a timer the model does not
 //     know (the rebalance timeout, real time): the Tick then sleeps up to
 //     its whole scaled length, as it always did, unless the rebalance ends
 //     sooner.
 //
-// Every timer the whole sleep fired because the model fires it is fired
-// (from the same requests, the deadlines are the broker's own), and real
-// time never runs ahead of what the whole sleep let pass, so no timer
-// fires that the whole sleep would not have fired. What is left out is
-// the drift the whole sleep added: on a real cluster, which is not the
-// target's own and whose timers run on intervals of their own (Kafka
-// looks for expired transactions every 10 s), a Tick sleeps its whole
-// length.
+// Every timer the model fires is fired, at the broker's own deadline, and
+// none that the model keeps. What is left out is the drift the whole
+// sleep added: on a real cluster, which is not the target's own and whose
+// timers run on intervals of their own (Kafka looks for expired
+// transactions every 10 s), a Tick sleeps its whole length.
 
 // clock is the target's account of the model's time and of the requests
 // that start broker timers.
 type clock struct {
 	mu  sync.Mutex
 	now int64 // model ms: the ticks so far
-	// txns are by cluster transactional id, members by member id.
-	txns    map[string]*timers
+	// ticks are when each Tick ended, with the model's time, the oldest
+	// first.
+	ticks []tickMark
+	// txnStarts are the model's time at the start of the last open
+	// transaction of each cluster transactional id, with the start the
+	// broker told (it moves on by a restart's outage: see restarted).
+	txnStarts map[string]txnStart
+	// txnTimeouts are the transaction timeouts (model ms) sent with each
+	// cluster transactional id.
+	txnTimeouts map[string]map[int64]bool
+	// members are by member id.
 	members map[string]*memberTimers
 	// sessions are the session timeouts (model ms) sent to each cluster
 	// group.
@@ -61,12 +86,28 @@ type clock struct {
 	groups   map[string]bool
 }
 
-// timers are one entity's timeouts and the requests that may have started
-// or renewed its timer: for each model time they were sent at, when the
-// last of them was answered.
+// tickMark is a Tick: when it ended (zero while it lasts), and the
+// model's time before and after it.
+type tickMark struct {
+	at            time.Time
+	before, after int64
+}
+
+// endedBy reports whether the Tick had ended by at.
+func (m tickMark) endedBy(at time.Time) bool { return !m.at.IsZero() && !m.at.After(at) }
+
+// txnStart is when an open transaction began, on the broker's clock and
+// the model's.
+type txnStart struct {
+	broker time.Time
+	model  int64
+}
+
+// timers are the requests that may have started or renewed a member's
+// session: for each model time they were sent at, when the last of them
+// was answered.
 type timers struct {
-	timeouts map[int64]bool // model ms
-	last     map[int64]time.Time
+	last map[int64]time.Time
 }
 
 // memberTimers are a group member's, as the clock knows it.
@@ -78,7 +119,7 @@ type memberTimers struct {
 }
 
 func newClock() *clock {
-	return &clock{txns: map[string]*timers{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}}
+	return &clock{txnTimeouts: map[string]map[int64]bool{}, txnStarts: map[string]txnStart{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}}
 }
 
 func (tm *timers) saw(now int64, at time.Time) {
@@ -88,15 +129,6 @@ func (tm *timers) saw(now int64, at time.Time) {
 	if at.After(tm.last[now]) {
 		tm.last[now] = at
 	}
-}
-
-func (c *clock) txn(id string) *timers {
-	tm, ok := c.txns[id]
-	if !ok {
-		tm = &timers{timeouts: map[int64]bool{}}
-		c.txns[id] = tm
-	}
-	return tm
 }
 
 func (c *clock) member(group, id string) *memberTimers {
@@ -112,7 +144,10 @@ func (c *clock) member(group, id string) *memberTimers {
 func (c *clock) txnTimeout(id string, ms int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.txn(id).timeouts[ms] = true
+	if c.txnTimeouts[id] == nil {
+		c.txnTimeouts[id] = map[int64]bool{}
+	}
+	c.txnTimeouts[id][ms] = true
 }
 
 // sessionTimeout notes a session timeout sent to a group.
@@ -127,16 +162,11 @@ func (c *clock) sessionTimeout(group string, ms int64) {
 }
 
 // exchanged notes a request, and its answer when one came, as answered at
-// real time at: every transactional id and member id it names may have had
-// its timer started or renewed.
+// real time at: every member id it names may have had its session started
+// or renewed. (A transaction's start kfake tells: see txnsDue.)
 func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	txn := func(id *string) {
-		if id != nil && *id != "" {
-			c.txn(*id).saw(c.now, at)
-		}
-	}
 	member := func(group, id string) *memberTimers {
 		if id == "" {
 			return nil
@@ -149,21 +179,7 @@ func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 		return m
 	}
 	switch r := req.(type) {
-	case *kmsg.InitProducerIDRequest:
-		txn(r.TransactionalID)
-	case *kmsg.AddPartitionsToTxnRequest:
-		txn(&r.TransactionalID)
-		for i := range r.Transactions {
-			txn(&r.Transactions[i].TransactionalID)
-		}
-	case *kmsg.ProduceRequest:
-		txn(r.TransactionID)
-	case *kmsg.AddOffsetsToTxnRequest:
-		txn(&r.TransactionalID)
-	case *kmsg.EndTxnRequest:
-		txn(&r.TransactionalID)
 	case *kmsg.TxnOffsetCommitRequest:
-		txn(&r.TransactionalID)
 		member(r.Group, r.MemberID)
 	case *kmsg.JoinGroupRequest:
 		member(r.Group, r.MemberID)
@@ -186,25 +202,63 @@ func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 	}
 }
 
-// restarted notes a broker restart that took d: kfake moves the start of
-// every open transaction on by the outage, so their deadlines move too.
-// (A member's session runs on through an outage.)
-func (c *clock) restarted(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, tm := range c.txns {
-		for m, at := range tm.last {
-			tm.last[m] = at.Add(d)
-		}
-	}
-}
-
-// advance moves the model's clock by ms and returns the new time.
+// advance moves the model's clock by ms, at the start of a Tick, and
+// returns the new time.
 func (c *clock) advance(ms int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.ticks = append(c.ticks, tickMark{before: c.now, after: c.now + ms})
 	c.now += ms
 	return c.now
+}
+
+// ticked notes that the Tick under way ended at at.
+func (c *clock) ticked(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ticks[len(c.ticks)-1].at = at
+}
+
+// startOf is the model's time at the start of id's open transaction,
+// which the broker says began at start, to the millisecond below: that
+// after the last Tick ended by then. No request is in flight during a
+// Tick, and a Tick with a transaction open lasts more than a millisecond,
+// so a start within the millisecond after a Tick ended came after it.
+func (c *clock) startOf(id string, start time.Time) int64 {
+	if s, ok := c.txnStarts[id]; ok && s.broker.Equal(start) {
+		return s.model
+	}
+	at := start.Add(time.Millisecond)
+	i, _ := slices.BinarySearchFunc(c.ticks, at, func(m tickMark, at time.Time) int {
+		if m.endedBy(at) {
+			return -1
+		}
+		return 1
+	})
+	m := c.now
+	switch {
+	case i > 0:
+		m = c.ticks[i-1].after
+	case len(c.ticks) > 0:
+		m = c.ticks[0].before
+	}
+	c.txnStarts[id] = txnStart{broker: start, model: m}
+	return m
+}
+
+// restarted notes the broker's restart: before and after are the open
+// transactions as it told them on either side. kfake moves the start of
+// each on by the outage (its own measure of it), and each keeps the
+// model's time it began at.
+func (c *clock) restarted(before, after map[string]openTxn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, tx := range before {
+		m := c.startOf(id, tx.start)
+		if moved, ok := after[id]; ok {
+			c.txnStarts[id] = txnStart{broker: moved.start, model: m}
+		}
+	}
 }
 
 // time is the model's time.
@@ -214,24 +268,80 @@ func (c *clock) time() int64 {
 	return c.now
 }
 
+// knowsTxn reports whether the target sent id a transaction timeout.
+func (c *clock) knowsTxn(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.txnTimeouts[id] != nil
+}
+
 // idle reports whether no request that starts a timer was ever sent.
 func (c *clock) idle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.txns) == 0 && len(c.members) == 0
+	return len(c.txnTimeouts) == 0 && len(c.members) == 0
 }
 
 // held is what the broker still holds a timer for.
 type held struct {
-	txns    map[string]bool            // ongoing transactional ids
+	txns    map[string]openTxn         // ongoing transactions, by cluster transactional id
 	members map[string]map[string]bool // group -> its members
 	settled bool                       // no group is in the middle of a rebalance
 }
 
-// due is the latest deadline of the timers the model fires at now among
-// those the broker holds, and the members whose timers those are (the
-// broker must have removed them by then). ok is false when nothing is due.
-func (c *clock) due(now int64, h held, scaled func(int64) time.Duration) (deadline time.Time, expired map[string]string, ok bool) {
+// openTxn is an ongoing transaction as the broker tells it.
+type openTxn struct {
+	start   time.Time     // when it began, to the millisecond below
+	timeout time.Duration // as the broker runs it (scaled)
+}
+
+// txnsDue says what a Tick to now must do about the open transactions:
+// wait until due, the latest deadline of those the model aborts at this
+// tick (zero: none), and stop before keep, the earliest deadline of those
+// it keeps open (zero: none). An open transaction whose timeout the
+// target did not send is not its own, and not its to time.
+func (c *clock) txnsDue(now int64, h held, scaled func(int64) time.Duration) (due, keep time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, tx := range h.txns {
+		timeout, ok := c.sentTimeout(id, tx.timeout, scaled)
+		if !ok {
+			continue
+		}
+		// kfake fires at its own start, at most a millisecond past
+		// the one it tells, plus the timeout.
+		fires := tx.start.Add(tx.timeout)
+		if c.startOf(id, tx.start)+timeout <= now {
+			if d := fires.Add(time.Millisecond); d.After(due) {
+				due = d
+			}
+			continue
+		}
+		if keep.IsZero() || fires.Before(keep) {
+			keep = fires
+		}
+	}
+	return due, keep
+}
+
+// sentTimeout is the model timeout the broker's scaled timeout of id was
+// sent as: the longest, if several scale to it.
+func (c *clock) sentTimeout(id string, scaledTimeout time.Duration, scaled func(int64) time.Duration) (int64, bool) {
+	var timeout int64
+	var ok bool
+	for ms := range c.txnTimeouts[id] {
+		if scaled(ms) == scaledTimeout && ms >= timeout {
+			timeout, ok = ms, true
+		}
+	}
+	return timeout, ok
+}
+
+// membersDue is the latest deadline of the member sessions the model
+// expires at now among those the broker holds, and the members whose
+// sessions those are (the broker must have removed them by then). ok is
+// false when nothing is due.
+func (c *clock) membersDue(now int64, h held, scaled func(int64) time.Duration) (deadline time.Time, expired map[string]string, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	consider := func(tm *timers, timeouts map[int64]bool) (time.Time, bool) {
@@ -251,17 +361,6 @@ func (c *clock) due(now int64, h held, scaled func(int64) time.Duration) (deadli
 		return latest, any
 	}
 	expired = map[string]string{}
-	for id, tm := range c.txns {
-		if !h.txns[id] {
-			continue
-		}
-		if d, any := consider(tm, tm.timeouts); any {
-			ok = true
-			if d.After(deadline) {
-				deadline = d
-			}
-		}
-	}
 	for id, m := range c.members {
 		if m.gone || m.admitted && !h.members[m.group][id] {
 			continue // gone: a member id is never given twice
@@ -302,13 +401,20 @@ func (c *clock) knownGroups() []string {
 }
 
 // prune forgets the requests answered before before, older than any
-// timeout (nothing they started can be due again), and marks the admitted
-// members the broker no longer holds as gone.
+// timeout (nothing they started can be due again), and the ticks begun
+// before it but the last (a transaction begun before it has timed out on
+// the broker), and marks the admitted members the broker no longer holds
+// as gone.
 func (c *clock) prune(h held, before time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, tm := range c.txns {
-		maps.DeleteFunc(tm.last, func(_ int64, at time.Time) bool { return at.Before(before) })
+	if i := slices.IndexFunc(c.ticks, func(m tickMark) bool { return !m.endedBy(before) }); i > 1 {
+		c.ticks = slices.Delete(c.ticks, 0, i-1)
+	}
+	for id := range c.txnStarts {
+		if _, open := h.txns[id]; !open {
+			delete(c.txnStarts, id)
+		}
 	}
 	for id, m := range c.members {
 		if m.admitted && !h.members[m.group][id] {
@@ -327,6 +433,7 @@ func (t *Target) Tick(ms int64) {
 	start := time.Now()
 	whole := start.Add(t.realDuration(ms))
 	now := t.clock.advance(ms)
+	defer func() { t.clock.ticked(time.Now()) }()
 	if t.embedded == nil {
 		time.Sleep(t.realDuration(ms))
 		return
@@ -340,14 +447,30 @@ func (t *Target) Tick(ms int64) {
 		time.Sleep(time.Until(whole))
 		return
 	}
-	deadline, expired, ok := t.clock.due(now, h, t.scaledDuration)
-	if ok {
-		deadline = deadline.Add(tickMargin)
-		if deadline.After(whole) {
-			deadline = whole // never past what the whole sleep let pass
-		}
-		time.Sleep(time.Until(deadline))
+	until := start
+	txnsDue, keep := t.clock.txnsDue(now, h, t.scaledDuration)
+	stopBy := whole // the latest any wait may last, but for the aborts the model makes
+	if !keep.IsZero() {
+		// A transaction stays open: the tick lasts, so that its time
+		// on the broker keeps up with the model's, but never until the
+		// broker would abort it within tickSlack.
+		until = whole
+		stopBy = earliest(whole, keep.Add(-tickSlack))
 	}
+	membersDue, expired, ok := t.clock.membersDue(now, h, t.scaledDuration)
+	if ok {
+		until = latest(until, membersDue.Add(tickMargin))
+	}
+	until = earliest(until, stopBy)
+	if !txnsDue.IsZero() {
+		// However long past the tick's own length: the model aborts it.
+		if !keep.IsZero() && !txnsDue.Add(tickMargin).Before(keep.Add(-tickSlack)) {
+			t.cfg.Logf("kafka: tick: a transaction the model aborts and one it keeps open time out together on the broker; both are aborted")
+		}
+		until = latest(until, txnsDue.Add(tickMargin))
+		stopBy = latest(stopBy, until)
+	}
+	time.Sleep(time.Until(until))
 	// Let the broker act on what expired: the request that asks flushes
 	// kfake's expired transactions, and an expired member leaves its
 	// group on the group's loop. A rebalance under way ends by the
@@ -361,7 +484,7 @@ func (t *Target) Tick(ms int64) {
 		if h.settled && gone(h, expired) {
 			break
 		}
-		if !time.Now().Before(whole) {
+		if !time.Now().Before(stopBy) {
 			break
 		}
 		time.Sleep(tickPoll)
@@ -375,12 +498,31 @@ const (
 	// tickMargin is how long past a timer's deadline a Tick waits for
 	// the broker's timer to fire.
 	tickMargin = time.Millisecond
+	// tickSlack is how much of its timeout a Tick leaves on the broker
+	// to a transaction the model keeps open: the requests that follow
+	// take real time, which the model does not count (1 ms is 100 ms
+	// at the default scale).
+	tickSlack = 10 * time.Millisecond
 	// tickPoll is how often a Tick asks whether the broker has acted.
 	tickPoll = time.Millisecond
 	// maxTimeoutMs bounds the timeouts a run sends (model ms): Kafka's
 	// transaction.max.timeout.ms.
 	maxTimeoutMs = 15 * 60 * 1000
 )
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
 
 func gone(h held, expired map[string]string) bool {
 	for id, group := range expired {
@@ -396,26 +538,55 @@ func (t *Target) scaledDuration(ms int64) time.Duration {
 	return time.Duration(t.scaledMs(ms)) * time.Millisecond
 }
 
+// openTxns asks the broker which of the target's transactions are
+// ongoing, and when each began.
+func (t *Target) openTxns(ctx context.Context, cl *kgo.Client) (map[string]openTxn, error) {
+	txns := map[string]openTxn{}
+	lt := kmsg.NewPtrListTransactionsRequest()
+	resp, err := lt.RequestWith(ctx, cl)
+	if err != nil {
+		return txns, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return txns, err
+	}
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	for _, s := range resp.TransactionStates {
+		if s.TransactionState != "Empty" && s.TransactionState != "CompleteCommit" && s.TransactionState != "CompleteAbort" && t.clock.knowsTxn(s.TransactionalID) {
+			dt.TransactionalIDs = append(dt.TransactionalIDs, s.TransactionalID)
+		}
+	}
+	if len(dt.TransactionalIDs) == 0 {
+		return txns, nil
+	}
+	dresp, err := dt.RequestWith(ctx, cl)
+	if err != nil {
+		return txns, err
+	}
+	for _, s := range dresp.TransactionStates {
+		if err := kerr.ErrorForCode(s.ErrorCode); err != nil {
+			return txns, err
+		}
+		if s.State != "Ongoing" || s.StartTimestamp < 0 {
+			continue // ended since it was listed
+		}
+		txns[s.TransactionalID] = openTxn{start: time.UnixMilli(s.StartTimestamp), timeout: time.Duration(s.TimeoutMillis) * time.Millisecond}
+	}
+	return txns, nil
+}
+
 // held asks the broker which transactions are ongoing and which members its
 // groups hold.
 func (t *Target) held() (held, error) {
 	ctx, cancel := t.requestCtx(context.Background())
 	defer cancel()
 	cl := t.routes.client()
-	h := held{txns: map[string]bool{}, members: map[string]map[string]bool{}, settled: true}
-	lt := kmsg.NewPtrListTransactionsRequest()
-	resp, err := lt.RequestWith(ctx, cl)
+	h := held{members: map[string]map[string]bool{}, settled: true}
+	txns, err := t.openTxns(ctx, cl)
 	if err != nil {
 		return h, err
 	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return h, err
-	}
-	for _, s := range resp.TransactionStates {
-		if s.TransactionState != "Empty" && s.TransactionState != "CompleteCommit" && s.TransactionState != "CompleteAbort" {
-			h.txns[s.TransactionalID] = true
-		}
-	}
+	h.txns = txns
 	groups := t.clock.knownGroups()
 	if len(groups) == 0 {
 		return h, nil

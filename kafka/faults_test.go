@@ -1,9 +1,14 @@
 package kafka
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -100,4 +105,185 @@ func TestRestartKeepsOpenTransaction(t *testing.T) {
 		s.send("A", model.EndTxn, a.endTxn(true))
 		s.check("restart-keeps-open-txn")
 	})
+}
+
+// Ticks add up: a transaction open across two 50 s ticks is past its 60 s
+// timeout after the second, though neither tick alone reaches it. The
+// coordinator then aborts it and fences its producer
+// (TransactionStateManager.timedOutTransactions, abortTimedOutTransactions:
+// prepareFenceProducerEpoch), and a new owner's init bumps again: epoch 2.
+// On kfake, whose timer is its own wall clock, the target's Ticks must let
+// the scaled timeout (600 ms) run out over both ticks together; when each
+// Tick waited at most its own scaled length (500 ms), after a first that
+// found nothing due and returned at once, the transaction was still open
+// at the init, which kfake answered at epoch 1 (FINDINGS.md, 14). One
+// 100 s tick is the control. A broker restart between the ticks moves
+// the transaction's start on kfake by the outage, not in the model's
+// time.
+func TestTicksAddUpToTransactionTimeout(t *testing.T) {
+	const restart = 0
+	for _, c := range []struct {
+		name  string
+		ticks []int64
+	}{
+		{"one-tick", []int64{100_000}},
+		{"two-ticks", []int64{50_000, 50_000}},
+		{"two-ticks-and-a-restart", []int64{50_000, restart, 50_000}},
+		// The restart's outage outlasts the first tick (10 ms): the
+		// start kfake tells after it is past that tick's end.
+		{"a-short-tick-a-restart-and-the-rest", []int64{1_000, restart, 59_000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachProtocol(t, func(t *testing.T, s *scenario) {
+				a := s.begin("A", "fare-writer-1", fares2)
+				s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
+				for _, ms := range c.ticks {
+					if ms == restart {
+						s.rec.Fault("broker", model.BrokerRestart, model.Request{})
+						s.target.Restart()
+						continue
+					}
+					s.rec.Fault("clock", model.Tick, model.Request{Ms: ms})
+					s.target.Tick(ms)
+				}
+				owner := s.ok("C", model.InitProducerID, initRequest("fare-writer-1"))
+				require.Equal(t, a.epoch+2, owner.Epoch, "the timeout's fence and the init each bump the epoch")
+				s.check("ticks-add-up-" + c.name)
+			})
+		})
+	}
+}
+
+// A Tick waits for a transaction's timeout from the transaction's start,
+// not from the producer's init: here the init is 111 s old at the second
+// tick, past the 60 s timeout, but the transaction began at the first
+// produce, 50 s before. A Tick that counted the timeout from the init and
+// waited out its deadline left kfake's transaction, begun a few real
+// milliseconds after the init (the first tick, with nothing open, returned
+// at once), just short of its own, and the broker restart's outage then
+// ran it out: the commit was refused where the model, with 10 s of the
+// timeout left, has it succeed.
+func TestTickCountsFromTheTransactionsStart(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-1")
+		tick := func(ms int64) {
+			s.rec.Fault("clock", model.Tick, model.Request{Ms: ms})
+			s.target.Tick(ms)
+		}
+		tick(61_000)
+		if s.target.TransactionsVersion() == 1 {
+			s.ok("A", model.AddPartitions, a.addPartitions(fares2))
+		}
+		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
+		tick(50_000)
+		s.rec.Fault("broker", model.BrokerRestart, model.Request{})
+		s.target.Restart()
+		s.ok("A", model.EndTxn, a.endTxn(true))
+		s.check("tick-counts-from-txn-start")
+	})
+}
+
+// Two transactions a tick apart: at the second tick the model aborts the
+// first (begun 100 s before, past its 60 s timeout) and keeps the second
+// (begun 50 s before). The first tick, with a transaction open and none
+// due, must last its whole length: had it returned at once, the second
+// transaction would have begun on kfake a few real milliseconds after the
+// first, and waiting out the first's timeout would have left the second
+// just short of its own, to run out in the broker restart's outage.
+func TestTicksKeepOpenTransactionsInStep(t *testing.T) {
+	const fares1 model.Partition = "fares-1"
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		tick := func(ms int64) {
+			s.rec.Fault("clock", model.Tick, model.Request{Ms: ms})
+			s.target.Tick(ms)
+		}
+		a := s.begin("A", "fare-writer-0", fares1)
+		s.ok("A", model.Produce, a.produce(fares1, 0, "trip-101"))
+		tick(50_000)
+		b := s.begin("B", "fare-writer-1", fares2)
+		s.ok("B", model.Produce, b.produce(fares2, 0, "trip-201"))
+		tick(50_000)
+		s.rec.Fault("broker", model.BrokerRestart, model.Request{})
+		s.target.Restart()
+		s.ok("B", model.EndTxn, b.endTxn(true))
+		owner := s.ok("C", model.InitProducerID, initRequest("fare-writer-0"))
+		require.Equal(t, a.epoch+2, owner.Epoch, "the timeout's fence and the init each bump the epoch")
+		s.check("ticks-keep-open-txns-in-step")
+	})
+}
+
+// A tick that lasts its whole length for an open transaction still stops
+// short of its timeout when the model keeps it: a 50.05 s timeout scales
+// to the 500 ms of a 50 s tick, and the model, 50 ms short of it, keeps
+// the transaction open.
+func TestTickStopsShortOfAKeptTransaction(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		req := initRequest("fare-writer-7")
+		req.TimeoutMs = 50_050
+		got := s.ok("A", model.InitProducerID, req)
+		a := session{"fare-writer-7", got.ProducerID, got.Epoch}
+		if s.target.TransactionsVersion() == 1 {
+			s.ok("A", model.AddPartitions, a.addPartitions(fares2))
+		}
+		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-9001"))
+		s.rec.Fault("clock", model.Tick, model.Request{Ms: 50_000})
+		s.target.Tick(50_000)
+		s.ok("A", model.EndTxn, a.endTxn(true))
+		s.check("tick-stops-short-of-kept-txn")
+	})
+}
+
+// kfake's coordinator, in raw requests: InitProducerId,
+// AddPartitionsToTxn, then InitProducerId again answers epoch 2 once the
+// transaction's timeout has run out on kfake's clock (the timeout abort
+// bumped the epoch, as Kafka's prepareFenceProducerEpoch does, and the
+// init bumped it again), and, the control, epoch 1 while it has not
+// (kfake fences an open transaction in one step, which the model
+// accepts: TestFencedAbortAfterInit). That is why finding 14 is the
+// target's: the epoch says whether the timer ran out on kfake's clock,
+// and how much of that clock passes is the target's Tick's to decide.
+func TestKfakeTimeoutAbortBumpsEpoch(t *testing.T) {
+	s := newScenario(t, "")
+	cl, err := kgo.NewClient(s.target.clientOpts()...)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	ctx := context.Background()
+	const timeoutMs = 200 // kfake's own milliseconds: no scaling here
+	init := func(txnID string) (int64, int16) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = &txnID
+		req.TransactionTimeoutMillis = timeoutMs
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		require.Zero(t, resp.ErrorCode, "%s: %v", txnID, kerr.ErrorForCode(resp.ErrorCode))
+		return resp.ProducerID, resp.ProducerEpoch
+	}
+	open := func(txnID string) {
+		pid, epoch := init(txnID)
+		require.Zero(t, epoch)
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = txnID, pid, epoch
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = s.target.names.topic("fares"), []int32{2}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		require.Equal(t, []int16{0}, addPartitionsCodes(resp)[1:])
+	}
+	flush := func() { // kfake aborts an expired transaction after the next request it handles
+		_, err := kmsg.NewPtrListTransactionsRequest().RequestWith(ctx, cl)
+		require.NoError(t, err)
+	}
+
+	control := s.target.names.txnID("not-yet-expired")
+	open(control)
+	_, epoch := init(control)
+	require.Equal(t, int16(1), epoch, "an open transaction fenced by an init in one step")
+
+	expired := s.target.names.txnID("expired")
+	open(expired)
+	time.Sleep(2 * timeoutMs * time.Millisecond)
+	flush()
+	_, epoch = init(expired)
+	require.Equal(t, int16(2), epoch, "the timeout abort's bump, then the init's")
 }

@@ -179,14 +179,18 @@ func (t *Target) Restart() {
 	// let its clock run meanwhile (a transaction timing out at no Tick).
 	old := t.routes.client()
 	opts := old.Opts()
+	// kfake moves the start of every open transaction on by its outage:
+	// the clock sees by how much (clock.go).
+	var before map[string]openTxn
+	if t.embedded != nil {
+		before = t.openTxnsAround(old, "before")
+	}
 	old.Close()
 	t.disconnectMembers()
 	if t.embedded != nil {
-		down := time.Now()
 		if err := t.embedded.restart(); err != nil {
 			t.cfg.Logf("kafka: restarting the embedded cluster: %v", err)
 		}
-		t.clock.restarted(time.Since(down))
 	} else {
 		t.cfg.Logf("kafka: a real cluster is not restarted by fencecheck; restart its brokers yourself")
 	}
@@ -198,6 +202,21 @@ func (t *Target) Restart() {
 		return
 	}
 	t.routes.replaceClient(cl)
+	if t.embedded != nil {
+		t.clock.restarted(before, t.openTxnsAround(cl, "after"))
+	}
+}
+
+// openTxnsAround asks, just before or after a restart, which of the
+// target's transactions are open and when each began.
+func (t *Target) openTxnsAround(cl *kgo.Client, when string) map[string]openTxn {
+	ctx, cancel := t.requestCtx(context.Background())
+	defer cancel()
+	txns, err := t.openTxns(ctx, cl)
+	if err != nil {
+		t.cfg.Logf("kafka: asking the broker for its open transactions %s a restart: %v", when, err)
+	}
+	return txns
 }
 
 // Close releases the client and, on kfake, the cluster and its data.
