@@ -32,7 +32,7 @@ func (a *analysis) uncommittedRead(read sighting, fetch histories.Op) (Violation
 	if len(writers) == 0 {
 		return Violation{}, false
 	}
-	for _, w := range writers {
+	for _, w := range append(writers, a.repeatsAnsweredAt(read, fetch)...) {
 		if t := a.txnOf[w.ID]; t == nil || t.visibleBy(fetch.Return) {
 			return Violation{}, false
 		}

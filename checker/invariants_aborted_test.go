@@ -63,3 +63,24 @@ func TestNoAbortedReadAbortAfterUndecidedCommit(t *testing.T) {
 	requireViolation(t, v, read, "")
 	require.Equal(t, []int{0, abort}, v.Violations[0].Related)
 }
+
+// A batch whose send went unanswered, its transaction aborted, is sent
+// again under the same sequence in the next transaction (a v1 producer's
+// sequences run on across its transactions) and answered at an offset:
+// either the broker took it for a duplicate of a first send that landed
+// there, or the first never landed and this is a new write. A committed
+// read there may be the second send's, and is no violation; a read the
+// second's answer does not explain can only be the first's.
+func TestNoAbortedReadOfABatchSentAgainAfterTheAbort(t *testing.T) {
+	b := &historyBuilder{}
+	b.lose(b.produce("A", 0, 0, fw0, "fares-2", 0, "trip-1"))
+	b.endTxn("A", 2, 3, fw0, false)
+	again := b.produce("A", 4, 5, fw0, "fares-2", 7, "trip-1")
+	b.endTxn("A", 6, 7, fw0, true)
+	read := b.fetch("R", 8, 9, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
+	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+
+	b.op(again).Result.Resp.BaseOffset = 9
+	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "read_committed fetch returned trip-1 at fares-2 offset 7, written by op 0 "+
+		"in a transaction of fare-writer-7 (producer id 4001, epoch 0) aborted by op 1")
+}

@@ -112,6 +112,28 @@ func (a *analysis) writersOf(read sighting, fetch histories.Op) []histories.Op {
 	return maybe
 }
 
+// repeatsAnsweredAt lists the produces that repeated a batch that may
+// have landed before them and were answered at the read's slot with a
+// record like it. indexRecords names no slot for them, since the answer
+// may be the broker's to a duplicate; but when the first send never
+// landed, the repeat is a new write there, and the read may be its. Only
+// asked of a read that no other writer's transaction explains, so the
+// scan is rare.
+func (a *analysis) repeatsAnsweredAt(read sighting, fetch histories.Op) []histories.Op {
+	var repeats []histories.Op
+	for _, w := range a.h.Ops {
+		if w.Call > fetch.Return || w.Req.Partition != read.partition {
+			continue
+		}
+		for _, s := range producedRecords(w) {
+			if s.slot == read.slot && s.sameRecord(read) {
+				repeats = append(repeats, w)
+			}
+		}
+	}
+	return repeats
+}
+
 // mayHaveWrittenUnacked reports whether a produce may have written records
 // at offsets its answer does not name.
 func mayHaveWrittenUnacked(op histories.Op) bool {

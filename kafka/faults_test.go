@@ -213,13 +213,14 @@ func TestTicksKeepOpenTransactionsInStep(t *testing.T) {
 }
 
 // A tick that lasts its whole length for an open transaction still stops
-// short of its timeout when the model keeps it: a 50.05 s timeout scales
-// to the 500 ms of a 50 s tick, and the model, 50 ms short of it, keeps
-// the transaction open.
+// short of its timeout when the model keeps it: a 50.1 s timeout scales
+// to 501 ms, past the 500 ms of a 50 s tick, and the model, 100 ms short
+// of it, keeps the transaction open; the tick stops tickSlack short of
+// the broker's deadline.
 func TestTickStopsShortOfAKeptTransaction(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, s *scenario) {
 		req := initRequest("fare-writer-7")
-		req.TimeoutMs = 50_050
+		req.TimeoutMs = 50_100
 		got := s.ok("A", model.InitProducerID, req)
 		a := session{"fare-writer-7", got.ProducerID, got.Epoch}
 		if s.target.TransactionsVersion() == 1 {
