@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Time to catch each seeded bug with fencecheck run's defaults: for each
+# mutant, SEEDS random seeds (10 by default), `fencecheck run --mutant M
+# --seed S` and nothing else; the seconds until the first VIOLATION line
+# (exploring and shrinking), the shrunk length, and the scenario. Writes
+# the runs to OUT (a TSV, default time-to-catch.tsv) and prints the
+# README's table: caught, median and worst seconds, median and worst
+# length, which scenarios caught it first.
+#
+#   scripts/time-to-catch.sh [OUT]          # about an hour and a half on 2 cores
+#   scripts/time-to-catch.sh --table OUT    # the table of runs measured before
+#
+# SEEDS and MUTANTS (space-separated names) narrow a run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+table() {
+  local out="$1" mutants
+  mutants=$(cut -f1 "$out" | uniq)
+  echo "| mutant | caught | median | worst | shrunk to (median, worst) | first caught by |"
+  echo "|---|---|---|---|---|---|"
+  for m in $mutants; do
+    runs=$(awk -F'\t' -v m="$m" '$1==m' "$out")
+    n=$(echo "$runs" | grep -c . || true)
+    hits=$(echo "$runs" | awk -F'\t' '$3!="missed"')
+    k=$(echo "$hits" | grep -c . || true)
+    t_med=$(echo "$hits" | cut -f4 | median); t_max=$(echo "$hits" | cut -f4 | sort -n | tail -1)
+    l_med=$(echo "$hits" | cut -f5 | median); l_max=$(echo "$hits" | cut -f5 | sort -n | tail -1)
+    by=$(echo "$hits" | cut -f3 | sort -u | paste -sd, - | sed 's/,/, /g')
+    echo "| \`$m\` | $k/$n | $t_med s | $t_max s | $l_med, $l_max ops | $by |"
+  done
+}
+
+median() { sort -n | awk '{a[NR]=$1} END{if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+if [ "${1:-}" = "--table" ]; then
+  table "$2"
+  exit
+fi
+out="${1:-time-to-catch.tsv}"
+seeds="${SEEDS:-10}"
+bin="$(mktemp -d)/fencecheck"
+go build -o "$bin" ./cmd/fencecheck
+work="$(mktemp -d)"
+: > "$out"
+mutants="${MUTANTS:-$("$bin" run --help 2>&1 | grep -o 'each explored on its own: .*' | sed 's/each explored on its own: //; s/,//g')}"
+for m in $mutants; do
+  for i in $(seq 1 "$seeds"); do
+    seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
+    start=$(date +%s.%N)
+    caught=""
+    while IFS= read -r line; do
+      case "$line" in
+        "== "*) scenario=$(echo "$line" | awk '{print $2}') ;;
+        VIOLATION*)
+          if [ -z "$caught" ]; then
+            caught=$(echo "$(date +%s.%N) - $start" | bc)
+            length=$(echo "$line" | grep -o 'shrunk to [0-9]*' | grep -o '[0-9]*$')
+            printf '%s\t%s\t%s\t%.1f\t%s\n' "$m" "$seed" "$scenario" "$caught" "$length" >> "$out"
+          fi ;;
+      esac
+    done < <("$bin" run --mutant "$m" --seed "$seed" --out "$work/$m-$i" 2>/dev/null || true)
+    [ -n "$caught" ] || printf '%s\t%s\tmissed\t\t\n' "$m" "$seed" >> "$out"
+  done
+done
+rm -rf "$work"
+table "$out"
