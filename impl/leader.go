@@ -32,7 +32,7 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) mod
 		// outside it.
 		return model.Fail(model.InvalidTxnState)
 	}
-	res := p.appendInSequence(r, pe, bugs, txn != nil)
+	res := p.appendInSequence(r, pe, bugs, txn != nil, txn != nil && txn.b.v2)
 	if txn != nil && res.Succeeded() {
 		txn.landed()
 	}
@@ -42,9 +42,11 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) mod
 // appendInSequence appends the batch when its sequence is the next one of
 // its (producer id, epoch), and answers a retry of a remembered batch with
 // the original offset (KIP-98 idempotence). pe is nil for a producer the
-// leader does not know.
-func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs mutantSet, txn bool) model.Result {
+// leader does not know; txnV2 says the write is transactional under
+// transactions v2.
+func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs mutantSet, txn, txnV2 bool) model.Result {
 	lastSeq := r.Sequence + int32(max(len(r.Records), 1)) - 1
+	fresh := pe == nil || pe.epoch == model.NoEpoch
 	newEpoch := pe == nil || r.Epoch > pe.epoch
 	if pe != nil && (!newEpoch || bugs.has(dedupIgnoresEpoch)) {
 		if dup, ok := pe.duplicate(r.Sequence, lastSeq); ok {
@@ -53,8 +55,13 @@ func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs m
 		}
 	}
 	switch {
-	case newEpoch && r.Sequence != 0:
-		// A new producer, or a new epoch, starts at sequence 0.
+	case fresh && txnV2 && r.Sequence != 0:
+		// A producer with no state here may start at any sequence
+		// (ProducerAppendInfo.checkSequence), but not a transactional
+		// one under transactions v2 (KAFKA-18202, Kafka 4.1.0+).
+		return model.Fail(model.OutOfOrderSequenceNumber)
+	case !fresh && newEpoch && r.Sequence != 0:
+		// A new epoch of a producer known here starts at sequence 0.
 		return model.Fail(model.OutOfOrderSequenceNumber)
 	case !newEpoch && r.Sequence != pe.nextSeq():
 		return model.Fail(model.OutOfOrderSequenceNumber)

@@ -23,13 +23,30 @@ func (st *step) produce(r Request) outcome {
 		return refuse("write-outside-open-txn", InvalidTxnState, "producer %d has a transaction open in %s since offset %d (KIP-98)", r.ProducerID, r.Partition, pe.txnFirst)
 	}
 	lastSeq := lastSequence(r)
-	if !known || r.Epoch > pe.epoch {
-		// KIP-98: a new producer, or a new epoch, starts at sequence 0.
+	switch {
+	case pe.epoch == NoEpoch:
+		// The partition has no state for this producer: no batch and no
+		// marker of it (producer() gives NoEpoch then). Kafka accepts any
+		// first sequence here: ProducerAppendInfo.checkSequence throws for
+		// a non-zero sequence only if "updatedEntry.producerEpoch() !=
+		// RecordBatch.NO_PRODUCER_EPOCH" (3.9.0 to 4.3.1; since KIP-360 in
+		// 2.5, before which it was UNKNOWN_PRODUCER_ID). The sequences
+		// that follow continue from this batch.
 		if r.Sequence != 0 {
-			return refuse("first-sequence", OutOfOrderSequenceNumber, "producer %d epoch %d is new to %s, so its first sequence must be 0, not %d (KIP-98)", r.ProducerID, r.Epoch, r.Partition, r.Sequence)
+			if out := st.freshSequence(r, ps); out != nil {
+				return *out
+			}
 		}
 		pe.epoch, pe.batches = r.Epoch, nil
-	} else {
+	case r.Epoch > pe.epoch:
+		// KIP-98, KIP-360: a new epoch of a producer the partition knows
+		// (from a batch or a marker) starts at sequence 0
+		// (checkSequence, every version).
+		if r.Sequence != 0 {
+			return refuse("first-sequence", OutOfOrderSequenceNumber, "producer %d is at epoch %d in %s, so its new epoch %d must start at sequence 0, not %d (KIP-98)", r.ProducerID, pe.epoch, r.Partition, r.Epoch, r.Sequence)
+		}
+		pe.epoch, pe.batches = r.Epoch, nil
+	default:
 		if b, dup := pe.duplicate(r.Sequence, lastSeq); dup {
 			// KIP-98: a retry of one of the last 5 batches gets the
 			// original offset and writes nothing; a broker that lost the
@@ -47,6 +64,44 @@ func (st *step) produce(r Request) outcome {
 		}
 	}
 	return st.checkOffset(st.appendBatch(r, pe, lastSeq))
+}
+
+// freshSequence decides a first batch at a sequence above 0 from a producer
+// the partition has no state for, where Kafka's releases differ or a fix
+// has landed since: a refusal, or nil to accept it. The model's own answer
+// is the newest release's; when judging, it takes the broker's answer
+// where a version gives it, and a lost answer as accepted (the broader
+// state: placed last, it is the same as refused).
+//
+//   - A transactional write under transactions v2: Kafka 4.1.0+ refuses it
+//     (KAFKA-18202, apache/kafka#19902: checkSequence throws when
+//     "verificationStateEntry.supportsEpochBump() && appendFirstSeq != 0
+//     && currentEntry.isEmpty()"); 4.0.x accepts it.
+//   - Any other write (idempotent, or transactional under v1): every
+//     release accepts it. KAFKA-15591 (apache/kafka#23234, on trunk, in
+//     no release as of 4.3.1) refuses it on a partition whose log never
+//     held a record, so that answer is accepted there too.
+//
+// Not modelled: a transactional write refused by verification leaves a
+// VerificationStateEntry holding its sequence, and the producer's writes
+// of that epoch at a higher sequence are refused until one of its
+// transactional batches or markers lands ("appendFirstSeq >
+// verificationStateEntry.lowestSequence()", 3.6+); model/README.md lists
+// it.
+func (st *step) freshSequence(r Request, ps partState) *outcome {
+	var out outcome
+	switch {
+	case r.TransactionalID != "" && st.s.opts.TxnVersion >= 2:
+		if st.got != nil && (st.got.Succeeded() || st.got.Undecided()) {
+			return nil // Kafka 4.0.x
+		}
+		out = refuse("first-sequence", OutOfOrderSequenceNumber, "producer %d has no state at %s, and under transactions v2 its first sequence there must be 0, not %d (KAFKA-18202, Kafka 4.1.0+)", r.ProducerID, r.Partition, r.Sequence)
+	case ps.end() == 0 && st.answered(OutOfOrderSequenceNumber):
+		out = refuse("first-sequence", OutOfOrderSequenceNumber, "producer %d has no state at %s, whose log never held a record, so its first sequence there must be 0, not %d (KAFKA-15591, unreleased)", r.ProducerID, r.Partition, r.Sequence)
+	default:
+		return nil
+	}
+	return &out
 }
 
 // verifyTxnWrite asks the coordinator whether a transactional write may
