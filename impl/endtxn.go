@@ -134,7 +134,7 @@ func (b *Broker) expireTxns() {
 	var touched []model.Partition
 	for i := range b.txns {
 		for id, t := range b.txns[i].txns {
-			if t.phase == model.Ongoing && now-t.startedAt >= t.timeoutMs {
+			if t.phase == model.Ongoing && now-t.startedAt > t.timeoutMs { // model: tick
 				expired[id] = t
 				touched = append(touched, t.partitions...)
 			}

@@ -311,7 +311,7 @@ func (c *clock) txnsDue(now int64, h held, scaled func(int64) time.Duration) (du
 		// kfake fires at its own start, at most a millisecond past
 		// the one it tells, plus the timeout.
 		fires := tx.start.Add(tx.timeout)
-		if c.startOf(id, tx.start)+timeout <= now {
+		if c.startOf(id, tx.start)+timeout < now { // the model's: past the timeout, not at it
 			if d := fires.Add(time.Millisecond); d.After(due) {
 				due = d
 			}

@@ -403,9 +403,13 @@ func (st *step) tick(ms int64) {
 	st.s.now += ms
 	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 		t := st.s.txns[id]
-		if t.phase == Ongoing && st.s.now-t.startedAt >= t.timeoutMs {
+		if t.phase == Ongoing && st.s.now-t.startedAt > t.timeoutMs {
 			// KIP-98: the coordinator aborts an expired transaction and
 			// bumps the epoch, so the producer that let it expire is fenced.
+			// Expired means past its timeout, not at it:
+			// TransactionStateManager.timedOutTransactions takes those
+			// with txnStartTimestamp + txnTimeoutMs < now (3.9.0 to
+			// 4.3.1).
 			st.s.setTxn(id, st.abortOnItsOwn(t))
 		}
 	}
