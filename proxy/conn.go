@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -167,7 +168,7 @@ func (c *conn) response(frame []byte) []byte {
 }
 
 // produceWithoutAcks reports whether the frame is a produce request with
-// acks 0, which the broker never answers. Its acks follow the header and,
+// acks 0, which the broker never answers: its acks follow the header and,
 // from version 3, the transactional id.
 func produceWithoutAcks(av apiVersion, frame []byte) bool {
 	if av.key != kmsg.Produce.Int16() {
@@ -175,93 +176,50 @@ func produceWithoutAcks(av apiVersion, frame []byte) bool {
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(av.version)
-	b, err := requestBody(req, frame)
+	r, err := requestBody(req, frame)
 	if err != nil {
 		return false
 	}
-	switch {
-	case av.version >= 9: // compact nullable string: length+1, 0 for null
-		n, read := binary.Uvarint(b)
-		if read <= 0 || n > uint64(len(b)-read)+1 {
-			return false
-		}
-		b = b[read+max(int(n)-1, 0):]
-	case av.version >= 3:
-		if len(b) < 2 {
-			return false
-		}
-		n := int16(binary.BigEndian.Uint16(b))
-		b = b[2:]
-		if n > 0 {
-			if len(b) < int(n) {
-				return false
-			}
-			b = b[n:]
+	if av.version >= 3 {
+		if req.IsFlexible() {
+			r.CompactNullableString()
+		} else {
+			r.NullableString()
 		}
 	}
-	return len(b) >= 2 && int16(binary.BigEndian.Uint16(b)) == 0
+	acks := r.Int16()
+	return r.Complete() == nil && acks == 0
 }
 
-// requestBody is a request frame's body, after its header: key, version,
-// correlation id, client id, and under flexible versions tagged fields.
-func requestBody(req kmsg.Request, frame []byte) ([]byte, error) {
-	b := frame[8:]
-	if len(b) < 2 {
-		return nil, errors.New("no client id")
-	}
-	idLen := int16(binary.BigEndian.Uint16(b))
-	b = b[2:]
-	if idLen > 0 {
-		if len(b) < int(idLen) {
-			return nil, errors.New("client id cut short")
-		}
-		b = b[idLen:]
-	}
+// requestBody reads a request frame's header (key, version, correlation
+// id, client id, and under flexible versions tagged fields) and is left
+// at its body, as kgo's wire does.
+func requestBody(req kmsg.Request, frame []byte) (*kbin.Reader, error) {
+	r := &kbin.Reader{Src: frame}
+	r.Int16()
+	r.Int16()
+	r.Int32()
+	r.NullableString()
 	if req.IsFlexible() {
-		n, err := tagsLen(b)
-		if err != nil {
-			return nil, err
-		}
-		b = b[n:]
+		kmsg.SkipTags(r)
 	}
-	return b, nil
+	return r, r.Complete()
 }
 
 // responseBody is a response frame's body, after its header: the
 // correlation id, and under flexible versions tagged fields (never for
 // ApiVersions, whose response header is always version 0).
 func responseBody(resp kmsg.Response, av apiVersion, frame []byte) (header, body []byte, err error) {
-	n := 4
+	r := kbin.Reader{Src: frame}
+	r.Int32()
 	if resp.IsFlexible() && av.key != kmsg.ApiVersions.Int16() {
-		tags, err := tagsLen(frame[4:])
-		if err != nil {
-			return nil, nil, err
-		}
-		n += tags
+		kmsg.SkipTags(&r)
 	}
+	if err := r.Complete(); err != nil {
+		return nil, nil, err
+	}
+	n := len(frame) - len(r.Src)
 	return frame[:n], frame[n:], nil
-}
-
-// tagsLen is the length of the tagged-field section b starts with.
-func tagsLen(b []byte) (int, error) {
-	count, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, errors.New("bad tagged-field count")
-	}
-	at := n
-	for range count {
-		_, n := binary.Uvarint(b[at:])
-		if n <= 0 {
-			return 0, errors.New("bad tag")
-		}
-		at += n
-		size, n := binary.Uvarint(b[at:])
-		if n <= 0 || uint64(len(b)-at-n) < size {
-			return 0, errors.New("bad tagged field size")
-		}
-		at += n + int(size)
-	}
-	return at, nil
 }
 
 // namesBrokers reports whether a response of this key carries broker

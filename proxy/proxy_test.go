@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,15 +118,55 @@ func TestClientsStayOnTheProxy(t *testing.T) {
 	require.NotContains(t, l.all(), "not understood")
 }
 
-// fakeBroker answers each frame it reads with reply(frame), and keeps the
-// bytes it read.
+// fakeBroker answers each frame it reads with reply(frame) (nothing when
+// it returns nil), and keeps the bytes it read.
 func fakeBroker(t *testing.T, reply func(frame []byte) []byte) (addr string, got func() []byte) {
+	return listenUpstream(t, func(c net.Conn, keep func([]byte)) {
+		for {
+			var size [4]byte
+			if _, err := io.ReadFull(c, size[:]); err != nil {
+				return
+			}
+			frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(c, frame); err != nil {
+				return
+			}
+			keep(append(size[:], frame...))
+			if out := reply(frame); out != nil {
+				c.Write(frameOf(out))
+			}
+		}
+	})
+}
+
+// rawBroker keeps every byte it reads, and answers nothing.
+func rawBroker(t *testing.T) (addr string, got func() []byte) {
+	return listenUpstream(t, func(c net.Conn, keep func([]byte)) {
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.Read(buf)
+			keep(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+// listenUpstream is an upstream broker that serves each connection with
+// serve, which keeps what it read; got is all it kept.
+func listenUpstream(t *testing.T, serve func(c net.Conn, keep func([]byte))) (addr string, got func() []byte) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
 	var mu sync.Mutex
 	var read []byte
+	keep := func(b []byte) {
+		mu.Lock()
+		read = append(read, b...)
+		mu.Unlock()
+	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -134,23 +175,7 @@ func fakeBroker(t *testing.T, reply func(frame []byte) []byte) (addr string, got
 			}
 			go func() {
 				defer c.Close()
-				for {
-					var size [4]byte
-					if _, err := io.ReadFull(c, size[:]); err != nil {
-						return
-					}
-					frame := make([]byte, binary.BigEndian.Uint32(size[:]))
-					if _, err := io.ReadFull(c, frame); err != nil {
-						return
-					}
-					mu.Lock()
-					read = append(append(read, size[:]...), frame...)
-					mu.Unlock()
-					if out := reply(frame); out != nil {
-						c.Write(binary.BigEndian.AppendUint32(nil, uint32(len(out))))
-						c.Write(out)
-					}
-				}
+				serve(c, keep)
 			}()
 		}
 	}()
@@ -202,42 +227,6 @@ func TestFramesItCannotReadAreForwardedUntouched(t *testing.T) {
 	require.Contains(t, log, "not understood: request key 9999 version 1")
 	require.Contains(t, log, "not understood: request key 0 version 32512")
 	require.Contains(t, log, "not understood: a request of 3 bytes")
-}
-
-// rawBroker keeps every byte it reads, and answers nothing.
-func rawBroker(t *testing.T) (addr string, got func() []byte) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	var mu sync.Mutex
-	var read []byte
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					mu.Lock()
-					read = append(read, buf[:n]...)
-					mu.Unlock()
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String(), func() []byte {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]byte(nil), read...)
-	}
 }
 
 // A size prefix no Kafka frame has (negative, or past the largest request
@@ -318,4 +307,38 @@ func TestConfigErrors(t *testing.T) {
 	require.ErrorContains(t, err, `upstream "localhost" is not host:port`)
 	_, err = New(Config{Upstream: []string{"localhost:9092"}, Listen: "nowhere"})
 	require.ErrorContains(t, err, `listen address "nowhere" is not host:port`)
+}
+
+// A produce with acks 0 is never answered: the proxy does not wait for
+// its response, so nothing stays in flight.
+func TestProduceWithoutAcksIsNotAwaited(t *testing.T) {
+	cluster := startCluster(t)
+	p, l := startProxy(t, cluster.ListenAddrs())
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic("trips"),
+		kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr())
+	}
+	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl) // answered after them
+	require.NoError(t, err)
+
+	p.mu.Lock()
+	listeners := slices.Collect(maps.Values(p.brokers))
+	p.mu.Unlock()
+	waiting := 0
+	for _, ln := range append(listeners, p.bootstrap) {
+		ln.mu.Lock()
+		for c := range ln.conns {
+			c.mu.Lock()
+			waiting += len(c.inflight)
+			c.mu.Unlock()
+		}
+		ln.mu.Unlock()
+	}
+	require.Zero(t, waiting, "requests left waiting for an answer")
+	require.NotContains(t, l.all(), "not understood")
 }

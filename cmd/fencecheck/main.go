@@ -87,6 +87,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return exitHeld, true
 }
 
+// parseFlagsOnly is parseFlags for a command that takes no arguments
+// besides its flags.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if code, ok = parseFlags(fs, args); ok && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "fencecheck %s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return exitUsage, false
+	}
+	return code, ok
+}
+
 // newCommand is a command's flag set: errors and usage go to stderr, and
 // the usage is text followed by the flags, when the command has any.
 func newCommand(name, usage string, stderr io.Writer) *flag.FlagSet {

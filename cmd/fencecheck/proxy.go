@@ -34,12 +34,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"bootstrap address on stdout and runs until interrupted.\n", stderr)
 	upstream := fs.String("upstream", "", "the cluster's bootstrap addresses, `host:port,...`")
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fencecheck proxy: unexpected arguments %q\n", fs.Args())
-		return exitUsage
 	}
 	if *upstream == "" {
 		fmt.Fprintln(stderr, "fencecheck proxy: --upstream host:port,... is required")
@@ -72,12 +68,8 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		"on --listen's port and the two after it (port 0: any free ports); their\n"+
 		"addresses go to stdout. Its data lives in memory.\n", stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "the first broker's address, `host:port`")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fencecheck broker: unexpected arguments %q\n", fs.Args())
-		return exitUsage
 	}
 	opts, err := brokerOpts(*listen)
 	if err != nil {
