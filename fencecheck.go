@@ -78,10 +78,7 @@ func explore(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts O
 		version = 2
 	}
 	wopts := workload.Options{Scenario: sc, Target: target, TxnVersion: version, Known: opts.Known, Swarm: true}
-	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime}
-	if budget.ShrinkTime == 0 {
-		budget.ShrinkTime = workload.DefaultShrinkTime
-	}
+	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime} // 0 is workload's default
 	limit := opts.Time
 	if limit == 0 {
 		limit = 10 * time.Second

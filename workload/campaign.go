@@ -81,8 +81,8 @@ type BatchResult struct {
 }
 
 // Runner runs batches one at a time; Campaign.Run runs one batch on each
-// runner it is given at once. progress is told the checks and operations done so far in the
-// batch. A runner whose ctx is cancelled may give up on its batch and
+// runner it is given at once. progress is told the checks and operations
+// done so far in the batch. A runner whose ctx is cancelled may give up on its batch and
 // return ctx's error.
 type Runner interface {
 	Run(ctx context.Context, b Batch, progress func(BatchProgress)) (BatchResult, error)
