@@ -24,10 +24,11 @@ type Recorder struct {
 	model.BrokerFunc // the Broker methods, under MainProc
 
 	b      model.Broker
-	mu     sync.Mutex // guards clock and ops
+	mu     sync.Mutex // guards clock, ops and stream
 	clock  func() int64
 	nextID int
 	ops    []Op
+	stream *Writer
 }
 
 var _ model.Broker = (*Recorder)(nil)
@@ -87,6 +88,15 @@ func (r *Recorder) fault(proc string, kind model.Kind, req model.Request, res mo
 	r.end(r.begin(proc, kind, req), res, false)
 }
 
+// Stream has the operations that end from now on written to w as they
+// end, instead of kept: a recording of hours is not held in memory.
+// History then holds only those that ended before.
+func (r *Recorder) Stream(w *Writer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stream = w
+}
+
 // History is a copy of the operations recorded so far, sorted by id.
 // Requests and responses share their slices with the caller's.
 func (r *Recorder) History() History {
@@ -114,6 +124,10 @@ func (r *Recorder) end(op Op, res model.Result, returned bool) {
 	op.Result = res
 	if returned {
 		op.Return, op.Returned = r.clock(), true
+	}
+	if r.stream != nil {
+		_ = r.stream.Write(op) // the writer keeps its first error for Close
+		return
 	}
 	r.ops = append(r.ops, op)
 }

@@ -140,3 +140,33 @@ func TestRecorderConcurrent(t *testing.T) {
 	// Save checks that no process's operations overlap.
 	require.NoError(t, Save(&bytes.Buffer{}, h))
 }
+
+// A streamed recording is the document Save writes of the same
+// operations, once closed; cut short before Close, it holds every
+// operation written so far.
+func TestStreamedRecordingIsAValidDocument(t *testing.T) {
+	var out bytes.Buffer
+	w, err := NewWriter(&out, History{Name: "streamed"})
+	require.NoError(t, err)
+	rec := NewRecorder(echoBroker, nil)
+	rec.Stream(w)
+	p := rec.Proc("A")
+	for seq := int32(0); seq < 3; seq++ {
+		p.Produce(context.Background(), produceReq(seq))
+	}
+	rec.Fault("A", model.Stall, model.NewRequest())
+	require.Empty(t, rec.History().Ops, "streamed, not kept")
+	cut := out.String()
+	require.NoError(t, w.Close())
+
+	h, err := Load(bytes.NewReader(out.Bytes()))
+	require.NoError(t, err)
+	require.Len(t, h.Ops, 4)
+	var saved bytes.Buffer
+	require.NoError(t, Save(&saved, h))
+	require.Equal(t, saved.String(), out.String(), "the layout of Save")
+
+	_, err = Load(bytes.NewReader([]byte(cut + "\n  ]\n}\n")))
+	require.NoError(t, err, "closing a document cut short after an operation gives a valid one")
+	require.Error(t, w.Write(h.Ops[0]), "nothing is written after Close")
+}

@@ -35,33 +35,49 @@ func Save(w io.Writer, h History) error {
 
 func encodeHistory(h History) []byte {
 	var b bytes.Buffer
+	writeHeader(&b, h)
+	for i := range h.Ops {
+		writeOp(&b, i, &h.Ops[i])
+	}
+	writeTrailer(&b, len(h.Ops))
+	return b.Bytes()
+}
+
+// writeHeader writes the document up to the opening of its ops.
+func writeHeader(b *bytes.Buffer, h History) {
 	b.WriteString("{\n")
-	writeMember(&b, member{"format", Format})
+	writeMember(b, member{"format", Format})
 	if h.Name != "" {
-		writeMember(&b, member{"name", h.Name})
+		writeMember(b, member{"name", h.Name})
 	}
 	if h.TransactionsVersion != 0 {
-		writeMember(&b, member{"transactions_version", h.TransactionsVersion})
+		writeMember(b, member{"transactions_version", h.TransactionsVersion})
 	}
 	if h.Trips != nil {
-		writeMember(&b, member{"trips", texts[string]{p: &h.Trips}.encode()})
+		writeMember(b, member{"trips", texts[string]{p: &h.Trips}.encode()})
 	}
 	if h.OutputTopics != nil {
-		writeMember(&b, member{"output_topics", texts[string]{p: &h.OutputTopics}.encode()})
+		writeMember(b, member{"output_topics", texts[string]{p: &h.OutputTopics}.encode()})
 	}
 	b.WriteString(`  "ops": [`)
-	for i := range h.Ops {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("\n    ")
-		writeValue(&b, encodeOp(&h.Ops[i]))
+}
+
+// writeOp writes the operation at index i of the ops, on a line of its
+// own.
+func writeOp(b *bytes.Buffer, i int, op *Op) {
+	if i > 0 {
+		b.WriteByte(',')
 	}
-	if len(h.Ops) > 0 {
+	b.WriteString("\n    ")
+	writeValue(b, encodeOp(op))
+}
+
+// writeTrailer closes a document of n ops.
+func writeTrailer(b *bytes.Buffer, n int) {
+	if n > 0 {
 		b.WriteString("\n  ")
 	}
 	b.WriteString("]\n}\n")
-	return b.Bytes()
 }
 
 // writeMember writes a top-level member on a line of its own.

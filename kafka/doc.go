@@ -40,9 +40,9 @@
 //
 // A real client. StartSession runs a consume-transform-produce worker on
 // franz-go's own exactly-once loop (kgo.GroupTransactSession). It sends its
-// own requests, so it dials through a wiretap that reads each request and
-// response frame off the connection and records the ones the history
-// format has types for (SessionConfig.Record), and imposes the workload's
-// faults there: a stall holds the worker's traffic, a crash drops it, a
+// own requests, so it dials through package recorder, which reads each
+// request and response frame off the connection and records the ones the
+// history format has types for (SessionConfig.Record), and imposes the
+// workload's faults there: a stall holds the worker's traffic, a crash drops it, a
 // lost response closes the connection after the request.
 package kafka

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -269,7 +270,7 @@ func TestKfakeTimeoutAbortBumpsEpoch(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctx, cl)
 		require.NoError(t, err)
-		require.Equal(t, []int16{0}, addPartitionsCodes(resp)[1:])
+		require.Equal(t, []int16{0}, wire.AddPartitionsCodes(resp)[1:])
 	}
 	flush := func() { // kfake aborts an expired transaction after the next request it handles
 		_, err := kmsg.NewPtrListTransactionsRequest().RequestWith(ctx, cl)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -58,7 +59,7 @@ func (t *Target) joinRound(ctx context.Context, r model.Request, via *kgo.Client
 	out := model.NewResponse()
 	out.MemberID, out.GenerationID = join.MemberID, join.Generation
 	if sync.ErrorCode == 0 {
-		assignment, err := t.decodeAssignment(sync.MemberAssignment, r.Partitions)
+		assignment, err := wire.Assignment(sync.MemberAssignment, r.Partitions, t.names.partition)
 		if err != nil {
 			return t.undecided(model.JoinGroup, "unreadable assignment: %v", err)
 		}
@@ -218,37 +219,6 @@ func encodeAssignment(share map[string][]int32) []byte {
 	return a.AppendTo(nil)
 }
 
-// decodeAssignment reads a member's assignment back into the model's
-// partitions, in the order the request listed them.
-func (t *Target) decodeAssignment(raw []byte, requested []model.Partition) ([]model.Partition, error) {
-	if len(raw) == 0 {
-		return nil, nil // Kafka's empty assignment
-	}
-	var a kmsg.ConsumerMemberAssignment
-	if err := a.ReadFrom(raw); err != nil {
-		return nil, err
-	}
-	held := map[model.Partition]bool{}
-	for _, at := range a.Topics {
-		for _, p := range at.Partitions {
-			if mp, ok := t.names.partition(at.Topic, p); ok {
-				held[mp] = true
-			}
-		}
-	}
-	var out []model.Partition
-	for _, p := range requested {
-		if held[p] {
-			out = append(out, p)
-			delete(held, p)
-		}
-	}
-	for _, p := range slices.Sorted(maps.Keys(held)) {
-		out = append(out, p) // assigned, though not asked for: the checker judges it
-	}
-	return out, nil
-}
-
 // LeaveGroup takes a member out of its group.
 func (t *Target) LeaveGroup(ctx context.Context, r model.Request) model.Result {
 	group := t.names.group(r.Group)
@@ -258,24 +228,12 @@ func (t *Target) LeaveGroup(ctx context.Context, r model.Request) model.Result {
 	m.MemberID = r.MemberID
 	req.Members = []kmsg.LeaveGroupRequestMember{m} // v3 on
 	resp, undecided := exchange[*kmsg.LeaveGroupResponse](ctx, t, model.LeaveGroup,
-		t.toCoordinator(groupCoordinator, group, leaveCodes), req)
+		t.toCoordinator(groupCoordinator, group, wire.LeaveCodes), req)
 	if undecided != nil {
 		return *undecided
 	}
 	t.forgetMember(r.MemberID)
-	return t.result(model.LeaveGroup, firstError(leaveCodes(resp)), model.NewResponse())
-}
-
-func leaveCodes(resp kmsg.Response) []int16 {
-	r, ok := resp.(*kmsg.LeaveGroupResponse)
-	if !ok {
-		return nil
-	}
-	codes := []int16{r.ErrorCode}
-	for _, m := range r.Members {
-		codes = append(codes, m.ErrorCode)
-	}
-	return codes
+	return t.result(model.LeaveGroup, wire.FirstError(wire.LeaveCodes(resp)), model.NewResponse())
 }
 
 // OffsetFetch reads a group's committed offset of one partition; with

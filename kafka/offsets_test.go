@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -110,7 +111,7 @@ func TestKfakeUnstableOffsetsGroupWide(t *testing.T) {
 		require.NoError(t, err)
 		stored, err := pending.RequestWith(ctx, cl)
 		require.NoError(t, err)
-		require.Equal(t, []int16{0}, txnOffsetCommitCodes(stored))
+		require.Equal(t, []int16{0}, wire.TxnOffsetCommitCodes(stored))
 
 		requireUnstable(fares1, "the partition with a pending transactional offset (Kafka answers so too)")
 		requireUnstable(fares0, "kfake answers fares-0 now, with no offset of it pending, as Kafka does (5): drop finding 16 (FINDINGS.md, known.json's unstable-offsets-group-wide) and this test")

@@ -2,11 +2,11 @@ package kafka
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -31,18 +31,18 @@ func (t *Target) Produce(ctx context.Context, r model.Request) model.Result {
 	if len(r.Records) == 0 {
 		return t.undecided(model.Produce, "not sent: a record batch carries at least one record")
 	}
-	batch := producerBatch{
-		producerID: r.ProducerID, epoch: r.Epoch, firstSequence: r.Sequence,
-		transactional: r.TransactionalID != "", records: r.Records,
-		timestampMs: time.Now().UnixMilli(),
+	batch := wire.ProducerBatch{
+		ProducerID: r.ProducerID, Epoch: r.Epoch, FirstSequence: r.Sequence,
+		Transactional: r.TransactionalID != "", Records: r.Records,
+		TimestampMs: time.Now().UnixMilli(),
 	}
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acksAll, produceTimeout
-	if batch.transactional {
+	if batch.Transactional {
 		id := t.names.txnID(r.TransactionalID)
 		req.TransactionID = &id
 	}
-	req.Topics = []kmsg.ProduceRequestTopic{t.produceTopic(ctx, tp, batch.encode())}
+	req.Topics = []kmsg.ProduceRequestTopic{t.produceTopic(ctx, tp, batch.Encode())}
 	resp, undecided := exchange[*kmsg.ProduceResponse](ctx, t, model.Produce, t.toLeader(tp, produceCodes), req)
 	if undecided != nil {
 		return *undecided
@@ -104,18 +104,18 @@ func (t *Target) Fetch(ctx context.Context, r model.Request) model.Result {
 	}
 	p, ok := onlyFetchPartition(resp)
 	if !ok {
-		return t.undecided(model.Fetch, "the answer names no partition (top-level error %s)", codeName(resp.ErrorCode))
+		return t.undecided(model.Fetch, "the answer names no partition (top-level error %s)", wire.CodeName(resp.ErrorCode))
 	}
 	if p.ErrorCode != 0 {
 		return t.result(model.Fetch, p.ErrorCode, model.NewResponse())
 	}
-	batches, err := decodeBatches(p.RecordBatches)
+	batches, err := wire.DecodeBatches(p.RecordBatches)
 	if err != nil {
 		return t.undecided(model.Fetch, "unreadable records of %s: %v", r.Partition, err)
 	}
 	out := model.NewResponse()
 	out.HighWatermark, out.LastStableOffset = p.HighWatermark, p.LastStableOffset
-	out.Records = committedView(batches, p.AbortedTransactions, r.Isolation == model.ReadCommitted, from)
+	out.Records = wire.CommittedView(batches, p.AbortedTransactions, r.Isolation == model.ReadCommitted, from)
 	return model.OK(out)
 }
 
@@ -154,44 +154,4 @@ func fetchCodes(resp kmsg.Response) []int16 {
 		codes = append(codes, p.ErrorCode)
 	}
 	return codes
-}
-
-// committedView is the records of batches from offset from on, as a Kafka
-// consumer reads them: control batches skipped and, for read_committed,
-// the batches of every transaction the broker lists as aborted dropped
-// (Kafka's consumer algorithm: a producer's aborted transaction starts at
-// its listed first offset and ends at its ABORT marker).
-func committedView(batches []fetchedBatch, aborted []kmsg.FetchResponseTopicPartitionAbortedTransaction, readCommitted bool, from int64) []model.FetchedRecord {
-	pending := append([]kmsg.FetchResponseTopicPartitionAbortedTransaction(nil), aborted...)
-	sort.SliceStable(pending, func(i, j int) bool { return pending[i].FirstOffset < pending[j].FirstOffset })
-	aborting := map[int64]bool{}
-	var out []model.FetchedRecord
-	for _, b := range batches {
-		for len(pending) > 0 && pending[0].FirstOffset <= b.lastOffset {
-			aborting[pending[0].ProducerID] = true
-			pending = pending[1:]
-		}
-		if b.control {
-			if b.abort {
-				delete(aborting, b.producerID)
-			}
-			continue
-		}
-		if readCommitted && b.transactional && aborting[b.producerID] {
-			continue
-		}
-		out = appendRecords(out, b, from)
-	}
-	return out
-}
-
-func appendRecords(out []model.FetchedRecord, b fetchedBatch, from int64) []model.FetchedRecord {
-	for _, rec := range b.records {
-		offset := b.firstOffset + int64(rec.OffsetDelta)
-		if offset < from {
-			continue // a batch starts where it starts, not at the fetch offset
-		}
-		out = append(out, model.FetchedRecord{Offset: offset, Key: string(rec.Key), Value: string(rec.Value), ProducerID: b.producerID})
-	}
-	return out
 }

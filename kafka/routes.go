@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -277,7 +278,7 @@ func (r *routes) sendOnce(ctx context.Context, rt route, req kmsg.Request) (kmsg
 		return nil, err
 	}
 	for _, code := range rt.codes(resp) {
-		if misrouted(code) {
+		if wire.Misrouted(code) {
 			return resp, fmt.Errorf("%w: broker %d answered %v", errNotSent, id, kerr.ErrorForCode(code))
 		}
 	}
@@ -293,16 +294,4 @@ func neverSent(err error) bool {
 	}
 	// kgo's errUnknownBroker is not exported; its text is stable.
 	return err.Error() == "unknown broker"
-}
-
-// misrouted reports whether an error code says the broker did nothing because
-// it is not the coordinator or the leader, or not yet ready to be.
-func misrouted(code int16) bool {
-	switch kerr.ErrorForCode(code) {
-	case kerr.NotCoordinator, kerr.CoordinatorNotAvailable, kerr.CoordinatorLoadInProgress,
-		kerr.NotLeaderForPartition, kerr.LeaderNotAvailable, kerr.UnknownTopicOrPartition,
-		kerr.UnknownTopicID, kerr.FencedLeaderEpoch, kerr.NotEnoughReplicas:
-		return true
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/recorder"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,7 +19,7 @@ import (
 // target's names for them on the cluster.
 //
 // With Record set, its requests are recorded as they go over the wire
-// (wiretap.go): its producer ids, epochs, sequences and generations,
+// (package recorder): its producer ids, epochs, sequences and generations,
 // which the checks judge with the rest of the history.
 type SessionConfig struct {
 	Group, TransactionalID string
@@ -27,8 +28,8 @@ type SessionConfig struct {
 	// time; 0 is 1 s, 1 s and 3 s.
 	SessionTimeout, RebalanceTimeout, TransactionTimeout time.Duration
 	// Record, when not nil, is given the session's requests as
-	// operations of process Proc (see wiretap).
-	Record Observer
+	// operations of process Proc.
+	Record recorder.Observer
 	Proc   string
 
 	// outsideTxn makes the worker write its output with a producer of
@@ -40,7 +41,7 @@ type SessionConfig struct {
 
 // Session is one running worker process. Its faults are those the
 // workload imposes on its own processes, at the client's connections
-// (wirefaults.go): Stall and Wake (a pause: nothing goes out or comes in,
+// (package recorder): Stall and Wake (a pause: nothing goes out or comes in,
 // heartbeats included), Crash (its connections dropped with nothing
 // said), LoseResponse; a restart is a new Session with the same config.
 type Session struct {
@@ -50,7 +51,7 @@ type Session struct {
 	// or the plain one of a misconfigured worker (outsideTxn).
 	produce func(context.Context, ...*kgo.Record) kgo.ProduceResults
 	plain   *kgo.Client
-	tap     *wiretap
+	tap     *recorder.Client
 	done    chan struct{}
 	cancel  context.CancelFunc
 
@@ -63,8 +64,8 @@ type Session struct {
 
 // StartSession starts a worker on the target's cluster.
 func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
-	tap := t.newWiretap(cfg.Record, cfg.Proc)
-	common := append(t.clientOpts(), kgo.Dialer(tap.dial))
+	tap := recorder.New(cfg.Proc, recorder.Config{Observer: cfg.Record, Cluster: clusterOf{t}, Logf: t.cfg.Logf})
+	common := append(t.clientOpts(), kgo.Dialer(tap.Dial(t.dial)))
 	gts, err := kgo.NewGroupTransactSession(append(common, t.sessionOpts(cfg)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
@@ -178,16 +179,16 @@ func (s *Session) transact(ctx context.Context, fetches kgo.Fetches) error {
 // Stall pauses the worker, as a garbage collection pause does: what it
 // sends waits, what it receives reaches it later, and its heartbeats stop,
 // so the group may drop it and its transaction may time out.
-func (s *Session) Stall() { s.tap.pause() }
+func (s *Session) Stall() { s.tap.Stall() }
 
 // Wake ends the pause: the worker goes on as if nothing happened, a
 // zombie if it was replaced meanwhile.
-func (s *Session) Wake() { s.tap.resume() }
+func (s *Session) Wake() { s.tap.Wake() }
 
 // LoseResponse drops the answer to the worker's next request of the
 // history's kinds: its connection closes once the request went out, and
 // the client asks again.
-func (s *Session) LoseResponse() { s.tap.loseNextAnswer() }
+func (s *Session) LoseResponse() { s.tap.LoseNextAnswer() }
 
 // Crash stops the worker abruptly: whatever transaction is open stays
 // unfinished, for the next owner of its transactional id (or the
@@ -198,8 +199,8 @@ func (s *Session) LoseResponse() { s.tap.loseNextAnswer() }
 // would retry its LeaveGroup for kgo's retry timeout).
 func (s *Session) Crash() {
 	s.stopOnce.Do(func() {
-		s.tap.kill()
-		s.tap.close()
+		s.tap.Crash()
+		s.tap.Close()
 		s.cancel()
 		go func() {
 			<-s.done
@@ -215,7 +216,7 @@ func (s *Session) closeRest() {
 	if s.plain != nil {
 		s.plain.Close()
 	}
-	s.tap.close()
+	s.tap.Close()
 }
 
 // Close stops the worker after its current transaction and leaves the

@@ -31,7 +31,7 @@ const (
 // and the brokers restart. Then faults stop, and every trip must be
 // committed exactly once, with no aborted record read. The history holds
 // the faults, the input, the workers' own requests as they went over the
-// wire (wiretap.go) and the final reads; every check but linearizable
+// wire (package recorder) and the final reads; every check but linearizable
 // (sessionJudged) must hold on it. Real time and real goroutines make an
 // interleaving replay only roughly, so rapid's shrinking of a failure
 // here is best effort.

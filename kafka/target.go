@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -257,6 +258,16 @@ func (t *Target) requestCtx(ctx context.Context) (context.Context, context.Cance
 func (t *Target) undecided(kind model.Kind, format string, args ...any) model.Result {
 	t.cfg.Logf("kafka: %s undecided: %s", kind, fmt.Sprintf(format, args...))
 	return model.Fail(model.RequestTimedOut)
+}
+
+// result is the model's result for a Kafka error code; a code the
+// history format has no name for is undecided, with the reason logged.
+func (t *Target) result(kind model.Kind, code int16, resp model.Response) model.Result {
+	res, err := wire.Result(code, resp)
+	if err != nil {
+		return t.undecided(kind, "%v", err)
+	}
+	return res
 }
 
 // modelMs is a timeout the broker got, in model time.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -65,25 +66,11 @@ func (t *Target) AddPartitions(ctx context.Context, r model.Request) model.Resul
 		req.Topics = append(req.Topics, rt)
 	}
 	resp, undecided := exchange[*kmsg.AddPartitionsToTxnResponse](ctx, t, model.AddPartitions,
-		t.toCoordinator(txnCoordinator, id, addPartitionsCodes), req)
+		t.toCoordinator(txnCoordinator, id, wire.AddPartitionsCodes), req)
 	if undecided != nil {
 		return *undecided
 	}
-	return t.result(model.AddPartitions, firstError(addPartitionsCodes(resp)), model.NewResponse())
-}
-
-func addPartitionsCodes(resp kmsg.Response) []int16 {
-	r, ok := resp.(*kmsg.AddPartitionsToTxnResponse)
-	if !ok {
-		return nil
-	}
-	codes := []int16{r.ErrorCode}
-	for _, topic := range r.Topics {
-		for _, p := range topic.Partitions {
-			codes = append(codes, p.ErrorCode)
-		}
-	}
-	return codes
+	return t.result(model.AddPartitions, wire.FirstError(wire.AddPartitionsCodes(resp)), model.NewResponse())
 }
 
 // AddOffsets registers a group's offsets in the producer's transaction.
@@ -114,11 +101,11 @@ func (t *Target) TxnOffsetCommit(ctx context.Context, r model.Request) model.Res
 	}
 	req.Topics = topics
 	resp, undecided := exchange[*kmsg.TxnOffsetCommitResponse](ctx, t, model.TxnOffsetCommit,
-		t.toCoordinator(groupCoordinator, req.Group, txnOffsetCommitCodes), req)
+		t.toCoordinator(groupCoordinator, req.Group, wire.TxnOffsetCommitCodes), req)
 	if undecided != nil {
 		return *undecided
 	}
-	res := t.result(model.TxnOffsetCommit, firstError(txnOffsetCommitCodes(resp)), model.NewResponse())
+	res := t.result(model.TxnOffsetCommit, wire.FirstError(wire.TxnOffsetCommitCodes(resp)), model.NewResponse())
 	if res.Succeeded() {
 		t.noteMember(r.MemberID, nil, 0) // its client is alive: its heartbeats go on
 	}
@@ -147,20 +134,6 @@ func (t *Target) commitTopics(ctx context.Context, offsets map[model.Partition]i
 		topics = append(topics, rt)
 	}
 	return topics, nil
-}
-
-func txnOffsetCommitCodes(resp kmsg.Response) []int16 {
-	r, ok := resp.(*kmsg.TxnOffsetCommitResponse)
-	if !ok {
-		return nil
-	}
-	var codes []int16
-	for _, topic := range r.Topics {
-		for _, p := range topic.Partitions {
-			codes = append(codes, p.ErrorCode)
-		}
-	}
-	return codes
 }
 
 // EndTxn commits or aborts. Under transactions v2 the answer carries the

@@ -36,7 +36,14 @@ type conn struct {
 type apiVersion struct{ key, version int16 }
 
 func (c *conn) serve() {
-	up, err := c.l.dialUpstream(context.Background())
+	client := bufio.NewReaderSize(c.client, 64<<10)
+	// Kafka clients speak first; the first request's header names the
+	// client, whose process the connection is part of.
+	dial := c.l.p.cfg.Dial
+	if proc := c.l.p.process(clientIDOf(client)); proc != nil {
+		dial = proc.Dial(dial)
+	}
+	up, err := c.l.dialUpstream(context.Background(), dial)
 	if err != nil {
 		c.l.p.cfg.Logf("%v; closing the client's connection from %s", err, c.client.RemoteAddr())
 		c.client.Close()
@@ -46,11 +53,32 @@ func (c *conn) serve() {
 	c.upstream, c.inflight = up, map[int32]apiVersion{}
 	c.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { c.copyFrames(c.client, c.upstream, c.request); done <- struct{}{} }()
-	go func() { c.copyFrames(c.upstream, c.client, c.response); done <- struct{}{} }()
+	go func() { c.copyFrames(client, c.upstream, "the client", c.request); done <- struct{}{} }()
+	go func() { c.copyFrames(c.upstream, c.client, "the broker", c.response); done <- struct{}{} }()
 	<-done
 	c.cut()
 	<-done
+}
+
+// clientIDOf is the client id in the header of the first request waiting
+// in r, read without consuming it; "" when the client sent none, or
+// nothing that reads as a request header.
+func clientIDOf(r *bufio.Reader) string {
+	// size, key, version, correlation id, then the id's int16 length
+	const idAt = 4 + 2 + 2 + 4
+	head, err := r.Peek(idAt + 2)
+	if err != nil {
+		return ""
+	}
+	n := int(int16(binary.BigEndian.Uint16(head[idAt:])))
+	if n <= 0 || n > r.Size()-idAt-2 {
+		return ""
+	}
+	whole, err := r.Peek(idAt + 2 + n)
+	if err != nil {
+		return ""
+	}
+	return string(whole[idAt+2:])
 }
 
 // cut closes both sides.
@@ -69,7 +97,7 @@ func (c *conn) cut() {
 // copyFrames forwards frames from src to dst, each as handle returns it,
 // until either side closes. A size prefix that cannot be a Kafka frame
 // turns the connection raw: from there, bytes are copied as they come.
-func (c *conn) copyFrames(src, dst net.Conn, handle func(frame []byte) []byte) {
+func (c *conn) copyFrames(src io.Reader, dst net.Conn, from string, handle func(frame []byte) []byte) {
 	r := bufio.NewReaderSize(src, 64<<10)
 	var size [4]byte
 	for {
@@ -82,7 +110,7 @@ func (c *conn) copyFrames(src, dst net.Conn, handle func(frame []byte) []byte) {
 		}
 		n := int32(binary.BigEndian.Uint32(size[:]))
 		if n < 0 || n > maxFrame {
-			c.notUnderstood("a frame of %d bytes from %s; copying the connection on as raw bytes", n, src.RemoteAddr())
+			c.notUnderstood("a frame of %d bytes from %s (%s); copying the connection on as raw bytes", n, from, c.client.RemoteAddr())
 			c.setRaw()
 			if _, err := dst.Write(size[:]); err != nil {
 				return
@@ -268,6 +296,7 @@ func (p *Proxy) rewriteAddrs(resp kmsg.Response) error {
 	}
 	switch r := resp.(type) {
 	case *kmsg.MetadataResponse:
+		p.topics.learn(r)
 		for i := range r.Brokers {
 			at(&r.Brokers[i].Host, &r.Brokers[i].Port)
 		}

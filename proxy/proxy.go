@@ -11,6 +11,13 @@
 // (a malformed header, an unknown API key, a version its decoder does not
 // know) is forwarded untouched too, and noted as not understood.
 //
+// With Config.Record set, it records what every client does as operations
+// of the history format (package recorder reads the frames): a process
+// of the history is a client instance, named by the client.id its
+// requests carry (so give each instance its own), or, for a client that
+// sends none, by its connection. The faults of package recorder apply to
+// a process by that name (Proxy.Process).
+//
 // Plain TCP only: TLS and SASL to the upstream are not supported yet.
 package proxy
 
@@ -18,9 +25,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+
+	"github.com/fencecheck/fencecheck/recorder"
 )
 
 // Config says where the cluster is and where the proxy listens.
@@ -33,12 +45,15 @@ type Config struct {
 	// own. Default 127.0.0.1:0.
 	Listen string
 	// Dial connects to the upstream; default a net.Dialer.
-	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	Dial recorder.DialFunc
 	// Listener opens the proxy's listeners; default net.Listen.
 	Listener func(network, address string) (net.Listener, error)
 	// Logf is told what the proxy did not understand, and why a
 	// connection ended; default nothing.
 	Logf func(format string, args ...any)
+	// Record, when set, is given every client's requests as operations
+	// of the history format.
+	Record recorder.Observer
 }
 
 // Proxy is a running proxy. Close stops it.
@@ -49,8 +64,12 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	brokers map[string]*listener // upstream host:port -> its listener
+	procs   map[string]*recorder.Client
 	closed  bool
 	wg      sync.WaitGroup
+
+	topics    topics
+	anonymous atomic.Int64 // connections of clients that sent no client.id
 }
 
 // New starts a proxy in front of cfg.Upstream.
@@ -79,7 +98,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	p := &Proxy{cfg: cfg, host: host, brokers: map[string]*listener{}}
+	p := &Proxy{cfg: cfg, host: host, brokers: map[string]*listener{}, procs: map[string]*recorder.Client{}}
 	p.bootstrap, err = p.listen(cfg.Listen, cfg.Upstream)
 	if err != nil {
 		return nil, err
@@ -107,7 +126,49 @@ func (p *Proxy) Close() error {
 		l.close()
 	}
 	p.wg.Wait()
+	p.mu.Lock()
+	procs := slices.Collect(maps.Values(p.procs))
+	p.mu.Unlock()
+	for _, proc := range procs {
+		proc.Close() // what was in flight never returned
+	}
 	return nil
+}
+
+// process is the recorded process of a connection whose client sent
+// clientID, nil when nothing is recorded.
+func (p *Proxy) process(clientID string) *recorder.Client {
+	if p.cfg.Record == nil {
+		return nil
+	}
+	name := clientID
+	if name == "" {
+		name = fmt.Sprintf("connection-%d", p.anonymous.Add(1))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	proc, ok := p.procs[name]
+	if !ok {
+		proc = recorder.New(name, recorder.Config{Observer: p.cfg.Record, Cluster: &p.topics, Logf: p.cfg.Logf})
+		p.procs[name] = proc
+	}
+	return proc
+}
+
+// Process is the recorded process name, to fault it; false when no
+// client by that name has connected.
+func (p *Proxy) Process(name string) (*recorder.Client, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	proc, ok := p.procs[name]
+	return proc, ok
+}
+
+// Processes is the names of the recorded processes, sorted.
+func (p *Proxy) Processes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.procs))
 }
 
 // brokerAddr is the proxy's address for the upstream broker at host:port,
@@ -197,10 +258,10 @@ func (l *listener) close() {
 
 // dialUpstream connects to the first of the listener's upstream addresses
 // that answers.
-func (l *listener) dialUpstream(ctx context.Context) (net.Conn, error) {
+func (l *listener) dialUpstream(ctx context.Context, dial recorder.DialFunc) (net.Conn, error) {
 	var errs []error
 	for _, addr := range l.upstream {
-		up, err := l.p.cfg.Dial(ctx, "tcp", addr)
+		up, err := dial(ctx, "tcp", addr)
 		if err == nil {
 			return up, nil
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -341,4 +344,98 @@ func TestProduceWithoutAcksIsNotAwaited(t *testing.T) {
 	}
 	require.Zero(t, waiting, "requests left waiting for an answer")
 	require.NotContains(t, l.all(), "not understood")
+}
+
+// wallClock is a history's clock in milliseconds of wall time.
+func wallClock() int64 { return time.Now().UnixMilli() }
+
+// What a franz-go client does through the proxy is recorded under its
+// client.id, read off its frames: the transactional producer's init,
+// produce (one operation per partition, its records decoded from kgo's
+// default snappy compression; under transactions v2 a partition joins
+// the transaction with its first produce) and end_txn; the
+// consumer's join_group with its assignment, and its offset_fetch.
+func TestClientsAreRecordedUnderTheirClientID(t *testing.T) {
+	cluster := startCluster(t)
+	rec := histories.NewRecorder(nil, wallClock)
+	p, err := New(Config{Upstream: cluster.ListenAddrs(), Record: rec, Logf: t.Logf})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-writer"), kgo.TransactionalID("fare-writer-0"),
+		kgo.DefaultProduceTopic("trips"))
+	require.NoError(t, err)
+	require.NoError(t, producer.BeginTransaction())
+	for i := range 2 {
+		require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "trip-%d", i), Value: []byte("from the airport"), Partition: int32(i)}).FirstErr())
+	}
+	require.NoError(t, producer.EndTransaction(ctx, kgo.TryCommit))
+	producer.Close()
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-reader"), kgo.ConsumeTopics("trips"),
+		kgo.ConsumerGroup("fare-readers"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for read := 0; read < 2; {
+		fetches := consumer.PollFetches(deadline)
+		require.NoError(t, deadline.Err())
+		read += fetches.NumRecords()
+	}
+	consumer.Close()
+	require.NoError(t, p.Close())
+
+	h := rec.History()
+	byProc := map[string][]model.Kind{}
+	var produced []model.Record
+	for _, op := range h.Ops {
+		proc, _, _ := strings.Cut(op.Proc, ".") // lanes of one process
+		byProc[proc] = append(byProc[proc], op.Kind)
+		if op.Kind == model.Produce {
+			require.Equal(t, "fare-writer-0", op.Req.TransactionalID)
+			require.True(t, op.Result.Succeeded(), "%+v", op)
+			produced = append(produced, op.Req.Records...)
+		}
+		if op.Kind == model.JoinGroup {
+			require.Equal(t, "fare-readers", op.Req.Group)
+			require.ElementsMatch(t, []model.Partition{"trips-0", "trips-1", "trips-2"}, op.Result.Resp.Assignment)
+		}
+	}
+	require.Equal(t, []string{"fare-reader", "fare-writer"}, p.Processes())
+	require.Subset(t, byProc["fare-writer"], []model.Kind{model.InitProducerID, model.Produce, model.EndTxn})
+	require.Subset(t, byProc["fare-reader"], []model.Kind{model.JoinGroup, model.OffsetFetch})
+	require.ElementsMatch(t, []model.Record{{Key: "trip-0", Value: "from the airport"}, {Key: "trip-1", Value: "from the airport"}}, produced)
+
+	var saved bytes.Buffer
+	require.NoError(t, histories.Save(&saved, h), "the recording is a valid history")
+}
+
+// A stalled process's traffic is held both ways until it wakes: its
+// request goes out, and is answered, only then.
+func TestAStalledProcessIsHeldUntilItWakes(t *testing.T) {
+	cluster := startCluster(t)
+	rec := histories.NewRecorder(nil, wallClock)
+	p, err := New(Config{Upstream: cluster.ListenAddrs(), Record: rec, Logf: t.Logf})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close() })
+	ctx := context.Background()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-writer"), kgo.TransactionalID("fare-writer-0"),
+		kgo.DefaultProduceTopic("trips"))
+	require.NoError(t, err)
+	defer producer.Close()
+	require.NoError(t, producer.BeginTransaction())
+	require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Value: []byte("trip-0")}).FirstErr())
+
+	proc, ok := p.Process("fare-writer")
+	require.True(t, ok)
+	proc.Stall()
+	ended := make(chan error, 1)
+	go func() { ended <- producer.EndTransaction(ctx, kgo.TryCommit) }()
+	select {
+	case err := <-ended:
+		t.Fatalf("the stalled producer's commit ended (%v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	proc.Wake()
+	require.NoError(t, <-ended)
 }

@@ -1,10 +1,12 @@
-package kafka
+package recorder
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,31 +14,47 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// wire is one tapped connection with no broker behind it: the test writes
+// tap is one tapped connection with no broker behind it: the test writes
 // the client's request frames and feeds the broker's response frames.
-type wire struct {
-	t    *testing.T
-	conn *tappedConn
-	in   *bytes.Buffer // what Read returns
-	rec  *histories.Recorder
-	corr int32
+type tap struct {
+	t      *testing.T
+	client *Client
+	conn   net.Conn
+	in     *bytes.Buffer // what Read returns
+	rec    *histories.Recorder
+	corr   int32
 }
 
-func newWire(t *testing.T) *wire {
-	target := &Target{cfg: Config{Topics: map[string]int32{"trips": 2, "fares": 2}}.withDefaults(), names: names{prefix: "fencecheck-"}}
-	target.cfg.Logf = t.Logf
+func newWire(t *testing.T) *tap {
 	rec := histories.NewRecorder(nil, nil)
-	tap := target.newWiretap(rec, "W1")
+	client := New("W1", Config{Observer: rec, Cluster: fakeCluster{}, Logf: t.Logf})
 	in := &bytes.Buffer{}
-	return &wire{t: t, conn: &tappedConn{Conn: &fakeConn{in: in}, w: tap, inflight: map[int32]inflight{}, closed: make(chan struct{})}, in: in, rec: rec}
+	return &tap{t: t, client: client, conn: client.Tap(&fakeConn{in: in}), in: in, rec: rec}
+}
+
+// fakeCluster names the history's topics, ids and groups with the prefix
+// "fencecheck-" on the cluster, whose topics trips and fares have two
+// partitions each; its time runs at a hundredth of the history's.
+type fakeCluster struct{}
+
+func (fakeCluster) Name(cluster string) (string, bool) {
+	return strings.CutPrefix(cluster, "fencecheck-")
+}
+func (fakeCluster) Partitions(topic string) int32 {
+	return map[string]int32{"trips": 2, "fares": 2}[topic]
+}
+func (fakeCluster) Millis(ms int32) int64 { return int64(ms) * 100 }
+func (fakeCluster) TopicByID(context.Context, [16]byte) (string, bool) {
+	return "", false
 }
 
 // send writes req as a client does, at version v, and returns its
 // correlation id.
-func (w *wire) send(req kmsg.Request, v int16) int32 {
+func (w *tap) send(req kmsg.Request, v int16) int32 {
 	w.t.Helper()
 	req.SetVersion(v)
 	w.corr++
@@ -51,7 +69,7 @@ func (w *wire) send(req kmsg.Request, v int16) int32 {
 
 // answer feeds the response to the request corr, at version v, as a
 // broker frames it.
-func (w *wire) answer(corr int32, resp kmsg.Response, v int16) {
+func (w *tap) answer(corr int32, resp kmsg.Response, v int16) {
 	w.t.Helper()
 	resp.SetVersion(v)
 	body := binary.BigEndian.AppendUint32(nil, uint32(corr))
@@ -68,7 +86,7 @@ func (w *wire) answer(corr int32, resp kmsg.Response, v int16) {
 	}
 }
 
-func (w *wire) ops() []histories.Op { return w.rec.History().Ops }
+func (w *tap) ops() []histories.Op { return w.rec.History().Ops }
 
 type fakeConn struct {
 	net.Conn
@@ -79,11 +97,11 @@ func (f *fakeConn) Write(b []byte) (int, error) { return len(b), nil }
 func (f *fakeConn) Read(b []byte) (int, error)  { return f.in.Read(b) }
 func (f *fakeConn) Close() error                { return nil }
 
-// TestWiretapReadsTransactionalRequests: a client's InitProducerId,
+// TestRecorderReadsTransactionalRequests: a client's InitProducerId,
 // Produce (one operation per partition, each on a lane of its own) and
 // EndTxn are read off the wire with their fields in the model's names
 // and time; a partition the broker did not take (misrouted) is left out.
-func TestWiretapReadsTransactionalRequests(t *testing.T) {
+func TestRecorderReadsTransactionalRequests(t *testing.T) {
 	w := newWire(t)
 	init := kmsg.NewPtrInitProducerIDRequest()
 	id := "fencecheck-ctp-w1"
@@ -100,8 +118,8 @@ func TestWiretapReadsTransactionalRequests(t *testing.T) {
 	for p, key := range []string{"trip-a01", "trip-b01"} {
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition = int32(p)
-		rp.Records = producerBatch{producerID: 7, epoch: 2, firstSequence: int32(p), transactional: true,
-			records: []model.Record{{Key: key, Value: "fare"}}}.encode()
+		rp.Records = wire.ProducerBatch{ProducerID: 7, Epoch: 2, FirstSequence: int32(p), Transactional: true,
+			Records: []model.Record{{Key: key, Value: "fare"}}}.Encode()
 		topic.Partitions = append(topic.Partitions, rp)
 	}
 	produce.Topics = []kmsg.ProduceRequestTopic{topic}
@@ -128,7 +146,7 @@ func TestWiretapReadsTransactionalRequests(t *testing.T) {
 	require.Equal(t, model.InitProducerID, ops[0].Kind)
 	require.Equal(t, "W1", ops[0].Proc)
 	require.Equal(t, "ctp-w1", ops[0].Req.TransactionalID)
-	require.Equal(t, int64(300000), ops[0].Req.TimeoutMs, "3 s at the default time scale")
+	require.Equal(t, int64(300000), ops[0].Req.TimeoutMs, "3 s at a time scale of 0.01")
 	require.Equal(t, model.NoProducerID, ops[0].Req.ProducerID)
 	require.Equal(t, int64(7), ops[0].Result.Resp.ProducerID)
 	require.Equal(t, int16(2), ops[0].Result.Resp.Epoch)
@@ -146,11 +164,11 @@ func TestWiretapReadsTransactionalRequests(t *testing.T) {
 	require.Equal(t, int16(3), ops[2].Result.Resp.Epoch, "v5 answers the epoch the producer goes on with")
 }
 
-// TestWiretapJoinIsOneRound: a new member's JoinGroup that only learns its
+// TestRecorderJoinIsOneRound: a new member's JoinGroup that only learns its
 // id, the JoinGroup that joins, a SyncGroup that meets a rebalance, the
 // rejoin and the SyncGroup that answers are one join_group, which ends
 // with the last generation and the assignment.
-func TestWiretapJoinIsOneRound(t *testing.T) {
+func TestRecorderJoinIsOneRound(t *testing.T) {
 	w := newWire(t)
 	join := func(member string, code int16, gen int32) {
 		req := kmsg.NewPtrJoinGroupRequest()
@@ -201,11 +219,11 @@ func TestWiretapJoinIsOneRound(t *testing.T) {
 	require.Equal(t, []model.Partition{"trips-1"}, j.Result.Resp.Assignment)
 }
 
-// TestWiretapLostAnswers: a request in flight when its connection closes
+// TestRecorderLostAnswers: a request in flight when its connection closes
 // never returned, but a join goes on (its member asks again); a join whose
 // client closed after its JoinGroup answered ends there, with nothing
 // assigned; only a member that joined is recorded leaving.
-func TestWiretapLostAnswers(t *testing.T) {
+func TestRecorderLostAnswers(t *testing.T) {
 	w := newWire(t)
 	commit := kmsg.NewPtrTxnOffsetCommitRequest()
 	commit.TransactionalID, commit.Group, commit.MemberID, commit.Generation = "fencecheck-ctp-w1", "fencecheck-fare-workers", "m1", 3
@@ -234,7 +252,7 @@ func TestWiretapLostAnswers(t *testing.T) {
 		leave.Members = []kmsg.LeaveGroupRequestMember{m}
 		w.answer(w.send(leave, 5), kmsg.NewPtrLeaveGroupResponse(), 5)
 	}
-	w.conn.w.close()
+	w.client.Close()
 
 	ops := w.ops()
 	require.Len(t, ops, 3)
@@ -252,10 +270,10 @@ func TestWiretapLostAnswers(t *testing.T) {
 	require.Equal(t, "m1", ops[2].Req.MemberID)
 }
 
-// TestWiretapOffsetFetchPerPartition: an OffsetFetch of several partitions
+// TestRecorderOffsetFetchPerPartition: an OffsetFetch of several partitions
 // (the list-of-groups shape) is one offset_fetch per partition, each
 // answered by its own partition's code.
-func TestWiretapOffsetFetchPerPartition(t *testing.T) {
+func TestRecorderOffsetFetchPerPartition(t *testing.T) {
 	w := newWire(t)
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.RequireStable = true
@@ -293,10 +311,10 @@ func TestWiretapOffsetFetchPerPartition(t *testing.T) {
 	require.Equal(t, int64(12), ops[1].Result.Resp.Offset)
 }
 
-// TestWiretapUnansweredRejoin: a member's rejoin that the broker never
+// TestRecorderUnansweredRejoin: a member's rejoin that the broker never
 // answered is recorded unanswered when its client goes; a new member's
 // join that only learned its id is left out.
-func TestWiretapUnansweredRejoin(t *testing.T) {
+func TestRecorderUnansweredRejoin(t *testing.T) {
 	w := newWire(t)
 	rejoin := kmsg.NewPtrJoinGroupRequest()
 	rejoin.Group, rejoin.MemberID = "fencecheck-fare-workers", "m1"
@@ -308,7 +326,7 @@ func TestWiretapUnansweredRejoin(t *testing.T) {
 	required.ErrorCode, required.MemberID = kerr.MemberIDRequired.Code, "m2"
 	w.answer(corr, required, 9)
 	require.NoError(t, w.conn.Close())
-	w.conn.w.close()
+	w.client.Close()
 
 	ops := w.ops()
 	require.Len(t, ops, 1)

@@ -1,18 +1,20 @@
-package kafka
+package recorder
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencecheck/fencecheck/internal/wire"
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// The requests a tapped client sends, read as operations of the history
-// format: the inverse of what the target's own requests do (txn.go,
-// produce.go, groups.go). Requests the format has no type for
+// The requests a client sends, read as operations of the history format:
+// the inverse of what the Kafka target's own requests do. Requests the format has no type for
 // (heartbeats, metadata) are not recorded, nor fetches: in a fetch
 // session (KIP-227) a request leaves out the partitions whose position did
 // not change, so it does not say where each read starts.
@@ -33,66 +35,71 @@ const (
 	goesOn        // a join_group between its JoinGroup and SyncGroup
 )
 
+// endTxnAnswersEpoch is the first EndTxn whose answer carries the
+// producer id and epoch the producer goes on with (KIP-890, transactions
+// v2).
+const endTxnAnswersEpoch = 5
+
 // lookupTimeout bounds a topic id's lookup while a request goes out.
 const lookupTimeout = 2 * time.Second
 
 // sent begins the operations of req.
-func (w *wiretap) sent(req kmsg.Request) []observed {
+func (c *Client) sent(req kmsg.Request) []observed {
 	switch r := req.(type) {
 	case *kmsg.InitProducerIDRequest:
-		return w.initProducerID(r)
+		return c.initProducerID(r)
 	case *kmsg.AddPartitionsToTxnRequest:
-		return w.addPartitions(r)
+		return c.addPartitions(r)
 	case *kmsg.AddOffsetsToTxnRequest:
-		return w.addOffsets(r)
+		return c.addOffsets(r)
 	case *kmsg.ProduceRequest:
-		return w.produce(r)
+		return c.produce(r)
 	case *kmsg.TxnOffsetCommitRequest:
-		return w.txnOffsetCommit(r)
+		return c.txnOffsetCommit(r)
 	case *kmsg.EndTxnRequest:
-		return w.endTxn(r)
+		return c.endTxn(r)
 	case *kmsg.JoinGroupRequest:
-		return w.joinGroup(r)
+		return c.joinGroup(r)
 	case *kmsg.SyncGroupRequest:
-		return w.syncGroup(r)
+		return c.syncGroup(r)
 	case *kmsg.LeaveGroupRequest:
-		return w.leaveGroup(r)
+		return c.leaveGroup(r)
 	case *kmsg.OffsetFetchRequest:
-		return w.offsetFetch(r)
+		return c.offsetFetch(r)
 	}
 	return nil
 }
 
 // answered ends (or leaves out, or keeps open) the operations of one
 // response.
-func (w *wiretap) answered(ops []observed, resp kmsg.Response) {
+func (c *Client) answered(ops []observed, resp kmsg.Response) {
 	for _, o := range ops {
 		res, f := o.answer(resp)
 		switch f {
 		case ended:
-			w.finish(o.op, res)
+			c.finish(o.op, res)
 		case notTaken:
-			w.free(o.op)
+			c.free(o.op)
 		}
 	}
 }
 
 // one is a request that is one operation, answered by one set of codes.
-func one[R kmsg.Response](w *wiretap, kind model.Kind, req model.Request, codes func(R) []int16, out func(R) model.Response) []observed {
-	return []observed{{op: w.begin(kind, req), answer: answerWith(w, kind, codes, out)}}
+func one[R kmsg.Response](c *Client, kind model.Kind, req model.Request, codes func(R) []int16, out func(R) model.Response) []observed {
+	return []observed{{op: c.begin(kind, req), answer: answerWith(c, kind, codes, out)}}
 }
 
 // answerWith reads a response of type R: misrouted when any of its codes
 // says so, else the first refusal, else success with out's fields.
-func answerWith[R kmsg.Response](w *wiretap, kind model.Kind, codes func(R) []int16, out func(R) model.Response) func(kmsg.Response) (model.Result, fate) {
+func answerWith[R kmsg.Response](c *Client, kind model.Kind, codes func(R) []int16, out func(R) model.Response) func(kmsg.Response) (model.Result, fate) {
 	return func(resp kmsg.Response) (model.Result, fate) {
 		r, ok := resp.(R)
 		if !ok {
-			return w.t.undecided(kind, "the answer is a %T", resp), ended
+			return c.undecided(kind, "the answer is a %T", resp), ended
 		}
 		cs := codes(r)
 		for _, c := range cs {
-			if misrouted(c) {
+			if wire.Misrouted(c) {
 				return model.Result{}, notTaken
 			}
 		}
@@ -100,7 +107,7 @@ func answerWith[R kmsg.Response](w *wiretap, kind model.Kind, codes func(R) []in
 		if out != nil {
 			fields = out(r)
 		}
-		return w.t.result(kind, firstError(cs), fields), ended
+		return c.result(kind, wire.FirstError(cs), fields), ended
 	}
 }
 
@@ -108,17 +115,17 @@ func codesOf[R kmsg.Response](codes func(kmsg.Response) []int16) func(R) []int16
 	return func(r R) []int16 { return codes(r) }
 }
 
-func (w *wiretap) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
+func (c *Client) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
 	req := model.NewRequest()
 	if r.TransactionalID != nil {
-		id, ok := w.t.names.modelName(*r.TransactionalID)
+		id, ok := c.cfg.Cluster.Name(*r.TransactionalID)
 		if !ok {
 			return nil
 		}
-		req.TransactionalID, req.TimeoutMs = id, w.t.modelMs(r.TransactionTimeoutMillis)
+		req.TransactionalID, req.TimeoutMs = id, c.cfg.Cluster.Millis(r.TransactionTimeoutMillis)
 	}
 	req.ProducerID, req.Epoch = r.ProducerID, r.ProducerEpoch
-	return one(w, model.InitProducerID, req,
+	return one(c, model.InitProducerID, req,
 		func(r *kmsg.InitProducerIDResponse) []int16 { return []int16{r.ErrorCode} },
 		func(r *kmsg.InitProducerIDResponse) model.Response {
 			out := model.NewResponse()
@@ -129,8 +136,8 @@ func (w *wiretap) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
 
 // addPartitions reads the clients' form (v3 at most); the batched form of
 // v4 on is the brokers'.
-func (w *wiretap) addPartitions(r *kmsg.AddPartitionsToTxnRequest) []observed {
-	id, ok := w.t.names.modelName(r.TransactionalID)
+func (c *Client) addPartitions(r *kmsg.AddPartitionsToTxnRequest) []observed {
+	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
 	if !ok || r.Version > 3 {
 		return nil
 	}
@@ -138,55 +145,55 @@ func (w *wiretap) addPartitions(r *kmsg.AddPartitionsToTxnRequest) []observed {
 	req.TransactionalID, req.ProducerID, req.Epoch = id, r.ProducerID, r.ProducerEpoch
 	for _, topic := range r.Topics {
 		for _, p := range topic.Partitions {
-			if mp, ok := w.t.names.partition(topic.Topic, p); ok {
+			if mp, ok := c.partition(topic.Topic, p); ok {
 				req.Partitions = append(req.Partitions, mp)
 			}
 		}
 	}
-	return one(w, model.AddPartitions, req, codesOf[*kmsg.AddPartitionsToTxnResponse](addPartitionsCodes), nil)
+	return one(c, model.AddPartitions, req, codesOf[*kmsg.AddPartitionsToTxnResponse](wire.AddPartitionsCodes), nil)
 }
 
-func (w *wiretap) addOffsets(r *kmsg.AddOffsetsToTxnRequest) []observed {
-	id, ok := w.t.names.modelName(r.TransactionalID)
-	group, ok2 := w.t.names.modelName(r.Group)
+func (c *Client) addOffsets(r *kmsg.AddOffsetsToTxnRequest) []observed {
+	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
+	group, ok2 := c.cfg.Cluster.Name(r.Group)
 	if !ok || !ok2 {
 		return nil
 	}
 	req := model.NewRequest()
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Group = id, r.ProducerID, r.ProducerEpoch, group
-	return one(w, model.AddOffsets, req,
+	return one(c, model.AddOffsets, req,
 		func(r *kmsg.AddOffsetsToTxnResponse) []int16 { return []int16{r.ErrorCode} }, nil)
 }
 
 // produce is one operation per partition: the history's produce writes
 // one batch to one partition.
-func (w *wiretap) produce(r *kmsg.ProduceRequest) []observed {
+func (c *Client) produce(r *kmsg.ProduceRequest) []observed {
 	var ops []observed
 	for _, topic := range r.Topics {
-		name, ok := w.topic(topic.Topic, topic.TopicID, r.Version >= produceTopicIDs)
+		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= produceTopicIDs)
 		if !ok {
 			continue
 		}
 		for _, p := range topic.Partitions {
-			req, ok := w.produceRequest(r, name, p)
+			req, ok := c.produceRequest(r, name, p)
 			if !ok {
 				continue
 			}
-			answer := answerWith(w, model.Produce,
+			answer := answerWith(c, model.Produce,
 				func(resp *kmsg.ProduceResponse) []int16 {
-					rp, found := w.producePartition(resp, name, p.Partition)
+					rp, found := c.producePartition(resp, name, p.Partition)
 					if !found {
 						return []int16{kerr.UnknownServerError.Code}
 					}
 					return []int16{rp.ErrorCode}
 				},
 				func(resp *kmsg.ProduceResponse) model.Response {
-					rp, _ := w.producePartition(resp, name, p.Partition)
+					rp, _ := c.producePartition(resp, name, p.Partition)
 					out := model.NewResponse()
 					out.BaseOffset = rp.BaseOffset
 					return out
 				})
-			ops = append(ops, observed{op: w.begin(model.Produce, req), answer: answer})
+			ops = append(ops, observed{op: c.begin(model.Produce, req), answer: answer})
 		}
 	}
 	return ops
@@ -195,29 +202,29 @@ func (w *wiretap) produce(r *kmsg.ProduceRequest) []observed {
 // produceTopicIDs is the first Produce that names topics by id.
 const produceTopicIDs = 13
 
-func (w *wiretap) produceRequest(r *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition) (model.Request, bool) {
-	partition, ok := w.t.names.partition(topic, p.Partition)
-	batches, err := decodeBatches(p.Records)
+func (c *Client) produceRequest(r *kmsg.ProduceRequest, topic string, p kmsg.ProduceRequestTopicPartition) (model.Request, bool) {
+	partition, ok := c.partition(topic, p.Partition)
+	batches, err := wire.DecodeBatches(p.Records)
 	if !ok || err != nil || len(batches) != 1 {
 		return model.Request{}, false
 	}
 	b := batches[0]
 	req := model.NewRequest()
-	if b.transactional && r.TransactionID != nil {
-		if req.TransactionalID, ok = w.t.names.modelName(*r.TransactionID); !ok {
+	if b.Transactional && r.TransactionID != nil {
+		if req.TransactionalID, ok = c.cfg.Cluster.Name(*r.TransactionID); !ok {
 			return model.Request{}, false
 		}
 	}
-	req.ProducerID, req.Epoch, req.Partition, req.Sequence = b.producerID, b.epoch, partition, b.firstSequence
-	for _, rec := range b.records {
+	req.ProducerID, req.Epoch, req.Partition, req.Sequence = b.ProducerID, b.Epoch, partition, b.FirstSequence
+	for _, rec := range b.Records {
 		req.Records = append(req.Records, model.Record{Key: string(rec.Key), Value: string(rec.Value)})
 	}
 	return req, true
 }
 
-func (w *wiretap) producePartition(resp *kmsg.ProduceResponse, topic string, partition int32) (kmsg.ProduceResponseTopicPartition, bool) {
+func (c *Client) producePartition(resp *kmsg.ProduceResponse, topic string, partition int32) (kmsg.ProduceResponseTopicPartition, bool) {
 	for _, rt := range resp.Topics {
-		if name, ok := w.topic(rt.Topic, rt.TopicID, resp.Version >= produceTopicIDs); !ok || name != topic {
+		if name, ok := c.topic(rt.Topic, rt.TopicID, resp.Version >= produceTopicIDs); !ok || name != topic {
 			continue
 		}
 		for _, rp := range rt.Partitions {
@@ -232,9 +239,9 @@ func (w *wiretap) producePartition(resp *kmsg.ProduceResponse, topic string, par
 // commitTopicIDs is the first TxnOffsetCommit that names topics by id.
 const commitTopicIDs = 6
 
-func (w *wiretap) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
-	id, ok := w.t.names.modelName(r.TransactionalID)
-	group, ok2 := w.t.names.modelName(r.Group)
+func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
+	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
+	group, ok2 := c.cfg.Cluster.Name(r.Group)
 	if !ok || !ok2 {
 		return nil
 	}
@@ -243,28 +250,28 @@ func (w *wiretap) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 	req.MemberID, req.GenerationID = r.MemberID, r.Generation
 	req.Offsets = map[model.Partition]int64{}
 	for _, topic := range r.Topics {
-		name, ok := w.topic(topic.Topic, topic.TopicID, r.Version >= commitTopicIDs)
+		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= commitTopicIDs)
 		for _, p := range topic.Partitions {
-			if mp, ok2 := w.t.names.partition(name, p.Partition); ok && ok2 {
+			if mp, ok2 := c.partition(name, p.Partition); ok && ok2 {
 				req.Offsets[mp] = p.Offset
 			}
 		}
 	}
-	return one(w, model.TxnOffsetCommit, req, codesOf[*kmsg.TxnOffsetCommitResponse](txnOffsetCommitCodes), nil)
+	return one(c, model.TxnOffsetCommit, req, codesOf[*kmsg.TxnOffsetCommitResponse](wire.TxnOffsetCommitCodes), nil)
 }
 
-func (w *wiretap) endTxn(r *kmsg.EndTxnRequest) []observed {
-	id, ok := w.t.names.modelName(r.TransactionalID)
+func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
+	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
 	if !ok {
 		return nil
 	}
 	req := model.NewRequest()
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Commit = id, r.ProducerID, r.ProducerEpoch, r.Commit
-	return one(w, model.EndTxn, req,
+	return one(c, model.EndTxn, req,
 		func(r *kmsg.EndTxnResponse) []int16 { return []int16{r.ErrorCode} },
 		func(r *kmsg.EndTxnResponse) model.Response {
 			out := model.NewResponse()
-			if r.GetVersion() >= endTxnV2 {
+			if r.GetVersion() >= endTxnAnswersEpoch {
 				out.ProducerID, out.Epoch = r.ProducerID, r.ProducerEpoch
 			}
 			return out
@@ -274,45 +281,45 @@ func (w *wiretap) endTxn(r *kmsg.EndTxnRequest) []observed {
 // joinGroup begins a join_group, or goes on with the one a member began:
 // a new member's first JoinGroup only learns its id (KIP-394), and the
 // join ends when its SyncGroup answers with the assignment.
-func (w *wiretap) joinGroup(r *kmsg.JoinGroupRequest) []observed {
-	group, ok := w.t.names.modelName(r.Group)
+func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
+	group, ok := c.cfg.Cluster.Name(r.Group)
 	if !ok {
 		return nil
 	}
-	op := w.takeJoin(r.MemberID)
+	op := c.takeJoin(r.MemberID)
 	if op == nil {
 		req := model.NewRequest()
 		req.Group, req.MemberID = group, r.MemberID
-		req.SessionTimeoutMs = w.t.modelMs(r.SessionTimeoutMillis)
-		req.Partitions = w.subscribed(r.Protocols)
-		op = w.begin(model.JoinGroup, req)
+		req.SessionTimeoutMs = c.cfg.Cluster.Millis(r.SessionTimeoutMillis)
+		req.Partitions = c.subscribed(r.Protocols)
+		op = c.begin(model.JoinGroup, req)
 	}
 	return []observed{{op: op, answer: func(resp kmsg.Response) (model.Result, fate) {
 		jr, ok := resp.(*kmsg.JoinGroupResponse)
 		switch {
 		case !ok:
-			return w.t.undecided(model.JoinGroup, "the answer is a %T", resp), ended
+			return c.undecided(model.JoinGroup, "the answer is a %T", resp), ended
 		case jr.ErrorCode == kerr.MemberIDRequired.Code:
 			op.resp.MemberID = jr.MemberID
-			w.awaitSync(jr.MemberID, op)
+			c.awaitSync(jr.MemberID, op)
 			return model.Result{}, goesOn
 		case jr.ErrorCode == 0:
 			op.resp.MemberID, op.resp.GenerationID, op.joined = jr.MemberID, jr.Generation, true
-			w.awaitSync(jr.MemberID, op)
+			c.awaitSync(jr.MemberID, op)
 			return model.Result{}, goesOn
-		case misrouted(jr.ErrorCode) && r.MemberID != "":
-			w.awaitSync(r.MemberID, op) // it asks again elsewhere
+		case wire.Misrouted(jr.ErrorCode) && r.MemberID != "":
+			c.awaitSync(r.MemberID, op) // it asks again elsewhere
 			return model.Result{}, goesOn
-		case misrouted(jr.ErrorCode):
+		case wire.Misrouted(jr.ErrorCode):
 			return model.Result{}, notTaken
 		}
-		return w.t.result(model.JoinGroup, jr.ErrorCode, model.NewResponse()), ended
+		return c.result(model.JoinGroup, jr.ErrorCode, model.NewResponse()), ended
 	}}}
 }
 
 // subscribed is the partitions of the topics a member subscribes to, which
 // its group's leader spreads.
-func (w *wiretap) subscribed(protocols []kmsg.JoinGroupRequestProtocol) []model.Partition {
+func (c *Client) subscribed(protocols []kmsg.JoinGroupRequestProtocol) []model.Partition {
 	if len(protocols) == 0 {
 		return nil
 	}
@@ -322,9 +329,9 @@ func (w *wiretap) subscribed(protocols []kmsg.JoinGroupRequestProtocol) []model.
 	}
 	var out []model.Partition
 	for _, topic := range meta.Topics {
-		name, ok := w.t.names.modelName(topic)
-		for p := range w.t.cfg.Topics[name] {
-			if mp, ok2 := w.t.names.partition(topic, p); ok && ok2 {
+		name, ok := c.cfg.Cluster.Name(topic)
+		for p := range c.cfg.Cluster.Partitions(name) {
+			if mp, ok2 := c.partition(topic, p); ok && ok2 {
 				out = append(out, mp)
 			}
 		}
@@ -333,8 +340,8 @@ func (w *wiretap) subscribed(protocols []kmsg.JoinGroupRequestProtocol) []model.
 }
 
 // syncGroup ends the join_group of the member it comes from.
-func (w *wiretap) syncGroup(r *kmsg.SyncGroupRequest) []observed {
-	op := w.takeJoin(r.MemberID)
+func (c *Client) syncGroup(r *kmsg.SyncGroupRequest) []observed {
+	op := c.takeJoin(r.MemberID)
 	if op == nil {
 		return nil
 	}
@@ -342,19 +349,19 @@ func (w *wiretap) syncGroup(r *kmsg.SyncGroupRequest) []observed {
 		sr, ok := resp.(*kmsg.SyncGroupResponse)
 		switch {
 		case !ok:
-			return w.t.undecided(model.JoinGroup, "the answer is a %T", resp), ended
-		case misrouted(sr.ErrorCode), sr.ErrorCode == kerr.RebalanceInProgress.Code:
+			return c.undecided(model.JoinGroup, "the answer is a %T", resp), ended
+		case wire.Misrouted(sr.ErrorCode), sr.ErrorCode == kerr.RebalanceInProgress.Code:
 			// Asked again elsewhere, or the member rejoins: it is a
 			// member all along, and its join ends with a SyncGroup
 			// that answers.
-			w.awaitSync(r.MemberID, op)
+			c.awaitSync(r.MemberID, op)
 			return model.Result{}, goesOn
 		case sr.ErrorCode != 0:
-			return w.t.result(model.JoinGroup, sr.ErrorCode, model.NewResponse()), ended
+			return c.result(model.JoinGroup, sr.ErrorCode, model.NewResponse()), ended
 		}
-		assignment, err := w.t.decodeAssignment(sr.MemberAssignment, op.req.Partitions)
+		assignment, err := wire.Assignment(sr.MemberAssignment, op.req.Partitions, c.partition)
 		if err != nil {
-			return w.t.undecided(model.JoinGroup, "unreadable assignment: %v", err), ended
+			return c.undecided(model.JoinGroup, "unreadable assignment: %v", err), ended
 		}
 		out := op.resp
 		out.Assignment = assignment
@@ -362,8 +369,8 @@ func (w *wiretap) syncGroup(r *kmsg.SyncGroupRequest) []observed {
 	}}}
 }
 
-func (w *wiretap) leaveGroup(r *kmsg.LeaveGroupRequest) []observed {
-	group, ok := w.t.names.modelName(r.Group)
+func (c *Client) leaveGroup(r *kmsg.LeaveGroupRequest) []observed {
+	group, ok := c.cfg.Cluster.Name(r.Group)
 	if !ok {
 		return nil
 	}
@@ -376,25 +383,25 @@ func (w *wiretap) leaveGroup(r *kmsg.LeaveGroupRequest) []observed {
 	}
 	var ops []observed
 	for _, m := range members {
-		if !w.leaves(m) {
+		if !c.leaves(m) {
 			continue
 		}
 		req := model.NewRequest()
 		req.Group, req.MemberID = group, m
-		ops = append(ops, one(w, model.LeaveGroup, req, codesOf[*kmsg.LeaveGroupResponse](leaveCodes), nil)...)
+		ops = append(ops, one(c, model.LeaveGroup, req, codesOf[*kmsg.LeaveGroupResponse](wire.LeaveCodes), nil)...)
 	}
 	return ops
 }
 
 // topic is a request's cluster topic: by id from the version that names
 // topics so, else by name.
-func (w *wiretap) topic(name string, id [16]byte, byID bool) (string, bool) {
+func (c *Client) topic(name string, id [16]byte, byID bool) (string, bool) {
 	if !byID {
 		return name, true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	return w.t.routes.topicByID(ctx, id)
+	return c.cfg.Cluster.TopicByID(ctx, id)
 }
 
 // offsetFetchTopicIDs is the first OffsetFetch that names topics by id.
@@ -409,7 +416,7 @@ type groupPartition struct {
 
 // offsetFetch is one offset_fetch per partition asked about, in either
 // shape: one group (up to v7) or a list of groups (v8 on).
-func (w *wiretap) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
+func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 	var asked []groupPartition
 	if r.Version < 8 {
 		for _, t := range r.Topics {
@@ -420,7 +427,7 @@ func (w *wiretap) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 	}
 	for _, g := range r.Groups {
 		for _, t := range g.Topics {
-			name, ok := w.topic(t.Topic, t.TopicID, r.Version >= offsetFetchTopicIDs)
+			name, ok := c.topic(t.Topic, t.TopicID, r.Version >= offsetFetchTopicIDs)
 			for _, p := range t.Partitions {
 				if ok {
 					asked = append(asked, groupPartition{g.Group, name, p})
@@ -430,32 +437,32 @@ func (w *wiretap) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 	}
 	var ops []observed
 	for _, gp := range asked {
-		group, ok := w.t.names.modelName(gp.group)
-		partition, ok2 := w.t.names.partition(gp.topic, gp.partition)
+		group, ok := c.cfg.Cluster.Name(gp.group)
+		partition, ok2 := c.partition(gp.topic, gp.partition)
 		if !ok || !ok2 {
 			continue
 		}
 		req := model.NewRequest()
 		req.Group, req.Partition, req.RequireStable = group, partition, r.RequireStable
-		answer := answerWith(w, model.OffsetFetch,
+		answer := answerWith(c, model.OffsetFetch,
 			func(resp *kmsg.OffsetFetchResponse) []int16 {
-				_, code := w.fetchedOffset(resp, gp)
+				_, code := c.fetchedOffset(resp, gp)
 				return []int16{code}
 			},
 			func(resp *kmsg.OffsetFetchResponse) model.Response {
 				out := model.NewResponse()
-				offset, _ := w.fetchedOffset(resp, gp)
+				offset, _ := c.fetchedOffset(resp, gp)
 				out.Offset = max(offset, model.NoOffset)
 				return out
 			})
-		ops = append(ops, observed{op: w.begin(model.OffsetFetch, req), answer: answer})
+		ops = append(ops, observed{op: c.begin(model.OffsetFetch, req), answer: answer})
 	}
 	return ops
 }
 
 // fetchedOffset is the answer for one partition: a group's error speaks
 // for its partitions, and a partition the answer leaves out is an error.
-func (w *wiretap) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition) (int64, int16) {
+func (c *Client) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition) (int64, int16) {
 	if resp.Version < 8 {
 		if resp.ErrorCode != 0 {
 			return model.NoOffset, resp.ErrorCode
@@ -477,7 +484,7 @@ func (w *wiretap) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartitio
 			return model.NoOffset, g.ErrorCode
 		}
 		for _, t := range g.Topics {
-			name, ok := w.topic(t.Topic, t.TopicID, resp.Version >= offsetFetchTopicIDs)
+			name, ok := c.topic(t.Topic, t.TopicID, resp.Version >= offsetFetchTopicIDs)
 			for _, p := range t.Partitions {
 				if ok && name == gp.topic && p.Partition == gp.partition {
 					return p.Offset, p.ErrorCode
@@ -486,4 +493,32 @@ func (w *wiretap) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartitio
 		}
 	}
 	return model.NoOffset, kerr.UnknownServerError.Code
+}
+
+// partition is the history's name of a cluster partition, false when its
+// topic is not one the history holds.
+func (c *Client) partition(topic string, p int32) (model.Partition, bool) {
+	name, ok := c.cfg.Cluster.Name(topic)
+	if !ok {
+		return "", false
+	}
+	return model.Partition(name + "-" + strconv.Itoa(int(p))), true
+}
+
+// result is the model's result for a Kafka error code; a code the history
+// format has no name for is undecided.
+func (c *Client) result(kind model.Kind, code int16, resp model.Response) model.Result {
+	res, err := wire.Result(code, resp)
+	if err != nil {
+		return c.undecided(kind, "%v", err)
+	}
+	return res
+}
+
+// undecided is the result of an answer the history cannot hold (one that
+// does not parse, a code it has no name for): REQUEST_TIMED_OUT, which
+// decides nothing, with the reason logged.
+func (c *Client) undecided(kind model.Kind, format string, args ...any) model.Result {
+	c.cfg.Logf("recorder: %s of %s undecided: %s", kind, c.proc, fmt.Sprintf(format, args...))
+	return model.Fail(model.RequestTimedOut)
 }

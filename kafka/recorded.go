@@ -1,0 +1,31 @@
+package kafka
+
+import (
+	"context"
+	"net"
+
+	"github.com/fencecheck/fencecheck/recorder"
+)
+
+// clusterOf is the target's cluster as a recording of its sessions' own
+// requests sees it: the run's names, the model's time.
+type clusterOf struct{ t *Target }
+
+var _ recorder.Cluster = clusterOf{}
+
+func (c clusterOf) Name(cluster string) (string, bool) { return c.t.names.modelName(cluster) }
+func (c clusterOf) Partitions(topic string) int32      { return c.t.cfg.Topics[topic] }
+func (c clusterOf) Millis(ms int32) int64              { return c.t.modelMs(ms) }
+
+func (c clusterOf) TopicByID(ctx context.Context, id [16]byte) (string, bool) {
+	return c.t.routes.topicByID(ctx, id)
+}
+
+// dial is how a client reaches the target's cluster: the embedded
+// cluster's in-memory network, or TCP.
+func (t *Target) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	if t.embedded != nil {
+		return pipes.dial(ctx, network, address)
+	}
+	return (&net.Dialer{}).DialContext(ctx, network, address)
+}

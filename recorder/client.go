@@ -1,0 +1,255 @@
+// Package recorder reads a Kafka client's requests and responses off its
+// connections and records them as operations of the history format
+// (HISTORY.md), whatever the client library: the frames hold every field
+// a history needs, where a library's own hooks see only a request's key
+// and size. It imposes the workload's faults at the same connections: a
+// stall holds what the client sends and receives until it wakes (a
+// garbage-collection pause: its heartbeats stop too), a crash drops its
+// connections with nothing said (no LeaveGroup), and a lost response is a
+// request that went out on a connection that closed before the answer
+// came back.
+//
+// A Client is one process of the history. The Kafka target's franz-go
+// workers dial through one (Client.Dial), and the proxy taps the
+// upstream connection of each client it serves (Client.Tap).
+package recorder
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Observer is told of the requests a client sends, as operations of the
+// history format; histories.Recorder is one. end is called with the
+// answer, or unanswered when the connection closed first, and never for
+// a request the broker did not take up (misrouted).
+type Observer interface {
+	Observe(proc string, kind model.Kind, req model.Request) (end func(model.Result))
+}
+
+// Cluster is what the recorder needs to know of the cluster a client
+// talks to.
+type Cluster interface {
+	// Name is the history's name for one of the cluster's topics,
+	// transactional ids or groups; false leaves the request out, as one
+	// the history does not hold.
+	Name(cluster string) (string, bool)
+	// Partitions is how many partitions a topic of the history has
+	// (a subscription spreads them all).
+	Partitions(topic string) int32
+	// TopicByID is the cluster topic of a topic id; newer requests name
+	// topics by id.
+	TopicByID(ctx context.Context, id [16]byte) (string, bool)
+	// Millis is a timeout a client asked for (a transaction's, a
+	// session's) in the history's milliseconds.
+	Millis(ms int32) int64
+}
+
+// Config is what every Client of one recording shares.
+type Config struct {
+	// Observer records the operations; nil records nothing (the faults
+	// still apply).
+	Observer Observer
+	Cluster  Cluster
+	// Logf is told why an operation is undecided (an answer that does
+	// not parse, an error code the history format has no name for);
+	// default nothing.
+	Logf func(format string, args ...any)
+}
+
+// DialFunc dials a connection, as net.Dialer.DialContext and kgo.Dialer.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// Client records and faults one client instance, process proc of the
+// history.
+//
+// A client has several requests in flight at once (a produce, a commit,
+// a join waiting for the group), and a process's operations must not
+// overlap; so each operation takes a lane, the process's name for the
+// first and proc.2, proc.3, ... for those in flight beside it.
+type Client struct {
+	cfg  Config
+	proc string
+
+	mu      sync.Mutex
+	lanes   []bool              // busy
+	joins   map[string]*pending // member id -> its join_group, open until its SyncGroup answers
+	members map[string]bool     // those whose join_group answered, who may leave
+	conns   map[*conn]bool
+	faults  faults
+}
+
+// New is the recording of process proc.
+func New(proc string, cfg Config) *Client {
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Client{cfg: cfg, proc: proc, joins: map[string]*pending{},
+		members: map[string]bool{}, conns: map[*conn]bool{}}
+}
+
+// Dial is dial, for the client: a crashed client dials nowhere, and every
+// connection is tapped.
+func (c *Client) Dial(dial DialFunc) DialFunc {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		if err := c.gate(ctx.Done()); err != nil {
+			return nil, err
+		}
+		raw, err := dial(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return c.Tap(raw), nil
+	}
+}
+
+// Tap records what goes over raw, a connection to the cluster: what is
+// written to it are the client's requests, what is read its responses.
+func (c *Client) Tap(raw net.Conn) net.Conn {
+	tapped := &conn{Conn: raw, c: c, inflight: map[int32]inflight{}, closed: make(chan struct{})}
+	c.mu.Lock()
+	c.conns[tapped] = true
+	c.mu.Unlock()
+	return tapped
+}
+
+// Close ends what is still in flight unanswered: the client is gone. A
+// join whose JoinGroup answered ends there, with no assignment (its
+// member never learned one); a member's rejoin never answered is
+// unanswered; a new member's join that only learned its member id never
+// joined, and is left out.
+func (c *Client) Close() {
+	c.mu.Lock()
+	conns := c.connList()
+	joins := c.joins
+	c.joins = map[string]*pending{}
+	c.mu.Unlock()
+	for _, tapped := range conns {
+		tapped.lost()
+	}
+	for _, p := range joins {
+		switch {
+		case p.joined:
+			c.finish(p, model.OK(p.resp))
+		case p.req.MemberID != "":
+			c.finish(p, model.NoAnswer())
+		default:
+			c.free(p)
+		}
+	}
+}
+
+// connList is the open connections; the caller holds c.mu.
+func (c *Client) connList() []*conn {
+	conns := make([]*conn, 0, len(c.conns))
+	for tapped := range c.conns {
+		conns = append(conns, tapped)
+	}
+	return conns
+}
+
+// leaves reports whether member joined (its JoinGroup answered), and
+// forgets it: a member that never joined leaves nothing the history
+// knows of.
+func (c *Client) leaves(member string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	joined := c.members[member] || c.joins[member] != nil && c.joins[member].joined
+	delete(c.members, member)
+	return joined
+}
+
+// pending is one operation in flight.
+type pending struct {
+	lane int
+	kind model.Kind
+	req  model.Request
+	resp model.Response // a join_group's member and generation, before its SyncGroup
+	// joined: a join_group's JoinGroup answered; it waits for its
+	// SyncGroup.
+	joined bool
+	end    func(model.Result)
+}
+
+// begin records an operation's call on a free lane.
+func (c *Client) begin(kind model.Kind, req model.Request) *pending {
+	c.mu.Lock()
+	lane := slices.Index(c.lanes, false)
+	if lane < 0 {
+		lane = len(c.lanes)
+		c.lanes = append(c.lanes, false)
+	}
+	c.lanes[lane] = true
+	c.mu.Unlock()
+	return &pending{lane: lane, kind: kind, req: req, resp: model.NewResponse(), end: c.cfg.Observer.Observe(laneName(c.proc, lane), kind, req)}
+}
+
+func laneName(proc string, lane int) string {
+	if lane == 0 {
+		return proc
+	}
+	return proc + "." + strconv.Itoa(lane+1)
+}
+
+// finish records an operation's result and frees its lane. A member whose
+// join_group succeeded may leave.
+func (c *Client) finish(p *pending, res model.Result) {
+	if p.kind == model.JoinGroup && res.Succeeded() {
+		c.mu.Lock()
+		c.members[res.Resp.MemberID] = true
+		c.mu.Unlock()
+	}
+	p.end(res)
+	c.free(p)
+}
+
+// free frees an operation's lane; one never finished is left out.
+func (c *Client) free(p *pending) {
+	c.mu.Lock()
+	c.lanes[p.lane] = false
+	c.mu.Unlock()
+}
+
+// member is the member a join_group is for, "" for another operation or a
+// new member that has not learned its id.
+func (p *pending) member() string {
+	if p.kind != model.JoinGroup {
+		return ""
+	}
+	if p.resp.MemberID != "" {
+		return p.resp.MemberID
+	}
+	return p.req.MemberID
+}
+
+// awaitSync keeps a member's join_group open between its JoinGroup's
+// answer and its SyncGroup (or its next JoinGroup).
+func (c *Client) awaitSync(member string, p *pending) {
+	c.mu.Lock()
+	c.joins[member] = p
+	c.mu.Unlock()
+}
+
+// takeJoin is the open join_group of member, if any.
+func (c *Client) takeJoin(member string) *pending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.joins[member]
+	delete(c.joins, member)
+	return p
+}
+
+// noObserver is the observer of a client whose requests are not recorded.
+type noObserver struct{}
+
+func (noObserver) Observe(string, model.Kind, model.Request) func(model.Result) {
+	return func(model.Result) {}
+}

@@ -1,0 +1,160 @@
+package recorder
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// inflight is a request on one connection waiting for its response.
+type inflight struct {
+	req kmsg.Request
+	ops []observed
+}
+
+// conn is one tapped connection of a client.
+type conn struct {
+	net.Conn
+	c *Client
+
+	mu       sync.Mutex
+	sent     []byte // the start of a request frame not yet whole
+	received []byte // likewise, of a response frame
+	inflight map[int32]inflight
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// Write reads the requests it carries before they go out: an operation
+// is called when it is sent. A stalled client's requests wait.
+func (t *conn) Write(b []byte) (int, error) {
+	if err := t.c.gate(t.closed); err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	var frames [][]byte
+	lose := false
+	t.sent, frames = splitFrames(append(t.sent, b...))
+	for _, f := range frames {
+		lose = t.request(f) || lose
+	}
+	t.mu.Unlock()
+	n, err := t.Conn.Write(b)
+	if lose {
+		_ = t.Conn.Close() // the answer never comes back; the client asks again
+	}
+	return n, err
+}
+
+// Read reads the responses it carries as they arrive; a stalled client
+// sees them when it wakes.
+func (t *conn) Read(b []byte) (int, error) {
+	n, err := t.Conn.Read(b)
+	if gateErr := t.c.gate(t.closed); gateErr != nil {
+		return 0, gateErr
+	}
+	if n > 0 {
+		t.mu.Lock()
+		var frames [][]byte
+		t.received, frames = splitFrames(append(t.received, b[:n]...))
+		for _, f := range frames {
+			t.response(f)
+		}
+		t.mu.Unlock()
+	}
+	return n, err
+}
+
+// Close ends what is in flight on the connection unanswered.
+func (t *conn) Close() error {
+	t.closeOnce.Do(func() { close(t.closed) })
+	t.lost()
+	t.c.mu.Lock()
+	delete(t.c.conns, t)
+	t.c.mu.Unlock()
+	return t.Conn.Close()
+}
+
+func (t *conn) lost() {
+	t.mu.Lock()
+	lost := t.inflight
+	t.inflight = map[int32]inflight{}
+	t.mu.Unlock()
+	for _, in := range lost {
+		for _, o := range in.ops {
+			if member := o.op.member(); member != "" {
+				t.c.awaitSync(member, o.op) // the member asks again on another connection
+				continue
+			}
+			t.c.finish(o.op, model.NoAnswer())
+		}
+	}
+}
+
+// splitFrames splits buf into whole frames (each a 4-byte size, then that
+// many bytes) and the start of the next.
+func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
+	for len(buf) >= 4 {
+		size := int(binary.BigEndian.Uint32(buf))
+		if len(buf) < 4+size {
+			break
+		}
+		frames = append(frames, buf[4:4+size])
+		buf = buf[4+size:]
+	}
+	return append([]byte(nil), buf...), frames
+}
+
+// request reads one request frame: a header (key, version, correlation
+// id, client id, and tags when flexible), then the body. It reports
+// whether the request's answer is to be lost.
+func (t *conn) request(frame []byte) (lose bool) {
+	r := kbin.Reader{Src: frame}
+	key, version, corr := r.Int16(), r.Int16(), r.Int32()
+	r.NullableString()
+	req := kmsg.RequestForKey(key)
+	if req == nil {
+		return false
+	}
+	req.SetVersion(version)
+	if req.IsFlexible() {
+		kmsg.SkipTags(&r)
+	}
+	if r.Complete() != nil || req.ReadFrom(r.Src) != nil {
+		return false // not a request the history could hold
+	}
+	ops := t.c.sent(req)
+	if len(ops) > 0 {
+		t.inflight[corr] = inflight{req: req, ops: ops}
+	}
+	return t.c.takeLoss(ops)
+}
+
+// response reads one response frame: the correlation id, tags when
+// flexible (never for ApiVersions), then the body.
+func (t *conn) response(frame []byte) {
+	r := kbin.Reader{Src: frame}
+	corr := r.Int32()
+	in, ok := t.inflight[corr]
+	if !ok {
+		return
+	}
+	delete(t.inflight, corr)
+	resp := in.req.ResponseKind()
+	if resp.IsFlexible() && in.req.Key() != kmsg.ApiVersions.Int16() {
+		kmsg.SkipTags(&r)
+	}
+	if r.Complete() != nil || resp.ReadFrom(r.Src) != nil {
+		for _, o := range in.ops {
+			t.c.finish(o.op, t.c.undecided(o.op.kind, "a response that does not parse"))
+		}
+		return
+	}
+	t.c.answered(in.ops, resp)
+}
