@@ -29,6 +29,7 @@ type conn struct {
 	inflight map[int32]apiVersion // by correlation id: the requests not yet answered
 	raw      bool                 // framing was lost: copy bytes, read nothing
 	cutOnce  sync.Once
+	done     chan struct{} // closed when cut
 }
 
 // apiVersion is a request's API key and version, which say how its
@@ -84,6 +85,7 @@ func clientIDOf(r *bufio.Reader) string {
 // cut closes both sides.
 func (c *conn) cut() {
 	c.cutOnce.Do(func() {
+		close(c.done)
 		c.client.Close()
 		c.mu.Lock()
 		up := c.upstream
@@ -124,6 +126,7 @@ func (c *conn) copyFrames(src io.Reader, dst net.Conn, from string, handle func(
 			return
 		}
 		out := handle(frame)
+		c.l.p.pause.wait(c.done)
 		buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(out)), uint32(len(out)))
 		if _, err := dst.Write(append(buf, out...)); err != nil {
 			return

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/recorder"
 )
 
@@ -52,8 +53,15 @@ type Config struct {
 	// connection ended; default nothing.
 	Logf func(format string, args ...any)
 	// Record, when set, is given every client's requests as operations
-	// of the history format.
-	Record recorder.Observer
+	// of the history format, and the faults of the control API.
+	Record Recorder
+}
+
+// Recorder records a history; histories.Recorder is one.
+type Recorder interface {
+	recorder.Observer
+	// Fault records a fault of proc (stall, wake, crash, restart) now.
+	Fault(proc string, kind model.Kind, req model.Request)
 }
 
 // Proxy is a running proxy. Close stops it.
@@ -69,6 +77,7 @@ type Proxy struct {
 	wg      sync.WaitGroup
 
 	topics    topics
+	pause     pause
 	anonymous atomic.Int64 // connections of clients that sent no client.id
 }
 
@@ -232,7 +241,7 @@ func (l *listener) accept() {
 		if err != nil {
 			return
 		}
-		c := &conn{l: l, client: client}
+		c := &conn{l: l, client: client, done: make(chan struct{})}
 		l.mu.Lock()
 		l.conns[c] = true
 		l.mu.Unlock()

@@ -107,13 +107,17 @@ func (c *Client) Dial(dial DialFunc) DialFunc {
 		if err != nil {
 			return nil, err
 		}
-		return c.Tap(raw), nil
+		tapped := c.tap(raw)
+		tapped.dial, tapped.address = dial, address
+		return tapped, nil
 	}
 }
 
 // Tap records what goes over raw, a connection to the cluster: what is
 // written to it are the client's requests, what is read its responses.
-func (c *Client) Tap(raw net.Conn) net.Conn {
+func (c *Client) Tap(raw net.Conn) net.Conn { return c.tap(raw) }
+
+func (c *Client) tap(raw net.Conn) *conn {
 	tapped := &conn{Conn: raw, c: c, inflight: map[int32]inflight{}, closed: make(chan struct{})}
 	c.mu.Lock()
 	c.conns[tapped] = true

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -333,4 +336,86 @@ func TestRecorderUnansweredRejoin(t *testing.T) {
 	require.Equal(t, model.JoinGroup, ops[0].Kind)
 	require.Equal(t, "m1", ops[0].Req.MemberID)
 	require.False(t, ops[0].Returned)
+}
+
+// wireConn is a connection that keeps what is written to it, and tells
+// when it is closed.
+type wireConn struct {
+	net.Conn
+	mu      sync.Mutex
+	written []byte
+	closed  chan struct{}
+}
+
+func newWireConn() *wireConn { return &wireConn{closed: make(chan struct{})} }
+
+func (w *wireConn) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.written = append(w.written, b...)
+	return len(b), nil
+}
+
+func (w *wireConn) Read([]byte) (int, error)    { <-w.closed; return 0, io.EOF }
+func (w *wireConn) SetDeadline(time.Time) error { return nil }
+
+func (w *wireConn) Close() error {
+	select {
+	case <-w.closed:
+	default:
+		close(w.closed)
+	}
+	return nil
+}
+
+func (w *wireConn) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]byte(nil), w.written...)
+}
+
+// A delayed request never reaches the broker on its own connection,
+// which is cut as it goes out (the operation never returned); it is
+// delivered later, byte for byte, on a connection of its own.
+func TestDelayedRequestArrivesLateOnAConnectionOfItsOwn(t *testing.T) {
+	conns := make(chan *wireConn, 2)
+	dial := func(context.Context, string, string) (net.Conn, error) {
+		c := newWireConn()
+		conns <- c
+		return c, nil
+	}
+	rec := histories.NewRecorder(nil, nil)
+	client := New("W1", Config{Observer: rec, Cluster: fakeCluster{}, Logf: t.Logf})
+	conn, err := client.Dial(dial)(context.Background(), "tcp", "broker-1:9092")
+	require.NoError(t, err)
+	first := <-conns
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "fencecheck-ctp-w1", 7, 2, true
+	end.SetVersion(4)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("kgo")).AppendRequest(nil, end, 1)
+	client.DelayNext(50 * time.Millisecond)
+	_, err = conn.Write(frame)
+	require.NoError(t, err)
+
+	select {
+	case <-first.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection was not cut")
+	}
+	require.Empty(t, first.bytes(), "the request did not go out on its connection")
+	require.NoError(t, conn.Close()) // as the client does with a broken connection
+	var late *wireConn
+	select {
+	case late = <-conns:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the delayed request was never delivered")
+	}
+	require.Eventually(t, func() bool { return bytes.Equal(frame, late.bytes()) }, 5*time.Second, time.Millisecond)
+	late.Close()
+
+	ops := rec.History().Ops
+	require.Len(t, ops, 1)
+	require.Equal(t, model.EndTxn, ops[0].Kind)
+	require.False(t, ops[0].Returned, "its answer never came back")
 }

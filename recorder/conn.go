@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,6 +22,10 @@ type inflight struct {
 type conn struct {
 	net.Conn
 	c *Client
+	// dial and address reach the same broker again, for a delayed
+	// request (nil for a connection from Tap).
+	dial    DialFunc
+	address string
 
 	mu       sync.Mutex
 	sent     []byte // the start of a request frame not yet whole
@@ -38,14 +43,33 @@ func (t *conn) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	t.mu.Lock()
+	// Frames that begin and end in this write can be held back; one begun
+	// in an earlier write is partly on the wire already.
+	whole := len(t.sent) == 0
 	var frames [][]byte
-	lose := false
 	t.sent, frames = splitFrames(append(t.sent, b...))
+	whole = whole && len(t.sent) == 0
+	lose, out := false, b
+	var held []byte
+	var delay time.Duration
+	at := 0 // where the frame begins in b, when whole
 	for _, f := range frames {
-		lose = t.request(f) || lose
+		ops := t.request(f)
+		lose = t.c.takeLoss(ops) || lose
+		if whole && held == nil && t.dial != nil {
+			if delay = t.c.takeDelay(ops); delay > 0 {
+				held, out = append([]byte(nil), b[at:at+4+len(f)]...), b[:at]
+			}
+		}
+		at += 4 + len(f)
 	}
 	t.mu.Unlock()
-	n, err := t.Conn.Write(b)
+	n, err := t.Conn.Write(out)
+	if held != nil {
+		_ = t.Conn.Close() // the client never hears back
+		go deliverLate(t.dial, t.address, held, delay, t.c.cfg.Logf)
+		return len(b), err
+	}
 	if lose {
 		_ = t.Conn.Close() // the answer never comes back; the client asks again
 	}
@@ -112,28 +136,29 @@ func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
 }
 
 // request reads one request frame: a header (key, version, correlation
-// id, client id, and tags when flexible), then the body. It reports
-// whether the request's answer is to be lost.
-func (t *conn) request(frame []byte) (lose bool) {
+// id, client id, and tags when flexible), then the body. Its operations
+// are in flight until the response; none when the history has no type
+// for the request.
+func (t *conn) request(frame []byte) []observed {
 	r := kbin.Reader{Src: frame}
 	key, version, corr := r.Int16(), r.Int16(), r.Int32()
 	r.NullableString()
 	req := kmsg.RequestForKey(key)
 	if req == nil {
-		return false
+		return nil
 	}
 	req.SetVersion(version)
 	if req.IsFlexible() {
 		kmsg.SkipTags(&r)
 	}
 	if r.Complete() != nil || req.ReadFrom(r.Src) != nil {
-		return false // not a request the history could hold
+		return nil // not a request the history could hold
 	}
 	ops := t.c.sent(req)
 	if len(ops) > 0 {
 		t.inflight[corr] = inflight{req: req, ops: ops}
 	}
-	return t.c.takeLoss(ops)
+	return ops
 }
 
 // response reads one response frame: the correlation id, tags when

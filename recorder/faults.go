@@ -1,12 +1,19 @@
 package recorder
 
-import "net"
+import (
+	"context"
+	"net"
+	"time"
+)
 
 // faults is a client's fault state; Client.mu guards it.
 type faults struct {
 	stalled  chan struct{} // closed on wake; nil while running
 	dead     bool
 	loseNext bool
+	// delayNext: the next recorded request is held back this long (0:
+	// none).
+	delayNext time.Duration
 }
 
 // Stall holds the client: nothing it sends goes out, nothing it receives
@@ -41,6 +48,77 @@ func (c *Client) Crash() {
 		_ = tapped.Close()
 	}
 }
+
+// Restart lets a crashed client's connections through again: the
+// application was started anew (its state is its own business).
+func (c *Client) Restart() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults.dead = false
+}
+
+// State is "crashed", "stalled" or "running".
+func (c *Client) State() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.faults.dead:
+		return "crashed"
+	case c.faults.stalled != nil:
+		return "stalled"
+	}
+	return "running"
+}
+
+// DelayNext holds back the client's next recorded request: its
+// connection is cut as the request goes out, so the client gives up on it
+// and asks again (or moves on), and the request reaches the broker d
+// later, on a connection of its own, its answer unread. So a late EndTxn
+// lands after its producer has gone on (KAFKA-17754). Only connections
+// made by Dial can be delayed (the held copy needs a connection of its
+// own); on one from Tap, the request goes out as usual.
+func (c *Client) DelayNext(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults.delayNext = d
+}
+
+// takeDelay is how long the request that made ops is held back, 0 when
+// it is not.
+func (c *Client) takeDelay(ops []observed) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.faults.delayNext
+	if d == 0 || len(ops) == 0 {
+		return 0
+	}
+	c.faults.delayNext = 0
+	return d
+}
+
+// deliverLate sends frame (a whole request, its size first) to address on
+// a connection of its own after d, reads its answer and drops it.
+func deliverLate(dial DialFunc, address string, frame []byte, d time.Duration, logf func(string, ...any)) {
+	time.Sleep(d)
+	ctx, cancel := context.WithTimeout(context.Background(), lateDeliveryTimeout)
+	defer cancel()
+	conn, err := dial(ctx, "tcp", address)
+	if err != nil {
+		logf("recorder: the delayed request to %s was not delivered: %v", address, err)
+		return
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(lateDeliveryTimeout))
+	if _, err := conn.Write(frame); err != nil {
+		logf("recorder: the delayed request to %s was not delivered: %v", address, err)
+		return
+	}
+	var answer [4096]byte
+	_, _ = conn.Read(answer[:]) // the broker took it up; what it says goes nowhere
+}
+
+// lateDeliveryTimeout bounds a delayed request's delivery.
+const lateDeliveryTimeout = 10 * time.Second
 
 // LoseNextAnswer drops the answer to the client's next recorded request:
 // its connection closes once the request went out, and the client asks
