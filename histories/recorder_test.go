@@ -157,7 +157,7 @@ func TestStreamedRecordingIsAValidDocument(t *testing.T) {
 	rec.Fault("A", model.Stall, model.NewRequest())
 	require.Empty(t, rec.History().Ops, "streamed, not kept")
 	cut := out.String()
-	require.NoError(t, w.Close())
+	require.NoError(t, w.Close(History{}))
 
 	h, err := Load(bytes.NewReader(out.Bytes()))
 	require.NoError(t, err)
@@ -169,4 +169,21 @@ func TestStreamedRecordingIsAValidDocument(t *testing.T) {
 	_, err = Load(bytes.NewReader([]byte(cut + "\n  ]\n}\n")))
 	require.NoError(t, err, "closing a document cut short after an operation gives a valid one")
 	require.Error(t, w.Write(h.Ops[0]), "nothing is written after Close")
+}
+
+// What only the end of a recording knows (the trips, the output topics)
+// is written after the ops, and read back as if it came first.
+func TestStreamedRecordingEndsWithItsKeySets(t *testing.T) {
+	var out bytes.Buffer
+	w, err := NewWriter(&out, History{})
+	require.NoError(t, err)
+	rec := NewRecorder(echoBroker, nil)
+	rec.Stream(w)
+	rec.Proc("A").Produce(context.Background(), produceReq(0))
+	require.NoError(t, w.Close(History{Trips: []string{"trip-0"}, OutputTopics: []string{"fares"}}))
+	h, err := Load(bytes.NewReader(out.Bytes()))
+	require.NoError(t, err, "%s", out.String())
+	require.Equal(t, []string{"trip-0"}, h.Trips)
+	require.Equal(t, []string{"fares"}, h.OutputTopics)
+	require.Len(t, h.Ops, 1)
 }

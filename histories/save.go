@@ -39,7 +39,7 @@ func encodeHistory(h History) []byte {
 	for i := range h.Ops {
 		writeOp(&b, i, &h.Ops[i])
 	}
-	writeTrailer(&b, len(h.Ops))
+	writeTrailer(&b, len(h.Ops), History{})
 	return b.Bytes()
 }
 
@@ -53,13 +53,18 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.TransactionsVersion != 0 {
 		writeMember(b, member{"transactions_version", h.TransactionsVersion})
 	}
+	writeKeySets(b, h)
+	b.WriteString(`  "ops": [`)
+}
+
+// writeKeySets writes the trips and output topics, when h has them.
+func writeKeySets(b *bytes.Buffer, h History) {
 	if h.Trips != nil {
 		writeMember(b, member{"trips", texts[string]{p: &h.Trips}.encode()})
 	}
 	if h.OutputTopics != nil {
 		writeMember(b, member{"output_topics", texts[string]{p: &h.OutputTopics}.encode()})
 	}
-	b.WriteString(`  "ops": [`)
 }
 
 // writeOp writes the operation at index i of the ops, on a line of its
@@ -72,12 +77,20 @@ func writeOp(b *bytes.Buffer, i int, op *Op) {
 	writeValue(b, encodeOp(op))
 }
 
-// writeTrailer closes a document of n ops.
-func writeTrailer(b *bytes.Buffer, n int) {
+// writeTrailer closes a document of n ops, with end's trips and output
+// topics after them when it has them.
+func writeTrailer(b *bytes.Buffer, n int, end History) {
 	if n > 0 {
 		b.WriteString("\n  ")
 	}
-	b.WriteString("]\n}\n")
+	b.WriteString("]")
+	if end.Trips != nil || end.OutputTopics != nil {
+		b.WriteString(",\n")
+		var tail bytes.Buffer
+		writeKeySets(&tail, end)
+		b.Write(bytes.TrimSuffix(tail.Bytes(), []byte(",\n")))
+	}
+	b.WriteString("\n}\n")
 }
 
 // writeMember writes a top-level member on a line of its own.

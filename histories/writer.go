@@ -53,15 +53,17 @@ func (hw *Writer) Write(op Op) error {
 	return hw.flush()
 }
 
-// Close ends the document; it reports the first error the writer met.
-// Nothing can be written after it.
-func (hw *Writer) Close() error {
+// Close ends the document, with the top-level fields of end that only
+// the end of a recording knows (its trips, its output topics), after the
+// ops; it reports the first error the writer met. Nothing can be written
+// after it.
+func (hw *Writer) Close(end History) error {
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
 	if hw.err != nil {
 		return hw.err
 	}
-	writeTrailer(&hw.buf, hw.n)
+	writeTrailer(&hw.buf, hw.n, end)
 	err := hw.flush()
 	hw.err = errClosed
 	return err

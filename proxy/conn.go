@@ -40,10 +40,7 @@ func (c *conn) serve() {
 	client := bufio.NewReaderSize(c.client, 64<<10)
 	// Kafka clients speak first; the first request's header names the
 	// client, whose process the connection is part of.
-	dial := c.l.p.cfg.Dial
-	if proc := c.l.p.process(clientIDOf(client)); proc != nil {
-		dial = proc.Dial(dial)
-	}
+	dial := c.l.p.process(clientIDOf(client)).Dial(c.l.p.cfg.Dial)
 	up, err := c.l.dialUpstream(context.Background(), dial)
 	if err != nil {
 		c.l.p.cfg.Logf("%v; closing the client's connection from %s", err, c.client.RemoteAddr())

@@ -11,12 +11,12 @@
 // (a malformed header, an unknown API key, a version its decoder does not
 // know) is forwarded untouched too, and noted as not understood.
 //
-// With Config.Record set, it records what every client does as operations
-// of the history format (package recorder reads the frames): a process
-// of the history is a client instance, named by the client.id its
-// requests carry (so give each instance its own), or, for a client that
-// sends none, by its connection. The faults of package recorder apply to
-// a process by that name (Proxy.Process).
+// A process is a client instance, named by the client.id its requests
+// carry (so give each instance its own), or, for a client that sends
+// none, by its connection. With Config.Record set, the proxy records what
+// every process does as operations of the history format (package
+// recorder reads the frames). The faults of package recorder apply to a
+// process by its name (Proxy.Process, and the control API of Control).
 //
 // Plain TCP only: TLS and SASL to the upstream are not supported yet.
 package proxy
@@ -144,12 +144,8 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
-// process is the recorded process of a connection whose client sent
-// clientID, nil when nothing is recorded.
+// process is the process of a connection whose client sent clientID.
 func (p *Proxy) process(clientID string) *recorder.Client {
-	if p.cfg.Record == nil {
-		return nil
-	}
 	name := clientID
 	if name == "" {
 		name = fmt.Sprintf("connection-%d", p.anonymous.Add(1))
@@ -158,14 +154,18 @@ func (p *Proxy) process(clientID string) *recorder.Client {
 	defer p.mu.Unlock()
 	proc, ok := p.procs[name]
 	if !ok {
-		proc = recorder.New(name, recorder.Config{Observer: p.cfg.Record, Cluster: &p.topics, Logf: p.cfg.Logf})
+		var observer recorder.Observer
+		if p.cfg.Record != nil {
+			observer = p.cfg.Record
+		}
+		proc = recorder.New(name, recorder.Config{Observer: observer, Cluster: &p.topics, Logf: p.cfg.Logf})
 		p.procs[name] = proc
 	}
 	return proc
 }
 
-// Process is the recorded process name, to fault it; false when no
-// client by that name has connected.
+// Process is the process name, to fault it; false when no client by
+// that name has connected.
 func (p *Proxy) Process(name string) (*recorder.Client, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -173,7 +173,7 @@ func (p *Proxy) Process(name string) (*recorder.Client, bool) {
 	return proc, ok
 }
 
-// Processes is the names of the recorded processes, sorted.
+// Processes is the names of the processes that connected, sorted.
 func (p *Proxy) Processes() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -25,7 +25,7 @@ Usage:
   fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...
   fencecheck replay BUNDLE
   fencecheck report DIR...
-  fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT]
+  fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--history FILE] [--control HOST:PORT]
   fencecheck broker [--listen HOST:PORT]
 
 Commands:
@@ -39,7 +39,8 @@ Commands:
   replay  run a bug report's interleaving again.
   report  merge the outputs of runs that explored one seed's shards.
   proxy   a Kafka-protocol proxy any client connects to unchanged, in front of
-          a cluster.
+          a cluster: it records what the clients do as a history to check,
+          and faults them (stall, crash, lost and late requests) on request.
   broker  the embedded cluster (kfake) on real ports, to try a client or the
           proxy against.
 

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -24,34 +26,82 @@ var untilStopped = func() (context.Context, context.CancelFunc) {
 }
 
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT]\n\n"+
+	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--history FILE [--keys-from TOPIC]] [--control HOST:PORT]\n\n"+
 		"A Kafka-protocol proxy for any client, in any language: point the client at\n"+
 		"--listen instead of the cluster. Every broker address the client learns is\n"+
 		"rewritten to one of the proxy's listeners (one per broker, on --listen's\n"+
 		"host), and every other frame is forwarded byte for byte. Frames it cannot\n"+
 		"read are forwarded untouched and logged on stderr as not understood.\n"+
-		"Plain TCP only (no TLS or SASL to the upstream yet). It prints its\n"+
-		"bootstrap address on stdout and runs until interrupted.\n", stderr)
+		"Plain TCP only (no TLS or SASL to the upstream yet).\n\n"+
+		"With --history, what every client does is written to FILE as a history\n"+
+		"(HISTORY.md) as the run goes, each client a process named by its client.id;\n"+
+		"'fencecheck check FILE' judges it. --control serves the HTTP control API that\n"+
+		"faults a process by name (stall, wake, crash, restart, lose-response, delay)\n"+
+		"or pauses the upstream. It prints its addresses on stdout and runs until\n"+
+		"interrupted; the history is a whole document once it stops.\n", stderr)
 	upstream := fs.String("upstream", "", "the cluster's bootstrap addresses, `host:port,...`")
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
+	historyPath := fs.String("history", "", "write the clients' history to `FILE` as the run goes")
+	keysFrom := fs.String("keys-from", "", "with --history: the keys produced to `TOPIC` are the trips every other topic must see committed exactly once")
+	control := fs.String("control", "127.0.0.1:19080", "serve the control API on `host:port` (\"\": none)")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
-	if *upstream == "" {
-		fmt.Fprintln(stderr, "fencecheck proxy: --upstream host:port,... is required")
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(stderr, "fencecheck proxy: "+format+"\n", args...)
 		return exitUsage
 	}
-	p, err := proxy.New(proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen,
-		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck proxy: "+format+"\n", args...) }})
+	switch {
+	case *upstream == "":
+		return fail("--upstream host:port,... is required")
+	case *keysFrom != "" && *historyPath == "":
+		return fail("--keys-from names the trips of a history: give --history FILE too")
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck proxy: "+format+"\n", args...) }
+	cfg := proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen, Logf: logf}
+	var rec *recording
+	if *historyPath != "" {
+		var err error
+		if rec, err = startRecording(*historyPath, *keysFrom); err != nil {
+			return fail("%v", err)
+		}
+		cfg.Record = rec
+	}
+	code := serveProxy(cfg, *control, stdout, logf)
+	if rec != nil {
+		if err := rec.close(); err != nil {
+			return fail("%v", err)
+		}
+		fmt.Fprintf(stdout, "fencecheck proxy: history written to %s\n", *historyPath)
+	}
+	return code
+}
+
+// serveProxy runs the proxy, and its control API on control unless that
+// is "", until interrupted; the proxy is closed when it returns, so that
+// what was in flight is recorded as never answered.
+func serveProxy(cfg proxy.Config, control string, stdout io.Writer, logf func(string, ...any)) int {
+	p, err := proxy.New(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck proxy: %v\n", err)
+		logf("%v", err)
 		return exitUsage
 	}
+	defer p.Close()
 	ctx, stop := untilStopped()
 	defer stop()
-	fmt.Fprintf(stdout, "fencecheck proxy: listening on %s for %s\n", p.Addr(), *upstream)
+	fmt.Fprintf(stdout, "fencecheck proxy: listening on %s for %s\n", p.Addr(), strings.Join(cfg.Upstream, ","))
+	if control != "" {
+		ln, err := net.Listen("tcp", control)
+		if err != nil {
+			logf("the control API: %v", err)
+			return exitUsage
+		}
+		server := &http.Server{Handler: p.Control(), ReadHeaderTimeout: 10 * time.Second}
+		go server.Serve(ln)
+		defer server.Close()
+		fmt.Fprintf(stdout, "fencecheck proxy: control API on http://%s\n", ln.Addr())
+	}
 	<-ctx.Done()
-	p.Close()
 	return exitHeld
 }
 
