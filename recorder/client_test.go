@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -418,4 +420,89 @@ func TestDelayedRequestArrivesLateOnAConnectionOfItsOwn(t *testing.T) {
 	require.Len(t, ops, 1)
 	require.Equal(t, model.EndTxn, ops[0].Kind)
 	require.False(t, ops[0].Returned, "its answer never came back")
+}
+
+// fetchOf is a Fetch of trips' partitions at their offsets, in session
+// id at epoch.
+func fetchOf(id, epoch int32, offsets map[int32]int64, forget ...int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SessionID, req.SessionEpoch, req.IsolationLevel = id, epoch, 1
+	topic := kmsg.NewFetchRequestTopic()
+	topic.Topic = "fencecheck-trips"
+	for _, p := range slices.Sorted(maps.Keys(offsets)) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset = p, offsets[p]
+		topic.Partitions = append(topic.Partitions, rp)
+	}
+	req.Topics = []kmsg.FetchRequestTopic{topic}
+	if len(forget) > 0 {
+		f := kmsg.NewFetchRequestForgottenTopic()
+		f.Topic, f.Partitions = "fencecheck-trips", forget
+		req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{f}
+	}
+	return req
+}
+
+// fetched is a Fetch answer of session id with partition p's records
+// keys, written at offset from by producer 7 in one transaction, which
+// aborted when aborted.
+func fetched(id, p int32, from int64, aborted bool, keys ...string) *kmsg.FetchResponse {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SessionID = id
+	var records []model.Record
+	for _, k := range keys {
+		records = append(records, model.Record{Key: k, Value: "a trip"})
+	}
+	raw := wire.ProducerBatch{ProducerID: 7, Transactional: true, Records: records}.Encode()
+	binary.BigEndian.PutUint64(raw[:8], uint64(from))
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.Partition, rp.HighWatermark, rp.LastStableOffset = p, from+int64(len(keys))+1, from+int64(len(keys))+1
+	rp.RecordBatches = raw
+	if aborted {
+		a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		a.ProducerID, a.FirstOffset = 7, from
+		rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{a}
+	}
+	topic := kmsg.NewFetchResponseTopic()
+	topic.Topic, topic.Partitions = "fencecheck-trips", []kmsg.FetchResponseTopicPartition{rp}
+	resp.Topics = []kmsg.FetchResponseTopic{topic}
+	return resp
+}
+
+// TestRecorderFetchSessions: a fetch is an operation per partition the
+// answer carries, read from where the fetch session (KIP-227) has it: a
+// full request starts session 9 at trips-0 offset 0 and trips-1 offset 3;
+// the incremental one lists only trips-0, moved to 2, and its answer
+// carries only trips-1, read from 3, where the session left it. A
+// read_committed fetch drops what the answer lists as aborted.
+func TestRecorderFetchSessions(t *testing.T) {
+	w := newWire(t)
+	corr := w.send(fetchOf(0, 0, map[int32]int64{0: 0, 1: 3}), 12)
+	full := fetched(9, 0, 0, false, "trip-1", "trip-2")
+	full.Topics[0].Partitions = append(full.Topics[0].Partitions, fetched(9, 1, 3, true, "trip-x").Topics[0].Partitions...)
+	w.answer(corr, full, 12)
+	corr = w.send(fetchOf(9, 1, map[int32]int64{0: 2}), 12)
+	w.answer(corr, fetched(9, 1, 3, false, "trip-3"), 12)
+	corr = w.send(fetchOf(9, 2, nil, 1), 12)
+	w.answer(corr, fetched(9, 1, 4, false, "trip-9"), 12) // forgotten: not a read of this session
+
+	var reads []string
+	for _, op := range w.ops() {
+		require.Equal(t, model.Fetch, op.Kind)
+		require.Equal(t, model.ReadCommitted, op.Req.Isolation)
+		reads = append(reads, fmt.Sprintf("%s@%d %v hw %d", op.Req.Partition, op.Req.Offset, keysOf(op.Result.Resp.Records), op.Result.Resp.HighWatermark))
+	}
+	require.Equal(t, []string{
+		"trips-0@0 [trip-1 trip-2] hw 3",
+		"trips-1@3 [] hw 5",
+		"trips-1@3 [trip-3] hw 5",
+	}, reads)
+}
+
+func keysOf(records []model.FetchedRecord) []string {
+	keys := []string{}
+	for _, r := range records {
+		keys = append(keys, r.Key)
+	}
+	return keys
 }

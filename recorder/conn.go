@@ -31,6 +31,7 @@ type conn struct {
 	sent     []byte // the start of a request frame not yet whole
 	received []byte // likewise, of a response frame
 	inflight map[int32]inflight
+	fetches  fetchSessions
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -154,7 +155,7 @@ func (t *conn) request(frame []byte) []observed {
 	if r.Complete() != nil || req.ReadFrom(r.Src) != nil {
 		return nil // not a request the history could hold
 	}
-	ops := t.c.sent(req)
+	ops := t.c.sent(req, &t.fetches)
 	if len(ops) > 0 {
 		t.inflight[corr] = inflight{req: req, ops: ops}
 	}

@@ -14,10 +14,8 @@ import (
 )
 
 // The requests a client sends, read as operations of the history format:
-// the inverse of what the Kafka target's own requests do. Requests the format has no type for
-// (heartbeats, metadata) are not recorded, nor fetches: in a fetch
-// session (KIP-227) a request leaves out the partitions whose position did
-// not change, so it does not say where each read starts.
+// the inverse of what the Kafka target's own requests do. Requests the
+// format has no type for (heartbeats, metadata) are not recorded.
 
 // observed is one operation of a request seen on the wire (a produce is one
 // per partition), and how the response reads for it.
@@ -43,9 +41,12 @@ const endTxnAnswersEpoch = 5
 // lookupTimeout bounds a topic id's lookup while a request goes out.
 const lookupTimeout = 2 * time.Second
 
-// sent begins the operations of req.
-func (c *Client) sent(req kmsg.Request) []observed {
+// sent begins the operations of req, sent on a connection with fetch
+// sessions sessions.
+func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 	switch r := req.(type) {
+	case *kmsg.FetchRequest:
+		return c.fetch(r, sessions)
 	case *kmsg.InitProducerIDRequest:
 		return c.initProducerID(r)
 	case *kmsg.AddPartitionsToTxnRequest:
