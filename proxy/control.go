@@ -2,14 +2,10 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"sync"
 	"time"
-
-	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/recorder"
 )
 
 // Control is the proxy's control API, over HTTP and JSON, in the manner of
@@ -54,72 +50,35 @@ func (p *Proxy) listProcesses(w http.ResponseWriter, _ *http.Request) {
 	answer(w, http.StatusOK, states)
 }
 
-// processFaults are the faults a process takes, and the history's type
-// of each (none: the fault shows in what it does to the process's
-// requests).
-var processFaults = map[string]struct {
-	kind  model.Kind
-	apply func(*recorder.Client, time.Duration)
-}{
-	"stall":         {model.Stall, func(c *recorder.Client, _ time.Duration) { c.Stall() }},
-	"wake":          {model.Wake, func(c *recorder.Client, _ time.Duration) { c.Wake() }},
-	"crash":         {model.Crash, func(c *recorder.Client, _ time.Duration) { c.Crash() }},
-	"restart":       {model.Restart, func(c *recorder.Client, _ time.Duration) { c.Restart() }},
-	"lose-response": {"", func(c *recorder.Client, _ time.Duration) { c.LoseNextAnswer() }},
-	"delay":         {"", func(c *recorder.Client, d time.Duration) { c.DelayNext(d) }},
-}
-
 func (p *Proxy) faultProcess(w http.ResponseWriter, r *http.Request) {
-	name, faultName := r.PathValue("name"), r.PathValue("fault")
-	fault, ok := processFaults[faultName]
-	if !ok {
-		answerError(w, http.StatusBadRequest, "no fault %q; the faults are stall, wake, crash, restart, lose-response and delay", faultName)
-		return
-	}
-	proc, ok := p.Process(name)
-	if !ok {
-		answerError(w, http.StatusNotFound, "no process %q has connected; the processes are [%s]", name, strings.Join(p.Processes(), ", "))
-		return
-	}
 	var d time.Duration
-	if faultName == "delay" {
+	if r.PathValue("fault") == "delay" {
+		var ok bool
 		if d, ok = duration(w, r); !ok {
 			return
 		}
 	}
-	if fault.kind != "" && p.cfg.Record != nil {
-		p.cfg.Record.Fault(name, fault.kind, model.NewRequest())
+	err := p.Fault(r.PathValue("name"), r.PathValue("fault"), d)
+	var noProcess noProcessError
+	switch {
+	case errors.As(err, &noProcess):
+		answerError(w, http.StatusNotFound, "%v", err)
+	case err != nil:
+		answerError(w, http.StatusBadRequest, "%v", err)
+	default:
+		answer(w, http.StatusOK, map[string]bool{"ok": true})
 	}
-	fault.apply(proc, d)
-	answer(w, http.StatusOK, map[string]bool{"ok": true})
 }
-
-// upstreamProc is the process a pause of the whole upstream is recorded
-// under.
-const upstreamProc = "upstream"
 
 func (p *Proxy) pauseUpstream(w http.ResponseWriter, r *http.Request) {
 	d, ok := duration(w, r)
 	if !ok {
 		return
 	}
-	record := func(kind model.Kind) {
-		if p.cfg.Record != nil {
-			p.cfg.Record.Fault(upstreamProc, kind, model.NewRequest())
-		}
-	}
-	p.mu.Lock() // the stall goes in the history before the wake can
-	defer p.mu.Unlock()
-	woken := func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		record(model.Wake)
-	}
-	if !p.pause.hold(d, woken) {
-		answerError(w, http.StatusConflict, "the upstream is paused already")
+	if err := p.PauseUpstream(d); err != nil {
+		answerError(w, http.StatusConflict, "%v", err)
 		return
 	}
-	record(model.Stall)
 	answer(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
@@ -146,42 +105,4 @@ func answer(w http.ResponseWriter, status int, v any) {
 
 func answerError(w http.ResponseWriter, status int, format string, args ...any) {
 	answer(w, status, map[string]string{"error": fmt.Sprintf(format, args...)})
-}
-
-// pause holds every connection's frames, both ways, while it lasts.
-type pause struct {
-	mu    sync.Mutex
-	until chan struct{} // closed when it ends; nil while none
-}
-
-// hold pauses for d, then calls ended; false when a pause is on already.
-func (ps *pause) hold(d time.Duration, ended func()) bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.until != nil {
-		return false
-	}
-	until := make(chan struct{})
-	ps.until = until
-	time.AfterFunc(d, func() {
-		ps.mu.Lock()
-		ps.until = nil
-		ps.mu.Unlock()
-		close(until)
-		ended()
-	})
-	return true
-}
-
-// wait returns when no pause is on, or when done is closed.
-func (ps *pause) wait(done <-chan struct{}) {
-	ps.mu.Lock()
-	until := ps.until
-	ps.mu.Unlock()
-	if until != nil {
-		select {
-		case <-until:
-		case <-done:
-		}
-	}
 }

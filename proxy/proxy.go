@@ -78,6 +78,7 @@ type Proxy struct {
 
 	topics    topics
 	pause     pause
+	faultMu   sync.Mutex   // orders a pause's stall before its wake
 	anonymous atomic.Int64 // connections of clients that sent no client.id
 }
 

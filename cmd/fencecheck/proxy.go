@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,13 +38,18 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"(HISTORY.md) as the run goes, each client a process named by its client.id;\n"+
 		"'fencecheck check FILE' judges it. --control serves the HTTP control API that\n"+
 		"faults a process by name (stall, wake, crash, restart, lose-response, delay)\n"+
-		"or pauses the upstream. It prints its addresses on stdout and runs until\n"+
+		"or pauses the upstream; --faults runs a seeded schedule of the same faults\n"+
+		"unattended. It prints its addresses on stdout and runs until\n"+
 		"interrupted; the history is a whole document once it stops.\n", stderr)
 	upstream := fs.String("upstream", "", "the cluster's bootstrap addresses, `host:port,...`")
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
 	historyPath := fs.String("history", "", "write the clients' history to `FILE` as the run goes")
 	keysFrom := fs.String("keys-from", "", "with --history: the keys produced to `TOPIC` are the trips every other topic must see committed exactly once")
 	control := fs.String("control", "127.0.0.1:19080", "serve the control API on `host:port` (\"\": none)")
+	faults := fs.String("faults", "", "a seeded schedule of faults, `KIND=EVERY,...`: each KIND (stall, crash, lose-response, delay, pause) once every EVERY on average, as stall=30s,crash=2m")
+	faultLength := fs.Duration("fault-length", 10*time.Second, "with --faults: how long a stall, crash, delay or pause lasts")
+	faultProcs := fs.String("fault-procs", "", "with --faults: a `regexp` the names of the processes faults strike match (default every process)")
+	seed := fs.Uint64("seed", 1, "with --faults: the seed the schedule is drawn from")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
@@ -57,6 +63,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	case *keysFrom != "" && *historyPath == "":
 		return fail("--keys-from names the trips of a history: give --history FILE too")
 	}
+	schedule, err := parseSchedule(*faults, *faultLength, *faultProcs, *seed)
+	if err != nil {
+		return fail("%v", err)
+	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck proxy: "+format+"\n", args...) }
 	cfg := proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen, Logf: logf}
 	var rec *recording
@@ -67,7 +77,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Record = rec
 	}
-	code := serveProxy(cfg, *control, stdout, logf)
+	code := serveProxy(cfg, *control, schedule, stdout, logf)
 	if rec != nil {
 		if err := rec.close(); err != nil {
 			return fail("%v", err)
@@ -77,10 +87,32 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// serveProxy runs the proxy, and its control API on control unless that
-// is "", until interrupted; the proxy is closed when it returns, so that
-// what was in flight is recorded as never answered.
-func serveProxy(cfg proxy.Config, control string, stdout io.Writer, logf func(string, ...any)) int {
+// parseSchedule is the --faults schedule, nil without one.
+func parseSchedule(faults string, length time.Duration, procs string, seed uint64) (*proxy.Schedule, error) {
+	if faults == "" {
+		return nil, nil
+	}
+	every, err := proxy.ParseFaults(faults)
+	if err != nil {
+		return nil, fmt.Errorf("--faults: %w", err)
+	}
+	if length < time.Millisecond || length > time.Hour {
+		return nil, fmt.Errorf("--fault-length %v: give a duration from 1ms to 1h", length)
+	}
+	s := &proxy.Schedule{Every: every, Length: length, Seed: seed}
+	if procs != "" {
+		if s.Procs, err = regexp.Compile(procs); err != nil {
+			return nil, fmt.Errorf("--fault-procs: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// serveProxy runs the proxy, its control API on control unless that is
+// "", and the schedule of faults if any, until interrupted; the proxy is
+// closed when it returns, so that what was in flight is recorded as
+// never answered.
+func serveProxy(cfg proxy.Config, control string, schedule *proxy.Schedule, stdout io.Writer, logf func(string, ...any)) int {
 	p, err := proxy.New(cfg)
 	if err != nil {
 		logf("%v", err)
@@ -100,6 +132,9 @@ func serveProxy(cfg proxy.Config, control string, stdout io.Writer, logf func(st
 		go server.Serve(ln)
 		defer server.Close()
 		fmt.Fprintf(stdout, "fencecheck proxy: control API on http://%s\n", ln.Addr())
+	}
+	if schedule != nil {
+		go p.RunSchedule(ctx, *schedule)
 	}
 	<-ctx.Done()
 	return exitHeld

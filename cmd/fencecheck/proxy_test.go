@@ -102,6 +102,9 @@ func TestProxyAndBrokerFlagErrors(t *testing.T) {
 		{[]string{"proxy", "--upstream", "a:1", "--keys-from", "trips"}, "give --history FILE too"},
 		{[]string{"proxy", "--upstream", "a:1", "--history", "/nonexistent/dir/h.json"}, "no such file or directory"},
 		{[]string{"proxy", "--upstream", "a:1", "--control", "nowhere", "--listen", "127.0.0.1:0"}, "the control API"},
+		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall"}, "--faults: \"stall\": give KIND=EVERY"},
+		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall=1s", "--fault-length", "0s"}, "--fault-length 0s: give a duration from 1ms to 1h"},
+		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall=1s", "--fault-procs", "("}, "--fault-procs: error parsing regexp"},
 		{[]string{"broker", "--listen", "localhost"}, `--listen "localhost" is not host:port`},
 		{[]string{"broker", "--listen", "localhost:70000"}, "the port must be 0 to 65532"},
 	} {
