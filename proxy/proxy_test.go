@@ -40,7 +40,7 @@ func (l *logs) all() string {
 	return strings.Join(l.lines, "\n")
 }
 
-func startCluster(t *testing.T) *kfake.Cluster {
+func startCluster(t testing.TB) *kfake.Cluster {
 	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "trips", "fares"))
 	require.NoError(t, err)

@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// The proxy's cost, against a kfake cluster on loopback: a client talks to
+// the cluster directly, through the proxy, and through the proxy
+// recording a history (streamed, as fencecheck proxy --history writes it,
+// here to nowhere). Compare the three in one run:
+//
+//	go test -run '^$' -bench 'RoundTrip|Throughput' -benchtime 20000x ./proxy/
+
+// clientFor is a franz-go producer of trips, directly on the cluster or
+// through a proxy (recording or not), and what closes it.
+func clientFor(b *testing.B, how string, opts ...kgo.Opt) *kgo.Client {
+	cluster := startCluster(b)
+	seeds := cluster.ListenAddrs()
+	if how != "direct" {
+		cfg := Config{Upstream: seeds}
+		if how == "recorded" {
+			w, err := histories.NewWriter(io.Discard, histories.History{})
+			require.NoError(b, err)
+			rec := histories.NewRecorder(nil, wallClock)
+			rec.Stream(w)
+			cfg.Record = rec
+		}
+		p, err := New(cfg)
+		require.NoError(b, err)
+		b.Cleanup(func() { p.Close() })
+		seeds = []string{p.Addr()}
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("bench"), kgo.DefaultProduceTopic("trips")}, opts...)...)
+	require.NoError(b, err)
+	b.Cleanup(cl.Close)
+	require.NoError(b, cl.ProduceSync(context.Background(), kgo.StringRecord("warm-up")).FirstErr())
+	return cl
+}
+
+var ways = []string{"direct", "proxy", "recorded"}
+
+// BenchmarkRoundTrip: one produce at a time, each awaited (acks=all): the
+// time per op is a request's round trip.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, how := range ways {
+		b.Run(how, func(b *testing.B) {
+			cl := clientFor(b, how)
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				if err := cl.ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkThroughput: records produced as fast as the client batches
+// them; records/s is the figure.
+func BenchmarkThroughput(b *testing.B) {
+	for _, how := range ways {
+		b.Run(how, func(b *testing.B) {
+			cl := clientFor(b, how)
+			ctx := context.Background()
+			errs := make(chan error, 1)
+			b.ResetTimer()
+			for range b.N {
+				cl.Produce(ctx, kgo.StringRecord("trip"), func(_ *kgo.Record, err error) {
+					if err != nil {
+						select {
+						case errs <- err:
+						default:
+						}
+					}
+				})
+			}
+			if err := cl.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			select {
+			case err := <-errs:
+				b.Fatal(err)
+			default:
+			}
+		})
+	}
+}
