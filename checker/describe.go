@@ -46,6 +46,8 @@ func describeDoes(op histories.Op) string {
 		return describeOffsetFetch(req)
 	case model.Fetch:
 		return fmt.Sprintf("`fetch()` %s from %d %s", req.Partition, req.Offset, req.Isolation)
+	case model.Heartbeat:
+		return fmt.Sprintf("`heartbeat()` %s (%s, generation %d)", req.Group, req.MemberID, req.GenerationID)
 	case model.Tick:
 		return fmt.Sprintf("clock +%d ms", req.Ms)
 	}

@@ -24,7 +24,7 @@ func porcupineModel(opts model.Options, strict bool) porcupine.Model {
 		Init: func() any { return model.Init(opts) },
 		StepContext: func(ctx context.Context, state, input, _ any) (bool, any) {
 			op := input.(*histories.Op)
-			next, err := model.CheckContext(ctx, state.(model.State), op.Op, op.Result)
+			next, err := model.CheckContext(ctx, state.(model.State), spanned(op), op.Result)
 			return fits(err, strict), next
 		},
 		Equal: func(a, b any) bool { return model.Equal(a.(model.State), b.(model.State)) },
@@ -37,6 +37,17 @@ func porcupineModel(opts model.Options, strict bool) porcupine.Model {
 		DescribeState: func(s any) string { return s.(model.State).String() },
 		Partition:     partition,
 	}
+}
+
+// spanned is op's request with the span in which it took effect, which
+// the model reads on a wall clock.
+func spanned(op *histories.Op) model.Op {
+	m := op.Op
+	m.Span = model.Span{From: op.Call, To: model.Unanswered}
+	if op.Returned {
+		m.Span.To = op.Return
+	}
+	return m
 }
 
 // fits reports whether model.Check's verdict lets an answer stand: with no
@@ -77,7 +88,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 	unknown := Verdict{Status: Unknown, Reason: fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)}
 	gaveUp := false
 	for _, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version}, true)
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock}, true)
 		switch search := checkWindowed(m, ops, timeout, progress); search.result {
 		case porcupine.Ok:
 			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, ops: ops}
@@ -92,7 +103,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 	var first linearizability
 	var firstSearch windowedResult
 	for i, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version}, false)
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock}, false)
 		search := checkWindowed(m, ops, timeout, nil)
 		lin := linearizability{verdict: held(Linearizable), model: m, ops: ops}
 		lin.codes = wrongCodesVerdict(m, ops, version, timeout)
@@ -151,10 +162,10 @@ func codesVerdict(wrong []Violation) Verdict {
 func wrongCodes(m porcupine.Model, info porcupine.LinearizationInfo, version int) []Violation {
 	var wrong []Violation
 	for _, partials := range info.PartialLinearizationsOperations() {
-		state := model.Init(model.Options{TxnVersion: version})
+		state := m.Init().(model.State)
 		for _, o := range longestOf(partials) {
 			op := o.Input.(*histories.Op)
-			next, err := model.Check(state, op.Op, op.Result)
+			next, err := model.Check(state, spanned(op), op.Result)
 			if d := codeOnly(err); d != nil {
 				wrong = append(wrong, Violation{Op: op.ID, Rule: d.Rule, Reason: fmt.Sprintf(
 					"%s answered %s (%s); the rule %s refuses it as %s: %s", op.Kind, op.Result.Err, d.Got, d.Rule, d.Want, d.Reason)})
@@ -334,7 +345,7 @@ func explainIllegal(m porcupine.Model, info porcupine.LinearizationInfo, h histo
 		if len(longest) == len(piece) {
 			continue
 		}
-		return explainStuck(piece, model.Init(model.Options{TxnVersion: version}), map[int]bool{}, 0, longest)
+		return explainStuck(piece, m.Init().(model.State), map[int]bool{}, 0, longest)
 	}
 	return Violation{Op: -1, Reason: "porcupine found no linearization"}
 }
@@ -346,7 +357,7 @@ func explainStuck(piece []porcupine.Operation, state model.State, placed map[int
 	var prefix []int
 	for _, o := range longest {
 		op := o.Input.(*histories.Op)
-		state, _ = model.Check(state, op.Op, op.Result)
+		state, _ = model.Check(state, spanned(op), op.Result)
 		placed[op.ID] = true
 		prefix = append(prefix, op.ID)
 	}
@@ -387,7 +398,7 @@ func unplaced(piece []porcupine.Operation, placed map[int]bool) []*histories.Op 
 func firstRefused(state model.State, ops []*histories.Op) (*histories.Op, string, string) {
 	var reasons []string
 	for _, op := range ops {
-		if _, err := model.Check(state, op.Op, op.Result); !fits(err, false) {
+		if _, err := model.Check(state, spanned(op), op.Result); !fits(err, false) {
 			var d *model.Disallowed
 			errors.As(err, &d)
 			return op, d.Rule, err.Error()

@@ -167,6 +167,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.LeaveGroup:  {qGroup.req(), qMemberID.req()},
 	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt()},
 	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
+	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req()},
 	model.Tick:        {qMs.always()},
 }
 
@@ -184,6 +185,7 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.LeaveGroup:      {},
 	model.OffsetFetch:     {pOffset.opt()},
 	model.Fetch:           {pRecords.opt(), pHighWatermark.opt(), pLastStable.opt()},
+	model.Heartbeat:       {},
 	model.TimeoutAbort:    {pTxnID.req(), pProducerID.req(), pEpoch.req()},
 }
 

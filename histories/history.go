@@ -23,7 +23,16 @@ type History struct {
 	// TransactionsVersion is 1 or 2 (KIP-890), or 0 when the document does
 	// not say (a history either version explains passes).
 	TransactionsVersion int
+	// WallClock: call and return are milliseconds of the clock the
+	// broker's timers run on (a recording of a real cluster, "clock":
+	// "wall"), so a transaction or session timeout fires at any moment
+	// after it is due, with no tick. An extension of HISTORY.md; without
+	// it timers fire at ticks only.
+	WallClock bool
 }
+
+// wallClock is the "clock" of a history whose timers ran on its clock.
+const wallClock = "wall"
 
 // Op is one operation: a request with what came back, or a fault.
 type Op struct {

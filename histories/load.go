@@ -278,6 +278,14 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 	if err := take(m, "", "output_topics", optional, texts[string]{p: &h.OutputTopics}); err != nil {
 		return err
 	}
+	var clock string
+	if err := take(m, "", "clock", optional, text[string]{p: &clock}); err != nil {
+		return err
+	}
+	if clock != "" && clock != wallClock {
+		return bad("", "clock must be %q (the broker's timers ran on the ops' clock) or absent, got %q", wallClock, clock)
+	}
+	h.WallClock = clock == wallClock
 	if has(m, "trips") && h.Trips == nil {
 		// "trips": [] says there was nothing to process, which is not
 		// the same as not saying.

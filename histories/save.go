@@ -53,6 +53,9 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.TransactionsVersion != 0 {
 		writeMember(b, member{"transactions_version", h.TransactionsVersion})
 	}
+	if h.WallClock {
+		writeMember(b, member{"clock", wallClock})
+	}
 	writeKeySets(b, h)
 	b.WriteString(`  "ops": [`)
 }

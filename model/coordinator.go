@@ -398,20 +398,78 @@ func (st *step) abortOnItsOwn(t txnMeta) txnMeta {
 }
 
 // tick moves the broker's clock; transactions and group members whose
-// timeouts passed are expired.
+// timeouts passed are expired. On a wall clock the ops' own times are the
+// clock, and a tick moves nothing.
 func (st *step) tick(ms int64) {
+	if st.s.opts.WallClock {
+		return
+	}
 	st.s.now += ms
 	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
-		t := st.s.txns[id]
-		if t.phase == Ongoing && st.s.now-t.startedAt > t.timeoutMs {
+		if t := st.s.txns[id]; t.expiredBy(st.s.now) {
 			// KIP-98: the coordinator aborts an expired transaction and
 			// bumps the epoch, so the producer that let it expire is fenced.
-			// Expired means past its timeout, not at it:
-			// TransactionStateManager.timedOutTransactions takes those
-			// with txnStartTimestamp + txnTimeoutMs < now (3.9.0 to
-			// 4.3.1).
 			st.s.setTxn(id, st.abortOnItsOwn(t))
 		}
 	}
-	st.expireMembers()
+	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
+		st.expireMembers(name, st.s.now, nil)
+	}
+}
+
+// expiredBy reports whether t's transaction is past its timeout at now,
+// not at it: TransactionStateManager.timedOutTransactions takes those with
+// txnStartTimestamp + txnTimeoutMs < now (3.9.0 to 4.3.1).
+func (t txnMeta) expiredBy(now int64) bool {
+	return t.phase == Ongoing && now-t.startedAt > t.timeoutMs
+}
+
+// dueTimers is s with each timer that may have fired by the time op took
+// effect (due by its return) and that its answer may depend on: one at a
+// time, then all together. They are the transaction of op's
+// transactional id, the transactions open on its partition (a fetch's
+// last stable offset) or holding offsets of its group (an offset fetch's
+// stability), and the sessions of its group's members. Firing only what
+// the answer needs keeps a timer that has not yet fired from being
+// taken to have.
+func (s State) dueTimers(op Op) []State {
+	r := op.Req
+	var txns, members []string
+	for _, id := range slices.Sorted(maps.Keys(s.txns)) {
+		t := s.txns[id]
+		touches := id == r.TransactionalID ||
+			(op.Kind == Fetch && slices.Contains(t.partitions, r.Partition)) ||
+			(op.Kind == OffsetFetch && t.pending[r.Group] != nil)
+		if touches && t.expiredBy(op.Span.To) {
+			txns = append(txns, id)
+		}
+	}
+	if g, ok := s.groups[r.Group]; ok && r.Group != "" {
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			if g.members[id].expiredBy(op.Span.To) {
+				members = append(members, id)
+			}
+		}
+	}
+	fire := func(txns []string, member *string, allMembers bool) State {
+		st := newStep(s, op, nil)
+		for _, id := range txns {
+			st.s.setTxn(id, st.abortOnItsOwn(st.s.txns[id]))
+		}
+		if member != nil || allMembers {
+			st.expireMembers(r.Group, op.Span.To, member) // one rebalance for all of them
+		}
+		return st.s
+	}
+	var out []State
+	for _, id := range txns {
+		out = append(out, fire([]string{id}, nil, false))
+	}
+	for _, id := range members {
+		out = append(out, fire(nil, &id, false))
+	}
+	if len(txns)+len(members) > 1 {
+		out = append(out, fire(txns, nil, len(members) > 0))
+	}
+	return out
 }

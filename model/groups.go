@@ -214,21 +214,52 @@ func (st *step) leaveGroup(r Request) outcome {
 	return ok(NewResponse())
 }
 
-// expireMembers removes members whose session timed out; each group that
-// lost one rebalances.
-func (st *step) expireMembers() {
-	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
-		g := st.s.groups[name]
-		expired := false
-		for _, id := range slices.Sorted(maps.Keys(g.members)) {
-			if m := g.members[id]; st.s.now-m.lastSeen >= m.sessionMs {
-				g, expired = g.withoutMember(id), true
-			}
+// expireMembers removes the members of group name whose session timed
+// out by now (only member, when not ""); a group that lost one
+// rebalances. It reports whether one did.
+func (st *step) expireMembers(name string, now int64, only *string) bool {
+	g := st.s.groups[name]
+	expired := false
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		if only != nil && id != *only {
+			continue
 		}
-		if expired {
-			st.s.setGroup(name, g.nextGeneration(g.generation+1))
+		if g.members[id].expiredBy(now) {
+			g, expired = g.withoutMember(id), true
 		}
 	}
+	if expired {
+		st.s.setGroup(name, g.nextGeneration(g.generation+1))
+	}
+	return expired
+}
+
+// expiredBy reports whether m's session timed out at now: its heartbeat
+// deadline, the last time it was seen plus its session timeout, passed
+// (GroupCoordinator.onExpireHeartbeat in 3.9; the session timer of
+// GroupMetadataManager in 4.x).
+func (m member) expiredBy(now int64) bool { return now-m.lastSeen >= m.sessionMs }
+
+// heartbeat keeps a member's session alive (KIP-62): a member the group
+// does not know is UNKNOWN_MEMBER_ID, one of another generation
+// ILLEGAL_GENERATION, as for its offset commits (checkGeneration); else
+// its session starts again (GroupCoordinator.handleHeartbeat,
+// completeAndScheduleNextHeartbeatExpiration, in 3.9;
+// GroupMetadataManager.classicGroupHeartbeat in 4.x). While the group
+// prepares a rebalance Kafka answers REBALANCE_IN_PROGRESS and renews the
+// session all the same; the history format has no name for that code, so
+// such an answer is undecided.
+func (st *step) heartbeat(r Request) outcome {
+	if out := st.checkGeneration(r); out != nil {
+		return *out
+	}
+	g, m, known := st.member(r)
+	if !known {
+		return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)
+	}
+	m.lastSeen = st.s.now
+	st.s.setGroup(r.Group, g.withMember(r.MemberID, m))
+	return ok(NewResponse())
 }
 
 // txnOffsetCommit stores a consumer's offsets in the producer's transaction,

@@ -25,7 +25,7 @@ func TestTranscripts(t *testing.T) {
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			switch td.Cmd {
 			case "reset":
-				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1)})
+				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock")})
 				return ""
 			case "state":
 				return strings.ReplaceAll(s.String(), "; ", "\n")
@@ -57,7 +57,7 @@ var commands = map[string]model.Kind{
 	"init": model.InitProducerID, "add-partitions": model.AddPartitions, "produce": model.Produce,
 	"add-offsets": model.AddOffsets, "commit-offsets": model.TxnOffsetCommit, "end-txn": model.EndTxn,
 	"join": model.JoinGroup, "leave": model.LeaveGroup, "offset-fetch": model.OffsetFetch,
-	"fetch": model.Fetch, "tick": model.Tick, "restart": model.BrokerRestart,
+	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "tick": model.Tick, "restart": model.BrokerRestart,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
@@ -87,7 +87,29 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.RequireStable = td.HasArg("stable")
 	r.Ms = int64(intArg(t, td, "ms", 0))
 	r.SessionTimeoutMs = int64(intArg(t, td, "session", 0))
-	return model.Op{Kind: kind, Req: r}
+	return model.Op{Kind: kind, Req: r, Span: span(t, td)}
+}
+
+// span reads at=T (sent and answered at T) or at=(FROM,TO), the wall-clock
+// span of an op; an op answered got=none never ends.
+func span(t *testing.T, td *datadriven.TestData) model.Span {
+	arg, ok := td.Arg("at")
+	if !ok {
+		return model.Span{}
+	}
+	var at []int64
+	for _, v := range arg.Vals {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			td.Fatalf(t, "at=%s: %v", v, err)
+		}
+		at = append(at, n)
+	}
+	sp := model.Span{From: at[0], To: at[len(at)-1]}
+	if strArg(td, "got") == "none" {
+		sp.To = model.Unanswered
+	}
+	return sp
 }
 
 // parseGot reads a broker's answer: got=ok (with got-* fields), got=CODE, or

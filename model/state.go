@@ -14,6 +14,19 @@ import (
 type Options struct {
 	// TxnVersion is the transaction protocol: 1 (KIP-98) or 2 (KIP-890).
 	TxnVersion int
+	// WallClock: the ops' Call and Return are on the clock the broker's
+	// timers run on (a recording of a real cluster), and Tick moves
+	// nothing. A transaction or session timeout then fires at any moment
+	// after it is due, never at a set one: Kafka's coordinator aborts
+	// expired transactions on a periodic scan
+	// (transaction.abort.timed.out.transaction.cleanup.interval.ms, 10 s
+	// by default; TransactionCoordinator.abortTimedOutTransactions), and
+	// expires a session when its heartbeat deadline passes
+	// (GroupCoordinator's heartbeat purgatory in 3.9; the timer of
+	// GroupMetadataManager.scheduleClassicGroupMemberSessionTimeout in
+	// 4.x). The model fires a due timer when an answer needs it (see
+	// fireDue).
+	WallClock bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.

@@ -8,6 +8,7 @@ import (
 // Apply answers op the way the reference broker does, and returns the state
 // that follows. Faults other than Tick and BrokerRestart leave it unchanged.
 func Apply(s State, op Op) (State, Result) {
+	s = s.atCall(op)
 	st := newStep(s, op, nil)
 	out := st.run()
 	if out.refuse != "" {
@@ -40,6 +41,33 @@ func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error
 		next, _ := Apply(s, op)
 		return next, nil
 	}
+	s = s.atCall(op)
+	next, err := check(ctx, s, op, got)
+	if err == nil || !s.opts.WallClock {
+		return next, err
+	}
+	// On a wall clock a due timer may have fired by the time the op took
+	// effect: the answer stands if it is right once one did.
+	for _, fired := range s.dueTimers(op) {
+		if next, again := check(ctx, fired, op, got); again == nil {
+			return next, nil
+		}
+	}
+	return next, err
+}
+
+// atCall is s with its clock at op's call, on a wall clock: a
+// transaction begun or a session renewed by op is taken to have been so
+// at the earliest, which lets its timer fire at the earliest too.
+func (s State) atCall(op Op) State {
+	if s.opts.WallClock && op.Kind.IsRequest() {
+		s.now = max(s.now, op.Span.From)
+	}
+	return s
+}
+
+// check is CheckContext with no timer firing of its own.
+func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 	st := newStep(s, op, &got)
 	st.ctx = ctx
 	out := st.run()
@@ -195,6 +223,8 @@ func (st *step) run() outcome {
 		return st.offsetFetch(r)
 	case Fetch:
 		return st.fetch(r)
+	case Heartbeat:
+		return st.heartbeat(r)
 	case Tick:
 		st.tick(r.Ms)
 	case BrokerRestart:

@@ -11,6 +11,7 @@
 package model
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -30,6 +31,9 @@ const (
 	LeaveGroup      Kind = "leave_group"
 	OffsetFetch     Kind = "offset_fetch"
 	Fetch           Kind = "fetch"
+	// Heartbeat is recorded from real clients only (fencecheck's own
+	// clients never send one): it keeps a member's session alive.
+	Heartbeat Kind = "heartbeat"
 )
 
 // Faults. Only BrokerRestart and Tick reach the broker; the others describe
@@ -47,7 +51,7 @@ const (
 // Kinds lists every operation type, requests first.
 var Kinds = []Kind{
 	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
-	JoinGroup, LeaveGroup, OffsetFetch, Fetch,
+	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat,
 	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
 }
 
@@ -55,7 +59,7 @@ var Kinds = []Kind{
 func (k Kind) IsRequest() bool {
 	switch k {
 	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
-		JoinGroup, LeaveGroup, OffsetFetch, Fetch:
+		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat:
 		return true
 	}
 	return false
@@ -171,7 +175,17 @@ func NewResponse() Response {
 type Op struct {
 	Kind Kind
 	Req  Request
+	// Span is read on a wall clock only (Options.WallClock).
+	Span Span
 }
+
+// Span is when an op took effect, on a wall clock: at some moment from
+// its call (From) to its answer (To), in ms of the broker's clock. To is
+// Unanswered for an op never answered.
+type Span struct{ From, To int64 }
+
+// Unanswered is the end of the span of an op never answered.
+const Unanswered int64 = math.MaxInt64
 
 // Result is what came back. An unanswered Result (crash, lost response) and
 // one whose error is REQUEST_TIMED_OUT are undecided: the request may or may

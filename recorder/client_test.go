@@ -506,3 +506,28 @@ func keysOf(records []model.FetchedRecord) []string {
 	}
 	return keys
 }
+
+// TestRecorderHeartbeats: a member's heartbeat is recorded, one answered
+// REBALANCE_IN_PROGRESS as renewed (Kafka renews the session then); one
+// sent before the member has an id or a generation is not a member's, and
+// is left out.
+func TestRecorderHeartbeats(t *testing.T) {
+	w := newWire(t)
+	for _, tc := range []struct {
+		member string
+		gen    int32
+		code   int16
+	}{{"m1", 3, 0}, {"m1", 3, kerr.RebalanceInProgress.Code}, {"m1", 2, kerr.IllegalGeneration.Code}, {"", -1, 0}} {
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation = "fencecheck-fare-workers", tc.member, tc.gen
+		resp := kmsg.NewPtrHeartbeatResponse()
+		resp.ErrorCode = tc.code
+		w.answer(w.send(req, 4), resp, 4)
+	}
+	var got []string
+	for _, op := range w.ops() {
+		require.Equal(t, model.Heartbeat, op.Kind)
+		got = append(got, fmt.Sprintf("%s gen %d: %s", op.Req.MemberID, op.Req.GenerationID, op.Result.Err))
+	}
+	require.Equal(t, []string{"m1 gen 3: ", "m1 gen 3: ", "m1 gen 2: ILLEGAL_GENERATION"}, got)
+}

@@ -15,7 +15,7 @@ import (
 
 // The requests a client sends, read as operations of the history format:
 // the inverse of what the Kafka target's own requests do. Requests the
-// format has no type for (heartbeats, metadata) are not recorded.
+// format has no type for (metadata, coordinator lookups) are not recorded.
 
 // observed is one operation of a request seen on the wire (a produce is one
 // per partition), and how the response reads for it.
@@ -67,8 +67,31 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.leaveGroup(r)
 	case *kmsg.OffsetFetchRequest:
 		return c.offsetFetch(r)
+	case *kmsg.HeartbeatRequest:
+		return c.heartbeat(r)
 	}
 	return nil
+}
+
+// heartbeat is a member keeping its session alive. Kafka renews the
+// session of a member that heartbeats while its group prepares a
+// rebalance, and answers REBALANCE_IN_PROGRESS, a code the history format
+// has no name for: as far as the history goes, that heartbeat succeeded
+// (GroupCoordinator.handleHeartbeat in 3.9,
+// GroupMetadataManager.classicGroupHeartbeat in 4.x).
+func (c *Client) heartbeat(r *kmsg.HeartbeatRequest) []observed {
+	group, ok := c.cfg.Cluster.Name(r.Group)
+	if !ok || r.MemberID == "" || r.Generation < 0 {
+		return nil // not yet, or no longer, a member's
+	}
+	req := model.NewRequest()
+	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	return one(c, model.Heartbeat, req, func(r *kmsg.HeartbeatResponse) []int16 {
+		if r.ErrorCode == kerr.RebalanceInProgress.Code {
+			return []int16{0}
+		}
+		return []int16{r.ErrorCode}
+	}, nil)
 }
 
 // answered ends (or leaves out, or keeps open) the operations of one

@@ -13,7 +13,7 @@ import (
 )
 
 // recording is the history `fencecheck proxy --history` writes as the
-// run goes, on the wall clock in milliseconds. With keysFrom set, the
+// run goes, on the wall clock in milliseconds ("clock": "wall"). With keysFrom set, the
 // keys of the records produced to that topic are the trips, and every
 // other topic produced to is an output topic: a pipeline has processed a
 // trip when its key is committed there.
@@ -33,7 +33,8 @@ func startRecording(path, keysFrom string) (*recording, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := histories.NewWriter(file, histories.History{Name: "recorded by fencecheck proxy"})
+	// The cluster's timers run on the wall clock, the history's.
+	w, err := histories.NewWriter(file, histories.History{Name: "recorded by fencecheck proxy", WallClock: true})
 	if err != nil {
 		file.Close()
 		return nil, err
