@@ -82,6 +82,10 @@ type Client struct {
 	members map[string]bool     // those whose join_group answered, who may leave
 	conns   map[*conn]bool
 	faults  faults
+	// txnID is the first transactional id the process used; warnedShared:
+	// another one came (see noteTransactionalID).
+	txnID        string
+	warnedShared bool
 }
 
 // New is the recording of process proc.

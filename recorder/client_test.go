@@ -531,3 +531,21 @@ func TestRecorderHeartbeats(t *testing.T) {
 	}
 	require.Equal(t, []string{"m1 gen 3: ", "m1 gen 3: ", "m1 gen 2: ILLEGAL_GENERATION"}, got)
 }
+
+// Two transactional ids in one process are two client instances sharing
+// a client.id: the recorder says so, once.
+func TestRecorderWarnsOfASharedClientID(t *testing.T) {
+	var logged []string
+	rec := histories.NewRecorder(nil, nil)
+	client := New("rdkafka", Config{Observer: rec, Cluster: fakeCluster{}, Logf: func(format string, args ...any) {
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}})
+	w := &tap{t: t, client: client, in: &bytes.Buffer{}, rec: rec}
+	w.conn = client.Tap(&fakeConn{in: w.in})
+	for _, id := range []string{"fencecheck-a", "fencecheck-a", "fencecheck-b", "fencecheck-c"} {
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID = &id
+		w.send(init, 4)
+	}
+	require.Equal(t, []string{"recorder: process rdkafka has transactional ids a and b: give each client instance a client.id of its own, or the history takes them for one process"}, logged)
+}
