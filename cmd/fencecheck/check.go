@@ -78,6 +78,10 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 	h, err := histories.LoadFileWithProgress(file, progressLine(stderr, file, "read"))
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// fencecheck proxy writes each operation whole as it ends.
+			fmt.Fprintln(stderr, "fencecheck check: the document is cut short, as a recording whose recorder was killed is; its whole operations are kept: end the file with a line ]} to check them")
+		}
 		return exitUsage
 	}
 	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != "", Progress: progressLine(stderr, file, "checked")})
