@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/fencecheck/fencecheck/proxy"
 	"github.com/fencecheck/fencecheck/recorder"
 )
 
@@ -28,4 +29,16 @@ func (t *Target) dial(ctx context.Context, network, address string) (net.Conn, e
 		return pipes.dial(ctx, network, address)
 	}
 	return (&net.Dialer{}).DialContext(ctx, network, address)
+}
+
+// NewProxy starts a fencecheck proxy in front of the target's cluster,
+// recording into record with the target's names and time, so that a
+// session (SessionConfig.Proxy) can be recorded there as any client is.
+// On the embedded cluster it listens on the cluster's in-memory network.
+func (t *Target) NewProxy(record proxy.Recorder) (*proxy.Proxy, error) {
+	cfg := proxy.Config{Upstream: t.cfg.Brokers, Dial: t.dial, Record: record, Cluster: clusterOf{t}, Logf: t.cfg.Logf}
+	if t.embedded != nil {
+		cfg.Upstream, cfg.Listener = t.embedded.addrs, pipes.listen
+	}
+	return proxy.New(cfg)
 }

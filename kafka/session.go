@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/proxy"
 	"github.com/fencecheck/fencecheck/recorder"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -31,6 +32,11 @@ type SessionConfig struct {
 	// operations of process Proc.
 	Record recorder.Observer
 	Proc   string
+	// Proxy, when set, is the fencecheck proxy the session reaches the
+	// cluster through (Target.NewProxy): it is recorded there, under its
+	// client.id Proc, and faulted there, as any client is; Record is not
+	// used.
+	Proxy *proxy.Proxy
 
 	// outsideTxn makes the worker write its output with a producer of
 	// its own, outside the transaction: a misconfiguration the
@@ -64,8 +70,7 @@ type Session struct {
 
 // StartSession starts a worker on the target's cluster.
 func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
-	tap := recorder.New(cfg.Proc, recorder.Config{Observer: cfg.Record, Cluster: clusterOf{t}, Logf: t.cfg.Logf})
-	common := append(t.clientOpts(), kgo.Dialer(tap.Dial(t.dial)))
+	tap, common := t.sessionClient(cfg)
 	gts, err := kgo.NewGroupTransactSession(append(common, t.sessionOpts(cfg)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
@@ -82,6 +87,20 @@ func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
 	s.cancel = cancel
 	go s.loop(ctx)
 	return s, nil
+}
+
+// sessionClient is where a session's clients are recorded and faulted,
+// and how they reach the cluster: dialing through a recorder of their
+// own, or through cfg.Proxy, where a session restarted after a crash is
+// let through again.
+func (t *Target) sessionClient(cfg SessionConfig) (*recorder.Client, []kgo.Opt) {
+	if cfg.Proxy == nil {
+		tap := recorder.New(cfg.Proc, recorder.Config{Observer: cfg.Record, Cluster: clusterOf{t}, Logf: t.cfg.Logf})
+		return tap, append(t.clientOpts(), kgo.Dialer(tap.Dial(t.dial)))
+	}
+	tap := cfg.Proxy.Process(cfg.Proc)
+	tap.Restart()
+	return tap, append(t.clientOpts(), kgo.SeedBrokers(cfg.Proxy.Addr()), kgo.Dialer(t.dial), kgo.ClientID(cfg.Proc))
 }
 
 // clientOpts are what every client of the target's cluster is given.

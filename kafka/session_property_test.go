@@ -39,9 +39,19 @@ func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 	setRapidFlag(t, "rapid.checks", sessionChecks)
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
-			rapid.Check(t, sessionProperty(t, SessionConfig{}, p.kafkaVersion))
+			rapid.Check(t, sessionProperty(t, SessionConfig{}, p.kafkaVersion, false))
 		})
 	}
+}
+
+// TestPropertyKafkaGroupTransactSessionThroughProxy: the same workers,
+// faults and checks, with the workers reaching the cluster through a
+// fencecheck proxy that records and faults them as it does any client
+// (processes named by their client.id), instead of dialing through a
+// recorder of their own.
+func TestPropertyKafkaGroupTransactSessionThroughProxy(t *testing.T) {
+	setRapidFlag(t, "rapid.checks", sessionChecks)
+	rapid.Check(t, sessionProperty(t, SessionConfig{}, "", true))
 }
 
 // TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn: the
@@ -53,17 +63,24 @@ func TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn(t *testing.T) 
 	setRapidFlag(t, "rapid.nofailfile", true)        // a fail file would be replayed by the next run
 	setRapidFlag(t, "rapid.shrinktime", time.Second) // finding it is the point here
 	failure := &failureOf{T: t}
-	rapid.Check(failure, sessionProperty(t, SessionConfig{outsideTxn: true}, ""))
+	rapid.Check(failure, sessionProperty(t, SessionConfig{outsideTxn: true}, "", false))
 	require.True(t, failure.failed, "a worker writing outside its transaction went unnoticed")
 	require.Contains(t, failure.report, "exactly-once: VIOLATED")
 }
 
 // sessionProperty is one interleaving of session workers of config base
-// on a fresh kfake cluster speaking kafkaVersion.
-func sessionProperty(t *testing.T, base SessionConfig, kafkaVersion string) func(*rapid.T) {
+// on a fresh kfake cluster speaking kafkaVersion, through a proxy in front
+// of it when throughProxy.
+func sessionProperty(t *testing.T, base SessionConfig, kafkaVersion string, throughProxy bool) func(*rapid.T) {
 	return func(rt *rapid.T) {
 		s := newSessionScenario(t, kafkaVersion)
 		defer s.target.Close()
+		if throughProxy {
+			p, err := s.target.NewProxy(s.rec)
+			require.NoError(t, err)
+			defer p.Close()
+			base.Proxy = p
+		}
 		m := &sessionMachine{s: s, base: base, source: s.newSource()}
 		defer m.closeAll()
 		m.WriteTrips(rt)
@@ -266,7 +283,20 @@ func (m *sessionMachine) quiesce(rt *rapid.T) {
 		return n >= len(m.trips)
 	}, sessionSettle)
 	m.closeAll()
+	require.True(rt, m.workersRecorded(), "the workers' own commits are not in the history")
 	m.judge(rt, sessionJudged...)
+}
+
+// workersRecorded reports whether the history holds a commit a worker
+// sent itself, read off its connections: every trip is committed by now,
+// so a recording that works has one.
+func (m *sessionMachine) workersRecorded() bool {
+	for _, op := range m.s.rec.History().Ops {
+		if op.Kind == model.EndTxn && op.Req.Commit && op.Result.Succeeded() && strings.HasPrefix(op.Proc, "W") {
+			return true
+		}
+	}
+	return false
 }
 
 // stuckAfter is how long the orchestrator lets the workers commit nothing

@@ -44,8 +44,7 @@ type processState struct {
 func (p *Proxy) listProcesses(w http.ResponseWriter, _ *http.Request) {
 	states := []processState{}
 	for _, name := range p.Processes() {
-		proc, _ := p.Process(name)
-		states = append(states, processState{name, proc.State()})
+		states = append(states, processState{name, p.Process(name).State()})
 	}
 	answer(w, http.StatusOK, states)
 }

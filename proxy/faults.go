@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,10 +44,11 @@ func (p *Proxy) Fault(name, fault string, d time.Duration) error {
 	if !ok {
 		return fmt.Errorf("no fault %q; the faults are stall, wake, crash, restart, lose-response and delay", fault)
 	}
-	proc, ok := p.Process(name)
-	if !ok {
-		return noProcessError{name, strings.Join(p.Processes(), ", ")}
+	known := p.Processes()
+	if !slices.Contains(known, name) {
+		return noProcessError{name, strings.Join(known, ", ")}
 	}
+	proc := p.Process(name)
 	if f.kind != "" {
 		p.recordFault(name, f.kind)
 	}

@@ -55,6 +55,10 @@ type Config struct {
 	// Record, when set, is given every client's requests as operations
 	// of the history format, and the faults of the control API.
 	Record Recorder
+	// Cluster names what Record records; default the cluster's names as
+	// they are, the topics learned from the Metadata the proxy forwards,
+	// and timeouts in the clients' milliseconds.
+	Cluster recorder.Cluster
 }
 
 // Recorder records a history; histories.Recorder is one.
@@ -109,6 +113,9 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	p := &Proxy{cfg: cfg, host: host, brokers: map[string]*listener{}, procs: map[string]*recorder.Client{}}
+	if p.cfg.Cluster == nil {
+		p.cfg.Cluster = &p.topics
+	}
 	p.bootstrap, err = p.listen(cfg.Listen, cfg.Upstream)
 	if err != nil {
 		return nil, err
@@ -147,10 +154,16 @@ func (p *Proxy) Close() error {
 
 // process is the process of a connection whose client sent clientID.
 func (p *Proxy) process(clientID string) *recorder.Client {
-	name := clientID
-	if name == "" {
-		name = fmt.Sprintf("connection-%d", p.anonymous.Add(1))
+	if clientID == "" {
+		return p.Process(fmt.Sprintf("connection-%d", p.anonymous.Add(1)))
 	}
+	return p.Process(clientID)
+}
+
+// Process is the process name, to fault it; one no client by that name
+// has connected yet is made now, and a fault applied to it meets the
+// client when it connects.
+func (p *Proxy) Process(name string) *recorder.Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	proc, ok := p.procs[name]
@@ -159,22 +172,14 @@ func (p *Proxy) process(clientID string) *recorder.Client {
 		if p.cfg.Record != nil {
 			observer = p.cfg.Record
 		}
-		proc = recorder.New(name, recorder.Config{Observer: observer, Cluster: &p.topics, Logf: p.cfg.Logf})
+		proc = recorder.New(name, recorder.Config{Observer: observer, Cluster: p.cfg.Cluster, Logf: p.cfg.Logf})
 		p.procs[name] = proc
 	}
 	return proc
 }
 
-// Process is the process name, to fault it; false when no client by
-// that name has connected.
-func (p *Proxy) Process(name string) (*recorder.Client, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	proc, ok := p.procs[name]
-	return proc, ok
-}
-
-// Processes is the names of the processes that connected, sorted.
+// Processes is the names of the processes, sorted: those that connected,
+// and those Process made.
 func (p *Proxy) Processes() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

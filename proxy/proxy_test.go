@@ -426,8 +426,8 @@ func TestAStalledProcessIsHeldUntilItWakes(t *testing.T) {
 	require.NoError(t, producer.BeginTransaction())
 	require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Value: []byte("trip-0")}).FirstErr())
 
-	proc, ok := p.Process("fare-writer")
-	require.True(t, ok)
+	require.Contains(t, p.Processes(), "fare-writer")
+	proc := p.Process("fare-writer")
 	proc.Stall()
 	ended := make(chan error, 1)
 	go func() { ended <- producer.EndTransaction(ctx, kgo.TryCommit) }()

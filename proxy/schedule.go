@@ -124,7 +124,7 @@ func (p *Proxy) strike(f scheduled, s Schedule) {
 		return
 	}
 	name := names[int(f.pick*float64(len(names)))]
-	if proc, _ := p.Process(name); proc.State() != "running" {
+	if p.Process(name).State() != "running" {
 		return
 	}
 	_ = p.Fault(name, kind, s.Length)
