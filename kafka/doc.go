@@ -43,6 +43,9 @@
 // own requests, so it dials through package recorder, which reads each
 // request and response frame off the connection and records the ones the
 // history format has types for (SessionConfig.Record), and imposes the
-// workload's faults there: a stall holds the worker's traffic, a crash drops it, a
-// lost response closes the connection after the request.
+// workload's faults there: a stall holds the worker's traffic, a crash
+// drops it, a lost response closes the connection after the request. With
+// SessionConfig.Proxy the worker goes through a fencecheck proxy in front
+// of the cluster instead (NewProxy), recorded and faulted there as any
+// client is.
 package kafka
