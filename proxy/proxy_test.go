@@ -431,11 +431,18 @@ func TestAStalledProcessIsHeldUntilItWakes(t *testing.T) {
 	proc.Stall()
 	ended := make(chan error, 1)
 	go func() { ended <- producer.EndTransaction(ctx, kgo.TryCommit) }()
-	select {
-	case err := <-ended:
-		t.Fatalf("the stalled producer's commit ended (%v)", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	requireHeld(t, ended, "the stalled producer's commit")
 	proc.Wake()
 	require.NoError(t, <-ended)
+}
+
+// requireHeld fails when what, whose end comes on ended, ends within
+// 300 ms: a fault holds it.
+func requireHeld(t *testing.T, ended <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-ended:
+		t.Fatalf("%s ended (%v)", what, err)
+	case <-time.After(300 * time.Millisecond):
+	}
 }
