@@ -116,16 +116,23 @@ func (c *conn) copyFrames(src io.Reader, dst net.Conn, from string, handle func(
 			}
 			continue
 		}
-		frame := make([]byte, n)
-		if _, err := io.ReadFull(r, frame); err != nil {
-			dst.Write(size[:]) // what came, as it came
-			dst.Write(frame)
+		// The frame is read after room for its size, so that one that
+		// goes on unchanged (all but those naming brokers) is written
+		// as it was read, in one write.
+		whole := make([]byte, 4+n)
+		copy(whole, size[:])
+		frame := whole[4:]
+		if got, err := io.ReadFull(r, frame); err != nil {
+			dst.Write(whole[:4+got]) // what came, as it came
 			return
 		}
 		out := handle(frame)
 		c.l.p.pause.wait(c.done)
-		buf := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(out)), uint32(len(out)))
-		if _, err := dst.Write(append(buf, out...)); err != nil {
+		if len(out) != len(frame) || len(out) > 0 && &out[0] != &frame[0] {
+			whole = binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(out)), uint32(len(out)))
+			whole = append(whole, out...)
+		}
+		if _, err := dst.Write(whole); err != nil {
 			return
 		}
 	}

@@ -214,7 +214,8 @@ func TestFramesItCannotReadAreForwardedUntouched(t *testing.T) {
 	unknownKey := frameOf([]byte{0x27, 0x0f, 0, 1, 0, 0, 0, 7, 0xff, 0xff, 1, 2, 3}) // key 9999
 	futureVersion := frameOf([]byte{0, 0, 0x7f, 0, 0, 0, 0, 8, 0xff, 0xff, 9, 9})    // produce v32512
 	short := frameOf([]byte{0, 3, 0})
-	for _, frame := range [][]byte{unknownKey, futureVersion, short} {
+	empty := frameOf(nil)
+	for _, frame := range [][]byte{unknownKey, futureVersion, short, empty} {
 		_, err := c.Write(frame)
 		require.NoError(t, err)
 	}
@@ -224,12 +225,29 @@ func TestFramesItCannotReadAreForwardedUntouched(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, frameOf(append([]byte{0, 0, 0, corr}, "answer"...)), answer)
 	}
-	require.Eventually(t, func() bool { return len(got()) == len(unknownKey)+len(futureVersion)+len(short) }, 5*time.Second, 10*time.Millisecond)
-	require.Equal(t, append(append(append([]byte(nil), unknownKey...), futureVersion...), short...), got())
+	require.Eventually(t, func() bool { return len(got()) == len(unknownKey)+len(futureVersion)+len(short)+len(empty) }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, append(append(append(append([]byte(nil), unknownKey...), futureVersion...), short...), empty...), got())
 	log := l.all()
 	require.Contains(t, log, "not understood: request key 9999 version 1")
 	require.Contains(t, log, "not understood: request key 0 version 32512")
 	require.Contains(t, log, "not understood: a request of 3 bytes")
+	require.Contains(t, log, "not understood: a request of 0 bytes")
+}
+
+// A frame whose connection ends before its last byte reaches the broker
+// as far as it came, and no further.
+func TestAFrameCutShortIsForwardedAsFarAsItCame(t *testing.T) {
+	upstream, got := rawBroker(t)
+	p, _ := startProxy(t, []string{upstream})
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	request := frameOf([]byte{0, 18, 0, 3, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0})
+	_, err = c.Write(request[:9])
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool { return len(got()) == 9 }, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, request[:9], got())
 }
 
 // A size prefix no Kafka frame has (negative, or past the largest request
