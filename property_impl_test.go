@@ -25,7 +25,7 @@ func TestPropertyDifferential(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
 					var pair *twin
 					target := func() (model.Target, error) {
-						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version}), impl: impl.New(impl.Config{TxnVersion: version})}
+						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version}), impl: impl.New(impl.Config{TxnVersion: version, SegmentSize: impl.ExploringSegmentSize})}
 						pair.BrokerFunc = pair.both
 						return pair, nil
 					}
