@@ -62,5 +62,8 @@ func (w *twin) both(_ context.Context, kind model.Kind, r model.Request) model.R
 }
 
 func (w *twin) Tick(ms int64) { w.model.Tick(ms); w.impl.Tick(ms) }
-func (w *twin) Restart()      { w.model.Restart(); w.impl.Restart() }
-func (w *twin) Close() error  { return w.impl.Close() }
+
+// ExactClock: both clocks move only by Tick.
+func (w *twin) ExactClock()  {}
+func (w *twin) Restart()     { w.model.Restart(); w.impl.Restart() }
+func (w *twin) Close() error { return w.impl.Close() }

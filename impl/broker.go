@@ -98,6 +98,10 @@ func (b *Broker) freshProducerID() int64 { return b.producerIDs.Add(1) - 1 }
 // Close releases the broker; it holds nothing but memory.
 func (b *Broker) Close() error { return nil }
 
+// ExactClock says that only Tick moves the broker's clock, so that an
+// exploration may tick to a timer's deadline to the millisecond.
+func (b *Broker) ExactClock() {}
+
 // Tick moves the broker's clock by ms: transactions and group members whose
 // timeouts passed are expired, in the model's order (transactional ids, then
 // groups and members, each sorted), so that markers land at the model's

@@ -112,6 +112,7 @@ func (r *run) sendDirect(proc string, op model.Op, learn func(model.Result)) mod
 	if res.Answered {
 		r.h.Ops[i].Returned, r.h.Ops[i].Return, r.h.Ops[i].Result = true, r.tick(), res
 		r.answers++
+		r.timers.answered(op, res)
 		learn(res)
 	}
 	return res
