@@ -25,7 +25,7 @@ func TestPropertyDifferential(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
 					var pair *twin
 					target := func() (model.Target, error) {
-						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version}), impl: impl.New(impl.Config{TxnVersion: version})}
+						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version}), impl: impl.New(impl.Config{TxnVersion: version, SegmentSize: impl.ExploringSegmentSize})}
 						pair.BrokerFunc = pair.both
 						return pair, nil
 					}
@@ -62,5 +62,8 @@ func (w *twin) both(_ context.Context, kind model.Kind, r model.Request) model.R
 }
 
 func (w *twin) Tick(ms int64) { w.model.Tick(ms); w.impl.Tick(ms) }
-func (w *twin) Restart()      { w.model.Restart(); w.impl.Restart() }
-func (w *twin) Close() error  { return w.impl.Close() }
+
+// ExactClock: both clocks move only by Tick.
+func (w *twin) ExactClock()  {}
+func (w *twin) Restart()     { w.model.Restart(); w.impl.Restart() }
+func (w *twin) Close() error { return w.impl.Close() }

@@ -97,20 +97,24 @@ func breaksOneOf(report checker.Report, checks []string) bool {
 	return false
 }
 
-// TestPropertyCoverage: over the default budget, every action runs and
-// every fault strikes a process in the middle of a transaction. A generator
-// that never stalls anyone mid-transaction would prove nothing.
+// TestPropertyCoverage: over 300 interleavings per protocol, every action
+// runs (but ExhaustEpoch, about once in a thousand) and every fault strikes
+// a process in the middle of a transaction. A generator that never stalls
+// anyone mid-transaction would prove nothing. (At 100 a protocol, seeds 1
+// to 6 replaced a stalled process mid-transaction 0 to 2 times each before
+// TickToDeadline, ExhaustEpoch and RejoinWorker were added, 0 to 4 after:
+// a coin flip at seed 1 either way.)
 func TestPropertyCoverage(t *testing.T) {
 	cov := workload.NewCoverage()
 	for _, version := range []int{1, 2} {
 		out, err := workload.Explore(workload.Options{Scenario: scenario(t, "stable-id"), Target: modelTarget(version), TxnVersion: version, Coverage: cov},
-			workload.Budget{Checks: 100, Steps: 30, Seed: 1}, nil)
+			workload.Budget{Checks: 300, Steps: 30, Seed: 1}, nil)
 		require.NoError(t, err)
 		requireHeld(t, out)
 	}
 	t.Logf("coverage over the default budget:\n%s", cov)
 	for _, action := range []string{"StepProcess", "StallProcess", "WakeProcess", "CrashProcess", "ReplaceStalledProcess",
-		"LoseResponse", "Tick", "RestartBroker", "JoinWorker", "LeaveWorker"} {
+		"LoseResponse", "Tick", "TickToDeadline", "RestartBroker", "JoinWorker", "LeaveWorker", "RejoinWorker"} {
 		require.Positive(t, cov.Ran(action), "%s never ran", action)
 	}
 	for _, fault := range append(workload.Faults, "Tick", "RestartBroker") {

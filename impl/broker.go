@@ -23,6 +23,7 @@
 package impl
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,13 @@ type Config struct {
 	// Mutants is the set of seeded bugs to switch on, named as in Mutants
 	// (ParseMutants reads them from a list).
 	Mutants map[string]bool
+	// SegmentSize is how many entries a segment of each log holds: a
+	// partition's batches and records, a coordinator shard's state
+	// records (Kafka's segment.bytes, transaction.state.log.segment.bytes
+	// and offsets.topic.segment.bytes, counted in entries). 0 is 4096. An
+	// exploration's logs are a few dozen entries long, so a broker under
+	// exploration runs with small segments to roll them.
+	SegmentSize int
 }
 
 // Broker is the optimised broker. It answers every request as the reference
@@ -45,6 +53,8 @@ type Config struct {
 type Broker struct {
 	v2   bool
 	bugs mutantSet
+	// segmentSize is Config.SegmentSize, 0 made the default.
+	segmentSize int
 
 	// now is the broker's clock in ms, moved by Tick. Tick writes it
 	// holding every coordinator shard; readers hold at least one.
@@ -69,16 +79,16 @@ var _ model.Target = (*Broker)(nil)
 
 // New is a fresh broker: empty logs, no producers, no groups.
 func New(cfg Config) *Broker {
-	b := &Broker{v2: cfg.TxnVersion >= 2, bugs: mutantsOf(cfg.Mutants)}
+	b := &Broker{v2: cfg.TxnVersion >= 2, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize)}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)
 	for i := range b.txns {
-		b.txns[i].reset()
+		b.txns[i].reset(b.segmentSize)
 	}
 	for i := range b.groups {
-		b.groups[i].reset()
+		b.groups[i].reset(b.segmentSize)
 	}
-	b.parts.reset()
+	b.parts.reset(b.segmentSize)
 	return b
 }
 
@@ -87,6 +97,10 @@ func (b *Broker) freshProducerID() int64 { return b.producerIDs.Add(1) - 1 }
 
 // Close releases the broker; it holds nothing but memory.
 func (b *Broker) Close() error { return nil }
+
+// ExactClock says that only Tick moves the broker's clock, so that an
+// exploration may tick to a timer's deadline to the millisecond.
+func (b *Broker) ExactClock() {}
 
 // Tick moves the broker's clock by ms: transactions and group members whose
 // timeouts passed are expired, in the model's order (transactional ids, then

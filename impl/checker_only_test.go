@@ -22,7 +22,9 @@ import (
 //	gremlins unleash --tags checkeronly ./impl
 func TestCheckerAlone(t *testing.T) {
 	for _, version := range []int{1, 2} {
-		target := func() (model.Target, error) { return impl.New(impl.Config{TxnVersion: version}), nil }
+		target := func() (model.Target, error) {
+			return impl.New(impl.Config{TxnVersion: version, SegmentSize: impl.ExploringSegmentSize}), nil
+		}
 		fencecheck.Test(t, target, fencecheck.Options{TxnVersion: version, Checks: 1000, Seed: 1, ShrinkTime: time.Second, Out: t.TempDir()})
 	}
 }

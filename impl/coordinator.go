@@ -49,9 +49,9 @@ type txnMeta struct {
 // coordinator rotates the producer id (KIP-360).
 const epochExhausted int16 = 32766
 
-func (s *txnShard) reset() {
+func (s *txnShard) reset(segmentSize int) {
 	s.txns = map[string]txnMeta{}
-	s.log = segmented[txnRecord]{}
+	s.log = newSegmented[txnRecord](segmentSize)
 }
 
 // write logs the new state of id and applies it.

@@ -43,9 +43,9 @@ type member struct {
 // noGroup is what a group that was never written looks like.
 var noGroup = &group{}
 
-func (s *groupShard) reset() {
+func (s *groupShard) reset(segmentSize int) {
 	s.groups = map[string]*group{}
-	s.log = segmented[groupRecord]{}
+	s.log = newSegmented[groupRecord](segmentSize)
 }
 
 // lookup is the named group, or noGroup; it must not be written.

@@ -79,7 +79,7 @@ func produced(base int64) model.Result {
 }
 
 // emptyPartition answers fetches of partitions nothing was written to.
-var emptyPartition = newPartition()
+var emptyPartition = newPartition(segmentSize)
 
 func (b *Broker) fetch(r model.Request) model.Result {
 	p := b.parts.lookup(r.Partition)

@@ -43,8 +43,9 @@ type batch struct {
 	commit     bool // for a marker: COMMIT
 }
 
-func newPartition() *partition {
-	return &partition{producers: map[int64]*producerState{}}
+func newPartition(segmentSize int) *partition {
+	return &partition{producers: map[int64]*producerState{}, batches: newSegmented[batch](segmentSize),
+		records: newSegmented[model.Record](segmentSize)}
 }
 
 // end is the log end offset, also the high watermark (one replica).

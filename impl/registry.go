@@ -17,9 +17,14 @@ import (
 type registry struct {
 	mu     sync.Mutex // serialises creation
 	byName atomic.Pointer[map[model.Partition]*partition]
+	// segmentSize is the segment size of new partitions' logs.
+	segmentSize int
 }
 
-func (r *registry) reset() { r.byName.Store(&map[model.Partition]*partition{}) }
+func (r *registry) reset(segmentSize int) {
+	r.segmentSize = segmentSize
+	r.byName.Store(&map[model.Partition]*partition{})
+}
 
 // lookup is the partition named p, or nil when nothing was ever written there.
 func (r *registry) lookup(p model.Partition) *partition { return (*r.byName.Load())[p] }
@@ -35,7 +40,7 @@ func (r *registry) open(p model.Partition) *partition {
 		return part
 	}
 	byName := maps.Clone(*r.byName.Load())
-	byName[p] = newPartition()
+	byName[p] = newPartition(r.segmentSize)
 	r.byName.Store(&byName)
 	return byName[p]
 }

@@ -6,21 +6,33 @@ package impl
 type segmented[T any] struct {
 	full [][]T
 	tail []T
+	// size is how many entries a segment holds (Config.SegmentSize).
+	size int
 }
 
-// segmentSize is how many entries a segment holds.
+// segmentSize is how many entries a segment holds unless the broker is
+// configured otherwise.
 const segmentSize = 4096
+
+// ExploringSegmentSize is the segment size of a broker under exploration:
+// three entries, so that the few dozen entries of an explored run's logs
+// fill several segments and every read crosses their edges (a size of one
+// or two would let some wrong index arithmetic agree with the right one).
+const ExploringSegmentSize = 3
+
+// newSegmented is an empty sequence of segments of size entries.
+func newSegmented[T any](size int) segmented[T] { return segmented[T]{size: size} }
 
 // firstSegmentCap is the capacity a tail starts with.
 const firstSegmentCap = 16
 
-func (s *segmented[T]) Len() int { return len(s.full)*segmentSize + len(s.tail) }
+func (s *segmented[T]) Len() int { return len(s.full)*s.size + len(s.tail) }
 
 func (s *segmented[T]) At(i int) T {
-	if seg := i / segmentSize; seg < len(s.full) {
-		return s.full[seg][i%segmentSize]
+	if seg := i / s.size; seg < len(s.full) {
+		return s.full[seg][i%s.size]
 	}
-	return s.tail[i-len(s.full)*segmentSize]
+	return s.tail[i-len(s.full)*s.size]
 }
 
 // Last is the last entry; the sequence must not be empty.
@@ -28,7 +40,7 @@ func (s *segmented[T]) Last() T { return s.At(s.Len() - 1) }
 
 func (s *segmented[T]) Append(xs ...T) {
 	for len(xs) > 0 {
-		if len(s.tail) == segmentSize {
+		if len(s.tail) == s.size {
 			s.full = append(s.full, s.tail)
 			s.tail = nil
 		}
@@ -36,13 +48,13 @@ func (s *segmented[T]) Append(xs ...T) {
 			// The first tail grows as a slice does, up to a segment: most
 			// logs of a short-lived broker stay far smaller than one. A
 			// log that filled a segment will fill the next.
-			size := min(firstSegmentCap, segmentSize)
+			capacity := min(firstSegmentCap, s.size)
 			if len(s.full) > 0 {
-				size = segmentSize
+				capacity = s.size
 			}
-			s.tail = make([]T, 0, size)
+			s.tail = make([]T, 0, capacity)
 		}
-		n := min(len(xs), segmentSize-len(s.tail))
+		n := min(len(xs), s.size-len(s.tail))
 		s.tail = append(s.tail, xs[:n]...)
 		xs = xs[n:]
 	}

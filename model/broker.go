@@ -114,6 +114,10 @@ func (b *RefBroker) apply(kind Kind, req Request) Result {
 // Tick moves the broker's clock by ms; expired transactions and sessions end.
 func (b *RefBroker) Tick(ms int64) { b.apply(Tick, Request{Ms: ms}) }
 
+// ExactClock says that only Tick moves the reference broker's clock, so
+// that an exploration may tick to a timer's deadline to the millisecond.
+func (b *RefBroker) ExactClock() {}
+
 // Restart restarts the broker; the model keeps its logs and so its state.
 func (b *RefBroker) Restart() { b.apply(BrokerRestart, Request{}) }
 

@@ -50,7 +50,7 @@ func (st *step) joinGroup(r Request) outcome {
 	if gen > g.answered {
 		g = g.roundCompleted(gen)
 	}
-	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r)})
+	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided()})
 	g.answered = g.generation
 	st.s.setGroup(r.Group, g)
 	resp := NewResponse()
@@ -128,6 +128,16 @@ func checkJoin(r Request, g group, id string, gen int32, assignment []Partition)
 	if (gen < g.generation && gen <= g.answered) || gen <= 0 {
 		return fail("generations-grow", "generation %d, but %s is at generation %d and generations only grow", gen, r.Group, g.generation)
 	}
+	if m, ok := g.members[id]; ok && r.MemberID != "" && m.gen == gen && gen == g.generation && !m.assignmentUnknown && !sameSet(m.assignment, assignment) {
+		// A generation's assignment is its leader's, handed out once: a
+		// follower rejoining a stable group is answered the current
+		// generation, and its SyncGroup the assignment it holds
+		// (GroupMetadataManager.classicGroupJoinExistingMember and
+		// classicGroupSyncGroup, 3.9 to 4.x; GroupCoordinator's
+		// doCurrentMemberJoinGroup and doSyncGroup before). A changed
+		// assignment comes with a new generation.
+		return fail("assignment-kept", "%s rejoined generation %d, which it is in, and was assigned %v, not the %v it holds there", id, gen, assignment, m.assignment)
+	}
 	for _, p := range assignment {
 		if !slices.Contains(r.Partitions, p) {
 			return fail("assignment-outside", "assigned %s, which is not among the partitions to spread", p)
@@ -137,6 +147,11 @@ func checkJoin(r Request, g group, id string, gen int32, assignment []Partition)
 		}
 	}
 	return nil
+}
+
+// sameSet reports whether a and b hold the same partitions, in any order.
+func sameSet(a, b []Partition) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // holder is the member other than id that holds p in generation gen.

@@ -145,6 +145,9 @@ type member struct {
 	// mayBeGone: a join round completed without this member, so the
 	// coordinator may have removed it (see roundCompleted).
 	mayBeGone bool
+	// assignmentUnknown: the answer to the member's last join was lost, so
+	// what it holds in its generation is unknown (see checkJoin).
+	assignmentUnknown bool
 }
 
 type group struct {

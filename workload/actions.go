@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"pgregory.net/rapid"
@@ -20,6 +21,13 @@ var tickSizes = []int64{1_000, 50_000, 61_000}
 // gives up on a run after 100 skipped actions in a row, and a fuzzer's bytes
 // can choose the same impossible action that often.
 func (r *run) actions() map[string]func(*rapid.T) {
+	_, exact := r.target.(exactClock)
+	return r.actionsOn(exact)
+}
+
+// actionsOn are the actions of the run's scenario on a target whose clock
+// is exact, or not (see exactClock).
+func (r *run) actionsOn(exact bool) map[string]func(*rapid.T) {
 	acts := map[string]func(*rapid.T){
 		"StepProcess":           r.StepProcess,
 		"StallProcess":          r.StallProcess,
@@ -36,9 +44,14 @@ func (r *run) actions() map[string]func(*rapid.T) {
 	if r.sc.Name == adversaryScenario {
 		acts["Adversary"] = r.Adversary
 	}
+	if exact {
+		acts["TickToDeadline"] = r.TickToDeadline
+		acts["ExhaustEpoch"] = r.ExhaustEpoch
+	}
 	if r.sc.workers {
 		acts["JoinWorker"] = r.JoinWorker
 		acts["LeaveWorker"] = r.LeaveWorker
+		acts["RejoinWorker"] = r.RejoinWorker
 	}
 	return acts
 }
@@ -244,9 +257,39 @@ func (r *run) Tick(t *rapid.T) {
 	r.clockTick(ms)
 }
 
+// exactClock is a target whose clock only Tick moves, as the model's: a
+// tick may land on a timer's deadline to the millisecond. The model and
+// impl are such targets (they say so with an ExactClock method). A Kafka
+// cluster's clock is the wall clock, which runs between ticks too: there
+// a tick that stops a millisecond short of a deadline races the broker's
+// timer, and an action of thousands of requests lets the other
+// transactions' timeouts run out while the model's clock stands still, so
+// TickToDeadline and ExhaustEpoch are not offered.
+type exactClock interface{ ExactClock() }
+
+// TickToDeadline moves the broker's clock to the moment a timer fires (an
+// open transaction's timeout, a member's session), to the millisecond, or
+// one millisecond short of it or past it: where an off-by-one comparison
+// in a broker fires a timer a tick too soon or too late. The deadline is
+// drawn among those the run knows of, the soonest the likeliest.
+func (r *run) TickToDeadline(t *rapid.T) {
+	due := r.timers.deadlines()
+	if len(due) == 0 {
+		return
+	}
+	deadline := rapid.SampledFrom(due).Draw(t, "deadline")
+	ms := deadline - r.timers.clock + rapid.SampledFrom([]int64{0, -1, 1}).Draw(t, "ms past the deadline")
+	if ms <= 0 {
+		return
+	}
+	r.did("TickToDeadline", nil, fmt.Sprintf("%d ms", ms))
+	r.clockTick(ms)
+}
+
 func (r *run) clockTick(ms int64) {
 	r.target.Tick(ms)
 	r.now += ms
+	r.timers.tick(ms)
 	r.groupChanges++ // sessions may have expired
 	r.lsoMayMove()   // transactions may have timed out
 	r.fault("clock", model.Tick, model.Request{Ms: ms})
@@ -261,6 +304,61 @@ func (r *run) RestartBroker(t *rapid.T) {
 	// it was ending (TransactionStateManager.loadTransactionsForTxnTopicPartition).
 	r.lsoMayMove()
 	r.fault("broker", model.BrokerRestart, model.Request{})
+}
+
+// exhaustionOdds is how many fair coin flips must all come up heads for
+// ExhaustEpoch to run when drawn: ten, once in 1,024 draws, about once in
+// a thousand interleavings. Its history of some 32,768 requests takes the
+// checker a few tenths of a second, a hundred interleavings' worth.
+const exhaustionOdds = 10
+
+// maxEpochBumps bounds ExhaustEpoch: enough bumps for an epoch to run from
+// 0 past the last one (Short.MAX_VALUE - 1), and a few more for a broker
+// that does not rotate the producer id there.
+const maxEpochBumps = math.MaxInt16 + 3
+
+// ExhaustEpoch is a long life in one action: a transactional producer
+// bumps its own epoch (KIP-360's InitProducerId with its producer id and
+// epoch, as Kafka's producer does to recover from an abortable error) over
+// and over, until the epoch runs out and the coordinator hands its
+// transactional.id a fresh producer id at epoch 0 (KIP-360: once the epoch
+// reaches Short.MAX_VALUE - 1; TransactionMetadata.isEpochExhausted). The
+// producer goes on with it, restoring as after any init. Some 32,766 bumps
+// are the only way there from a fresh cluster, so the action is rare (see
+// exhaustionOdds), and it is a run's last: the quiet phase follows, and
+// the history is checked at its end rather than after each action.
+func (r *run) ExhaustEpoch(t *rapid.T) {
+	producers := r.where(r.movable(), func(p *proc) bool {
+		s, ok := sessionOf(p.c)
+		return ok && s.txnID != "" && s.pid != model.NoProducerID && p.sent < 0 && p.resend == nil
+	})
+	if len(producers) == 0 {
+		return
+	}
+	for range exhaustionOdds {
+		if !rapid.Bool().Draw(t, "a long life") {
+			return
+		}
+	}
+	p := r.pick(t, producers, "exhaust")
+	r.did("ExhaustEpoch", p, "")
+	r.actionsOver = true
+	s, _ := sessionOf(p.c)
+	first := s.pid
+	for range maxEpochBumps {
+		s, _ := sessionOf(p.c)
+		if !p.live() || s.pid != first {
+			return // fenced, or rotated to a fresh producer id
+		}
+		bump := s.initOp()
+		bump.Req.ProducerID, bump.Req.Epoch = s.pid, s.epoch
+		p.resend = &bump
+		r.send(p)
+		r.deliver(p, false)
+		if p.resend != nil {
+			return // no answer: its retry is the producer's next request
+		}
+	}
 }
 
 // maxWorkers bounds the group, to keep histories short.
@@ -288,6 +386,23 @@ func (r *run) LeaveWorker(t *rapid.T) {
 	r.did("LeaveWorker", p, "")
 	p.c.(*worker).leave()
 	p.slot.restarts = false
+}
+
+// RejoinWorker makes a worker rejoin its group at its next poll, whether
+// or not the group changed (a subscribed topic's metadata changed, as its
+// consumer sees): the member rejoining the generation it is in, which the
+// group answers without a rebalance or, when the member leads it, with
+// one. Twice in a run, two members rejoin the current generation in turn.
+func (r *run) RejoinWorker(t *rapid.T) {
+	p := r.pick(t, r.where(r.procs, func(p *proc) bool {
+		w, ok := p.c.(*worker)
+		return ok && p.live() && w.member != "" && !w.rejoining
+	}), "rejoin")
+	if p == nil {
+		return
+	}
+	r.did("RejoinWorker", p, "")
+	p.c.(*worker).rejoin()
 }
 
 func (r *run) liveWorkers() int {

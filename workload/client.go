@@ -44,6 +44,19 @@ func transactionalID(c client) string {
 
 func (p *producer) transactionalID() string { return p.txnID }
 
+// sessionHolder is a client with a producer of its own.
+type sessionHolder interface{ session() *producer }
+
+func (p *producer) session() *producer { return p }
+
+// sessionOf is c's producer, if it has one.
+func sessionOf(c client) (*producer, bool) {
+	if h, ok := c.(sessionHolder); ok {
+		return h.session(), true
+	}
+	return nil, false
+}
+
 // request is a request carrying the producer's identity.
 func (p *producer) request() model.Request {
 	r := model.NewRequest()

@@ -156,14 +156,15 @@ func (r *run) counts(cut histories.History) bool {
 // violation is found at the step that causes it, which helps shrinking.
 // Only an answer can break a check (a request still in flight, or a
 // fault, can always be placed after everything else), so a step that
-// brought none is not checked again.
+// brought none is not checked again. After a run's last action
+// (ExhaustEpoch) nothing is checked until the end.
 //
 // While a shorter counterexample is looked for, a run whose history so far
 // holds and is already as long as the one to beat ends there: a safety
 // check that breaks later breaks at a moment after every operation so far,
 // and the history cut at that moment is no shorter.
 func (r *run) checkSoFar() {
-	if r.decided() {
+	if r.decided() || r.actionsOver {
 		return
 	}
 	if r.answers != r.checkedAnswers {
@@ -238,11 +239,12 @@ func signatureOf(h histories.History, v checker.Verdict) checker.Signature {
 	return sigs[0]
 }
 
-// untilDecided makes every action do nothing once the run is decided.
+// untilDecided makes every action do nothing once the run is decided, or
+// once an action said it was the run's last.
 func (r *run) untilDecided(acts map[string]func(*rapid.T)) map[string]func(*rapid.T) {
 	for name, act := range acts {
 		acts[name] = func(t *rapid.T) {
-			if !r.decided() {
+			if !r.decided() && !r.actionsOver {
 				act(t)
 			}
 		}

@@ -62,6 +62,9 @@ type run struct {
 	rivalFenced map[*slot]bool
 	// quiet is set once the quiet phase has begun.
 	quiet bool
+	// actionsOver is set by an action that is a run's last (ExhaustEpoch):
+	// the actions left do nothing, and the history is checked at the end.
+	actionsOver bool
 	// generation is the newest group generation answered, and
 	// groupChanges counts what may have changed the group since the run
 	// began: new generations, leaves, clock ticks, broker restarts.
@@ -87,6 +90,8 @@ type run struct {
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.
 	answers, checkedAnswers int
+	// timers are the broker's timers as the answers tell them.
+	timers timers
 }
 
 // maxUndecided bounds the faults that leave a request without an answer
@@ -190,6 +195,7 @@ func (r *run) deliver(p *proc, lose bool) {
 		clear(r.rivalFenced)
 	}
 	r.noteGroup(p, op.Op, res)
+	r.timers.answered(op.Op, res)
 	p.c.learn(op.Op, res)
 	if p.c.closed() {
 		r.replace(p)

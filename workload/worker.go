@@ -33,6 +33,8 @@ type worker struct {
 	from       model.Partition       // the partition batch came from
 	step       workerStep
 	leaving    bool
+	// rejoining: the worker rejoins its group at its next poll.
+	rejoining bool
 }
 
 type workerStep int
@@ -60,7 +62,7 @@ func newWorker(txnID, group string, inputs []model.Partition, outOf func(model.P
 func (w *worker) closed() bool { return w.step == workerClosed }
 
 func (w *worker) idle() bool {
-	if w.step != workerRead || w.leaving || w.member == "" {
+	if w.step != workerRead || w.leaving || w.rejoining || w.member == "" {
 		return false // a worker outside the group must join it
 	}
 	for _, p := range w.assigned {
@@ -75,6 +77,15 @@ func (w *worker) inTxn() bool { return w.step > workerAddPartition && w.step <= 
 
 // leave asks the worker to leave the group once no transaction is open.
 func (w *worker) leave() { w.leaving = true }
+
+// rejoin asks the worker to rejoin its group, under its member id, at its
+// next poll (between transactions), whether or not the group changed: a
+// Kafka consumer does so when the metadata of a topic it subscribes to
+// changes (ConsumerCoordinator.rejoinNeededOrPending), and a consumer
+// that leads its group thereby starts a rebalance, while a follower is
+// answered its current generation and assignment
+// (GroupMetadataManager.classicGroupJoinExistingMember, state Stable).
+func (w *worker) rejoin() { w.rejoining = true }
 
 func (w *worker) next() (model.Op, bool) {
 	if w.leaving && !w.inTxn() && w.step != workerClosed {
@@ -93,6 +104,9 @@ func (w *worker) next() (model.Op, bool) {
 		r.Group, r.Partition, r.RequireStable = w.group, w.unknown[0], true
 		return model.Op{Kind: model.OffsetFetch, Req: r}, true
 	case workerRead:
+		if w.rejoining && w.member != "" {
+			return w.joinOp(), true
+		}
 		return w.readOp()
 	case workerAddPartition:
 		if w.v2 {
@@ -156,6 +170,9 @@ func (w *worker) commitOffsetsOp() model.Op {
 }
 
 func (w *worker) learn(op model.Op, res model.Result) {
+	if op.Kind == model.JoinGroup {
+		w.rejoining = false // answered, or refused: either way the poll is done
+	}
 	if !react(op, res, w.fenced, w.recover) {
 		return
 	}
@@ -271,7 +288,10 @@ func (w *worker) recover(op model.Op, res model.Result) {
 	case op.Kind == model.LeaveGroup:
 		w.step = workerClosed // gone from the group either way
 	case model.ClassOf(res.Err) == model.FencedConsumer && op.Kind == model.JoinGroup:
-		w.member, w.generation = "", model.NoGeneration // forgotten by the group: join anew
+		// Forgotten by the group: join anew before reading on (a rejoin
+		// may be refused with partitions still to read).
+		w.member, w.generation = "", model.NoGeneration
+		w.step = workerJoin
 	case model.ClassOf(res.Err) == model.FencedConsumer:
 		w.generation = model.NoGeneration
 		w.step = workerAbort

@@ -27,7 +27,7 @@ var targets = map[string]func(f runFlags) model.NewTarget{
 	},
 	"impl": func(f runFlags) model.NewTarget {
 		return func() (model.Target, error) {
-			return impl.New(impl.Config{TxnVersion: f.txnVersion, Mutants: f.mutants}), nil
+			return impl.New(impl.Config{TxnVersion: f.txnVersion, Mutants: f.mutants, SegmentSize: impl.ExploringSegmentSize}), nil
 		}
 	},
 	"kfake": func(f runFlags) model.NewTarget {
