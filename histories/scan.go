@@ -1,0 +1,186 @@
+package histories
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Every value the codecs see has been read by encoding/json already (the
+// document's decoder, or Unmarshal into raw values), so it is valid JSON.
+// A valid object or array can be split into its members by finding where
+// each value ends, without encoding/json's reflection, which was most of
+// the time a long history took to load. The split gives what
+// json.Unmarshal into map[string]json.RawMessage or []json.RawMessage
+// gives (the members' raw values, a later duplicate name winning), but
+// its values are slices of raw, not copies: they live as long as raw is
+// not reused. Whatever the split does not expect (an escape in a name, a
+// name that is not UTF-8) is left to json.Unmarshal.
+
+// splitObject is the members of the valid JSON object raw; ok is false
+// when json.Unmarshal must decide.
+func splitObject(raw []byte) (m map[string]json.RawMessage, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	m = map[string]json.RawMessage{}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return m, skipSpace(raw, i+1) == len(raw)
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		end, plain := stringEnd(raw, i)
+		if !plain || end < 0 {
+			return nil, false
+		}
+		name := raw[i+1 : end-1]
+		if !utf8.Valid(name) {
+			return nil, false
+		}
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		start := skipSpace(raw, i+1)
+		end = valueEnd(raw, start)
+		if end < 0 {
+			return nil, false
+		}
+		m[string(name)] = raw[start:end:end]
+		i = skipSpace(raw, end)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case '}':
+			return m, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// splitArray is the elements of the valid JSON array raw; ok is false when
+// json.Unmarshal must decide.
+func splitArray(raw []byte) (elems []json.RawMessage, ok bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	elems = []json.RawMessage{}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return elems, skipSpace(raw, i+1) == len(raw)
+	}
+	for i < len(raw) {
+		end := valueEnd(raw, i)
+		if end < 0 {
+			return nil, false
+		}
+		elems = append(elems, raw[i:end:end])
+		i = skipSpace(raw, end)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case ']':
+			return elems, skipSpace(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// plainString is the string the valid JSON string raw holds, when it has
+// no escape and is UTF-8 (so that its bytes are the string's); ok is false
+// when json.Unmarshal must decide.
+func plainString(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	end, plain := stringEnd(raw, 0)
+	if !plain || end != len(raw) || !utf8.Valid(raw[1:end-1]) {
+		return "", false
+	}
+	return string(raw[1 : end-1]), true
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// stringEnd is the index just past the string that starts at raw[i], and
+// whether it has no escape; -1 when it does not end.
+func stringEnd(raw []byte, i int) (end int, plain bool) {
+	plain = true
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			plain = false
+			j++
+		case '"':
+			return j + 1, plain
+		}
+	}
+	return -1, false
+}
+
+// valueEnd is the index just past the value that starts at raw[i]; -1 when
+// there is none.
+func valueEnd(raw []byte, i int) int {
+	if i >= len(raw) {
+		return -1
+	}
+	switch raw[i] {
+	case '"':
+		end, _ := stringEnd(raw, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(raw); j++ {
+			switch raw[j] {
+			case '"':
+				end, _ := stringEnd(raw, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	case ',', ':', '}', ']':
+		return -1
+	}
+	j := i
+	for j < len(raw) {
+		switch raw[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
