@@ -216,7 +216,9 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		case op.Returned:
 			ret = op.Return
 		}
-		ops = append(ops, porcupine.Operation{ClientId: procs[op.Proc], Input: op, Call: op.Call, Output: op.Result, Return: ret})
+		// Output points into the history too: the model reads the answer
+		// from Input, and a copy of each would be most of what ops hold.
+		ops = append(ops, porcupine.Operation{ClientId: procs[op.Proc], Input: op, Call: op.Call, Output: &op.Result, Return: ret})
 	}
 	return ops
 }
@@ -253,6 +255,9 @@ func partition(ops []porcupine.Operation) [][]porcupine.Operation {
 			roots = append(roots, root)
 		}
 		pieces[root] = append(pieces[root], o)
+	}
+	if len(roots) == 1 && len(global) == 0 {
+		return [][]porcupine.Operation{ops} // one piece: the history as it is, not a copy
 	}
 	out := make([][]porcupine.Operation, 0, len(roots))
 	for _, root := range roots {
