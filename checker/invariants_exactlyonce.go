@@ -31,16 +31,18 @@ func checkExactlyOnce(a *analysis) Verdict {
 // record, or the commit of the second write.
 func (a *analysis) duplicates() []Violation {
 	type tripInTopic struct{ topic, key string }
-	firstSeen := map[tripInTopic]evidence{}
+	all := a.committedEvidence()
+	firstSeen := map[tripInTopic]int{} // into all: a trip for every record
 	reported := map[slot]bool{}
 	var violations []Violation
-	for _, e := range a.committedEvidence() {
+	for i, e := range all {
 		trip := tripInTopic{topicOf(e.partition), e.key}
-		first, seen := firstSeen[trip]
+		at, seen := firstSeen[trip]
 		if !seen {
-			firstSeen[trip] = e
+			firstSeen[trip] = i
 			continue
 		}
+		first := all[at]
 		if first.slot == e.slot || reported[e.slot] {
 			continue
 		}

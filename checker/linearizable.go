@@ -62,7 +62,10 @@ type linearizability struct {
 	codes   Verdict // error-codes: the classes of rightful refusals
 	model   porcupine.Model
 	info    porcupine.LinearizationInfo
-	ops     []porcupine.Operation
+	ops     []porcupine.Operation // drawn, with Options.Visualize only
+	// judged is how many operations the search judged: WriteHTML needs to
+	// know, and a long history's ops are not kept once judged.
+	judged int
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
@@ -80,7 +83,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 		m := porcupineModel(model.Options{TxnVersion: version}, true)
 		switch search := checkWindowed(m, ops, timeout, progress); search.result {
 		case porcupine.Ok:
-			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, ops: ops}
+			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 			if verbose {
 				lin.model, lin.info, lin.ops = drawn(m, ops, search, timeout)
 			}
@@ -94,7 +97,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 	for i, version := range versions {
 		m := porcupineModel(model.Options{TxnVersion: version}, false)
 		search := checkWindowed(m, ops, timeout, nil)
-		lin := linearizability{verdict: held(Linearizable), model: m, ops: ops}
+		lin := linearizability{verdict: held(Linearizable), model: m, judged: len(ops)}
 		lin.codes = wrongCodesVerdict(m, ops, version, timeout)
 		switch {
 		case search.result == porcupine.Ok:
