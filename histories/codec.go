@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"unique"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -238,7 +239,10 @@ func (t text[T]) decode(path string, raw json.RawMessage) error {
 			return bad(path, "%v", err)
 		}
 	}
-	*t.p = T(s)
+	// One copy of each string: a long history repeats its processes,
+	// ids, partitions and types on every operation, and its fetches
+	// repeat the keys its produces wrote.
+	*t.p = T(unique.Make(s).Value())
 	return nil
 }
 
