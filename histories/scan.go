@@ -18,86 +18,76 @@ import (
 
 // splitObject is the members of the valid JSON object raw; ok is false
 // when json.Unmarshal must decide.
-func splitObject(raw []byte) (m map[string]json.RawMessage, ok bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return nil, false
-	}
-	m = map[string]json.RawMessage{}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		return m, skipSpace(raw, i+1) == len(raw)
-	}
-	for i < len(raw) {
-		if raw[i] != '"' {
-			return nil, false
-		}
+func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
+	m := map[string]json.RawMessage{}
+	ok := splitEach(raw, '{', '}', func(i int) int {
 		end, plain := stringEnd(raw, i)
-		if !plain || end < 0 {
-			return nil, false
+		if raw[i] != '"' || !plain {
+			return -1
 		}
 		name := raw[i+1 : end-1]
-		if !utf8.Valid(name) {
-			return nil, false
-		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
+		if i = skipSpace(raw, end); !utf8.Valid(name) || i >= len(raw) || raw[i] != ':' {
+			return -1
 		}
 		start := skipSpace(raw, i+1)
-		end = valueEnd(raw, start)
-		if end < 0 {
-			return nil, false
+		if end = valueEnd(raw, start); end >= 0 {
+			m[string(name)] = raw[start:end:end]
 		}
-		m[string(name)] = raw[start:end:end]
-		i = skipSpace(raw, end)
-		if i >= len(raw) {
-			return nil, false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case '}':
-			return m, skipSpace(raw, i+1) == len(raw)
-		default:
-			return nil, false
-		}
+		return end
+	})
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return m, true
 }
 
 // splitArray is the elements of the valid JSON array raw; ok is false when
 // json.Unmarshal must decide.
-func splitArray(raw []byte) (elems []json.RawMessage, ok bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
+func splitArray(raw []byte) ([]json.RawMessage, bool) {
+	elems := []json.RawMessage{}
+	ok := splitEach(raw, '[', ']', func(i int) int {
+		end := valueEnd(raw, i)
+		if end >= 0 {
+			elems = append(elems, raw[i:end:end])
+		}
+		return end
+	})
+	if !ok {
 		return nil, false
 	}
-	elems = []json.RawMessage{}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == ']' {
-		return elems, skipSpace(raw, i+1) == len(raw)
+	return elems, true
+}
+
+// splitEach walks the members of the valid JSON object or array raw, which
+// open and close delimit: member reads the one that starts at raw[i] and
+// says where it ends (-1: it cannot). It reports false when the walk must
+// be left to json.Unmarshal.
+func splitEach(raw []byte, open, close byte, member func(i int) int) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != open {
+		return false
+	}
+	if i = skipSpace(raw, i+1); i < len(raw) && raw[i] == close {
+		return skipSpace(raw, i+1) == len(raw)
 	}
 	for i < len(raw) {
-		end := valueEnd(raw, i)
+		end := member(i)
 		if end < 0 {
-			return nil, false
+			return false
 		}
-		elems = append(elems, raw[i:end:end])
-		i = skipSpace(raw, end)
-		if i >= len(raw) {
-			return nil, false
+		if i = skipSpace(raw, end); i >= len(raw) {
+			return false
 		}
 		switch raw[i] {
 		case ',':
 			i = skipSpace(raw, i+1)
-		case ']':
-			return elems, skipSpace(raw, i+1) == len(raw)
+		case close:
+			return skipSpace(raw, i+1) == len(raw)
 		default:
-			return nil, false
+			return false
 		}
 	}
-	return nil, false
+	return false
 }
 
 // plainString is the string the valid JSON string raw holds, when it has
