@@ -19,7 +19,8 @@ import (
 // piece at those instants, searches each window alone from every state the
 // windows before it may have ended in, and keeps only those end states.
 // The offsets, epochs and generations the answers carry leave most windows
-// one end state; when a window leaves several, all of them go on.
+// one end state; when a window leaves several, each may have to be gone on
+// from (see checkPiece).
 //
 // An operation that never returned is in flight to the end (porcupineOps
 // gives it a return after everything), so no cut falls after its call: it

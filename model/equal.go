@@ -46,8 +46,8 @@ func (ps partState) equal(o partState) bool {
 }
 
 // sameEntry reports whether two offsets read alike: the same record, or
-// both a marker (its producer, epoch and outcome are kept for the story
-// the log tells, and read from the producer state and aborted ranges).
+// both a marker (what a marker says, its producer, epoch and outcome, took
+// its effect in the producer state and the aborted ranges, compared apart).
 func sameEntry(a, b entry) bool { return a == b || (a.control && b.control) }
 
 // sameAborted reports whether the aborted ranges of two logs that read
