@@ -3,6 +3,10 @@ package checker_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -142,18 +146,14 @@ func (c *client) learn(op model.Op, res model.Result) {
 // The shapes widen what costs, a window: many more clients and ids, or
 // transactions of 50 records.
 func BenchmarkCheckScale(b *testing.B) {
-	shapes := []struct {
-		name                             string
-		clients, ids, partitions, writes int
-	}{{"", 8, 4, 8, 3}, {"64clients-32ids/", 64, 32, 8, 3}, {"long-txns/", 8, 4, 8, 50}}
 	sizes := []struct {
 		name string
 		n    int
 	}{{"10k", 10_000}, {"100k", 100_000}, {"1M", 1_000_000}}
-	for _, shape := range shapes {
+	for _, shape := range scaleShapes {
 		for _, size := range sizes {
 			b.Run(shape.name+size.name, func(b *testing.B) {
-				h := syntheticTxnHistory(size.n, shape.clients, shape.ids, shape.partitions, shape.writes, 1)
+				h := shape.history(size.n)
 				b.ResetTimer()
 				for range b.N {
 					if report := checker.Check(h, checker.Options{}); !report.Held() {
@@ -164,6 +164,38 @@ func BenchmarkCheckScale(b *testing.B) {
 			})
 		}
 	}
+}
+
+// scaleShapes are the ladder's shapes, the benchmark's own first.
+var scaleShapes = []scaleShape{{"", 8, 4, 8, 3}, {"64clients-32ids/", 64, 32, 8, 3}, {"long-txns/", 8, 4, 8, 50}}
+
+type scaleShape struct {
+	name                             string
+	clients, ids, partitions, writes int
+}
+
+func (s scaleShape) history(n int) histories.History {
+	return syntheticTxnHistory(n, s.clients, s.ids, s.partitions, s.writes, 1)
+}
+
+// TestWriteScaleHistory writes a history of the ladder to a file, to
+// measure `fencecheck check` of it (FENCECHECK_SCALE_SHAPE, when set, is
+// the name of another shape than the first: 64clients-32ids, long-txns):
+//
+//	FENCECHECK_SCALE_HISTORY=/tmp/1M.json FENCECHECK_SCALE_OPS=1000000 go test -run TestWriteScaleHistory ./checker/
+func TestWriteScaleHistory(t *testing.T) {
+	path := os.Getenv("FENCECHECK_SCALE_HISTORY")
+	if path == "" {
+		t.Skip("FENCECHECK_SCALE_HISTORY names the file to write")
+	}
+	n, err := strconv.Atoi(os.Getenv("FENCECHECK_SCALE_OPS"))
+	require.NoError(t, err, "FENCECHECK_SCALE_OPS is the number of operations")
+	name := os.Getenv("FENCECHECK_SCALE_SHAPE")
+	i := slices.IndexFunc(scaleShapes, func(s scaleShape) bool { return strings.TrimSuffix(s.name, "/") == name })
+	require.GreaterOrEqual(t, i, 0, "no shape %q", name)
+	h := scaleShapes[i].history(n)
+	h.Name = fmt.Sprintf("BenchmarkCheckScale/%s%d", scaleShapes[i].name, n)
+	require.NoError(t, histories.SaveFile(path, h))
 }
 
 // BenchmarkCheckSequentialReinit times the path to epoch exhaustion: one

@@ -91,7 +91,7 @@ func (r Report) Verdict(check string) Verdict {
 // break it, and its lanes named after the processes. The report must come
 // from Check with Options.Visualize.
 func (r Report) WriteHTML(w io.Writer) error {
-	if r.lin.info.PartialLinearizations() == nil && len(r.lin.ops) > 0 {
+	if r.lin.info.PartialLinearizations() == nil && r.lin.judged > 0 {
 		return fmt.Errorf("the report was made without Options.Visualize")
 	}
 	info := r.lin.info

@@ -28,10 +28,13 @@ type analysis struct {
 	byID opIndex
 	txnAnalysis
 	records recordIndex
+	repeats recordIndex // the answers of produces that repeat a batch
 }
 
 func analyze(h histories.History) *analysis {
-	return &analysis{h: h, byID: opsByID(h), txnAnalysis: analyzeTxns(h), records: indexRecords(h)}
+	a := &analysis{h: h, byID: opsByID(h), txnAnalysis: analyzeTxns(h)}
+	a.records, a.repeats = indexRecords(h)
+	return a
 }
 
 // opIndex finds an operation of the history by its id. It points into

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
 )
@@ -32,10 +33,12 @@ func (a *analysis) uncommittedRead(read sighting, fetch histories.Op) (Violation
 	if len(writers) == 0 {
 		return Violation{}, false
 	}
-	for _, w := range append(writers, a.repeatsAnsweredAt(read, fetch)...) {
-		if t := a.txnOf[w.ID]; t == nil || t.visibleBy(fetch.Return) {
-			return Violation{}, false
-		}
+	visible := func(w histories.Op) bool {
+		t := a.txnOf[w.ID]
+		return t == nil || t.visibleBy(fetch.Return)
+	}
+	if slices.ContainsFunc(writers, visible) || slices.ContainsFunc(a.repeatsAnsweredAt(read, fetch), visible) {
+		return Violation{}, false
 	}
 	w := writers[0]
 	t := a.txnOf[w.ID]

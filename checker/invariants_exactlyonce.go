@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -30,16 +31,18 @@ func checkExactlyOnce(a *analysis) Verdict {
 // record, or the commit of the second write.
 func (a *analysis) duplicates() []Violation {
 	type tripInTopic struct{ topic, key string }
-	firstSeen := map[tripInTopic]evidence{}
+	all := a.committedEvidence()
+	firstSeen := map[tripInTopic]int{} // into all: a trip for every record
 	reported := map[slot]bool{}
 	var violations []Violation
-	for _, e := range a.committedEvidence() {
+	for i, e := range all {
 		trip := tripInTopic{topicOf(e.partition), e.key}
-		first, seen := firstSeen[trip]
+		at, seen := firstSeen[trip]
 		if !seen {
-			firstSeen[trip] = e
+			firstSeen[trip] = i
 			continue
 		}
+		first := all[at]
 		if first.slot == e.slot || reported[e.slot] {
 			continue
 		}
@@ -135,34 +138,65 @@ func (a *analysis) lostWrites() []Violation {
 	return violations
 }
 
-// committedRecords is the records of committed writes, by partition, in
-// the call order of their writes.
-func (a *analysis) committedRecords() map[model.Partition][]sighting {
-	committed := map[model.Partition][]sighting{}
+// committedLog is the records of one partition's committed writes, in
+// the call order of their writes, and the same records by offset.
+type committedLog struct {
+	records  []sighting
+	byOffset []int // indexes into records, in the order of their offsets
+}
+
+// committedRecords is the records of committed writes, by partition.
+func (a *analysis) committedRecords() map[model.Partition]*committedLog {
+	committed := map[model.Partition]*committedLog{}
 	for _, op := range inCallOrder(a.h.Ops) {
 		if a.committedWrite(op) {
-			committed[op.Req.Partition] = append(committed[op.Req.Partition], producedRecords(op)...)
+			l := committed[op.Req.Partition]
+			if l == nil {
+				l = &committedLog{}
+				committed[op.Req.Partition] = l
+			}
+			l.records = append(l.records, producedRecords(op)...)
 		}
+	}
+	for _, l := range committed {
+		l.byOffset = make([]int, len(l.records))
+		for i := range l.byOffset {
+			l.byOffset[i] = i
+		}
+		slices.SortStableFunc(l.byOffset, func(i, j int) int { return cmp.Compare(l.records[i].offset, l.records[j].offset) })
 	}
 	return committed
 }
 
-// skippedBy is the records among written that lie in the range a fetch
+// skippedBy is the records of written that lie in the range a fetch
 // covered (from its start to the highest offset it returned) but that it
-// did not return.
-func skippedBy(fetch histories.Op, written []sighting) []sighting {
+// did not return, in the order of written.
+func skippedBy(fetch histories.Op, written *committedLog) []sighting {
+	if written == nil {
+		return nil
+	}
 	returned := map[int64]bool{}
 	for _, s := range fetchedRecords(fetch) {
 		returned[s.offset] = true
 	}
 	high := highestOffset(fetch)
-	var skipped []sighting
-	for _, w := range written {
-		if w.offset >= fetch.Req.Offset && w.offset <= high && !returned[w.offset] {
-			skipped = append(skipped, w)
+	from, _ := slices.BinarySearchFunc(written.byOffset, fetch.Req.Offset, func(i int, offset int64) int {
+		return cmp.Compare(written.records[i].offset, offset)
+	})
+	var skipped []int
+	for _, i := range written.byOffset[from:] {
+		if w := written.records[i]; w.offset > high {
+			break
+		} else if !returned[w.offset] {
+			skipped = append(skipped, i)
 		}
 	}
-	return skipped
+	slices.Sort(skipped)
+	out := make([]sighting, len(skipped))
+	for n, i := range skipped {
+		out[n] = written.records[i]
+	}
+	return out
 }
 
 // highestOffset is the highest offset a fetch returned; -1 when none.

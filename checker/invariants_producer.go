@@ -19,9 +19,10 @@ type grant struct {
 	verb       string // how op made it current, for reasons
 	// kind and req are the request that made it current (for a timeout
 	// abort, the session it moved on from), so that a retry of it is
-	// recognised.
+	// recognised. req points into the history, as a long one has a grant
+	// for every few operations.
 	kind model.Kind
-	req  model.Request
+	req  *model.Request
 	proc string // the process it was handed to
 }
 
@@ -29,14 +30,15 @@ type grant struct {
 // init_producer_id of a transactional.id (KIP-98), a successful end_txn that
 // names the next session (KIP-890), or the coordinator's timeout abort,
 // which bumps the epoch.
-func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
-	resp := op.Result.Resp
-	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: op.Req, proc: op.Proc}
+func grantOf(op *histories.Op) (transactionalID string, g grant, ok bool) {
+	resp := &op.Result.Resp
+	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: &op.Req, proc: op.Proc}
 	switch {
 	case op.Kind == model.TimeoutAbort && resp.TransactionalID != "":
 		// The session it moved on from, which a retry names.
-		g.req = model.NewRequest()
-		g.req.TransactionalID, g.req.ProducerID, g.req.Epoch = resp.TransactionalID, resp.ProducerID, resp.Epoch-1
+		moved := model.NewRequest()
+		moved.TransactionalID, moved.ProducerID, moved.Epoch = resp.TransactionalID, resp.ProducerID, resp.Epoch-1
+		g.req = &moved
 		g.at, g.verb = op.Call, "bumped to"
 		return resp.TransactionalID, g, true
 	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
@@ -53,8 +55,8 @@ func grantOf(op histories.Op) (transactionalID string, g grant, ok bool) {
 // and what is a retry is judged against the request that first made it.
 func grantsByID(h histories.History) map[string][]grant {
 	grants := map[string][]grant{}
-	for _, op := range h.Ops {
-		if id, g, ok := grantOf(op); ok {
+	for i := range h.Ops {
+		if id, g, ok := grantOf(&h.Ops[i]); ok {
 			grants[id] = append(grants[id], g)
 		}
 	}
@@ -215,7 +217,7 @@ func (x *grantIndex) firstSuperseding(key sessionKey) int {
 func retriesBump(op histories.Op, g grant) bool {
 	resp := op.Result.Resp
 	again := resp.ProducerID == g.producerID && resp.Epoch == g.epoch
-	return again && (model.RetriesGrant(op.Kind, op.Req, g.kind, g.req) || (op.Proc == g.proc && g.proc != ""))
+	return again && (model.RetriesGrant(op.Kind, op.Req, g.kind, *g.req) || (op.Proc == g.proc && g.proc != ""))
 }
 
 // sessionName is "epoch E", or "producer id P epoch E" when the producer id

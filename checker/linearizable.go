@@ -73,7 +73,10 @@ type linearizability struct {
 	codes   Verdict // error-codes: the classes of rightful refusals
 	model   porcupine.Model
 	info    porcupine.LinearizationInfo
-	ops     []porcupine.Operation
+	ops     []porcupine.Operation // drawn, with Options.Visualize only
+	// judged is how many operations the search judged: WriteHTML needs to
+	// know, and a long history's ops are not kept once judged.
+	judged int
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
@@ -91,7 +94,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock}, true)
 		switch search := checkWindowed(m, ops, timeout, progress); search.result {
 		case porcupine.Ok:
-			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, ops: ops}
+			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 			if verbose {
 				lin.model, lin.info, lin.ops = drawn(m, ops, search, timeout)
 			}
@@ -105,7 +108,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 	for i, version := range versions {
 		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock}, false)
 		search := checkWindowed(m, ops, timeout, nil)
-		lin := linearizability{verdict: held(Linearizable), model: m, ops: ops}
+		lin := linearizability{verdict: held(Linearizable), model: m, judged: len(ops)}
 		lin.codes = wrongCodesVerdict(m, ops, version, timeout)
 		switch {
 		case search.result == porcupine.Ok:
@@ -227,7 +230,9 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		case op.Returned:
 			ret = op.Return
 		}
-		ops = append(ops, porcupine.Operation{ClientId: procs[op.Proc], Input: op, Call: op.Call, Output: op.Result, Return: ret})
+		// Output points into the history too: the model reads the answer
+		// from Input, and a copy of each would be most of what ops hold.
+		ops = append(ops, porcupine.Operation{ClientId: procs[op.Proc], Input: op, Call: op.Call, Output: &op.Result, Return: ret})
 	}
 	return ops
 }
@@ -264,6 +269,9 @@ func partition(ops []porcupine.Operation) [][]porcupine.Operation {
 			roots = append(roots, root)
 		}
 		pieces[root] = append(pieces[root], o)
+	}
+	if len(roots) == 1 && len(global) == 0 {
+		return [][]porcupine.Operation{ops} // one piece: the history as it is, not a copy
 	}
 	out := make([][]porcupine.Operation, 0, len(roots))
 	for _, root := range roots {

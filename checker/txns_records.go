@@ -68,23 +68,26 @@ type recordIndex map[slot][]sighting
 // results (of either isolation) name. A produce that repeats an earlier
 // batch that may have landed (model.Batch) names no slot: a broker answers
 // it as a duplicate, with the offset of the records first sent under it.
-func indexRecords(h histories.History) recordIndex {
-	idx := recordIndex{}
+// Those repeats' answers are kept apart, in the second index (see
+// repeatsAnsweredAt).
+func indexRecords(h histories.History) (recordIndex, recordIndex) {
+	idx, repeats := recordIndex{}, recordIndex{}
 	landed := map[model.Batch]bool{}
 	for _, op := range inCallOrder(h.Ops) {
 		sightings := append(producedRecords(op), fetchedRecords(op)...)
+		into := idx
 		if op.Kind == model.Produce && op.Req.ProducerID != model.NoProducerID {
 			id := model.BatchOf(op.Req)
 			if landed[id] {
-				sightings = nil
+				into = repeats
 			}
 			landed[id] = landed[id] || op.Result.Succeeded() || op.Result.Undecided()
 		}
 		for _, s := range sightings {
-			idx[s.slot] = append(idx[s.slot], s)
+			into[s.slot] = append(into[s.slot], s)
 		}
 	}
-	return idx
+	return idx, repeats
 }
 
 // writersOf lists the produce operations that may have written the record a
@@ -112,23 +115,17 @@ func (a *analysis) writersOf(read sighting, fetch histories.Op) []histories.Op {
 	return maybe
 }
 
-// repeatsAnsweredAt lists the produces that repeated a batch that may
-// have landed before them and were answered at the read's slot with a
-// record like it. indexRecords names no slot for them, since the answer
-// may be the broker's to a duplicate; but when the first send never
-// landed, the repeat is a new write there, and the read may be its. Only
-// asked of a read that no other writer's transaction explains, so the
-// scan is rare.
+// repeatsAnsweredAt lists the produces called by the fetch's return that
+// repeated a batch that may have landed before them and were answered at
+// the read's slot with a record like it. indexRecords names no slot for
+// them, since the answer may be the broker's to a duplicate; but when the
+// first send never landed, the repeat is a new write there, and the read
+// may be its.
 func (a *analysis) repeatsAnsweredAt(read sighting, fetch histories.Op) []histories.Op {
 	var repeats []histories.Op
-	for _, w := range a.h.Ops {
-		if w.Call > fetch.Return || w.Req.Partition != read.partition {
-			continue
-		}
-		for _, s := range producedRecords(w) {
-			if s.slot == read.slot && s.sameRecord(read) {
-				repeats = append(repeats, w)
-			}
+	for _, s := range a.repeats[read.slot] {
+		if w := a.byID.get(s.op); w.Call <= fetch.Return && s.sameRecord(read) {
+			repeats = append(repeats, w)
 		}
 	}
 	return repeats

@@ -19,7 +19,8 @@ import (
 // piece at those instants, searches each window alone from every state the
 // windows before it may have ended in, and keeps only those end states.
 // The offsets, epochs and generations the answers carry leave most windows
-// one end state; when a window leaves several, all of them go on.
+// one end state; when a window leaves several, each may have to be gone on
+// from (see checkPiece).
 //
 // An operation that never returned is in flight to the end (porcupineOps
 // gives it a return after everything), so no cut falls after its call: it
@@ -93,7 +94,11 @@ func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Du
 	report := progressReport{report: progress, next: progressEvery}
 	for _, piece := range pieces {
 		report.deepest = 0
-		if res = checkPiece(ctx, m, piece, &report); res.result != porcupine.Ok {
+		res = checkPiece(ctx, m, piece, &report, false)
+		if res.result == porcupine.Illegal {
+			res = checkPiece(ctx, m, piece, &report, true)
+		}
+		if res.result != porcupine.Ok {
 			return res
 		}
 	}
@@ -102,11 +107,16 @@ func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Du
 }
 
 // checkPiece searches one piece window by window, depth first: it goes on
-// from the first state a window may end in and keeps the way to the
-// others, to come back to if a later window can be placed from none of the
-// states taken. A history whose answers fix the order leaves nothing to
-// come back to.
-func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operation, report *progressReport) windowedResult {
+// from the first state a window may end in and, with comeBack, keeps the
+// way to the others, to come back to if a later window can be placed from
+// none of the states taken. A history whose answers fix the order leaves
+// nothing to come back to. A correct history needs one way through, and
+// finding a window's other end states costs a search of its every order:
+// so the first search of a piece takes the first end state of each window
+// only, and only when that way fails is the piece searched again, coming
+// back (the second search takes the same first way, so it fails where the
+// first did, or comes back and finds another way).
+func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operation, report *progressReport, comeBack bool) windowedResult {
 	windows := windowsOf(piece)
 	var left []choice // the windows with end states not yet tried, innermost last
 	at, state := 0, m.Init()
@@ -121,9 +131,9 @@ func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operat
 				return windowedResult{result: porcupine.Unknown, piece: piece, window: w, starts: []any{state}}
 			}
 		} else {
-			ends := endsOf(ctx, m, w, state)
+			ends := endsOf(ctx, m, w, state, comeBack)
 			if end, ok := ends.next(); ok {
-				if ends.mayHaveMore() {
+				if comeBack && ends.mayHaveMore() {
 					left = append(left, choice{at + 1, ends})
 				}
 				report.passed(at, len(w))
@@ -244,8 +254,9 @@ type endSource interface {
 // find its first order.
 const listedEndsUpTo = 10
 
-// endsOf is the source of w's end states from start.
-func endsOf(ctx context.Context, m porcupine.Model, w window, start any) endSource {
+// endsOf is the source of w's end states from start; all of them found at
+// once when every one is wanted and w is small.
+func endsOf(ctx context.Context, m porcupine.Model, w window, start any, all bool) endSource {
 	if len(w) == 1 { // a sequential stretch: one step, nothing to search
 		if ok, end := m.StepContext(ctx, start, w[0].Input, w[0].Output); ok {
 			return &listedEnds{end}
@@ -253,7 +264,7 @@ func endsOf(ctx context.Context, m porcupine.Model, w window, start any) endSour
 		return &listedEnds{}
 	}
 	search := newWindowSearch(ctx, m, w, start)
-	if len(w) > listedEndsUpTo {
+	if len(w) > listedEndsUpTo || !all {
 		return search
 	}
 	var ends listedEnds

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"unique"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -73,8 +74,14 @@ func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
 
 // asObject is raw as a JSON object's members.
 func asObject(path string, raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, bad(path, "must be an object, got %s", describe(raw))
+	}
+	if m, ok := splitObject(raw); ok {
+		return m, nil
+	}
 	var m map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	if json.Unmarshal(raw, &m) != nil {
 		return nil, bad(path, "must be an object, got %s", describe(raw))
 	}
 	return m, nil
@@ -82,8 +89,14 @@ func asObject(path string, raw json.RawMessage) (map[string]json.RawMessage, err
 
 // asArray is raw as a JSON array's elements.
 func asArray(path string, raw json.RawMessage) ([]json.RawMessage, error) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, bad(path, "must be an array, got %s", describe(raw))
+	}
+	if a, ok := splitArray(raw); ok {
+		return a, nil
+	}
 	var a []json.RawMessage
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &a) != nil {
+	if json.Unmarshal(raw, &a) != nil {
 		return nil, bad(path, "must be an array, got %s", describe(raw))
 	}
 	return a, nil
@@ -159,7 +172,7 @@ func (n number[T]) decode(path string, raw json.RawMessage) error {
 	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
 		return bad(path, "must be an integer, got %s", describe(raw))
 	}
-	v, err := strconv.ParseInt(string(raw), 10, 64)
+	v, err := parseInt(raw)
 	if errors.Is(err, strconv.ErrRange) {
 		return bad(path, "%s is out of range", describe(raw))
 	}
@@ -171,6 +184,29 @@ func (n number[T]) decode(path string, raw json.RawMessage) error {
 	}
 	*n.p = T(v)
 	return nil
+}
+
+// parseInt is strconv.ParseInt(raw, 10, 64), without making a string of
+// raw when it is at most 18 digits (which cannot overflow).
+func parseInt(raw []byte) (int64, error) {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 {
+		return strconv.ParseInt(string(raw), 10, 64)
+	}
+	var v int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return strconv.ParseInt(string(raw), 10, 64)
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if raw[0] == '-' {
+		v = -v
+	}
+	return v, nil
 }
 
 func (s span) String() string {
@@ -191,8 +227,11 @@ type text[T ~string] struct {
 }
 
 func (t text[T]) decode(path string, raw json.RawMessage) error {
-	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	if raw[0] != '"' {
+		return bad(path, "must be a string, got %s", describe(raw))
+	}
+	s, plain := plainString(raw)
+	if !plain && json.Unmarshal(raw, &s) != nil {
 		return bad(path, "must be a string, got %s", describe(raw))
 	}
 	if t.valid != nil {
@@ -200,7 +239,10 @@ func (t text[T]) decode(path string, raw json.RawMessage) error {
 			return bad(path, "%v", err)
 		}
 	}
-	*t.p = T(s)
+	// One copy of each string: a long history repeats its processes,
+	// ids, partitions and types on every operation, and its fetches
+	// repeat the keys its produces wrote.
+	*t.p = T(unique.Make(s).Value())
 	return nil
 }
 
@@ -211,6 +253,10 @@ func (t text[T]) encode() any  { return string(*t.p) }
 type flag struct{ p *bool }
 
 func (f flag) decode(path string, raw json.RawMessage) error {
+	if b := string(raw); b == "true" || b == "false" {
+		*f.p = b == "true"
+		return nil
+	}
 	if err := json.Unmarshal(raw, f.p); err != nil || (raw[0] != 't' && raw[0] != 'f') {
 		return bad(path, "must be true or false, got %s", describe(raw))
 	}

@@ -2,6 +2,7 @@ package histories
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,5 +48,33 @@ func FuzzLoad(f *testing.F) {
 		again, err := Load(&buf)
 		require.NoError(t, err)
 		require.Equal(t, h, again)
+	})
+}
+
+// FuzzSplit holds the split of objects, arrays and strings (scan.go) to
+// what json.Unmarshal makes of the same valid JSON.
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{`{"a": 1, "b": [1, {"c": "}"}], "a": "x\"y"}`, ` [ 1 ,"2", {} , [] , null ] `, `"caf\u00e9"`, `"café"`, `{"\u0061": 1}`, `{}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		if m, ok := splitObject(data); ok {
+			var want map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &want))
+			require.Equal(t, want, m)
+		}
+		if a, ok := splitArray(data); ok {
+			var want []json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &want))
+			require.Equal(t, want, a)
+		}
+		if s, ok := plainString(data); ok {
+			var want string
+			require.NoError(t, json.Unmarshal(data, &want))
+			require.Equal(t, want, s)
+		}
 	})
 }

@@ -23,7 +23,11 @@ func LoadFileWithProgress(path string, progress func(ops int)) (History, error) 
 		return History{}, err
 	}
 	defer f.Close()
-	h, err := LoadWithProgress(f, progress)
+	ops, err := opsInFile(f)
+	if err != nil {
+		return History{}, fmt.Errorf("%s: %w", path, err)
+	}
+	h, err := loadStream(f, progress, ops)
 	if err != nil {
 		return History{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -51,13 +55,20 @@ const progressEvery = 10_000
 // well. The errors are the ones a whole-document read gives, in the same
 // order: not JSON first, then the top-level fields, then the operations.
 func LoadWithProgress(r io.Reader, progress func(ops int)) (History, error) {
+	return loadStream(r, progress, 0)
+}
+
+// loadStream is LoadWithProgress with room made for ops operations at
+// once: a long history's operations are most of what loading it holds, and
+// a slice grown to hold them held the old array and the new at once.
+func loadStream(r io.Reader, progress func(ops int), ops int) (History, error) {
 	in := bufio.NewReader(r)
 	if !startsObject(in) {
 		return loadWhole(in) // not an object: the whole-document read says why
 	}
 	dec := json.NewDecoder(in)
 	dec.UseNumber() // so that a number where ops should be is named as written
-	doc, err := streamDocument(dec, progress)
+	doc, err := streamDocument(dec, progress, ops)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the document began, so it was cut short
 	}
@@ -68,6 +79,62 @@ func LoadWithProgress(r io.Reader, progress func(ops int)) (History, error) {
 		return History{}, errors.New("more data after the JSON document")
 	}
 	return doc.history()
+}
+
+// opsInFile is countOps of a regular file, read again from its start
+// after; 0 for a pipe or a device, which can be read once.
+func opsInFile(f *os.File) (int, error) {
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return 0, nil
+	}
+	ops, err := countOps(f)
+	if err != nil {
+		return 0, err
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	return ops, err
+}
+
+// countOps is how many operations the document read from r seems to
+// hold: the objects that open inside an array inside the top-level value,
+// which only "ops" holds. It is a capacity to make room for, not a check:
+// the document is read and checked as a stream after. It is at most one
+// for every minOpBytes bytes (the shortest operation a document can hold),
+// so that a malformed document asks for no more than a valid one of its
+// size would.
+func countOps(r io.Reader) (int, error) {
+	const minOpBytes = 40
+	buf := make([]byte, 64<<10)
+	ops, depth, size := 0, 0, 0
+	inString, escaped := false, false
+	for {
+		n, err := r.Read(buf)
+		size += n
+		for _, c := range buf[:n] {
+			switch {
+			case escaped:
+				escaped = false
+			case inString:
+				escaped = c == '\\'
+				inString = c != '"'
+			case c == '"':
+				inString = true
+			case c == '{' || c == '[':
+				if c == '{' && depth == 2 {
+					ops++
+				}
+				depth++
+			case c == '}' || c == ']':
+				depth--
+			}
+		}
+		if err == io.EOF {
+			return min(ops, size/minOpBytes), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
 }
 
 // startsObject reports whether the first non-blank byte of in opens an object.
@@ -110,7 +177,7 @@ type streamedDocument struct {
 
 // streamDocument reads the top-level object, decoding "ops" element by
 // element. A syntax error is returned; a format error is kept for later.
-func streamDocument(dec *json.Decoder, progress func(int)) (*streamedDocument, error) {
+func streamDocument(dec *json.Decoder, progress func(int), ops int) (*streamedDocument, error) {
 	doc := &streamedDocument{members: map[string]json.RawMessage{}}
 	if _, err := dec.Token(); err != nil { // the opening brace
 		return nil, err
@@ -122,7 +189,7 @@ func streamDocument(dec *json.Decoder, progress func(int)) (*streamedDocument, e
 		}
 		name, _ := t.(string)
 		if name == "ops" {
-			err = doc.streamOps(dec, progress)
+			err = doc.streamOps(dec, progress, ops)
 		} else {
 			var raw json.RawMessage
 			err = dec.Decode(&raw)
@@ -138,8 +205,11 @@ func streamDocument(dec *json.Decoder, progress func(int)) (*streamedDocument, e
 
 // streamOps reads the value of "ops": an array is decoded an operation at
 // a time; anything else is kept, for the error to describe it.
-func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int)) error {
+func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), ops int) error {
 	doc.ops, doc.opsErr, doc.isArray = nil, nil, false
+	if ops > 0 {
+		doc.ops = make([]Op, 0, ops)
+	}
 	t, err := dec.Token()
 	if err != nil {
 		return err
@@ -426,27 +496,31 @@ func checkIDs(ops []Op) error {
 // instants, and may strike a process while its request is in flight (it
 // stalls, or crashes, with the request on the wire).
 func checkOverlap(ops []Op) error {
-	byProc := map[string][]Op{}
-	for _, op := range ops {
+	// Indexes, not copies: a long history's operations are most of what
+	// loading it holds.
+	byProc := map[string][]int{}
+	for i, op := range ops {
 		if op.Kind.IsRequest() {
-			byProc[op.Proc] = append(byProc[op.Proc], op)
+			byProc[op.Proc] = append(byProc[op.Proc], i)
 		}
 	}
 	for _, proc := range sortedKeys(byProc) {
-		if err := checkProcOverlap(byProc[proc]); err != nil {
+		if err := checkProcOverlap(ops, byProc[proc]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkProcOverlap(ops []Op) error {
-	sortByCallThenEnd(ops)
-	for i, op := range ops[:max(len(ops)-1, 0)] {
+// checkProcOverlap checks the requests of one process, ops[i] for i in
+// proc.
+func checkProcOverlap(ops []Op, proc []int) error {
+	sortByCallThenEnd(ops, proc)
+	for n, i := range proc[:max(len(proc)-1, 0)] {
 		// Sorted so, the next call is the first that can fall inside
 		// op's run. A call at the instant op returned touches it: on a
 		// coarse clock that is the next request going out.
-		if next := ops[i+1]; op.Returned && next.Call < op.Return {
+		if op, next := ops[i], ops[proc[n+1]]; op.Returned && next.Call < op.Return {
 			return fmt.Errorf("op %d: proc %q: called at %d while its op %d (call %d, return %d) was running; a process's operations do not overlap",
 				next.ID, op.Proc, next.Call, op.ID, op.Call, op.Return)
 		}
@@ -454,22 +528,24 @@ func checkProcOverlap(ops []Op) error {
 	return nil
 }
 
-// sortByCallThenEnd orders one process's requests as its clock allows: by
-// call, and among those called at one instant, the ones over at that
-// instant first (answered at once, or never answered), so that a run of
-// requests on one tick of a coarse clock is read in sequence.
-func sortByCallThenEnd(ops []Op) {
-	sort.SliceStable(ops, func(i, j int) bool {
-		if ops[i].Call != ops[j].Call {
-			return ops[i].Call < ops[j].Call
+// sortByCallThenEnd orders one process's requests (indexes into ops) as
+// its clock allows: by call, and among those called at one instant, the
+// ones over at that instant first (answered at once, or never answered),
+// so that a run of requests on one tick of a coarse clock is read in
+// sequence.
+func sortByCallThenEnd(ops []Op, proc []int) {
+	sort.SliceStable(proc, func(i, j int) bool {
+		a, b := &ops[proc[i]], &ops[proc[j]]
+		if a.Call != b.Call {
+			return a.Call < b.Call
 		}
-		return endOf(ops[i]) < endOf(ops[j])
+		return endOf(a) < endOf(b)
 	})
 }
 
 // endOf is when an operation stops holding its process: its return, or its
 // call when it never returned (its process goes on without it).
-func endOf(op Op) int64 {
+func endOf(op *Op) int64 {
 	if op.Returned {
 		return op.Return
 	}

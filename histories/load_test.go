@@ -203,3 +203,12 @@ func TestLoadAccepts(t *testing.T) {
 		})
 	}
 }
+
+// LoadFile makes room for the operations at once: countOps finds them
+// whatever their strings hold.
+func TestCountOps(t *testing.T) {
+	tricky := `{"id": 5, "proc": "{[\"\\", "call": 1, "type": "stall"}`
+	n, err := countOps(strings.NewReader(`{"format": "fencecheck/history/v1", "trips": ["{", "["], "ops": [` + okInit + `,` + tricky + `]}`))
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+}

@@ -15,14 +15,18 @@ import (
 // TestTranscripts replays the transcripts in testdata/: each command is a
 // request the reference broker answers (Apply), or, with got=..., an answer
 // some broker gave that the model judges (Check). See testdata/README.md
-// for the command language.
+// for the command language. Every state a transcript passes through is
+// also a case of model.Equal, against every other.
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if !strings.HasSuffix(path, ".txt") {
 			return
 		}
 		s := model.Init(model.Options{TxnVersion: 1})
+		states := []model.State{s}
+		defer func() { requireEqualAgrees(t, states) }()
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			defer func() { states = append(states, s) }()
 			switch td.Cmd {
 			case "reset":
 				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock")})
@@ -51,6 +55,23 @@ func TestTranscripts(t *testing.T) {
 			return render(op.Kind, res)
 		})
 	})
+}
+
+// requireEqualAgrees holds model.Equal to model.EqualByReflection on each
+// pair of states, and on each state and its copy that shares nothing.
+func requireEqualAgrees(t *testing.T, states []model.State) {
+	for i, a := range states {
+		for _, b := range states[i:] {
+			requireEqualAgreesOn(t, a, b)
+		}
+		requireEqualAgreesOn(t, a, model.Rebuilt(a))
+	}
+}
+
+func requireEqualAgreesOn(t *testing.T, a, b model.State) {
+	if model.Equal(a, b) != model.EqualByReflection(a, b) {
+		t.Fatalf("Equal is %v, EqualByReflection %v, on\n%s\nand\n%s", model.Equal(a, b), !model.Equal(a, b), a, b)
+	}
 }
 
 var commands = map[string]model.Kind{

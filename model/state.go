@@ -2,9 +2,7 @@ package model
 
 import (
 	"fmt"
-	"hash/fnv"
 	"maps"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -175,33 +173,6 @@ func Init(opts Options) State {
 
 // TxnVersion is the transaction protocol the state follows.
 func (s State) TxnVersion() int { return s.opts.TxnVersion }
-
-// Equal reports whether two states are the same broker.
-func Equal(a, b State) bool { return reflect.DeepEqual(a, b) }
-
-// Hash is a hash of s such that equal states hash equally. It reads only
-// small parts of the state so that it stays cheap as logs grow.
-func Hash(s State) uint64 {
-	h := fnv.New64a()
-	fmt.Fprint(h, s.now, s.nextPID, s.nextMember, len(s.pids))
-	sum := h.Sum64()
-	for id, t := range s.txns {
-		sum ^= hashOf(id, t.pid, t.epoch, t.phase, len(t.partitions), len(t.pending))
-	}
-	for p, ps := range s.parts {
-		sum ^= hashOf(p, ps.log.Len(), ps.aborted.Len(), len(ps.producers))
-	}
-	for g, gr := range s.groups {
-		sum ^= hashOf(g, gr.generation, len(gr.members), len(gr.committed))
-	}
-	return sum
-}
-
-func hashOf(parts ...any) uint64 {
-	h := fnv.New64a()
-	fmt.Fprint(h, parts...)
-	return h.Sum64()
-}
 
 // String describes the state for visualizations: transactions, logs, groups.
 func (s State) String() string {
