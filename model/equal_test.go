@@ -15,8 +15,8 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[partState]():     3,
 		reflect.TypeFor[producerEntry](): 3,
 		reflect.TypeFor[group]():         5,
-		reflect.TypeFor[member]():        5,
-		reflect.TypeFor[Options]():       1,
+		reflect.TypeFor[member]():        6,
+		reflect.TypeFor[Options]():       2,
 	} {
 		if typ.NumField() != fields {
 			t.Errorf("%s has %d fields, Equal compares %d (equal.go)", typ, typ.NumField(), fields)
