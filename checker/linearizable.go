@@ -109,7 +109,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock}, false)
 		search := checkWindowed(m, ops, timeout, nil)
 		lin := linearizability{verdict: held(Linearizable), model: m, judged: len(ops)}
-		lin.codes = wrongCodesVerdict(m, ops, version, timeout)
+		lin.codes = wrongCodesVerdict(m, ops, timeout)
 		switch {
 		case search.result == porcupine.Ok:
 			if verbose {
@@ -121,7 +121,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 			lin.verdict.Check, lin.codes.Check = Linearizable, ErrorCodes
 		default:
 			lin.verdict = Verdict{Check: Linearizable, Status: Violated,
-				Violations: []Violation{explain(m, search, h, ops, version, timeout)}}
+				Violations: []Violation{explain(m, search, h, ops, timeout)}}
 		}
 		if i == 0 {
 			first, firstSearch = lin, search
@@ -138,13 +138,13 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 // judging effects, whose class is not the rules'. That order is searched
 // over the whole history, which is done up to wholeHistoryOps operations;
 // beyond, the check says it could not decide.
-func wrongCodesVerdict(m porcupine.Model, ops []porcupine.Operation, version int, timeout time.Duration) Verdict {
+func wrongCodesVerdict(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) Verdict {
 	if len(ops) > wholeHistoryOps {
 		return Verdict{Check: ErrorCodes, Status: Unknown, Reason: fmt.Sprintf(
 			"some answer's error class is not the model's; error-codes names it in histories of at most %d operations", wholeHistoryOps)}
 	}
 	_, info := check(m, ops, timeout, true)
-	return codesVerdict(wrongCodes(m, info, version))
+	return codesVerdict(wrongCodes(m, info))
 }
 
 func held(check string) Verdict { return Verdict{Check: check} }
@@ -162,7 +162,7 @@ func codesVerdict(wrong []Violation) Verdict {
 // the history and lists the refusals in it whose class is not the rules'.
 // For a linearizable history that order is complete; for one that is not,
 // it is the longest legal prefix, and what lies beyond is not judged.
-func wrongCodes(m porcupine.Model, info porcupine.LinearizationInfo, version int) []Violation {
+func wrongCodes(m porcupine.Model, info porcupine.LinearizationInfo) []Violation {
 	var wrong []Violation
 	for _, partials := range info.PartialLinearizationsOperations() {
 		state := m.Init().(model.State)
@@ -345,7 +345,7 @@ func (u unionFind) union(a, b string) {
 // explainIllegal turns porcupine's partial linearizations into a reason:
 // the first operation that no order can place, after the longest legal
 // order, and the rule that refuses it.
-func explainIllegal(m porcupine.Model, info porcupine.LinearizationInfo, h histories.History, version int) Violation {
+func explainIllegal(m porcupine.Model, info porcupine.LinearizationInfo, h histories.History) Violation {
 	partials := info.PartialLinearizationsOperations()
 	pieces := m.Partition(porcupineOps(h))
 	for i, piece := range pieces {

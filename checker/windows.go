@@ -437,10 +437,10 @@ const wholeHistoryOps = 10_000
 
 // explain says why no order explains the history: the first operation no
 // order can place and the longest legal order before it.
-func explain(m porcupine.Model, search windowedResult, h histories.History, ops []porcupine.Operation, version int, timeout time.Duration) Violation {
+func explain(m porcupine.Model, search windowedResult, h histories.History, ops []porcupine.Operation, timeout time.Duration) Violation {
 	if len(ops) <= wholeHistoryOps {
 		_, info := check(m, ops, timeout, true)
-		return explainIllegal(m, info, h, version)
+		return explainIllegal(m, info, h)
 	}
 	return explainWindow(m, search, timeout)
 }

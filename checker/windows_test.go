@@ -36,7 +36,7 @@ func TestWindowsExplainAsTheWholeHistory(t *testing.T) {
 			continue
 		}
 		violated++
-		whole := explain(m, search, h, ops, version, time.Minute)
+		whole := explain(m, search, h, ops, time.Minute)
 		windowed := explainWindow(m, search, time.Minute)
 		require.Equal(t, whole.Op, windowed.Op, "%s: %s\nvs %s", file, whole.Reason, windowed.Reason)
 		require.Equal(t, whole.Reason, windowed.Reason, file)

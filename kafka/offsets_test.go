@@ -117,7 +117,7 @@ func TestKfakeUnstableOffsetsGroupWide(t *testing.T) {
 		requireUnstable(fares0, "kfake answers fares-0 now, with no offset of it pending, as Kafka does (5): drop finding 16 (FINDINGS.md, known.json's unstable-offsets-group-wide) and this test")
 		requireUnstable(fares2, "no offset of fares-2 committed or pending")
 		requireOffset(fares0, 5, false, "without require_stable, the transaction open")
-		t.Logf("known divergence: kfake answered fares-0 and fares-2 UNSTABLE_OFFSET_COMMIT while only fares-1 had an offset pending (FINDINGS.md, 15)")
+		t.Logf("known divergence: kfake answered fares-0 and fares-2 UNSTABLE_OFFSET_COMMIT while only fares-1 had an offset pending (FINDINGS.md, 16)")
 
 		end := kmsg.NewPtrEndTxnRequest()
 		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = b.txnID, b.pid, b.epoch, true
