@@ -81,6 +81,15 @@ func (n *pipeNet) dial(ctx context.Context, network, address string) (net.Conn, 
 	return nil, refused
 }
 
+// listening reports whether a listener of the in-memory network is at
+// address: a client that can dial through Go reaches it there, others
+// need TCP.
+func (n *pipeNet) listening(address string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.listeners[address] != nil
+}
+
 type pipeListener struct {
 	n     *pipeNet
 	addr  pipeAddr

@@ -12,7 +12,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/clients"
 	"github.com/fencecheck/fencecheck/model"
+	"github.com/fencecheck/fencecheck/recorder"
 )
 
 // sessionChecks is the property's budget: each interleaving is a kfake
@@ -39,7 +41,7 @@ func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 	setRapidFlag(t, "rapid.checks", sessionChecks)
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
-			rapid.Check(t, sessionProperty(t, SessionConfig{}, p.kafkaVersion, false))
+			rapid.Check(t, sessionProperty(t, sessionRun{kafkaVersion: p.kafkaVersion}))
 		})
 	}
 }
@@ -51,7 +53,7 @@ func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 // recorder of their own.
 func TestPropertyKafkaGroupTransactSessionThroughProxy(t *testing.T) {
 	setRapidFlag(t, "rapid.checks", sessionChecks)
-	rapid.Check(t, sessionProperty(t, SessionConfig{}, "", true))
+	rapid.Check(t, sessionProperty(t, sessionRun{throughProxy: true}))
 }
 
 // TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn: the
@@ -63,25 +65,40 @@ func TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn(t *testing.T) 
 	setRapidFlag(t, "rapid.nofailfile", true)        // a fail file would be replayed by the next run
 	setRapidFlag(t, "rapid.shrinktime", time.Second) // finding it is the point here
 	failure := &failureOf{T: t}
-	rapid.Check(failure, sessionProperty(t, SessionConfig{outsideTxn: true}, "", false))
+	rapid.Check(failure, sessionProperty(t, sessionRun{base: SessionConfig{outsideTxn: true}}))
 	require.True(t, failure.failed, "a worker writing outside its transaction went unnoticed")
 	require.Contains(t, failure.report, "exactly-once: VIOLATED")
 }
 
-// sessionProperty is one interleaving of session workers of config base
-// on a fresh kfake cluster speaking kafkaVersion, through a proxy in front
-// of it when throughProxy.
-func sessionProperty(t *testing.T, base SessionConfig, kafkaVersion string, throughProxy bool) func(*rapid.T) {
+// sessionRun says what the workers of an interleaving are.
+type sessionRun struct {
+	// base is the workers' config, but for their names.
+	base SessionConfig
+	// kafkaVersion is the kfake cluster's ("" the newest).
+	kafkaVersion string
+	// throughProxy puts a proxy in front of the cluster, which records
+	// and faults the workers; a loop of a client library always runs
+	// through one.
+	throughProxy bool
+	// loop is the client library's loop the workers run; nil is
+	// franz-go's GroupTransactSession (Target.StartSession).
+	loop *clients.Loop
+}
+
+// sessionProperty is one interleaving of the workers of run on a fresh
+// kfake cluster.
+func sessionProperty(t *testing.T, run sessionRun) func(*rapid.T) {
 	return func(rt *rapid.T) {
-		s := newSessionScenario(t, kafkaVersion)
+		s := newSessionScenario(t, run.kafkaVersion)
 		defer s.target.Close()
-		if throughProxy {
+		base := run.base
+		if run.throughProxy || run.loop != nil {
 			p, err := s.target.NewProxy(s.rec)
 			require.NoError(t, err)
 			defer p.Close()
 			base.Proxy = p
 		}
-		m := &sessionMachine{s: s, base: base, source: s.newSource()}
+		m := &sessionMachine{s: s, base: base, loop: run.loop, source: s.newSource()}
 		defer m.closeAll()
 		m.WriteTrips(rt)
 		m.JoinWorker(rt)
@@ -120,6 +137,7 @@ func (f *failureOf) FailNow()     {}
 type sessionMachine struct {
 	s       *scenario
 	base    SessionConfig
+	loop    *clients.Loop
 	source  *source
 	trips   []string
 	workers []*sessionWorker
@@ -127,7 +145,10 @@ type sessionMachine struct {
 
 type sessionWorker struct {
 	name    string
-	session *Session
+	session clients.Worker
+	// tap is where the worker is recorded and faulted: its own
+	// recorder, or its process at the proxy.
+	tap     *recorder.Client
 	stalled bool
 	left    bool
 }
@@ -160,9 +181,17 @@ func (m *sessionMachine) JoinWorker(rt *rapid.T) {
 }
 
 func (m *sessionMachine) startSession(w *sessionWorker) {
-	session, err := m.s.target.StartSession(m.config(w))
-	require.NoError(m.s.t, err)
-	w.session, w.stalled, w.left = session, false, false
+	cfg := m.config(w)
+	if m.loop == nil {
+		session, err := m.s.target.StartSession(cfg)
+		require.NoError(m.s.t, err)
+		w.session, w.tap = session, session.tap
+	} else {
+		worker, err := m.s.target.StartWorker(*m.loop, cfg)
+		require.NoError(m.s.t, err)
+		w.session, w.tap = worker, cfg.Proxy.Process(cfg.Proc)
+	}
+	w.stalled, w.left = false, false
 	m.s.rec.Fault(w.name, model.Restart, model.NewRequest())
 }
 
@@ -179,7 +208,7 @@ func (m *sessionMachine) LeaveWorker(rt *rapid.T) {
 // drop it and its open transaction may time out.
 func (m *sessionMachine) StallProcess(rt *rapid.T) {
 	w := m.pick(rt, "stall", func(w *sessionWorker) bool { return !w.left && !w.stalled })
-	w.session.Stall()
+	w.tap.Stall()
 	w.stalled = true
 	m.s.rec.Fault(w.name, model.Stall, model.NewRequest())
 }
@@ -192,7 +221,7 @@ func (m *sessionMachine) WakeProcess(rt *rapid.T) {
 }
 
 func (m *sessionMachine) wake(w *sessionWorker) {
-	w.session.Wake()
+	w.tap.Wake()
 	w.stalled = false
 	m.s.rec.Fault(w.name, model.Wake, model.NewRequest())
 }
@@ -205,6 +234,7 @@ func (m *sessionMachine) CrashProcess(rt *rapid.T) {
 }
 
 func (m *sessionMachine) crashAndRestart(w *sessionWorker) {
+	w.tap.Crash()
 	w.session.Crash()
 	m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
 	m.startSession(w)
@@ -214,7 +244,7 @@ func (m *sessionMachine) crashAndRestart(w *sessionWorker) {
 // takes effect, and the client, hearing nothing, sends it again.
 func (m *sessionMachine) LoseResponse(rt *rapid.T) {
 	w := m.pick(rt, "lose", func(w *sessionWorker) bool { return !w.left && !w.stalled })
-	w.session.LoseResponse()
+	w.tap.LoseNextAnswer()
 }
 
 // LetWorkersRun lets real time pass while the workers poll and commit.
