@@ -213,6 +213,30 @@ func (m *sessionMachine) StallProcess(rt *rapid.T) {
 	m.s.rec.Fault(w.name, model.Stall, model.NewRequest())
 }
 
+// PauseMidTransaction is seed 002's pause: trips arrive, and a worker
+// stalls as it produces their fares, mid-transaction, for longer than
+// its session timeout and shorter than its transaction timeout. The
+// group drops it and gives its partitions to another, and it wakes a
+// zombie with what it read in hand and its producer not fenced.
+func (m *sessionMachine) PauseMidTransaction(rt *rapid.T) {
+	w := m.pick(rt, "pause", func(w *sessionWorker) bool { return !w.left && !w.stalled })
+	w.tap.StallAtNext(model.Produce)
+	m.WriteTrips(rt)
+	assertEventually(func() bool { return w.tap.State() == "stalled" }, time.Second)
+	w.tap.StallAtNext("")
+	if w.tap.State() != "stalled" {
+		return // it had nothing to do: the trips went to others
+	}
+	w.stalled = true
+	m.s.rec.Fault(w.name, model.Stall, model.NewRequest())
+	time.Sleep(zombiePause)
+	m.wake(w)
+}
+
+// zombiePause is longer than the session timeout (1 s) and shorter than
+// the transaction timeout (3 s).
+const zombiePause = 1500 * time.Millisecond
+
 // WakeProcess ends a pause: the worker goes on, a zombie if the group
 // dropped it meanwhile (seed 002).
 func (m *sessionMachine) WakeProcess(rt *rapid.T) {

@@ -56,6 +56,7 @@ func (t *conn) Write(b []byte) (int, error) {
 	at := 0 // where the frame begins in b, when whole
 	for _, f := range frames {
 		ops := t.request(f)
+		t.c.takeStall(ops)
 		lose = t.c.takeLoss(ops) || lose
 		if whole && held == nil && t.dial != nil {
 			if delay = t.c.takeDelay(ops); delay > 0 {
@@ -65,6 +66,9 @@ func (t *conn) Write(b []byte) (int, error) {
 		at += 4 + len(f)
 	}
 	t.mu.Unlock()
+	if err := t.c.gate(t.closed); err != nil { // a stall struck at one of these requests
+		return 0, err
+	}
 	n, err := t.Conn.Write(out)
 	if held != nil {
 		_ = t.Conn.Close() // the client never hears back

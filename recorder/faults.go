@@ -3,7 +3,10 @@ package recorder
 import (
 	"context"
 	"net"
+	"slices"
 	"time"
+
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // faults is a client's fault state; Client.mu guards it.
@@ -14,6 +17,9 @@ type faults struct {
 	// delayNext: the next recorded request is held back this long (0:
 	// none).
 	delayNext time.Duration
+	// stallAt: the client stalls as it sends its next request of this
+	// kind ("": none).
+	stallAt model.Kind
 }
 
 // Stall holds the client: nothing it sends goes out, nothing it receives
@@ -119,6 +125,30 @@ func deliverLate(dial DialFunc, address string, frame []byte, d time.Duration, l
 
 // lateDeliveryTimeout bounds a delayed request's delivery.
 const lateDeliveryTimeout = 10 * time.Second
+
+// StallAtNext stalls the client as it sends its next request of kind,
+// which waits with everything else until Wake: a pause that strikes at
+// a chosen point of the client's work (at a produce, mid-transaction,
+// with what it read in hand).
+func (c *Client) StallAtNext(kind model.Kind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults.stallAt = kind
+}
+
+// takeStall stalls the client when ops hold the request it is to stall
+// at.
+func (c *Client) takeStall(ops []observed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.faults.stallAt == "" || !slices.ContainsFunc(ops, func(o observed) bool { return o.op.kind == c.faults.stallAt }) {
+		return
+	}
+	c.faults.stallAt = ""
+	if c.faults.stalled == nil {
+		c.faults.stalled = make(chan struct{})
+	}
+}
 
 // LoseNextAnswer drops the answer to the client's next recorded request:
 // its connection closes once the request went out, and the client asks

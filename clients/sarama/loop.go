@@ -146,7 +146,7 @@ func (w *worker) transact(session sarama.ConsumerGroupSession, batch []*sarama.C
 	}
 	fares := make([]*sarama.ProducerMessage, len(batch))
 	for i, m := range batch {
-		fares[i] = &sarama.ProducerMessage{Topic: w.job.Output, Partition: m.Partition, Key: sarama.ByteEncoder(m.Key),
+		fares[i] = &sarama.ProducerMessage{Topic: w.job.Output, Key: sarama.ByteEncoder(m.Key),
 			Value: sarama.ByteEncoder(clients.Fare(m.Key))}
 	}
 	if err := w.producer.SendMessages(fares); err != nil {
