@@ -39,17 +39,23 @@ func (r Report) Signatures() []Signature {
 		if v.Status != Violated {
 			continue
 		}
-		first := v.Violations[0]
-		sig := Signature{Check: v.Check, Rule: first.Rule}
-		if op, ok := byID[first.Op]; ok {
-			sig.Type, sig.Answer = op.Kind, model.ClassOf(op.Result.Err)
-			if op.Result.Undecided() {
-				sig.Answer = model.Undecided
-			}
-		}
-		sigs = append(sigs, sig)
+		sigs = append(sigs, signatureOf(v, byID))
 	}
 	return sigs
+}
+
+// signatureOf is the signature of a violated verdict: its first
+// violation's.
+func signatureOf(v Verdict, byID opIndex) Signature {
+	first := v.Violations[0]
+	sig := Signature{Check: v.Check, Rule: first.Rule}
+	if op, ok := byID[first.Op]; ok {
+		sig.Type, sig.Answer = op.Kind, model.ClassOf(op.Result.Err)
+		if op.Result.Undecided() {
+			sig.Answer = model.Undecided
+		}
+	}
+	return sig
 }
 
 // Finding is a known way a broker breaks a check: its name, one line

@@ -1,6 +1,9 @@
 package kafka
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/clients"
 	"github.com/fencecheck/fencecheck/clients/sarama"
+	"github.com/fencecheck/fencecheck/histories"
 )
 
 // TestPropertyClientLoopsSarama: each of sarama's loops (package
@@ -51,18 +55,55 @@ func checkClientLoops(t *testing.T, loops []clients.Loop) {
 // histories/clients/README.md: the checks one of which must break.
 var clientVerdicts = map[string][]string{}
 
-// requireCaught runs run's interleavings until one breaks one of checks.
+// requireCaught runs run's interleavings until one breaks one of checks,
+// and minimizes its history (checker.Minimize) to a counterexample of at
+// most maxCounterexample operations; -update saves it under
+// histories/clients, with its verdict lines.
 func requireCaught(t *testing.T, run sessionRun, checks []string) {
 	setRapidFlag(t, "rapid.checks", misconfiguredSessionChecks)
 	setRapidFlag(t, "rapid.nofailfile", true)
 	setRapidFlag(t, "rapid.shrinktime", time.Second)
+	var last histories.History
+	run.failed = func(h histories.History) { last = h }
 	failure := &failureOf{T: t}
 	rapid.Check(failure, sessionProperty(t, run))
 	require.True(t, failure.failed, "%s's %s loop broke no check", run.loop.Library, run.loop.Name)
-	for _, check := range checks {
-		if strings.Contains(failure.report, check+": VIOLATED") {
-			return
-		}
+	broken := slices.IndexFunc(checks, func(c string) bool { return strings.Contains(failure.report, c+": VIOLATED") })
+	require.GreaterOrEqual(t, broken, 0, "%s's %s loop broke another check than %v:\n%s", run.loop.Library, run.loop.Name, checks, failure.report)
+
+	small := checker.Minimize(last, checks[broken], time.Minute)
+	small.Name = clientHistoryName(run)
+	t.Logf("%s breaks %s in %d operations (of %d)", small.Name, checks[broken], len(small.Ops), len(last.Ops))
+	require.LessOrEqual(t, len(small.Ops), maxCounterexample, "the counterexample is too long to read")
+	if *update {
+		saveClientHistory(t, small)
 	}
-	t.Fatalf("%s's %s loop broke another check than %v:\n%s", run.loop.Library, run.loop.Name, checks, failure.report)
+}
+
+// maxCounterexample is the longest counterexample a reader is handed.
+const maxCounterexample = 20
+
+// clientsDir holds the minimized counterexamples of the client loops.
+const clientsDir = "../histories/clients"
+
+func clientHistoryName(run sessionRun) string {
+	protocol := "txn-v2"
+	if run.kafkaVersion != "" {
+		protocol = "txn-v1"
+	}
+	return run.loop.Library + "-" + run.loop.Name + "-" + protocol
+}
+
+// saveClientHistory writes h and its verdict lines (without their
+// reasons, as TestGoldenHistories compares them).
+func saveClientHistory(t *testing.T, h histories.History) {
+	require.NoError(t, os.MkdirAll(clientsDir, 0o755))
+	path := filepath.Join(clientsDir, h.Name)
+	require.NoError(t, histories.SaveFile(path+".json", h))
+	var verdicts strings.Builder
+	for _, v := range checker.Check(h, checker.Options{}).Verdicts {
+		line, _, _ := strings.Cut(v.String(), " (")
+		verdicts.WriteString(line + "\n")
+	}
+	require.NoError(t, os.WriteFile(path+".verdict", []byte(verdicts.String()), 0o644))
 }

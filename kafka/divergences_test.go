@@ -16,7 +16,7 @@ import (
 )
 
 // update rewrites the histories of known divergences from this run.
-var update = flag.Bool("update", false, "rewrite histories/kfake/*.json from this run")
+var update = flag.Bool("update", false, "rewrite the saved histories (histories/kfake, histories/clients) from this run")
 
 // findingsDir holds the history of every known divergence.
 const findingsDir = "../histories/kfake"

@@ -1,8 +1,12 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/fencecheck/fencecheck/clients"
 )
@@ -30,12 +34,36 @@ func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Work
 		TransactionTimeout: cfg.TransactionTimeout,
 		Logf:               t.cfg.Logf,
 	}
+	inst := &instance{}
 	if pipes.listening(cfg.Proxy.Addr()) {
-		job.Dial = pipes.dial
+		job.Dial = inst.dial
 	}
 	w, err := loop.Start(job)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting %s's %s loop: %w", loop.Library, loop.Name, err)
 	}
-	return w, nil
+	inst.Worker = w
+	return inst, nil
+}
+
+// instance is a running worker whose dials, once it crashed, fail for
+// ever. The proxy cuts a crashed process off only until its successor
+// starts under the same client.id; a library still winding down (sarama
+// retries a transaction's requests for seconds) would then be let
+// through, and a killed process says nothing more.
+type instance struct {
+	clients.Worker
+	crashed atomic.Bool
+}
+
+func (i *instance) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	if i.crashed.Load() {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	}
+	return pipes.dial(ctx, network, address)
+}
+
+func (i *instance) Crash() {
+	i.crashed.Store(true)
+	i.Worker.Crash()
 }
