@@ -31,6 +31,9 @@ func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Work
 		Logf:               t.cfg.Logf,
 	}
 	if pipes.listening(cfg.Proxy.Addr()) {
+		if loop.DialsItself {
+			return nil, fmt.Errorf("kafka: %s's %s loop dials TCP itself: its proxy must listen on TCP (NewTCPProxy)", loop.Library, loop.Name)
+		}
 		job.Dial = pipes.dial
 	}
 	w, err := loop.Start(job)
