@@ -85,6 +85,11 @@ type Loop struct {
 	// loop that is not fenced is expected to break exactly-once under
 	// a zombie (seed 002).
 	Fenced bool
+	// DialsItself says that the library opens its own connections, in
+	// code that cannot take Job.Dial (librdkafka, in C): its workers
+	// must be given TCP addresses, so the proxy in front of the
+	// cluster listens on TCP.
+	DialsItself bool
 	// Start starts an instance.
 	Start func(Job) (Worker, error)
 }

@@ -36,9 +36,25 @@ func (t *Target) dial(ctx context.Context, network, address string) (net.Conn, e
 // session (SessionConfig.Proxy) can be recorded there as any client is.
 // On the embedded cluster it listens on the cluster's in-memory network.
 func (t *Target) NewProxy(record proxy.Recorder) (*proxy.Proxy, error) {
+	return t.newProxy(record, false)
+}
+
+// NewTCPProxy is NewProxy listening on TCP (127.0.0.1) whatever the
+// cluster, for the clients that open their own connections
+// (clients.Loop.DialsItself): on the embedded cluster the proxy still
+// reaches the brokers over the in-memory network. On a real cluster it
+// is NewProxy.
+func (t *Target) NewTCPProxy(record proxy.Recorder) (*proxy.Proxy, error) {
+	return t.newProxy(record, true)
+}
+
+func (t *Target) newProxy(record proxy.Recorder, tcp bool) (*proxy.Proxy, error) {
 	cfg := proxy.Config{Upstream: t.cfg.Brokers, Dial: t.dial, Record: record, Cluster: clusterOf{t}, Logf: t.cfg.Logf}
 	if t.embedded != nil {
-		cfg.Upstream, cfg.Listener = t.embedded.addrs, pipes.listen
+		cfg.Upstream = t.embedded.addrs
+		if !tcp {
+			cfg.Listener = pipes.listen
+		}
 	}
 	return proxy.New(cfg)
 }

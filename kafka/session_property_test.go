@@ -97,7 +97,11 @@ func sessionProperty(t *testing.T, run sessionRun) func(*rapid.T) {
 		defer s.target.Close()
 		base := run.base
 		if run.throughProxy || run.loop != nil {
-			p, err := s.target.NewProxy(s.rec)
+			newProxy := s.target.NewProxy
+			if run.loop != nil && run.loop.DialsItself {
+				newProxy = s.target.NewTCPProxy
+			}
+			p, err := newProxy(s.rec)
 			require.NoError(t, err)
 			defer p.Close()
 			base.Proxy = p

@@ -36,6 +36,9 @@ func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Work
 	}
 	inst := &instance{}
 	if pipes.listening(cfg.Proxy.Addr()) {
+		if loop.DialsItself {
+			return nil, fmt.Errorf("kafka: %s's %s loop dials TCP itself: its proxy must listen on TCP (NewTCPProxy)", loop.Library, loop.Name)
+		}
 		job.Dial = inst.dial
 	}
 	w, err := loop.Start(job)

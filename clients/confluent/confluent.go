@@ -1,0 +1,128 @@
+//go:build confluent
+
+package confluent
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/fencecheck/fencecheck/clients"
+)
+
+// library names the library in the loops.
+const library = "confluent-kafka-go"
+
+// Loops are the ways to write the job on confluent-kafka-go.
+var Loops = []clients.Loop{
+	{Library: library, Name: "kip447", Fenced: true, DialsItself: true, Start: func(job clients.Job) (clients.Worker, error) {
+		return start(job, consumerMetadata)
+	}},
+	{Library: library, Name: "group-id-only", Fenced: false, DialsItself: true, Start: func(job clients.Job) (clients.Worker, error) {
+		return start(job, groupIDOnly)
+	}},
+}
+
+// config is what every client of a worker is given: the cluster's
+// addresses (TCP: librdkafka dials them itself), the worker's client.id,
+// and its logs, which go to logs rather than to stderr.
+func config(job clients.Job, logs chan kafka.LogEvent) kafka.ConfigMap {
+	return kafka.ConfigMap{
+		"bootstrap.servers":      strings.Join(job.Brokers, ","),
+		"client.id":              job.ClientID,
+		"go.logs.channel.enable": true,
+		"go.logs.channel":        logs,
+	}
+}
+
+// consumerConfig is the consumer's: in the job's group, read_committed,
+// from the earliest offset when the group has none, no automatic commits
+// (the transaction commits the offsets), and the job's timeouts.
+// librdkafka's rebalance timeout is max.poll.interval.ms, which also
+// bounds the time between two polls; it may not be shorter than the
+// session timeout.
+func consumerConfig(job clients.Job, logs chan kafka.LogEvent) *kafka.ConfigMap {
+	cfg := config(job, logs)
+	session := orDefault(job.SessionTimeout, time.Second)
+	cfg["group.id"] = job.Group
+	cfg["isolation.level"] = "read_committed"
+	cfg["auto.offset.reset"] = "earliest"
+	cfg["enable.auto.commit"] = false
+	cfg["session.timeout.ms"] = millis(session)
+	cfg["max.poll.interval.ms"] = millis(max(orDefault(job.RebalanceTimeout, time.Second), session))
+	cfg["heartbeat.interval.ms"] = millis(heartbeatInterval)
+	cfg["fetch.wait.max.ms"] = millis(fetchMaxWait)
+	return &cfg
+}
+
+// producerConfig is the transactional producer's (librdkafka makes it
+// idempotent, with acks from all replicas).
+func producerConfig(job clients.Job, logs chan kafka.LogEvent) *kafka.ConfigMap {
+	cfg := config(job, logs)
+	cfg["transactional.id"] = job.TransactionalID
+	cfg["transaction.timeout.ms"] = millis(transactionTimeout(job))
+	return &cfg
+}
+
+func transactionTimeout(job clients.Job) time.Duration {
+	return orDefault(job.TransactionTimeout, 3*time.Second)
+}
+
+// The job's pace, as the franz-go session's: quick heartbeats and fetches,
+// so that a short run sees many rebalances and transactions.
+const (
+	heartbeatInterval = 100 * time.Millisecond
+	fetchMaxWait      = 100 * time.Millisecond
+)
+
+func millis(d time.Duration) int { return int(d.Milliseconds()) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// logger is a worker's Job.Log that falls silent once the worker is
+// stopped: librdkafka's threads and a crashed loop may still talk after
+// Crash returned, when the test that logs may be over.
+type logger struct {
+	mu    sync.Mutex
+	logf  func(format string, args ...any)
+	quiet bool
+}
+
+func (l *logger) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.quiet {
+		l.logf(format, args...)
+	}
+}
+
+func (l *logger) silence() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.quiet = true
+}
+
+// forward passes librdkafka's warnings and errors on, until done is
+// closed.
+func (l *logger) forward(name string, logs <-chan kafka.LogEvent, done <-chan struct{}) {
+	for {
+		select {
+		case e := <-logs:
+			if e.Level <= logWarning {
+				l.printf("confluent worker %s: librdkafka %s %s: %s", name, e.Name, e.Tag, e.Message)
+			}
+		case <-done:
+			return
+		}
+	}
+}
+
+// logWarning is syslog's warning level, librdkafka's log levels' scale.
+const logWarning = 4

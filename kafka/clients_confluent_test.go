@@ -1,0 +1,17 @@
+//go:build confluent
+
+package kafka
+
+import (
+	"testing"
+
+	"github.com/fencecheck/fencecheck/clients/confluent"
+)
+
+// TestPropertyClientLoopsConfluent: each of confluent-kafka-go's loops
+// (package clients/confluent, librdkafka through cgo: go test -tags
+// confluent) under the session's faults, through a proxy on TCP, under
+// each transaction protocol. See checkClientLoops.
+func TestPropertyClientLoopsConfluent(t *testing.T) {
+	checkClientLoops(t, confluent.Loops)
+}
