@@ -13,13 +13,14 @@ import (
 )
 
 // TestGoldenHistories replays histories as golden cases: the hand-written
-// ones under histories/canonical/, and the shrunk counterexample of each
-// seeded bug under histories/mutants/. Each NAME.json is checked and its
+// ones under histories/canonical/, the shrunk counterexample of each
+// seeded bug under histories/mutants/, and the minimized counterexample of
+// each client loop that breaks a check under histories/clients/. Each NAME.json is checked and its
 // verdict lines must match NAME.verdict up to the reason in parentheses
 // (the check, the status and the operation that breaks it are pinned; the
 // wording of reasons may improve).
 func TestGoldenHistories(t *testing.T) {
-	for _, dir := range []string{"histories/canonical", "histories/mutants"} {
+	for _, dir := range []string{"histories/canonical", "histories/mutants", "histories/clients"} {
 		files, err := filepath.Glob(dir + "/*.json")
 		require.NoError(t, err)
 		require.NotEmpty(t, files, dir)
