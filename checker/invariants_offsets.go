@@ -158,14 +158,17 @@ func staleGeneration(h histories.History, commit histories.Op) (Violation, bool)
 // zombieOverload judges the groupId-string overload (generation -1), which
 // carries no generation, so that the broker cannot fence its zombie (seed
 // 002); the history still can. The committer's generation is the one its
-// process's last join_group answered before the commit was called, and its
+// client's last join_group answered before the commit was called, and its
 // commit is a zombie's when a newer generation had given one of its
-// partitions to another process. A process whose last join is unanswered
-// may be in any generation.
+// partitions to another client. A client whose last join is unanswered
+// may be in any generation. The client is the process, or the one whose
+// lanes the operations are on (histories.Op.Process): a client joins on
+// one lane while it commits on another.
 func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) {
+	client := commit.Process()
 	var last *histories.Op
 	for i, op := range h.Ops {
-		if op.Kind == model.JoinGroup && op.Proc == commit.Proc && op.Req.Group == commit.Req.Group &&
+		if op.Kind == model.JoinGroup && op.Process() == client && op.Req.Group == commit.Req.Group &&
 			op.Call < commit.Call && (last == nil || op.Call > last.Call) {
 			last = &h.Ops[i]
 		}
@@ -175,10 +178,10 @@ func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) 
 	}
 	for _, join := range laterJoins(h, commit, last.Result.Resp.GenerationID) {
 		for _, p := range join.Result.Resp.Assignment {
-			if _, mine := commit.Req.Offsets[p]; mine && join.Proc != commit.Proc {
+			if _, mine := commit.Req.Offsets[p]; mine && join.Process() != client {
 				return Violation{Op: commit.ID, Related: []int{last.ID, join.ID},
 					Reason: fmt.Sprintf("txn_offset_commit of group %s for %s with no generation (groupId string) accepted from %s, whose last join (op %d) answered generation %d, after op %d gave %s to %s at generation %d",
-						commit.Req.Group, p, commit.Proc, last.ID, last.Result.Resp.GenerationID, join.ID, p, join.Proc, join.Result.Resp.GenerationID)}, true
+						commit.Req.Group, p, client, last.ID, last.Result.Resp.GenerationID, join.ID, p, join.Process(), join.Result.Resp.GenerationID)}, true
 			}
 		}
 	}

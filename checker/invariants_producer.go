@@ -32,7 +32,7 @@ type grant struct {
 // which bumps the epoch.
 func grantOf(op *histories.Op) (transactionalID string, g grant, ok bool) {
 	resp := &op.Result.Resp
-	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: &op.Req, proc: op.Proc}
+	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: &op.Req, proc: op.Process()}
 	switch {
 	case op.Kind == model.TimeoutAbort && resp.TransactionalID != "":
 		// The session it moved on from, which a retry names.
@@ -217,7 +217,7 @@ func (x *grantIndex) firstSuperseding(key sessionKey) int {
 func retriesBump(op histories.Op, g grant) bool {
 	resp := op.Result.Resp
 	again := resp.ProducerID == g.producerID && resp.Epoch == g.epoch
-	return again && (model.RetriesGrant(op.Kind, op.Req, g.kind, *g.req) || (op.Proc == g.proc && g.proc != ""))
+	return again && (model.RetriesGrant(op.Kind, op.Req, g.kind, *g.req) || (op.Process() == g.proc && g.proc != ""))
 }
 
 // sessionName is "epoch E", or "producer id P epoch E" when the producer id

@@ -72,6 +72,9 @@ type Worker interface {
 	// Crash stops the worker where it is, as a killed process stops:
 	// call it once the proxy has cut the worker's connections, so that
 	// nothing the library says while it winds down reaches the cluster.
+	// It returns at once, as a kill does; the library winds down in the
+	// background, and Close after Crash waits for that, for at most the
+	// bound the library's loop sets.
 	Crash()
 }
 
@@ -103,6 +106,9 @@ type Run struct {
 	done   chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
+	// woundDown is closed when an abandoned run's wind-down ended or
+	// ran out of time; nil until Abandon.
+	woundDown chan struct{}
 
 	mu        sync.Mutex
 	committed int
@@ -173,17 +179,36 @@ func (r *Run) fail(err error) {
 	}
 }
 
-// WindDown runs a library's close, giving it at most limit: a client
-// whose connections were cut may retry its goodbyes for longer than a
-// test wants to wait, and nothing it says reaches the cluster anyway.
-func WindDown(limit time.Duration, closeFn func()) {
-	done := make(chan struct{})
+// Abandon is a crash: it cancels the loop without waiting and leaves
+// windDown (the library's close) to run in the background, as a killed
+// process's sockets and threads are left to the kernel. A crash must not
+// cost the orchestrator the seconds a library spends retrying its
+// goodbyes over connections that were cut. WoundDown waits for it, for at
+// most limit.
+func (r *Run) Abandon(limit time.Duration, windDown func()) {
+	r.cancel()
+	finished := make(chan struct{})
 	go func() {
-		defer close(done)
-		closeFn()
+		defer close(finished)
+		windDown()
 	}()
-	select {
-	case <-done:
-	case <-time.After(limit):
+	r.woundDown = make(chan struct{})
+	go func() {
+		defer close(r.woundDown)
+		select {
+		case <-finished:
+		case <-time.After(limit):
+		}
+	}()
+}
+
+// Abandoned reports that the run was abandoned (a crash).
+func (r *Run) Abandoned() bool { return r.woundDown != nil }
+
+// WoundDown waits for an abandoned run's wind-down: until the library's
+// close returned, or the limit given to Abandon passed.
+func (r *Run) WoundDown() {
+	if r.woundDown != nil {
+		<-r.woundDown
 	}
 }

@@ -36,8 +36,13 @@ const wallClock = "wall"
 
 // Op is one operation: a request with what came back, or a fault.
 type Op struct {
-	ID       int
-	Proc     string
+	ID   int
+	Proc string
+	// Client is the client instance whose request this is, when Proc is
+	// one of several lanes of it (a client with requests in flight at
+	// once, which one process of the format cannot have); "" when Proc
+	// is the client itself. See Process.
+	Client   string
 	Call     int64
 	Return   int64 // meaningful only when Returned
 	Returned bool
@@ -45,6 +50,15 @@ type Op struct {
 	// Result is the answer; Result.Answered is false when the document has
 	// neither resp nor error.
 	Result model.Result
+}
+
+// Process is the client instance that issued op: its Client, or its
+// Proc when it has none.
+func (op Op) Process() string {
+	if op.Client != "" {
+		return op.Client
+	}
+	return op.Proc
 }
 
 // Until is the history as an observer saw it at time t: the operations

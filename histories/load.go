@@ -388,6 +388,9 @@ func decodeTiming(m map[string]json.RawMessage, op *Op) error {
 	if err := take(m, "", "proc", required, text[string]{p: &op.Proc}); err != nil {
 		return err
 	}
+	if err := take(m, "", "client", optional, text[string]{p: &op.Client}); err != nil {
+		return err
+	}
 	if err := take(m, "", "call", always, number[int64]{&op.Call, anyInt}); err != nil {
 		return err
 	}

@@ -60,9 +60,11 @@ func (r *Recorder) proc(name string) model.BrokerFunc {
 // library's, read off the wire): it is called now, and returns when end is
 // given an answered result; an unanswered one leaves it pending for ever.
 // An operation whose end is never called is left out (a request the
-// broker did not take up, say).
-func (r *Recorder) Observe(proc string, kind model.Kind, req model.Request) (end func(model.Result)) {
+// broker did not take up, say). client is the client instance when proc
+// is one of its lanes (Op.Client), else "".
+func (r *Recorder) Observe(proc, client string, kind model.Kind, req model.Request) (end func(model.Result)) {
 	op := r.begin(proc, kind, req)
+	op.Client = client
 	return func(res model.Result) { r.end(op, res, res.Answered) }
 }
 

@@ -111,7 +111,11 @@ func (m member) write(b *bytes.Buffer) {
 
 // encodeOp is op as an object in the order of HISTORY.md.
 func encodeOp(op *Op) object {
-	out := object{{"id", op.ID}, {"proc", op.Proc}, {"call", op.Call}}
+	out := object{{"id", op.ID}, {"proc", op.Proc}}
+	if op.Client != "" {
+		out = append(out, member{"client", op.Client})
+	}
+	out = append(out, member{"call", op.Call})
 	if op.Returned {
 		out = append(out, member{"return", op.Return})
 	}

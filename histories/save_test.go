@@ -85,7 +85,7 @@ func everyType() History {
 			r.ProducerID, r.Epoch, r.Partition, r.Sequence = 5000, 0, "fares-3", 0
 			r.Records = []model.Record{{Key: "trip-9004"}}
 		})}},
-		{Proc: "C", Op: model.Op{Kind: model.Produce, Req: req(func(r *model.Request) {
+		{Proc: "C.2", Client: "C", Op: model.Op{Kind: model.Produce, Req: req(func(r *model.Request) {
 			r.ProducerID, r.Epoch, r.Partition, r.Sequence = 5000, 0, "fares-3", 0
 			r.Records = []model.Record{{Key: "trip-9004"}}
 		})}, Result: model.Fail(model.RequestTimedOut)},

@@ -38,7 +38,7 @@ func checkClientLoops(t *testing.T, loops []clients.Loop) {
 				run := sessionRun{kafkaVersion: p.kafkaVersion, loop: &loop}
 				want, decided := clientVerdicts[loop.Library+"/"+loop.Name]
 				if loop.Fenced && !decided {
-					setRapidFlag(t, "rapid.checks", sessionChecks)
+					sessionBudget(t, clientLoopChecks)
 					rapid.Check(t, sessionProperty(t, run))
 					return
 				}

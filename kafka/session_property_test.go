@@ -3,7 +3,9 @@ package kafka
 import (
 	"flag"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,13 +20,29 @@ import (
 	"github.com/fencecheck/fencecheck/recorder"
 )
 
-// sessionChecks is the property's budget: each interleaving is a kfake
-// cluster and real time, a few seconds. A misconfigured worker is given
-// more, to be found on every run: rapid stops at the first failure.
+// The properties' budgets: each interleaving is a kfake cluster and real
+// time, seconds of it, so CI runs a few (a smoke test) and an exploration
+// sets FENCECHECK_SESSION_CHECKS (sessionBudget). A misconfigured worker
+// is given more, to be found on every run: rapid stops at the first
+// failure.
 const (
 	sessionChecks              = 3
+	clientLoopChecks           = 1 // a library's worker is slower to crash and to rejoin
 	misconfiguredSessionChecks = 12
 )
+
+// sessionBudget sets the interleavings a property that must hold runs:
+// FENCECHECK_SESSION_CHECKS when set, else ciChecks.
+func sessionBudget(t *testing.T, ciChecks int) {
+	checks := ciChecks
+	if v, set := os.LookupEnv("FENCECHECK_SESSION_CHECKS"); set {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "FENCECHECK_SESSION_CHECKS=%q: want a number of interleavings", v)
+		require.Positive(t, n, "FENCECHECK_SESSION_CHECKS=%q: want at least one interleaving", v)
+		checks = n
+	}
+	setRapidFlag(t, "rapid.checks", checks)
+}
 
 // TestPropertyKafkaGroupTransactSession: franz-go's own exactly-once loop
 // (kgo.GroupTransactSession) under random faults, as rapid draws them,
@@ -39,7 +57,7 @@ const (
 // interleaving replay only roughly, so rapid's shrinking of a failure
 // here is best effort.
 func TestPropertyKafkaGroupTransactSession(t *testing.T) {
-	setRapidFlag(t, "rapid.checks", sessionChecks)
+	sessionBudget(t, sessionChecks)
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			rapid.Check(t, sessionProperty(t, sessionRun{kafkaVersion: p.kafkaVersion}))
@@ -53,7 +71,7 @@ func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 // (processes named by their client.id), instead of dialing through a
 // recorder of their own.
 func TestPropertyKafkaGroupTransactSessionThroughProxy(t *testing.T) {
-	setRapidFlag(t, "rapid.checks", sessionChecks)
+	sessionBudget(t, sessionChecks)
 	rapid.Check(t, sessionProperty(t, sessionRun{throughProxy: true}))
 }
 
@@ -150,6 +168,8 @@ type sessionMachine struct {
 	source  *source
 	trips   []string
 	workers []*sessionWorker
+	// crashed are the instances crashes left behind, winding down.
+	crashed []clients.Worker
 }
 
 type sessionWorker struct {
@@ -269,6 +289,7 @@ func (m *sessionMachine) CrashProcess(rt *rapid.T) {
 func (m *sessionMachine) crashAndRestart(w *sessionWorker) {
 	w.tap.Crash()
 	w.session.Crash()
+	m.crashed = append(m.crashed, w.session)
 	m.s.rec.Fault(w.name, model.Crash, model.NewRequest())
 	m.startSession(w)
 }
@@ -440,4 +461,8 @@ func (m *sessionMachine) closeAll() {
 			w.left = true
 		}
 	}
+	for _, crashed := range m.crashed {
+		_ = crashed.Close() // waits for its wind-down
+	}
+	m.crashed = nil
 }

@@ -28,8 +28,12 @@ import (
 // history format; histories.Recorder is one. end is called with the
 // answer, or unanswered when the connection closed first, and never for
 // a request the broker did not take up (misrouted).
+//
+// proc is the request's lane (Client), and client the client's process
+// when the lane is not its first, "" when it is: the history's
+// operations carry both (histories.Op.Client).
 type Observer interface {
-	Observe(proc string, kind model.Kind, req model.Request) (end func(model.Result))
+	Observe(proc, client string, kind model.Kind, req model.Request) (end func(model.Result))
 }
 
 // Cluster is what the recorder needs to know of the cluster a client
@@ -197,14 +201,17 @@ func (c *Client) begin(kind model.Kind, req model.Request) *pending {
 	}
 	c.lanes[lane] = true
 	c.mu.Unlock()
-	return &pending{lane: lane, kind: kind, req: req, resp: model.NewResponse(), end: c.cfg.Observer.Observe(laneName(c.proc, lane), kind, req)}
+	proc, client := laneName(c.proc, lane)
+	return &pending{lane: lane, kind: kind, req: req, resp: model.NewResponse(), end: c.cfg.Observer.Observe(proc, client, kind, req)}
 }
 
-func laneName(proc string, lane int) string {
+// laneName is the process name of a lane, and the client's when it is
+// not the first.
+func laneName(proc string, lane int) (string, string) {
 	if lane == 0 {
-		return proc
+		return proc, ""
 	}
-	return proc + "." + strconv.Itoa(lane+1)
+	return proc + "." + strconv.Itoa(lane+1), proc
 }
 
 // finish records an operation's result and frees its lane. A member whose
@@ -258,6 +265,6 @@ func (c *Client) takeJoin(member string) *pending {
 // noObserver is the observer of a client whose requests are not recorded.
 type noObserver struct{}
 
-func (noObserver) Observe(string, model.Kind, model.Request) func(model.Result) {
+func (noObserver) Observe(string, string, model.Kind, model.Request) func(model.Result) {
 	return func(model.Result) {}
 }

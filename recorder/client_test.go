@@ -268,6 +268,8 @@ func TestRecorderLostAnswers(t *testing.T) {
 	require.False(t, ops[0].Returned)
 	require.Equal(t, model.JoinGroup, ops[1].Kind)
 	require.Equal(t, "W1.2", ops[1].Proc, "in flight beside the commit")
+	require.Equal(t, "W1", ops[1].Process(), "a lane of W1")
+	require.Equal(t, "W1", ops[0].Process())
 	require.True(t, ops[1].Result.Succeeded())
 	require.Equal(t, int32(4), ops[1].Result.Resp.GenerationID)
 	require.Empty(t, ops[1].Result.Resp.Assignment)

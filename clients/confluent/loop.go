@@ -338,33 +338,36 @@ func (w *worker) closeClients() {
 	w.producer.Close()
 }
 
-// Close stops the loop after its transaction and closes the clients.
+// Close stops the loop after its transaction and closes the clients;
+// after a crash, it waits for the loop to wind down.
 func (w *worker) Close() error {
-	w.Stop()
+	if w.Abandoned() {
+		w.WoundDown()
+		if !w.Stopped() {
+			w.log.printf("confluent worker %s: still winding down %v after its crash", w.job.ClientID, crashWindDown)
+		}
+	} else {
+		w.Stop()
+	}
 	w.quiet()
 	return w.Err()
 }
 
 // Crash stops the loop where it is: it makes no call of the library
-// more, and closes the clients (the proxy has cut the worker off, so
-// nothing they say reaches the cluster). The loop may be in a call,
-// which ends by its timeout.
+// more, and the loop closes the clients as it returns (the proxy has cut
+// the worker off, so nothing they say reaches the cluster). The loop may
+// be in a call, which ends by its timeout.
 func (w *worker) Crash() {
 	w.crashed.Store(true)
-	w.Cancel()
-	clients.WindDown(crashWindDown, func() { <-w.Done() })
-	if !w.Stopped() {
-		w.log.printf("confluent worker %s: still winding down %v after its crash", w.job.ClientID, crashWindDown)
-	}
-	w.quiet()
+	w.Abandon(crashWindDown, func() { <-w.Done() })
 }
 
 // crashWindDown is how long a crashed worker is given to stop: a call it
 // is in ends within the transaction timeout, then the clients close.
 const crashWindDown = 10 * time.Second
 
-// quiet silences the worker's log: nothing it says after Close or Crash
-// returned is told.
+// quiet silences the worker's log: nothing it says after Close returned
+// is told.
 func (w *worker) quiet() {
 	w.quietOnce.Do(func() {
 		w.log.silence()

@@ -223,6 +223,10 @@ func (p *producerProvider) clear() {
 }
 
 func (e *example) Close() error {
+	if e.Abandoned() {
+		e.WoundDown()
+		return e.Err()
+	}
 	e.Stop()
 	e.producers.clear()
 	_ = e.group.Close()
@@ -230,8 +234,7 @@ func (e *example) Close() error {
 }
 
 func (e *example) Crash() {
-	e.Cancel()
-	clients.WindDown(crashWindDown, func() {
+	e.Abandon(crashWindDown, func() {
 		e.producers.clear()
 		_ = e.group.Close()
 		<-e.Done()

@@ -206,19 +206,24 @@ func (w *worker) fatalErr() error {
 	return w.fatal
 }
 
-// Close stops the loop after its transaction and leaves the group.
+// Close stops the loop after its transaction and leaves the group; after
+// a crash, it waits for the crashed clients to wind down.
 func (w *worker) Close() error {
+	if w.Abandoned() {
+		w.WoundDown()
+		return w.Err()
+	}
 	w.Stop()
 	_ = w.group.Close()
 	_ = w.producer.Close()
 	return w.Err()
 }
 
-// Crash stops the loop and the clients, with nothing reaching the
-// cluster (the proxy has cut the worker off).
+// Crash stops the loop and leaves the clients to close in the
+// background, with nothing reaching the cluster (the proxy has cut the
+// worker off).
 func (w *worker) Crash() {
-	w.Cancel()
-	clients.WindDown(crashWindDown, func() {
+	w.Abandon(crashWindDown, func() {
 		_ = w.group.Close()
 		_ = w.producer.Close()
 		<-w.Done()

@@ -47,8 +47,8 @@ func startRecording(path, keysFrom string) (*recording, error) {
 
 // Observe records an operation, and notes the keys and topics of a
 // produce that succeeded.
-func (r *recording) Observe(proc string, kind model.Kind, req model.Request) func(model.Result) {
-	end := r.Recorder.Observe(proc, kind, req)
+func (r *recording) Observe(proc, client string, kind model.Kind, req model.Request) func(model.Result) {
+	end := r.Recorder.Observe(proc, client, kind, req)
 	if kind != model.Produce || r.keysFrom == "" {
 		return end
 	}
