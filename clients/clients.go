@@ -184,8 +184,11 @@ func (r *Run) fail(err error) {
 // process's sockets and threads are left to the kernel. A crash must not
 // cost the orchestrator the seconds a library spends retrying its
 // goodbyes over connections that were cut. WoundDown waits for it, for at
-// most limit.
+// most limit. A run is abandoned once: a second Abandon does nothing.
 func (r *Run) Abandon(limit time.Duration, windDown func()) {
+	if r.Abandoned() {
+		return
+	}
 	r.cancel()
 	finished := make(chan struct{})
 	go func() {

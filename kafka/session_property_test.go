@@ -170,6 +170,8 @@ type sessionMachine struct {
 	workers []*sessionWorker
 	// crashed are the instances crashes left behind, winding down.
 	crashed []clients.Worker
+	// taps are every instance's, for what their transactions spoke.
+	taps []*recorder.Client
 }
 
 type sessionWorker struct {
@@ -221,6 +223,7 @@ func (m *sessionMachine) startSession(w *sessionWorker) {
 		require.NoError(m.s.t, err)
 		w.session, w.tap = worker, cfg.Proxy.Process(cfg.Proc)
 	}
+	m.taps = append(m.taps, w.tap)
 	w.stalled, w.left = false, false
 }
 
@@ -427,9 +430,7 @@ func (m *sessionMachine) Check(rt *rapid.T) {
 // (KnownFindings) is what broke it: that is logged, and the search goes
 // on.
 func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
-	m.s.readAll("fares")
-	h := m.s.history("group-transact-session")
-	h.Trips, h.OutputTopics = m.trips, []string{"fares"}
+	h := m.recorded("group-transact-session")
 	requireValidDocument(rt, h)
 	report := checker.Check(h, checker.Options{})
 	known := KnownFindings()
@@ -451,11 +452,46 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 	}
 }
 
+// recorded reads the output on the record and is the history so far, in
+// the transaction protocol the workers spoke.
+func (m *sessionMachine) recorded(name string) histories.History {
+	m.s.readAll("fares")
+	h := m.s.history(name)
+	h.Trips, h.OutputTopics = m.trips, []string{"fares"}
+	h.TransactionsVersion = m.transactionsVersion()
+	return h
+}
+
+// transactionsVersion is the transaction protocol the workers' EndTxns
+// spoke (recorder.Client.TransactionsVersion), which is the cluster's
+// unless the library does not speak KIP-890: sarama v1.61.1 and librdkafka
+// 2.11 run transactions v1 on a Kafka 4 broker, which answers them so. 0
+// (either) when workers spoke both.
+func (m *sessionMachine) transactionsVersion() int {
+	spoken := 0
+	for _, tap := range m.taps {
+		switch v := tap.TransactionsVersion(); {
+		case v == 0:
+		case spoken == 0:
+			spoken = v
+		case v != spoken:
+			return 0
+		}
+	}
+	if spoken == 0 {
+		return m.s.target.TransactionsVersion()
+	}
+	return spoken
+}
+
 // sessionSettle is how long the quiet phase waits for every trip.
 const sessionSettle = 20 * time.Second
 
 func (m *sessionMachine) closeAll() {
 	for _, w := range m.workers {
+		if w.stalled { // a test that failed mid-stall: a stalled worker never closes
+			m.wake(w)
+		}
 		if !w.left {
 			_ = w.session.Close()
 			w.left = true

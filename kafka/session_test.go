@@ -139,16 +139,22 @@ func (s *scenario) newSource() *source {
 func (src *source) write(n int) []string {
 	var trips []string
 	for p := range sessionPartitions {
-		part := model.Partition(fmt.Sprintf("trips-%d", p))
-		var keys []string
-		for i := range n {
-			keys = append(keys, fmt.Sprintf("trip-%c%02d", 'a'+p, int(src.written[p])+i+1))
-		}
-		src.s.ok("source", model.Produce, src.session.produce(part, src.written[p], keys...))
-		src.written[p] += int32(n)
-		trips = append(trips, keys...)
+		trips = append(trips, src.writeTo(p, n)...)
 	}
 	return trips
+}
+
+// writeTo writes n more trips to partition p, in one batch; trips of
+// partition p are named trip-<'a'+p>NN.
+func (src *source) writeTo(p, n int) []string {
+	part := model.Partition(fmt.Sprintf("trips-%d", p))
+	var keys []string
+	for i := range n {
+		keys = append(keys, fmt.Sprintf("trip-%c%02d", 'a'+p, int(src.written[p])+i+1))
+	}
+	src.s.ok("source", model.Produce, src.session.produce(part, src.written[p], keys...))
+	src.written[p] += int32(n)
+	return keys
 }
 
 func (s *scenario) startSession(cfg SessionConfig) *Session {

@@ -41,7 +41,18 @@ func (c *conn) serve() {
 	// Kafka clients speak first; the first request's header names the
 	// client, whose process the connection is part of.
 	dial := c.l.p.process(clientIDOf(client)).Dial(c.l.p.cfg.Dial)
-	up, err := c.l.dialUpstream(context.Background(), dial)
+	// A stalled process's dial waits until it wakes, or the connection
+	// is cut (Close).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	up, err := c.l.dialUpstream(ctx, dial)
 	if err != nil {
 		c.l.p.cfg.Logf("%v; closing the client's connection from %s", err, c.client.RemoteAddr())
 		c.client.Close()

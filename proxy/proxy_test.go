@@ -454,6 +454,34 @@ func TestAStalledProcessIsHeldUntilItWakes(t *testing.T) {
 	require.NoError(t, <-ended)
 }
 
+// Close ends a stalled process's connections, the one that is waiting to
+// be let through to the cluster too.
+func TestCloseCutsAStalledProcessesNewConnection(t *testing.T) {
+	cluster := startCluster(t)
+	p, err := New(Config{Upstream: cluster.ListenAddrs(), Record: histories.NewRecorder(nil, wallClock), Logf: t.Logf})
+	require.NoError(t, err)
+	first, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-writer"))
+	require.NoError(t, err)
+	defer first.Close()
+	require.NoError(t, first.Ping(context.Background()))
+	p.Process("fare-writer").Stall()
+
+	second, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-writer"))
+	require.NoError(t, err)
+	defer second.Close()
+	pinged := make(chan error, 1)
+	go func() { pinged <- second.Ping(context.Background()) }()
+	requireHeld(t, pinged, "the stalled process's new connection")
+
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits for ever on the stalled process's new connection")
+	}
+}
+
 // requireHeld fails when what, whose end comes on ended, ends within
 // 300 ms: a fault holds it.
 func requireHeld(t *testing.T, ended <-chan error, what string) {

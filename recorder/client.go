@@ -90,6 +90,40 @@ type Client struct {
 	// another one came (see noteTransactionalID).
 	txnID        string
 	warnedShared bool
+	// spoke[v-1]: an EndTxn of transactions v (1 or 2) went out.
+	spoke [2]bool
+}
+
+// TransactionsVersion is the transaction protocol the client's EndTxns
+// spoke: 2 (KIP-890) when each went out at version 5 or later, 1 when
+// each was older, 0 when it sent none, or both kinds. A Kafka 4 broker
+// runs a transaction in the protocol its client speaks (KafkaApis'
+// handleEndTxnRequest: TransactionVersion.transactionVersionForEndTxn,
+// v2 from EndTxn version 5), so a client library that does
+// not speak KIP-890 is answered in transactions v1 there too.
+func (c *Client) TransactionsVersion() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.spoke {
+	case [2]bool{true, false}:
+		return 1
+	case [2]bool{false, true}:
+		return 2
+	}
+	return 0
+}
+
+func (c *Client) noteEndTxnVersion(version int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.spoke[boolIndex(version >= endTxnAnswersEpoch)] = true
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // New is the recording of process proc.

@@ -169,6 +169,29 @@ func TestRecorderReadsTransactionalRequests(t *testing.T) {
 	require.Equal(t, int16(3), ops[2].Result.Resp.Epoch, "v5 answers the epoch the producer goes on with")
 }
 
+// TestRecorderKnowsTheTransactionProtocolSpoken: EndTxn at version 5 or
+// later is transactions v2 (KIP-890), an older one v1, whatever the
+// broker could speak; a client that spoke both has no one protocol.
+func TestRecorderKnowsTheTransactionProtocolSpoken(t *testing.T) {
+	endTxnAt := func(w *tap, version int16) {
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch = "fencecheck-ctp-w1", 7, 2
+		w.answer(w.send(end, version), kmsg.NewPtrEndTxnResponse(), version)
+	}
+	w := newWire(t)
+	require.Equal(t, 0, w.client.TransactionsVersion(), "no EndTxn yet")
+	endTxnAt(w, 3)
+	require.Equal(t, 1, w.client.TransactionsVersion())
+	endTxnAt(w, 3)
+	require.Equal(t, 1, w.client.TransactionsVersion())
+	endTxnAt(w, 5)
+	require.Equal(t, 0, w.client.TransactionsVersion(), "both spoken")
+
+	w = newWire(t)
+	endTxnAt(w, 5)
+	require.Equal(t, 2, w.client.TransactionsVersion())
+}
+
 // TestRecorderJoinIsOneRound: a new member's JoinGroup that only learns its
 // id, the JoinGroup that joins, a SyncGroup that meets a rebalance, the
 // rejoin and the SyncGroup that answers are one join_group, which ends

@@ -292,6 +292,7 @@ func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Commit = id, r.ProducerID, r.ProducerEpoch, r.Commit
+	c.noteEndTxnVersion(r.Version)
 	return one(c, model.EndTxn, req,
 		func(r *kmsg.EndTxnResponse) []int16 { return []int16{r.ErrorCode} },
 		func(r *kmsg.EndTxnResponse) model.Response {

@@ -222,14 +222,18 @@ func (p *producerProvider) clear() {
 	clear(p.producers)
 }
 
+// Close stops the example and closes its clients, for at most
+// crashWindDown: the example can wedge in CommitTxn for ever (a failed
+// produce's error waits on a producer's Errors channel, which it never
+// reads), and a process that does not stop is killed, so a Close that
+// does not end is left behind as a crash's wind-down is.
 func (e *example) Close() error {
-	if e.Abandoned() {
-		e.WoundDown()
-		return e.Err()
-	}
-	e.Stop()
-	e.producers.clear()
-	_ = e.group.Close()
+	e.Abandon(crashWindDown, func() {
+		e.Stop()
+		e.producers.clear()
+		_ = e.group.Close()
+	})
+	e.WoundDown()
 	return e.Err()
 }
 

@@ -1,0 +1,137 @@
+package kafka
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/clients"
+	"github.com/fencecheck/fencecheck/clients/sarama"
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// TestSaramaShippedExampleWedgesAfterAFencedProduce: sarama's
+// examples/exactly_once names its transactional producers after their
+// input partitions (sarama-<topic>-<partition>), the same in every
+// instance of the application, so an instance that takes a partition up
+// fences the producer of whoever had it (KIP-98: InitProducerId bumps the
+// epoch and aborts the open transaction). Here one does while the
+// example's transaction of a trip is open. The fenced produce's error
+// goes to the producer's Errors channel, which the example never reads
+// and sarama (v1.61.1) makes unbuffered, so the producer's goroutine
+// blocks on it, CommitTxn waits for that produce for ever, and the
+// example never gets to its abort and ResetOffset: it stays in the group,
+// heartbeating, holding its partitions, and commits nothing more
+// (progress breaks while every safety check holds). Killed and restarted,
+// it takes up the trips from the committed offsets, and every check holds.
+func TestSaramaShippedExampleWedgesAfterAFencedProduce(t *testing.T) {
+	loop := loopNamed(t, sarama.Loops, "shipped-example")
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			s := newSessionScenario(t, p.kafkaVersion)
+			defer s.target.Close()
+			proxy, err := s.target.NewProxy(s.rec)
+			require.NoError(t, err)
+			defer proxy.Close()
+			m := &sessionMachine{s: s, base: SessionConfig{Proxy: proxy}, loop: &loop, source: s.newSource()}
+			defer m.closeAll()
+			w := &sessionWorker{name: "W1"}
+			m.workers = append(m.workers, w)
+			m.trips = m.source.write(1)
+			m.startSession(w)
+			s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "the first trips are committed")
+
+			// Trips of trips-0 only, so that the stalled produce is
+			// sarama-trips-0's; the stall is shorter than the session
+			// timeout, so the group keeps the example.
+			w.tap.StallAtNext(model.Produce)
+			m.trips = append(m.trips, m.source.writeTo(0, 2)...)
+			require.True(t, assertEventually(func() bool { return w.tap.State() == "stalled" }, 5*time.Second), "the example produced nothing")
+			s.ok("another-instance", model.InitProducerID, initRequest("sarama-trips-0"))
+			m.wake(w)
+
+			committed := len(s.committedKeys("fares"))
+			require.False(t, assertEventually(func() bool { return len(s.committedKeys("fares")) > committed }, wedgedFor),
+				"the example went on after its fenced produce")
+			require.False(t, w.session.Stopped(), "the example's loop ended: it is not wedged")
+			h, wedged := m.judgeNow(t, "sarama-shipped-example-wedged-"+p.name)
+			requireWedged(t, wedged)
+			h = afterWake(h, w.name, shownAfterWake)
+			h.Name = "sarama-shipped-example-" + p.name
+			requireWedged(t, checker.Check(h, checker.Options{}))
+			if *update {
+				saveClientHistory(t, h)
+			}
+
+			m.crashAndRestart(w)
+			s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "the restarted example commits the rest")
+			m.closeAll()
+			_, restarted := m.judgeNow(t, "sarama-shipped-example-restarted-"+p.name)
+			requireHeld(t, restarted, sessionJudged...)
+		})
+	}
+}
+
+// wedgedFor is how long a worker that commits nothing while trips wait is
+// taken to be wedged: several transaction timeouts.
+const wedgedFor = 5 * time.Second
+
+// shownAfterWake is how many operations after the wake the saved history
+// keeps: the rest is the same fetches and heartbeats, for seconds.
+const shownAfterWake = 12
+
+// requireWedged: progress breaks, and no safety check does.
+func requireWedged(t *testing.T, report checker.Report) {
+	t.Helper()
+	require.False(t, report.Verdict(checker.Progress).Held(), "%v", report.Verdicts)
+	requireHeld(t, report, checker.OneLiveProducer, checker.ExactlyOnce, checker.NoAbortedRead, checker.OffsetsMonotonic)
+}
+
+// afterWake is h cut n operations after proc's last wake, with the
+// reader's final reads.
+func afterWake(h histories.History, proc string, n int) histories.History {
+	wake := -1
+	for _, op := range h.Ops {
+		if op.Kind == model.Wake && op.Proc == proc {
+			wake = op.ID
+		}
+	}
+	cut := h
+	cut.Ops = slices.DeleteFunc(slices.Clone(h.Ops), func(op histories.Op) bool {
+		return op.ID > wake+n && op.Proc != "reader" // readAll's
+	})
+	return cut
+}
+
+// judgeNow reads the output on the record and checks the history so far.
+func (m *sessionMachine) judgeNow(t *testing.T, name string) (histories.History, checker.Report) {
+	h := m.recorded(name)
+	requireValidDocument(t, h)
+	report := checker.Check(h, checker.Options{})
+	if t.Failed() || testing.Verbose() {
+		var timeline strings.Builder
+		_ = checker.WriteTimeline(&timeline, h, report.Verdicts)
+		t.Logf("%s:\n%s", name, timeline.String())
+	}
+	return h, report
+}
+
+// requireHeld fails unless every one of checks held.
+func requireHeld(t *testing.T, report checker.Report, checks ...string) {
+	t.Helper()
+	for _, check := range checks {
+		require.True(t, report.Verdict(check).Held(), "%s", report.Verdict(check))
+	}
+}
+
+// loopNamed is the loop of loops with name.
+func loopNamed(t *testing.T, loops []clients.Loop, name string) clients.Loop {
+	i := slices.IndexFunc(loops, func(l clients.Loop) bool { return l.Name == name })
+	require.GreaterOrEqual(t, i, 0, "no loop %q", name)
+	return loops[i]
+}
