@@ -3,6 +3,7 @@ package kafka
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -57,21 +58,29 @@ func checkClientLoops(t *testing.T, loops []clients.Loop) {
 // histories/clients/README.md: the checks one of which must break.
 var clientVerdicts = map[string][]string{}
 
-// requireCaught runs run's interleavings until one breaks one of checks,
+// requireCaught runs run's interleavings, each from seed 002's situation
+// (sessionRun.fromSeed002), until one breaks one of checks,
 // and minimizes its history (checker.Minimize) to a counterexample of at
 // most maxCounterexample operations; -update saves it under
 // histories/clients, with its verdict lines.
 func requireCaught(t *testing.T, run sessionRun, checks []string) {
-	setRapidFlag(t, "rapid.checks", misconfiguredSessionChecks)
+	sessionBudget(t, misconfiguredSessionChecks)
 	setRapidFlag(t, "rapid.nofailfile", true)
 	setRapidFlag(t, "rapid.shrinktime", time.Second)
 	var last histories.History
 	run.failed = func(h histories.History) { last = h }
+	run.fromSeed002 = true
 	failure := &failureOf{T: t}
 	rapid.Check(failure, sessionProperty(t, run))
 	require.True(t, failure.failed, "%s's %s loop broke no check", run.loop.Library, run.loop.Name)
-	broken := slices.IndexFunc(checks, func(c string) bool { return strings.Contains(failure.report, c+": VIOLATED") })
+	// The last failing history is rapid's shrunk interleaving, which may
+	// break other checks than the first failure did.
+	violated := checker.Check(last, checker.Options{}).Violated()
+	broken := slices.IndexFunc(checks, func(c string) bool { return slices.Contains(violated, c) })
 	require.GreaterOrEqual(t, broken, 0, "%s's %s loop broke another check than %v:\n%s", run.loop.Library, run.loop.Name, checks, failure.report)
+	if seed := failingSeed.FindStringSubmatch(failure.report); seed != nil {
+		t.Logf("%s: replay the interleaving with RAPID_SEED=%s FENCECHECK_SESSION_CHECKS=1 go test ./kafka/ -run '^%s$'", checks[broken], seed[1], t.Name())
+	}
 
 	small := checker.Minimize(last, checks[broken], time.Minute)
 	small.Name = clientHistoryName(run)
@@ -81,6 +90,11 @@ func requireCaught(t *testing.T, run sessionRun, checks []string) {
 		saveClientHistory(t, small)
 	}
 }
+
+// failingSeed finds the seed of the failing interleaving in rapid's
+// report: with it as RAPID_SEED, rapid's first interleaving draws the
+// same actions.
+var failingSeed = regexp.MustCompile(`-rapid\.seed=(\d+)`)
 
 // maxCounterexample is the longest counterexample a reader is handed.
 const maxCounterexample = 20

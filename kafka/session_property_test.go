@@ -21,17 +21,17 @@ import (
 )
 
 // The properties' budgets: each interleaving is a kfake cluster and real
-// time, seconds of it, so CI runs a few (a smoke test) and an exploration
-// sets FENCECHECK_SESSION_CHECKS (sessionBudget). A misconfigured worker
-// is given more, to be found on every run: rapid stops at the first
-// failure.
+// time, seconds of it, so CI runs a few (a smoke test), and an
+// exploration, or a replay of one interleaving (RAPID_SEED), sets
+// FENCECHECK_SESSION_CHECKS (sessionBudget). A misconfigured worker is
+// given more, to be found on every run: rapid stops at the first failure.
 const (
 	sessionChecks              = 3
 	clientLoopChecks           = 1 // a library's worker is slower to crash and to rejoin
 	misconfiguredSessionChecks = 12
 )
 
-// sessionBudget sets the interleavings a property that must hold runs:
+// sessionBudget sets the interleavings a session property runs:
 // FENCECHECK_SESSION_CHECKS when set, else ciChecks.
 func sessionBudget(t *testing.T, ciChecks int) {
 	checks := ciChecks
@@ -105,6 +105,12 @@ type sessionRun struct {
 	// failed, when set, is given the history of each interleaving that
 	// breaks a check (the last is rapid's shrunk one).
 	failed func(histories.History)
+	// fromSeed002 starts each interleaving in seed 002's situation, before
+	// the drawn faults: two workers share the group, and one pauses with
+	// its fares written and its offsets not committed, for longer than
+	// its session timeout, so that the group gives its partitions to the
+	// other.
+	fromSeed002 bool
 }
 
 // sessionProperty is one interleaving of the workers of run on a fresh
@@ -128,6 +134,11 @@ func sessionProperty(t *testing.T, run sessionRun) func(*rapid.T) {
 		defer m.closeAll()
 		m.WriteTrips(rt)
 		m.JoinWorker(rt)
+		if run.fromSeed002 {
+			m.JoinWorker(rt)
+			m.LetWorkersRun(rt)
+			m.pauseAt(rt, model.TxnOffsetCommit)
+		}
 		rt.Repeat(rapid.StateMachineActions(m))
 		m.quiesce(rt)
 	}
@@ -246,13 +257,20 @@ func (m *sessionMachine) StallProcess(rt *rapid.T) {
 }
 
 // PauseMidTransaction is seed 002's pause: trips arrive, and a worker
-// stalls as it produces their fares, mid-transaction, for longer than
-// its session timeout and shorter than its transaction timeout. The
-// group drops it and gives its partitions to another, and it wakes a
-// zombie with what it read in hand and its producer not fenced.
+// stalls mid-transaction, as it produces their fares or as it commits
+// its offsets (seed 002's moment: the fares written, the offsets not),
+// for longer than its session timeout and shorter than its transaction
+// timeout. The group drops it and gives its partitions to another, and
+// it wakes a zombie with what it read in hand and its producer not
+// fenced. A library may commit its offsets before its fares go out
+// (librdkafka produces in the background), so each moment is drawn.
 func (m *sessionMachine) PauseMidTransaction(rt *rapid.T) {
+	m.pauseAt(rt, rapid.SampledFrom([]model.Kind{model.Produce, model.TxnOffsetCommit}).Draw(rt, "pause at"))
+}
+
+func (m *sessionMachine) pauseAt(rt *rapid.T, at model.Kind) {
 	w := m.pick(rt, "pause", func(w *sessionWorker) bool { return !w.left && !w.stalled })
-	w.tap.StallAtNext(model.Produce)
+	w.tap.StallAtNext(at)
 	m.WriteTrips(rt)
 	assertEventually(func() bool { return w.tap.State() == "stalled" }, time.Second)
 	w.tap.StallAtNext("")
