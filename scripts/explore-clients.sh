@@ -27,7 +27,7 @@ elapsed=$(($(date +%s) - start))
   echo "== $test: $checks interleavings asked, $(grep -c '\[rapid\] test #[0-9]* start' "$log") run, ${elapsed} s"
   echo "verdict: $(grep -E '^(ok|FAIL|--- )' "$log" | head -3 | paste -sd' ' -)"
   echo "known kfake findings met: $(grep -c 'known finding' "$log" || true)"
-  echo "faults drawn (action: count):"
+  echo "actions drawn (action: count; one that cannot apply, a third join in a full group, is skipped):"
   sed -n 's/.*\[rapid\] draw action: "\([A-Za-z]*\)".*/\1/p' "$log" | sort | uniq -c | sort -rn | awk '{print "  " $2 ": " $1}'
   echo "pauses drawn at: $(sed -n 's/.*\[rapid\] draw pause at: "\([a-z_]*\)".*/\1/p' "$log" | sort | uniq -c | awk '{print $2 " " $1}' | paste -sd, -)"
 } | tee "$log.summary"
