@@ -147,7 +147,8 @@ func grantOf4001(epoch int16) model.Response {
 // from with the current session, handing out nothing new: a KIP-360 bump
 // after the producer's own v2 end_txn, and an abort after the
 // coordinator's timeout abort (4.0.1+), and any retry-shaped request of
-// the process that holds the session, answered with it. A session handed
+// the process that holds the session (on any lane of its client),
+// answered with it. A session handed
 // to another process is another matter: the fenced producer's abort
 // answered with it makes two live producers (kafka/FINDINGS.md, 12).
 func TestOneLiveProducerKafka4RetryShapes(t *testing.T) {
@@ -159,6 +160,8 @@ func TestOneLiveProducerKafka4RetryShapes(t *testing.T) {
 	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 	b.op(bump).Kind, b.op(bump).Proc = model.EndTxn, "A2" // another process's end_txn of epoch 0, handed A's session
 	requireViolation(t, checkOneLiveProducer(analyze(b.h)), bump, "")
+	b.op(bump).Proc, b.op(bump).Client = "A.2", "A" // the same from a lane of A's own client
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
 
 	b = &historyBuilder{}
 	b.initTxns("A", 0, 1, fw0)

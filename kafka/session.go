@@ -2,11 +2,11 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/clients"
 	"github.com/fencecheck/fencecheck/proxy"
 	"github.com/fencecheck/fencecheck/recorder"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -58,14 +58,11 @@ type Session struct {
 	produce func(context.Context, ...*kgo.Record) kgo.ProduceResults
 	plain   *kgo.Client
 	tap     *recorder.Client
-	done    chan struct{}
-	cancel  context.CancelFunc
+	// Run is the loop's bookkeeping: what it committed, the error that
+	// ended it, and when it ended.
+	clients.Run
 
 	stopOnce sync.Once // Crash or Close, whichever comes first
-
-	mu        sync.Mutex
-	committed int
-	err       error
 }
 
 // StartSession starts a worker on the target's cluster.
@@ -75,7 +72,7 @@ func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
 	}
-	s := &Session{gts: gts, output: t.names.topic(cfg.Output), produce: gts.ProduceSync, tap: tap, done: make(chan struct{})}
+	s := &Session{gts: gts, output: t.names.topic(cfg.Output), produce: gts.ProduceSync, tap: tap}
 	if cfg.outsideTxn {
 		if s.plain, err = kgo.NewClient(common...); err != nil {
 			gts.Close()
@@ -83,9 +80,7 @@ func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
 		}
 		s.produce = s.plain.ProduceSync
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go s.loop(ctx)
+	s.Go(s.loop)
 	return s, nil
 }
 
@@ -152,21 +147,20 @@ const recordsPerTransaction = 2
 // loop is the exactly-once loop of franz-go's documentation: poll, begin,
 // produce the transformed records, end (committing the input offsets with
 // the group's metadata, or aborting if the group rebalanced meanwhile).
-func (s *Session) loop(ctx context.Context) {
-	defer close(s.done)
+func (s *Session) loop(ctx context.Context) error {
 	for ctx.Err() == nil {
 		fetches := s.gts.PollRecords(ctx, recordsPerTransaction)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
-			return
+			return nil
 		}
 		if fetches.Empty() {
 			continue
 		}
 		if err := s.transact(ctx, fetches); err != nil {
-			s.fail(err)
-			return
+			return err
 		}
 	}
+	return nil
 }
 
 // transact processes one poll's records in one transaction.
@@ -188,9 +182,7 @@ func (s *Session) transact(ctx context.Context, fetches kgo.Fetches) error {
 		return err
 	}
 	if committed {
-		s.mu.Lock()
-		s.committed++
-		s.mu.Unlock()
+		s.Commit()
 	}
 	return nil
 }
@@ -220,9 +212,9 @@ func (s *Session) Crash() {
 	s.stopOnce.Do(func() {
 		s.tap.Crash()
 		s.tap.Close()
-		s.cancel()
+		s.Cancel()
 		go func() {
-			<-s.done
+			<-s.Done()
 			s.gts.Client().Close()
 			s.closeRest()
 		}()
@@ -243,39 +235,11 @@ func (s *Session) closeRest() {
 // stopped the worker, if any.
 func (s *Session) Close() error {
 	s.stopOnce.Do(func() {
-		s.cancel()
+		s.Cancel()
 		s.Wake()
-		<-s.done
+		<-s.Done()
 		s.gts.Close()
 		s.closeRest()
 	})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
-
-// Stopped reports that the worker's loop ended: it crashed, was closed, or
-// met an error it does not recover from (the orchestrator starts another).
-func (s *Session) Stopped() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Committed is how many transactions the worker committed.
-func (s *Session) Committed() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.committed
-}
-
-func (s *Session) fail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err == nil && !errors.Is(err, context.Canceled) {
-		s.err = err
-	}
+	return s.Err()
 }

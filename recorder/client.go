@@ -90,8 +90,8 @@ type Client struct {
 	// another one came (see noteTransactionalID).
 	txnID        string
 	warnedShared bool
-	// spoke[v-1]: an EndTxn of transactions v (1 or 2) went out.
-	spoke [2]bool
+	// spokeV1, spokeV2: an EndTxn of transactions v1, v2 went out.
+	spokeV1, spokeV2 bool
 }
 
 // TransactionsVersion is the transaction protocol the client's EndTxns
@@ -104,10 +104,10 @@ type Client struct {
 func (c *Client) TransactionsVersion() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch c.spoke {
-	case [2]bool{true, false}:
+	switch {
+	case c.spokeV1 && !c.spokeV2:
 		return 1
-	case [2]bool{false, true}:
+	case c.spokeV2 && !c.spokeV1:
 		return 2
 	}
 	return 0
@@ -116,14 +116,11 @@ func (c *Client) TransactionsVersion() int {
 func (c *Client) noteEndTxnVersion(version int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.spoke[boolIndex(version >= endTxnAnswersEpoch)] = true
-}
-
-func boolIndex(b bool) int {
-	if b {
-		return 1
+	if version >= endTxnAnswersEpoch {
+		c.spokeV2 = true
+	} else {
+		c.spokeV1 = true
 	}
-	return 0
 }
 
 // New is the recording of process proc.
