@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // DefaultTimeout bounds the linearizability search when Options says nothing:
@@ -31,6 +32,10 @@ type Options struct {
 	// linearizability search has placed for good, now and then (a long
 	// history takes a while).
 	Progress func(checked int)
+	// Allow are the deviations from Kafka linearizable accepts (none by
+	// default): known findings', for telling their consequences from a
+	// new finding (Known.Explained).
+	Allow model.Deviation
 }
 
 // Report is the outcome of every check on one history.
@@ -45,7 +50,7 @@ func Check(h histories.History, opts Options) Report {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	lin := checkLinearizable(h, opts.Timeout, opts.Visualize, opts.Progress)
+	lin := checkLinearizable(h, opts)
 	verdicts := []Verdict{lin.verdict}
 	a := analyze(h) // what every invariant needs, worked out once
 	for _, check := range invariantChecks() {

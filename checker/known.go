@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -62,11 +64,18 @@ func signatureOf(v Verdict, byID opIndex) Signature {
 // about it, where it is written up, the signatures it shows, and the
 // saved histories that show it.
 type Finding struct {
-	Name      string      `json:"name"`
-	About     string      `json:"about"`
-	WriteUp   string      `json:"write_up,omitempty"`
-	Match     []Signature `json:"match"`
-	Histories []string    `json:"histories,omitempty"`
+	Name    string      `json:"name"`
+	About   string      `json:"about"`
+	WriteUp string      `json:"write_up,omitempty"`
+	Match   []Signature `json:"match"`
+	// Allows names the deviation from Kafka the finding is (model's
+	// Deviation), when the model has one for it: a history whose
+	// violation it explains is the finding's consequence (Explains).
+	Allows    string   `json:"allows,omitempty"`
+	Histories []string `json:"histories,omitempty"`
+	// Consequences are saved histories that break checks under other
+	// signatures, which the finding's deviation explains.
+	Consequences []string `json:"consequences,omitempty"`
 }
 
 // Known is a list of known findings (HISTORY.md's sibling format
@@ -120,8 +129,13 @@ func (f Finding) valid() error {
 	if f.Name == "" {
 		return errors.New("name is required")
 	}
-	if len(f.Match) == 0 {
-		return errors.New("match needs at least one signature")
+	if len(f.Match) == 0 && f.Allows == "" {
+		return errors.New("match needs at least one signature, or allows a deviation")
+	}
+	if f.Allows != "" {
+		if _, err := model.ParseDeviation(f.Allows); err != nil {
+			return fmt.Errorf("allows: %w", err)
+		}
 	}
 	for j, s := range f.Match {
 		switch {
@@ -167,4 +181,53 @@ func (k Known) Unknown(r Report) []Signature {
 		}
 	}
 	return fresh
+}
+
+// Explains names the known findings whose deviations (Finding.Allows)
+// explain check's violation on h: the check holds on h once the model
+// allows one finding's deviation, or failing that those of a few together
+// (all, less each one the rest explain without; their names joined by
+// "+"). A known divergence has consequences later in the same history,
+// under other signatures than its own (a transaction the broker forgot
+// writes no marker, and the next record lands an offset early); this
+// tells them from a new finding. Only linearizable and error-codes judge
+// by the model, so only their violations can be explained.
+func (k Known) Explains(h histories.History, check string) (string, bool) {
+	if check != Linearizable && check != ErrorCodes {
+		return "", false
+	}
+	var allowing []Finding
+	var all model.Deviation
+	for _, f := range k.Findings {
+		d, err := model.ParseDeviation(f.Allows)
+		if f.Allows == "" || err != nil {
+			continue
+		}
+		if holdsAllowing(h, check, d) {
+			return f.Name, true
+		}
+		allowing, all = append(allowing, f), all|d
+	}
+	if len(allowing) < 2 || !holdsAllowing(h, check, all) {
+		return "", false
+	}
+	var names []string
+	for _, f := range allowing {
+		d, _ := model.ParseDeviation(f.Allows)
+		if holdsAllowing(h, check, all&^d) {
+			all &^= d
+			continue
+		}
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, "+"), true
+}
+
+// holdsAllowing reports whether check holds on h when the model allows d.
+func holdsAllowing(h histories.History, check string, d model.Deviation) bool {
+	lin := checkLinearizable(h, Options{Timeout: DefaultTimeout, Allow: d})
+	if check == ErrorCodes {
+		return lin.codes.Held()
+	}
+	return lin.verdict.Held()
 }

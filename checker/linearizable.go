@@ -85,14 +85,15 @@ type linearizability struct {
 // every answer exactly, which a correct broker's history has; failing
 // that, for one that explains the effects (linearizable), whose refusals
 // with another class than the rules' are then error-codes' violations.
-func checkLinearizable(h histories.History, timeout time.Duration, verbose bool, progress func(int)) linearizability {
+func checkLinearizable(h histories.History, opts Options) linearizability {
+	timeout, verbose := opts.Timeout, opts.Visualize
 	ops := porcupineOps(h)
 	versions := txnVersions(h)
 	unknown := Verdict{Status: Unknown, Reason: fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)}
 	gaveUp := false
 	for _, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock}, true)
-		switch search := checkWindowed(m, ops, timeout, progress); search.result {
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, Allow: opts.Allow}, true)
+		switch search := checkWindowed(m, ops, timeout, opts.Progress); search.result {
 		case porcupine.Ok:
 			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 			if verbose {
@@ -106,7 +107,7 @@ func checkLinearizable(h histories.History, timeout time.Duration, verbose bool,
 	var first linearizability
 	var firstSearch windowedResult
 	for i, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock}, false)
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, Allow: opts.Allow}, false)
 		search := checkWindowed(m, ops, timeout, nil)
 		lin := linearizability{verdict: held(Linearizable), model: m, judged: len(ops)}
 		lin.codes = wrongCodesVerdict(m, ops, timeout)

@@ -73,9 +73,9 @@ func signatureIn(h histories.History, check string) (Signature, bool) {
 func checkOne(h histories.History, check string) Verdict {
 	switch check {
 	case Linearizable:
-		return checkLinearizable(h, DefaultTimeout, false, nil).verdict
+		return checkLinearizable(h, Options{Timeout: DefaultTimeout}).verdict
 	case ErrorCodes:
-		return checkLinearizable(h, DefaultTimeout, false, nil).codes
+		return checkLinearizable(h, Options{Timeout: DefaultTimeout}).codes
 	}
 	a := analyze(h)
 	for _, invariant := range invariantChecks() {

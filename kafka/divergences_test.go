@@ -36,6 +36,33 @@ func findingOf(history string) (checker.Finding, bool) {
 	return checker.Finding{}, false
 }
 
+// consequenceOf is the known finding whose consequence a saved history
+// shows (Finding.Consequences).
+func consequenceOf(history string) (checker.Finding, bool) {
+	for _, f := range KnownFindings().Findings {
+		if slices.Contains(f.Consequences, history) {
+			return f, true
+		}
+	}
+	return checker.Finding{}, false
+}
+
+// requireConsequence holds a consequence's history to breaking some check,
+// each one either as one of the finding's signatures or as its deviation
+// explains (checker.Known.Explains, the finding among those it names).
+func requireConsequence(t *testing.T, h histories.History, report checker.Report, f checker.Finding) {
+	t.Helper()
+	require.NotEmpty(t, report.Violated(), "a consequence of %s that breaks no check: if kfake or the model changed, update kafka/known.json", f.Name)
+	for _, sig := range report.Signatures() {
+		if slices.Contains(f.Match, sig) {
+			continue
+		}
+		names, explained := KnownFindings().Explains(h, sig.Check)
+		require.True(t, explained, "%s is not explained by any known finding's deviation", sig)
+		require.Contains(t, strings.Split(names, "+"), f.Name, "%s is explained by %s, not by %s", sig, names, f.Name)
+	}
+}
+
 // checksOf are the checks a finding's signatures break.
 func checksOf(f checker.Finding) []string {
 	var checks []string
@@ -50,7 +77,7 @@ func checksOf(f checker.Finding) []string {
 func TestKnownFindingsLoad(t *testing.T) {
 	require.NotEmpty(t, KnownFindings().Findings)
 	for _, f := range KnownFindings().Findings {
-		require.NotEmpty(t, f.Histories, "%s: a finding needs a saved history that shows it", f.Name)
+		require.NotEmpty(t, slices.Concat(f.Histories, f.Consequences), "%s: a finding needs a saved history that shows it", f.Name)
 		require.NotEmpty(t, f.WriteUp, "%s: a finding needs its write-up", f.Name)
 	}
 }
@@ -107,7 +134,7 @@ func TestFindingsReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(findingsDir, "*.json"))
 	require.NoError(t, err)
 	for _, f := range KnownFindings().Findings {
-		for _, name := range f.Histories {
+		for _, name := range slices.Concat(f.Histories, f.Consequences) {
 			require.FileExists(t, filepath.Join(findingsDir, name+".json"), "run the test that records %s first", name)
 		}
 	}
@@ -117,6 +144,10 @@ func TestFindingsReplay(t *testing.T) {
 			h, err := histories.LoadFile(file)
 			require.NoError(t, err)
 			report := checker.Check(h, checker.Options{})
+			if finding, consequence := consequenceOf(name); consequence {
+				requireConsequence(t, h, report, finding)
+				return
+			}
 			finding, known := findingOf(name)
 			requireVerdicts(t, report, checksOf(finding), name)
 			if known {

@@ -32,7 +32,7 @@ func (st *step) initProducerID(r Request) outcome {
 		return refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
 	}
 	ownBump := r.ProducerID != NoProducerID
-	if ownBump {
+	if ownBump && !st.staleBump(t, r) {
 		if r.ProducerID == t.prevPID && r.Epoch == t.prevEpoch {
 			// KIP-360: a retry of the producer's own bump gets the same
 			// answer, as does (Kafka 4) a bump carrying the epoch a v2
@@ -281,6 +281,9 @@ func (st *step) endTxn(r Request) outcome {
 		return refuse("markers-pending", ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
 	}
 	if t.phase != Ongoing && !st.emptyAbort(r) {
+		if st.emptyEndAccepted(t, r) {
+			return ok(NewResponse())
+		}
 		return refuse("nothing-to-end", InvalidTxnState, "%s has no transaction open (%s) to end (KIP-98)", r.TransactionalID, t.phase)
 	}
 	epoch, pid := t.epoch, t.pid

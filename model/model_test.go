@@ -29,7 +29,7 @@ func TestTranscripts(t *testing.T) {
 			defer func() { states = append(states, s) }()
 			switch td.Cmd {
 			case "reset":
-				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock")})
+				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"), Allow: allowArg(t, td)})
 				return ""
 			case "state":
 				return strings.ReplaceAll(s.String(), "; ", "\n")
@@ -273,4 +273,22 @@ func render(kind model.Kind, res model.Result) string {
 		return fmt.Sprintf("%shw %d lso %d", b.String(), r.HighWatermark, r.LastStableOffset)
 	}
 	return "ok"
+}
+
+// allowArg is the deviations a transcript's reset allows (allow=NAME,...).
+func allowArg(t *testing.T, td *datadriven.TestData) model.Deviation {
+	var allow model.Deviation
+	for _, arg := range td.CmdArgs {
+		if arg.Key != "allow" {
+			continue
+		}
+		for _, name := range arg.Vals {
+			d, err := model.ParseDeviation(name)
+			if err != nil {
+				t.Fatalf("%s: %v", td.Pos, err)
+			}
+			allow |= d
+		}
+	}
+	return allow
 }

@@ -25,6 +25,10 @@ type Options struct {
 	// 4.x). The model fires a due timer when an answer needs it (see
 	// fireDue).
 	WallClock bool
+	// Allow are the deviations from Kafka (deviations.go) a judged broker
+	// is allowed: a known finding's, so that its consequences are told
+	// from a new finding. Kafka is allowed none.
+	Allow Deviation
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.

@@ -210,7 +210,7 @@ func (st *step) run() outcome {
 	case AddOffsets:
 		return st.addOffsets(r)
 	case Produce:
-		return st.produce(r)
+		return st.produceDeviations(r, st.produce(r))
 	case TxnOffsetCommit:
 		return st.txnOffsetCommit(r)
 	case EndTxn:
@@ -231,6 +231,7 @@ func (st *step) run() outcome {
 		// A restart keeps the logs, and producer state rebuilt from them
 		// is the state before (DESIGN; Kafka's log recovery): nothing
 		// changes.
+		st.restartForgets()
 	}
 	return ok(NewResponse())
 }

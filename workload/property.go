@@ -189,6 +189,7 @@ func (r *run) judge(h histories.History) {
 	if report.Held() {
 		return
 	}
+	r.consequences = r.knownConsequences(h, report)
 	r.sight(h, report)
 	if !slices.ContainsFunc(report.Verdicts, r.fails) {
 		return
@@ -212,7 +213,26 @@ func (r *run) fails(v checker.Verdict) bool {
 		return false
 	}
 	_, known := r.known.Match(signatureOf(r.h, v))
-	return !known
+	_, consequence := r.consequences[v.Check]
+	return !known && !consequence
+}
+
+// knownConsequences are the checks report's history breaks, with no
+// known finding's signature, only as the consequence of known findings.
+func (r *run) knownConsequences(h histories.History, report checker.Report) map[string]string {
+	found := map[string]string{}
+	for _, v := range report.Verdicts {
+		if v.Status != checker.Violated {
+			continue
+		}
+		if _, known := r.known.Match(signatureOf(h, v)); known {
+			continue
+		}
+		if name, explained := r.known.Explains(h, v.Check); explained {
+			found[v.Check] = name
+		}
+	}
+	return found
 }
 
 // sight records, once per run, each error-code difference and known
@@ -229,6 +249,9 @@ func (r *run) sight(h histories.History, report checker.Report) {
 		check := v.Check
 		cut, cutReport := cutAtViolation(h, report, func(w checker.Verdict) bool { return w.Check == check && w.Status == checker.Violated })
 		known, _ := r.known.Match(sig)
+		if name, consequence := r.consequences[check]; consequence && known.Name == "" {
+			known.Name = name
+		}
 		r.sightings[sig] = &Sighting{Signature: sig, Known: known.Name, History: cut, Report: cutReport}
 	}
 }

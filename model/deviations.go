@@ -1,0 +1,197 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Deviations: ways one broker is known to differ from Kafka. They are not
+// Kafka's rules, and the model's own answers (Apply) never take them. A
+// known divergence has consequences further on in the same history (a
+// transaction the broker forgot writes no marker, so the next record lands
+// an offset early), and those show under other signatures than the
+// divergence itself. A list of known findings names the deviation each
+// finding is (fencecheck/known/v1, "allows"); the checker judges a history
+// that breaks a check no finding lists again with those deviations
+// allowed (Options.Allow), and a history they explain is a known
+// finding's consequence, not a new one.
+
+// Deviation is a set of deviations, one bit each.
+type Deviation uint8
+
+const (
+	// StaleBumpAccepted: a KIP-360 bump naming the transactional id's
+	// producer id at an epoch below the current one is accepted as the
+	// owner's own (the open transaction aborted, the epoch bumped), a
+	// retry of the last bump too. kfake, FINDINGS 5: pids.doInitProducerID
+	// ("Accept current or stale epoch").
+	StaleBumpAccepted Deviation = 1 << iota
+	// FencedProduceJoinsTxn: under transactions v2, a transactional produce
+	// adds its partition to the transaction of the transactional id whose
+	// producer id it names, beginning it, before any check, so a refused
+	// produce leaves it there. kfake, FINDINGS 4: pids.get adds the
+	// partition before the epoch is checked.
+	FencedProduceJoinsTxn
+	// RestartForgetsOpenTxn: a broker restart forgets every open
+	// transaction that has written no record yet (its partitions and the
+	// transaction itself: no marker is ever written for it). kfake,
+	// FINDINGS 13: savePIDsLog keeps each producer's epoch, not its
+	// transaction. One that wrote records is kept as Kafka keeps it.
+	RestartForgetsOpenTxn
+	// EmptyEndTxnAccepted: an EndTxn with no transaction open, of the
+	// outcome the producer's last transaction ended with (an abort when
+	// none did), succeeds and changes nothing. kfake, FINDINGS 2:
+	// pids.doEnd's retry detection compares only the outcome
+	// (lastWasCommit), never whether a transaction just ended.
+	EmptyEndTxnAccepted
+	// FencedProduceInvalidTxnState: under transactions v1, a fenced
+	// producer's produce is answered INVALID_TXN_STATE. kfake, FINDINGS 1:
+	// a partition outside the current transaction is refused before the
+	// epoch is checked.
+	FencedProduceInvalidTxnState
+	// FencedProduceOutOfOrder: under transactions v2, a fenced producer's
+	// first produce to a partition never written, at a sequence above 0,
+	// is answered OUT_OF_ORDER_SEQUENCE_NUMBER. kfake, FINDINGS 17: the
+	// KAFKA-15591 check runs before the epoch's.
+	FencedProduceOutOfOrder
+	// EpochPerProducerID: a produce at an epoch below the newest its
+	// producer id wrote to any partition is answered
+	// INVALID_PRODUCER_EPOCH, where Kafka's leaders keep a producer's
+	// epoch per partition (ProducerStateManager) and an idempotent
+	// producer's batch of the epoch before its own bump, still in flight
+	// to another partition, is accepted there. kfake, FINDINGS 18: one
+	// pidinfo per producer id, its epoch shared by every partition.
+	EpochPerProducerID
+)
+
+var deviationNames = []struct {
+	d    Deviation
+	name string
+}{
+	{StaleBumpAccepted, "stale-bump-accepted"},
+	{FencedProduceJoinsTxn, "fenced-produce-joins-txn"},
+	{RestartForgetsOpenTxn, "restart-forgets-open-txn"},
+	{EmptyEndTxnAccepted, "empty-end-txn-accepted"},
+	{FencedProduceInvalidTxnState, "fenced-produce-invalid-txn-state"},
+	{FencedProduceOutOfOrder, "fenced-produce-out-of-order"},
+	{EpochPerProducerID, "epoch-per-producer-id"},
+}
+
+// ParseDeviation is the deviation of that name.
+func ParseDeviation(name string) (Deviation, error) {
+	for _, n := range deviationNames {
+		if n.name == name {
+			return n.d, nil
+		}
+	}
+	names := make([]string, len(deviationNames))
+	for i, n := range deviationNames {
+		names[i] = n.name
+	}
+	return 0, fmt.Errorf("%q is not a deviation the model knows (%s)", name, strings.Join(names, ", "))
+}
+
+func (d Deviation) String() string {
+	var names []string
+	for _, n := range deviationNames {
+		if d&n.d != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, "+")
+}
+
+// allows reports whether the broker judged is allowed deviation d (only
+// the checker sets Options.Allow).
+func (st *step) allows(d Deviation) bool { return st.s.opts.Allow&d != 0 }
+
+// staleBump reports whether r is a bump StaleBumpAccepted takes as the
+// owner's: the owner's producer id at an older epoch, answered with a
+// newer epoch than the current one.
+func (st *step) staleBump(t txnMeta, r Request) bool {
+	got := st.observed()
+	return st.allows(StaleBumpAccepted) && r.ProducerID == t.pid && r.Epoch < t.epoch && got != nil && got.Epoch > t.epoch
+}
+
+// produceDeviations is out, a produce's outcome, with the deviations
+// allowed: a fenced producer's other answers, and FencedProduceJoinsTxn's
+// effect (the partition added to the transaction of the id that holds
+// r's producer id).
+func (st *step) produceDeviations(r Request, out outcome) outcome {
+	if out.refuse == "" && out.bad == nil && st.allows(EpochPerProducerID) && st.answered(InvalidProducerEpoch) {
+		if newest := st.newestEpochOf(r.ProducerID); r.Epoch < newest {
+			return refuse("epoch-per-producer-id", InvalidProducerEpoch, "producer %d wrote at epoch %d elsewhere (deviation %s)", r.ProducerID, newest, EpochPerProducerID)
+		}
+	}
+	if out.refuse == "" || out.bad != nil || r.TransactionalID == "" {
+		return out
+	}
+	fenced := out.rule == "leader-epoch-fence" || out.rule == "epoch-fence"
+	v2 := st.s.opts.TxnVersion >= 2
+	switch {
+	case fenced && !v2 && st.allows(FencedProduceInvalidTxnState):
+		out.also = BadTxnState
+	case fenced && v2 && r.Sequence != 0 && st.allows(FencedProduceOutOfOrder):
+		out.also = OutOfOrder
+	}
+	if !v2 || !st.allows(FencedProduceJoinsTxn) {
+		return out
+	}
+	for id, t := range st.s.txns {
+		if t.pid != r.ProducerID {
+			continue
+		}
+		if t.phase != Ongoing || !slices.Contains(t.partitions, r.Partition) {
+			t = st.begin(t)
+			t.partitions = addSorted(t.partitions, r.Partition)
+			st.s.setTxn(id, t)
+			out.effects = true
+		}
+		return out
+	}
+	return out
+}
+
+// restartForgets applies RestartForgetsOpenTxn to a broker restart.
+func (st *step) restartForgets() {
+	if !st.allows(RestartForgetsOpenTxn) {
+		return
+	}
+	for id, t := range st.s.txns {
+		if t.phase != Ongoing || len(t.groups) > 0 || st.wroteIn(t) {
+			continue
+		}
+		t.phase, t.partitions = Empty, nil
+		st.s.setTxn(id, t)
+	}
+}
+
+// wroteIn reports whether transaction t has a record in any of its
+// partitions.
+func (st *step) wroteIn(t txnMeta) bool {
+	for _, p := range t.partitions {
+		ps := st.s.parts[p]
+		if pe, known := ps.producer(t.pid); known && pe.txnFirst != NoOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyEndAccepted reports whether EmptyEndTxnAccepted takes r, an EndTxn
+// with nothing open to end, as accepted.
+func (st *step) emptyEndAccepted(t txnMeta, r Request) bool {
+	return st.allows(EmptyEndTxnAccepted) && st.observed() != nil && r.Commit == (t.phase == CompleteCommit)
+}
+
+// newestEpochOf is the newest epoch producer pid wrote to any partition.
+func (st *step) newestEpochOf(pid int64) int16 {
+	newest := NoEpoch
+	for _, ps := range st.s.parts {
+		if pe, known := ps.producer(pid); known {
+			newest = max(newest, pe.epoch)
+		}
+	}
+	return newest
+}
