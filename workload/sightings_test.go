@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,5 +89,73 @@ func TestKnownFindingsAreCounted(t *testing.T) {
 	require.NotEmpty(t, all)
 	for _, sg := range all {
 		require.Equal(t, "wrong-produce-code", sg.Known, "%s", sg.Signature)
+	}
+}
+
+// fencedProduceJoins is the reference broker with kfake's finding 4:
+// under transactions v2 a fenced producer's produce adds its partition to
+// the owner's transaction all the same. Nothing in the history shows that
+// add; its consequences (the owner's commit writing a marker there) show
+// later, under signatures of their own.
+type fencedProduceJoins struct {
+	*model.RefBroker
+	mu     sync.Mutex
+	owners map[string]model.Request // transactional id: its owner's producer id and epoch
+}
+
+func (f *fencedProduceJoins) own(id string, res model.Result) model.Result {
+	if id != "" && res.Succeeded() && res.Resp.Epoch >= 0 && res.Resp.ProducerID > 0 {
+		f.mu.Lock()
+		f.owners[id] = model.Request{TransactionalID: id, ProducerID: res.Resp.ProducerID, Epoch: res.Resp.Epoch}
+		f.mu.Unlock()
+	}
+	return res
+}
+
+func (f *fencedProduceJoins) InitProducerID(ctx context.Context, r model.Request) model.Result {
+	return f.own(r.TransactionalID, f.RefBroker.InitProducerID(ctx, r))
+}
+
+func (f *fencedProduceJoins) EndTxn(ctx context.Context, r model.Request) model.Result {
+	return f.own(r.TransactionalID, f.RefBroker.EndTxn(ctx, r))
+}
+
+func (f *fencedProduceJoins) Produce(ctx context.Context, r model.Request) model.Result {
+	res := f.RefBroker.Produce(ctx, r)
+	f.mu.Lock()
+	owner, known := f.owners[r.TransactionalID]
+	f.mu.Unlock()
+	if model.ClassOf(res.Err) == model.FencedProducer && known && owner.ProducerID == r.ProducerID {
+		owner.Partitions = []model.Partition{r.Partition}
+		f.RefBroker.AddPartitions(ctx, owner)
+	}
+	return res
+}
+
+func fencedProduceJoinsTarget() (model.Target, error) {
+	return &fencedProduceJoins{RefBroker: model.NewBroker(model.Options{TxnVersion: 2}), owners: map[string]model.Request{}}, nil
+}
+
+// A known finding's consequences do not fail the property once the
+// finding names its deviation: without it, the broker above is caught;
+// with it, what it breaks is counted under the finding's name.
+func TestKnownDeviationsExplainConsequences(t *testing.T) {
+	sc, err := ScenarioNamed("stable-id")
+	require.NoError(t, err)
+	b := Budget{Checks: 300, Steps: 30, Seed: 1, ShrinkTime: time.Second}
+	out, err := Explore(Options{Scenario: sc, Target: fencedProduceJoinsTarget, TxnVersion: 2, Sightings: NewSightings()}, b, nil)
+	require.NoError(t, err)
+	require.NotNil(t, out.Failure, "the broker that adds a fenced produce's partition went unnoticed")
+	out.Discard()
+
+	known := checker.Known{Findings: []checker.Finding{{Name: "fenced-produce-starts-txn", Allows: "fenced-produce-joins-txn"}}}
+	sightings := NewSightings()
+	out, err = Explore(Options{Scenario: sc, Target: fencedProduceJoinsTarget, TxnVersion: 2, Known: known, Sightings: sightings}, b, nil)
+	require.NoError(t, err)
+	require.Nil(t, out.Failure, "a consequence of a known finding failed the property")
+	all := sightings.All()
+	require.NotEmpty(t, all)
+	for _, sg := range all {
+		require.Equal(t, "fenced-produce-starts-txn", sg.Known, "%s", sg.Signature)
 	}
 }
