@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"io"
+	"net"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,12 +19,16 @@ import (
 //
 //	go test -run '^$' -bench 'RoundTrip|Throughput' -benchtime 20000x ./proxy/
 
-// clientFor is a franz-go producer of trips, directly on the cluster or
-// through a proxy (recording or not), and what closes it.
+// clientFor is a franz-go producer of trips, directly on the cluster,
+// through a bare relay, or through a proxy (recording or not), and what
+// closes it.
 func clientFor(b *testing.B, how string, opts ...kgo.Opt) *kgo.Client {
 	cluster := startCluster(b)
 	seeds := cluster.ListenAddrs()
-	if how != "direct" {
+	if how == "relay" {
+		opts = append(opts, kgo.Dialer(relayDialer(b)))
+	}
+	if how != "direct" && how != "relay" {
 		cfg := Config{Upstream: seeds}
 		if how == "recorded" {
 			w, err := histories.NewWriter(io.Discard, histories.History{})
@@ -44,7 +49,37 @@ func clientFor(b *testing.B, how string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-var ways = []string{"direct", "proxy", "recorded"}
+// ways: "relay" is the floor any TCP proxy on the path pays, a goroutine
+// pair per connection copying bytes both ways and reading none, which the
+// client dials instead of each broker.
+var ways = []string{"direct", "relay", "proxy", "recorded"}
+
+// relayDialer dials each address through a relay of its own on loopback.
+func relayDialer(b *testing.B) func(ctx context.Context, network, host string) (net.Conn, error) {
+	return func(ctx context.Context, network, host string) (net.Conn, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			defer ln.Close()
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial(network, host)
+			if err != nil {
+				down.Close()
+				return
+			}
+			go func() { io.Copy(up, down); up.Close() }()
+			io.Copy(down, up)
+			down.Close()
+		}()
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", ln.Addr().String())
+	}
+}
 
 // BenchmarkRoundTrip: one produce at a time, each awaited (acks=all): the
 // time per op is a request's round trip.
