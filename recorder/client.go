@@ -81,15 +81,14 @@ type Client struct {
 	proc string
 
 	mu      sync.Mutex
-	lanes   []bool              // busy
+	lanes   map[string][]bool   // busy, by instance (instanceOf)
 	joins   map[string]*pending // member id -> its join_group, open until its SyncGroup answers
 	members map[string]bool     // those whose join_group answered, who may leave
 	conns   map[*conn]bool
 	faults  faults
-	// txnID is the first transactional id the process used; warnedShared:
-	// another one came (see noteTransactionalID).
-	txnID        string
-	warnedShared bool
+	// txnID is the first transactional id the process used (see
+	// instanceOf).
+	txnID string
 	// spokeV1, spokeV2: an EndTxn of transactions v1, v2 went out.
 	spokeV1, spokeV2 bool
 }
@@ -131,7 +130,7 @@ func New(proc string, cfg Config) *Client {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Client{cfg: cfg, proc: proc, joins: map[string]*pending{},
+	return &Client{cfg: cfg, proc: proc, lanes: map[string][]bool{}, joins: map[string]*pending{},
 		members: map[string]bool{}, conns: map[*conn]bool{}}
 }
 
@@ -212,7 +211,8 @@ func (c *Client) leaves(member string) bool {
 
 // pending is one operation in flight.
 type pending struct {
-	lane int
+	instance string
+	lane     int
 	kind model.Kind
 	req  model.Request
 	resp model.Response // a join_group's member and generation, before its SyncGroup
@@ -225,24 +225,50 @@ type pending struct {
 // begin records an operation's call on a free lane.
 func (c *Client) begin(kind model.Kind, req model.Request) *pending {
 	c.mu.Lock()
-	lane := slices.Index(c.lanes, false)
+	instance := c.instanceOf(req.TransactionalID)
+	lanes := c.lanes[instance]
+	lane := slices.Index(lanes, false)
 	if lane < 0 {
-		lane = len(c.lanes)
-		c.lanes = append(c.lanes, false)
+		lane = len(lanes)
+		lanes = append(lanes, false)
 	}
-	c.lanes[lane] = true
+	lanes[lane] = true
+	c.lanes[instance] = lanes
 	c.mu.Unlock()
-	proc, client := laneName(c.proc, lane)
-	return &pending{lane: lane, kind: kind, req: req, resp: model.NewResponse(), end: c.cfg.Observer.Observe(proc, client, kind, req)}
+	proc, client := c.laneName(instance, lane)
+	return &pending{instance: instance, lane: lane, kind: kind, req: req, resp: model.NewResponse(), end: c.cfg.Observer.Observe(proc, client, kind, req)}
 }
 
-// laneName is the process name of a lane, and the client's when it is
-// not the first.
-func laneName(proc string, lane int) (string, string) {
-	if lane == 0 {
-		return proc, ""
+// instanceOf is the process of the history that a request carrying
+// transactional id txnID (or none) belongs to. Client instances that
+// share a client.id are one client of the proxy's (librdkafka names every
+// one "rdkafka"; sarama's exactly-once example gives each partition a
+// producer of its own), but a transactional id is one producer's: the
+// process's first keeps its name, each other one is a process of its
+// own, proc[txnID], whose client is proc (histories.Op.Client), so that
+// its commits are still related to the client's joins. Requests with no
+// transactional id (fetches, joins) are the client's.
+func (c *Client) instanceOf(txnID string) string {
+	if c.txnID == "" {
+		c.txnID = txnID
 	}
-	return proc + "." + strconv.Itoa(lane+1), proc
+	if txnID == "" || txnID == c.txnID {
+		return c.proc
+	}
+	return c.proc + "[" + txnID + "]"
+}
+
+// laneName is the process name of an instance's lane, and the client's
+// when it is not the client's own first lane.
+func (c *Client) laneName(instance string, lane int) (string, string) {
+	name := instance
+	if lane > 0 {
+		name += "." + strconv.Itoa(lane+1)
+	}
+	if name == c.proc {
+		return name, ""
+	}
+	return name, c.proc
 }
 
 // finish records an operation's result and frees its lane. A member whose
@@ -260,7 +286,7 @@ func (c *Client) finish(p *pending, res model.Result) {
 // free frees an operation's lane; one never finished is left out.
 func (c *Client) free(p *pending) {
 	c.mu.Lock()
-	c.lanes[p.lane] = false
+	c.lanes[p.instance][p.lane] = false
 	c.mu.Unlock()
 }
 

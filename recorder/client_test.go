@@ -557,20 +557,29 @@ func TestRecorderHeartbeats(t *testing.T) {
 	require.Equal(t, []string{"m1 gen 3: ", "m1 gen 3: ", "m1 gen 2: ILLEGAL_GENERATION"}, got)
 }
 
-// Two transactional ids in one process are two client instances sharing
-// a client.id: the recorder says so, once.
-func TestRecorderWarnsOfASharedClientID(t *testing.T) {
-	var logged []string
+// Two transactional ids in one client are two producers sharing a
+// client.id (librdkafka names every instance "rdkafka"): each
+// transactional id but the first is a process of its own, on lanes of its
+// own, whose client is the one they share; what carries no transactional
+// id stays the client's.
+func TestRecorderTellsProducersSharingAClientIDApart(t *testing.T) {
 	rec := histories.NewRecorder(nil, nil)
-	client := New("rdkafka", Config{Observer: rec, Cluster: fakeCluster{}, Logf: func(format string, args ...any) {
-		logged = append(logged, fmt.Sprintf(format, args...))
-	}})
+	client := New("rdkafka", Config{Observer: rec, Cluster: fakeCluster{}, Logf: t.Logf})
 	w := &tap{t: t, client: client, in: &bytes.Buffer{}, rec: rec}
 	w.conn = client.Tap(&fakeConn{in: w.in})
-	for _, id := range []string{"fencecheck-a", "fencecheck-a", "fencecheck-b", "fencecheck-c"} {
+	var corrs []int32 // all in flight at once
+	for _, id := range []string{"fencecheck-a", "fencecheck-a", "fencecheck-b", "fencecheck-c", "fencecheck-b"} {
 		init := kmsg.NewPtrInitProducerIDRequest()
 		init.TransactionalID = &id
-		w.send(init, 4)
+		corrs = append(corrs, w.send(init, 4))
 	}
-	require.Equal(t, []string{"recorder: process rdkafka has transactional ids a and b: give each client instance a client.id of its own, or the history takes them for one process"}, logged)
+	corrs = append(corrs, w.send(kmsg.NewPtrInitProducerIDRequest(), 4)) // idempotent: the client's
+	for _, corr := range corrs {
+		w.answer(corr, kmsg.NewPtrInitProducerIDResponse(), 4)
+	}
+	var got []string
+	for _, op := range w.ops() {
+		got = append(got, op.Proc+" "+op.Client)
+	}
+	require.Equal(t, []string{"rdkafka ", "rdkafka.2 rdkafka", "rdkafka[b] rdkafka", "rdkafka[c] rdkafka", "rdkafka[b].2 rdkafka", "rdkafka.3 rdkafka"}, got)
 }

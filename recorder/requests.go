@@ -147,7 +147,6 @@ func (c *Client) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
 			return nil
 		}
 		req.TransactionalID, req.TimeoutMs = id, c.cfg.Cluster.Millis(r.TransactionTimeoutMillis)
-		c.noteTransactionalID(id)
 	}
 	req.ProducerID, req.Epoch = r.ProducerID, r.ProducerEpoch
 	return one(c, model.InitProducerID, req,
@@ -519,22 +518,6 @@ func (c *Client) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition
 		}
 	}
 	return model.NoOffset, kerr.UnknownServerError.Code
-}
-
-// noteTransactionalID warns, once, when a second transactional id shows
-// up in one process: two client instances share its name (librdkafka's
-// default client.id is "rdkafka" for every one), and the history takes
-// them for one, which faults strike together.
-func (c *Client) noteTransactionalID(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.txnID == "":
-		c.txnID = id
-	case c.txnID != id && !c.warnedShared:
-		c.warnedShared = true
-		c.cfg.Logf("recorder: process %s has transactional ids %s and %s: give each client instance a client.id of its own, or the history takes them for one process", c.proc, c.txnID, id)
-	}
 }
 
 // partition is the history's name of a cluster partition, false when its
