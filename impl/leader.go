@@ -27,16 +27,13 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) mod
 		if code := txn.verify(); code != "" {
 			return model.Fail(code)
 		}
+		txn.add()
 	} else if known && pe.txnFirst != model.NoOffset {
 		// KIP-98: a producer with a transaction open here cannot write
 		// outside it.
 		return model.Fail(model.InvalidTxnState)
 	}
-	res := p.appendInSequence(r, pe, bugs, txn != nil, txn != nil && txn.b.v2)
-	if txn != nil && res.Succeeded() {
-		txn.landed()
-	}
-	return res
+	return p.appendInSequence(r, pe, bugs, txn != nil, txn != nil && txn.b.v2)
 }
 
 // appendInSequence appends the batch when its sequence is the next one of

@@ -29,7 +29,7 @@ type txnWrite struct {
 	sh *txnShard
 	r  model.Request
 	// begun is the transaction the write starts or joins implicitly
-	// (KIP-890), set once verify passes and written once the write lands.
+	// (KIP-890), set once verify passes.
 	begun    txnMeta
 	implicit bool
 }
@@ -62,8 +62,11 @@ func (w *txnWrite) verify() model.Code {
 	return ""
 }
 
-// landed tells the coordinator that the write was accepted.
-func (w *txnWrite) landed() {
+// add writes the implicit add once verify passed: the coordinator adds
+// the partition before the leader looks at the write
+// (ReplicaManager.appendRecords), and a refusal of the leader's does not
+// take it back.
+func (w *txnWrite) add() {
 	if w.implicit {
 		w.sh.write(w.r.TransactionalID, w.begun)
 	}
@@ -92,18 +95,21 @@ func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
 		// KIP-98: AddOffsetsToTxn comes first; Kafka verifies the
 		// transaction before it validates the group.
 		return model.Fail(model.InvalidTxnState)
-	case fencedConsumer != "":
-		return model.Fail(fencedConsumer)
 	}
 	if !slices.Contains(t.groups, r.Group) {
 		if !b.v2 {
 			// KIP-98: AddOffsetsToTxn comes first.
 			return model.Fail(model.InvalidTxnState)
 		}
-		// KIP-890: the commit adds its group implicitly.
+		// KIP-890: the commit adds its group implicitly, before the
+		// group coordinator looks at the consumer, whose refusal does
+		// not take the add back.
 		t = b.begin(t)
 		t.groups = addSorted(t.groups, r.Group)
 		sh.write(r.TransactionalID, t)
+	}
+	if fencedConsumer != "" {
+		return model.Fail(fencedConsumer)
 	}
 	gs.write(pendingOffsets{group: r.Group, producerID: t.producerID, offsets: maps.Clone(r.Offsets)})
 	if _, member := gs.lookup(r.Group).members[r.MemberID]; member {

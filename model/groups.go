@@ -301,6 +301,14 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 		}
 		return out
 	case fencedConsumer != nil:
+		if !slices.Contains(t.groups, r.Group) {
+			// KIP-890: the group's offsets partition is added before the
+			// group coordinator refuses the consumer (keepBegun).
+			t = st.begin(t)
+			t.groups = addSorted(t.groups, r.Group)
+			st.s.setTxn(r.TransactionalID, t)
+			st.begun = true
+		}
 		return *fencedConsumer
 	}
 	if !slices.Contains(t.groups, r.Group) {

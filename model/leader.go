@@ -92,9 +92,16 @@ func (st *step) freshSequence(r Request, ps partState) *outcome {
 	var out outcome
 	switch {
 	case r.TransactionalID != "" && st.s.opts.TxnVersion >= 2:
-		if st.got != nil && (st.got.Succeeded() || st.got.Undecided()) {
+		if st.got != nil && st.got.Succeeded() {
 			return nil // Kafka 4.0.x
 		}
+		// A lost answer is taken as 4.1.0+'s refusal, which keeps the
+		// implicit add (keepBegun): taking it as 4.0.x's acceptance, the
+		// broader state once, would now leave out the add without the
+		// record, and the model follows one of the two. So a 4.0.x
+		// broker whose answer to such a batch was lost, and whose log
+		// then shows the batch, is called wrong; it takes a lost answer
+		// and a first sequence above 0, which no client sends.
 		out = refuse("first-sequence", OutOfOrderSequenceNumber, "producer %d has no state at %s, and under transactions v2 its first sequence there must be 0, not %d (KAFKA-18202, Kafka 4.1.0+)", r.ProducerID, r.Partition, r.Sequence)
 	case ps.end() == 0 && st.answered(OutOfOrderSequenceNumber):
 		out = refuse("first-sequence", OutOfOrderSequenceNumber, "producer %d has no state at %s, whose log never held a record, so its first sequence there must be 0, not %d (KAFKA-15591, unreleased)", r.ProducerID, r.Partition, r.Sequence)
@@ -128,6 +135,7 @@ func (st *step) verifyTxnWrite(r Request) *outcome {
 	t = st.begin(t)
 	t.partitions = addSorted(t.partitions, r.Partition)
 	st.s.setTxn(r.TransactionalID, t)
+	st.begun = true
 	return nil
 }
 

@@ -102,6 +102,21 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 		Reason: fmt.Sprintf("answered %s, but the request must succeed", answerName(got))}
 }
 
+// keepBegun is out with the transaction the request began kept, when a
+// later check refused it: under transactions v2 the coordinator adds the
+// partition (for a produce) or the group's offsets partition (for a
+// TxnOffsetCommit) before the partition's leader or the group coordinator
+// looks at the request (ReplicaManager.appendRecords verifies with
+// TransactionCoordinator.handleAddPartitionsToTransaction first;
+// KafkaApis.handleTxnOffsetCommitRequest likewise, 4.0.0 to 4.3.1), and a
+// refusal there does not take the add back.
+func (st *step) keepBegun(out outcome) outcome {
+	if st.begun && out.refuse != "" {
+		out.effects = true
+	}
+	return out
+}
+
 // mustSucceed names the rule of every request the rules accept.
 const mustSucceed = "must-succeed"
 
@@ -176,6 +191,11 @@ type step struct {
 	s   State
 	op  Op
 	got *Result
+	// begun: the request began a transaction, or added to it, before a
+	// later check refused it, and the refusal keeps that (KIP-890: the
+	// coordinator's implicit add comes before the leader's and the
+	// group's checks).
+	begun bool
 }
 
 func newStep(s State, op Op, got *Result) *step {
@@ -210,9 +230,9 @@ func (st *step) run() outcome {
 	case AddOffsets:
 		return st.addOffsets(r)
 	case Produce:
-		return st.produceDeviations(r, st.produce(r))
+		return st.produceDeviations(r, st.keepBegun(st.produce(r)))
 	case TxnOffsetCommit:
-		return st.txnOffsetCommit(r)
+		return st.keepBegun(st.txnOffsetCommit(r))
 	case EndTxn:
 		return st.endTxn(r)
 	case JoinGroup:
