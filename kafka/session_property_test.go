@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -453,8 +454,15 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 	report := checker.Check(h, checker.Options{})
 	known := KnownFindings()
 	for _, sig := range report.Signatures() {
-		if f, ok := known.Match(sig); ok && slices.Contains(checks, sig.Check) {
-			m.s.t.Logf("known finding %s (%s): %s", f.Name, f.WriteUp, report.Verdict(sig.Check))
+		if !slices.Contains(checks, sig.Check) {
+			continue
+		}
+		name, ok := known.Explains(h, sig.Check) // a known finding's consequence
+		if f, matched := known.Match(sig); matched {
+			name, ok = f.Name, true
+		}
+		if ok {
+			m.s.t.Logf("known finding %s: %s", name, report.Verdict(sig.Check))
 			checks = slices.DeleteFunc(slices.Clone(checks), func(c string) bool { return c == sig.Check })
 		}
 	}
@@ -463,6 +471,7 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 			if m.failed != nil {
 				m.failed(h)
 			}
+			m.s.saveFailure(h)
 			var timeline strings.Builder
 			_ = checker.WriteTimeline(&timeline, h, report.Verdicts)
 			rt.Fatalf("%s\n%s", v, timeline.String())
@@ -519,4 +528,26 @@ func (m *sessionMachine) closeAll() {
 		_ = crashed.Close() // waits for its wind-down
 	}
 	m.crashed = nil
+}
+
+// saveFailure writes a history that broke a check to the directory
+// FENCECHECK_SESSION_OUT names, when it names one, so that a long
+// exploration keeps each counterexample whole (the log has only its
+// timeline).
+func (s *scenario) saveFailure(h histories.History) {
+	dir := os.Getenv("FENCECHECK_SESSION_OUT")
+	if dir == "" {
+		return
+	}
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(s.t.Name())
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.json", name, time.Now().UnixNano()))
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		err = histories.SaveFile(path, h)
+	}
+	if err != nil {
+		s.t.Logf("saving the counterexample: %v", err)
+		return
+	}
+	s.t.Logf("counterexample saved: %s", path)
 }

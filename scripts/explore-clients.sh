@@ -10,7 +10,8 @@
 #   scripts/explore-clients.sh 'TestPropertyKafkaGroupTransactSession/txn-v1'
 #
 # LOG (default explore-<test>.log) keeps the whole run; the summary goes
-# to stdout and to LOG.summary.
+# to stdout and to LOG.summary, and each counterexample's history to
+# LOG.histories/ (FENCECHECK_SESSION_OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 test="${1:?usage: explore-clients.sh TEST [LOG]}"
@@ -19,7 +20,7 @@ checks="${CHECKS:-200}"
 
 start=$(date +%s)
 status=0
-FENCECHECK_SESSION_CHECKS="$checks" RAPID_V=1 CGO_ENABLED=1 \
+FENCECHECK_SESSION_CHECKS="$checks" FENCECHECK_SESSION_OUT="$log.histories" RAPID_V=1 CGO_ENABLED=1 \
   go test -count=1 -tags "${TAGS:-}" -timeout 12h ./kafka/ -run "^$test\$" -v >"$log" 2>&1 || status=$?
 elapsed=$(($(date +%s) - start))
 
