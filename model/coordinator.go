@@ -273,6 +273,9 @@ func (st *step) endTxn(r Request) outcome {
 		}
 		return out
 	}
+	if out, deviant := st.endTxnAtEpochBefore(t, r); known && deviant {
+		return out
+	}
 	t, refused := st.owner(r)
 	if refused != nil {
 		return *refused

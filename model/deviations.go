@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -63,6 +64,13 @@ const (
 	// to another partition, is accepted there. kfake, FINDINGS 18: one
 	// pidinfo per producer id, its epoch shared by every partition.
 	EpochPerProducerID
+	// EndTxnAtEpochBefore: under transactions v2, an EndTxn at the epoch
+	// just before the current one, with no transaction open, is answered
+	// as the retry of an EndTxn that ended the last transaction, whatever
+	// bumped the epoch (success, or INVALID_TXN_STATE for the other
+	// outcome). kfake, FINDINGS 12: pids.doEnd's KIP-890 retry detection
+	// does not ask whether the bump was an EndTxn's.
+	EndTxnAtEpochBefore
 )
 
 var deviationNames = []struct {
@@ -76,6 +84,7 @@ var deviationNames = []struct {
 	{FencedProduceInvalidTxnState, "fenced-produce-invalid-txn-state"},
 	{FencedProduceOutOfOrder, "fenced-produce-out-of-order"},
 	{EpochPerProducerID, "epoch-per-producer-id"},
+	{EndTxnAtEpochBefore, "end-txn-at-epoch-before"},
 }
 
 // ParseDeviation is the deviation of that name.
@@ -119,9 +128,22 @@ func (st *step) staleBump(t txnMeta, r Request) bool {
 // effect (the partition added to the transaction of the id that holds
 // r's producer id).
 func (st *step) produceDeviations(r Request, out outcome) outcome {
-	if out.refuse == "" && out.bad == nil && st.allows(EpochPerProducerID) && st.answered(InvalidProducerEpoch) {
-		if newest := st.newestEpochOf(r.ProducerID); r.Epoch < newest {
-			return refuse("epoch-per-producer-id", InvalidProducerEpoch, "producer %d wrote at epoch %d elsewhere (deviation %s)", r.ProducerID, newest, EpochPerProducerID)
+	if st.allows(EpochPerProducerID) {
+		newest := st.newestEpochOf(r.ProducerID)
+		if r.Epoch > st.s.triedEpochs[r.ProducerID] || st.s.triedEpochs == nil {
+			tried := maps.Clone(st.s.triedEpochs)
+			if tried == nil {
+				tried = map[int64]int16{}
+			}
+			tried[r.ProducerID] = max(r.Epoch, tried[r.ProducerID])
+			st.s.triedEpochs = tried
+			out.effects = out.effects || out.refuse != ""
+		}
+		switch stale := r.Epoch < newest && out.bad == nil && st.answered(InvalidProducerEpoch); {
+		case stale && out.refuse == "":
+			return refuse("epoch-per-producer-id", InvalidProducerEpoch, "producer %d sent a batch at epoch %d (deviation %s)", r.ProducerID, newest, EpochPerProducerID)
+		case stale:
+			out.also = FencedProducer // refused either way: kfake's epoch check comes first
 		}
 	}
 	if out.refuse == "" || out.bad != nil || r.TransactionalID == "" {
@@ -185,13 +207,29 @@ func (st *step) emptyEndAccepted(t txnMeta, r Request) bool {
 	return st.allows(EmptyEndTxnAccepted) && st.observed() != nil && r.Commit == (t.phase == CompleteCommit)
 }
 
-// newestEpochOf is the newest epoch producer pid wrote to any partition.
+// newestEpochOf is the newest epoch producer pid sent a batch at, to any
+// partition, taken or refused.
 func (st *step) newestEpochOf(pid int64) int16 {
 	newest := NoEpoch
+	if tried, ok := st.s.triedEpochs[pid]; ok {
+		newest = tried
+	}
 	for _, ps := range st.s.parts {
 		if pe, known := ps.producer(pid); known {
 			newest = max(newest, pe.epoch)
 		}
 	}
 	return newest
+}
+
+// endTxnAtEpochBefore is EndTxnAtEpochBefore's answer to r, when it
+// applies.
+func (st *step) endTxnAtEpochBefore(t txnMeta, r Request) (outcome, bool) {
+	if !st.allows(EndTxnAtEpochBefore) || st.s.opts.TxnVersion < 2 || t.phase == Ongoing ||
+		r.ProducerID != t.pid || r.Epoch != t.epoch-1 {
+		return outcome{}, false
+	}
+	out := refuse("end-txn-at-epoch-before", InvalidTxnState, "epoch %d is the one before %s's (deviation %s)", r.Epoch, r.TransactionalID, EndTxnAtEpochBefore)
+	out.also = Success
+	return out, true
 }

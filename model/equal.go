@@ -20,7 +20,8 @@ func Equal(a, b State) bool {
 		mapsEqual(a.txns, b.txns, txnMeta.equal) &&
 		mapsEqual(a.pids, b.pids, same) &&
 		mapsEqual(a.parts, b.parts, partState.equal) &&
-		mapsEqual(a.groups, b.groups, group.equal)
+		mapsEqual(a.groups, b.groups, group.equal) &&
+		mapsEqual(a.triedEpochs, b.triedEpochs, same)
 }
 
 func (t txnMeta) equal(o txnMeta) bool {

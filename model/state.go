@@ -59,6 +59,10 @@ type State struct {
 	nextMember int
 	parts      map[Partition]partState
 	groups     map[string]group
+	// triedEpochs, kept only under the deviation EpochPerProducerID, is
+	// the newest epoch each producer id sent a batch at, taken or
+	// refused (deviations.go).
+	triedEpochs map[int64]int16
 }
 
 // Phase is a transaction's state at the coordinator (KIP-98). The model
