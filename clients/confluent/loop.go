@@ -42,7 +42,10 @@ type worker struct {
 	// drops it (rebalanced).
 	batch []*kafka.Message
 
-	crashed   atomic.Bool
+	crashed atomic.Bool
+	// closing: the consumer is closing, and a rebalance it still delivers
+	// assigns nothing (see rebalanced).
+	closing   atomic.Bool
 	logsDone  chan struct{}
 	quietOnce sync.Once
 }
@@ -159,6 +162,14 @@ func (w *worker) rebalanced(c *kafka.Consumer, ev kafka.Event) error {
 	var err error
 	switch e := ev.(type) {
 	case kafka.AssignedPartitions:
+		if w.closing.Load() {
+			// Close polls the consumer until it has left its group, and
+			// may deliver an assignment on the way out; assigning then
+			// waits for ever on the closing consumer (rd_kafka_assign
+			// inside rd_kafka_consumer_close: found hung for 7 minutes
+			// by a long exploration). Nothing is read any more.
+			return nil
+		}
 		err = c.Assign(e.Partitions)
 	case kafka.RevokedPartitions:
 		w.batch = nil
@@ -332,6 +343,7 @@ func purged(err error) bool {
 // closeClients closes the consumer, which leaves the group, and the
 // producer.
 func (w *worker) closeClients() {
+	w.closing.Store(true)
 	if err := w.consumer.Close(); err != nil {
 		w.log.printf("confluent worker %s: closing the consumer: %v", w.job.ClientID, err)
 	}
