@@ -44,7 +44,7 @@ type worker struct {
 
 	crashed atomic.Bool
 	// closing: the consumer is closing, and a rebalance it still delivers
-	// assigns nothing (see rebalanced).
+	// is unassigned (see rebalanced).
 	closing   atomic.Bool
 	logsDone  chan struct{}
 	quietOnce sync.Once
@@ -164,11 +164,14 @@ func (w *worker) rebalanced(c *kafka.Consumer, ev kafka.Event) error {
 	case kafka.AssignedPartitions:
 		if w.closing.Load() {
 			// Close polls the consumer until it has left its group, and
-			// may deliver an assignment on the way out; assigning then
-			// waits for ever on the closing consumer (rd_kafka_assign
-			// inside rd_kafka_consumer_close: found hung for 7 minutes
-			// by a long exploration). Nothing is read any more.
-			return nil
+			// may deliver an assignment on the way out; assigning it
+			// then waited for ever on the closing consumer
+			// (rd_kafka_assign inside rd_kafka_consumer_close: a long
+			// exploration hung 7 minutes there). Nothing is read any
+			// more, so the worker takes nothing: not calling Assign at
+			// all would have the library assign in its place.
+			err = c.Unassign()
+			break
 		}
 		err = c.Assign(e.Partitions)
 	case kafka.RevokedPartitions:
