@@ -117,10 +117,12 @@ func (st *step) allows(d Deviation) bool { return st.s.opts.Allow&d != 0 }
 
 // staleBump reports whether r is a bump StaleBumpAccepted takes as the
 // owner's: the owner's producer id at an older epoch, answered with a
-// newer epoch than the current one.
+// newer epoch than the current one, or not answered (taken to have
+// bumped; placed last, it did nothing).
 func (st *step) staleBump(t txnMeta, r Request) bool {
 	got := st.observed()
-	return st.allows(StaleBumpAccepted) && r.ProducerID == t.pid && r.Epoch < t.epoch && got != nil && got.Epoch > t.epoch
+	answered := got != nil && got.Epoch > t.epoch
+	return st.allows(StaleBumpAccepted) && r.ProducerID == t.pid && r.Epoch < t.epoch && (answered || st.undecided())
 }
 
 // produceDeviations is out, a produce's outcome, with the deviations
