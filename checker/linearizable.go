@@ -375,14 +375,22 @@ func explainStuck(piece []porcupine.Operation, state model.State, placed map[int
 	return Violation{Op: op.ID, Related: prefix, Rule: rule, Reason: fmt.Sprintf("no order places op %d (%s) after the %d operations that linearize: %s", op.ID, op.Kind, before+len(prefix), why)}
 }
 
+// longestOf is the longest candidate; of several as long, the one whose
+// operation ids come first in order, so that an explanation does not
+// depend on the order porcupine lists its partial orders in (which varies
+// from run to run).
 func longestOf(candidates [][]porcupine.Operation) []porcupine.Operation {
 	var longest []porcupine.Operation
 	for _, c := range candidates {
-		if len(c) > len(longest) {
+		if len(c) > len(longest) || len(c) == len(longest) && slices.CompareFunc(c, longest, byOpID) < 0 {
 			longest = c
 		}
 	}
 	return longest
+}
+
+func byOpID(a, b porcupine.Operation) int {
+	return a.Input.(*histories.Op).ID - b.Input.(*histories.Op).ID
 }
 
 // unplaced are the operations left out of a partial linearization, the
