@@ -213,9 +213,9 @@ func (c *Client) leaves(member string) bool {
 type pending struct {
 	instance string
 	lane     int
-	kind model.Kind
-	req  model.Request
-	resp model.Response // a join_group's member and generation, before its SyncGroup
+	kind     model.Kind
+	req      model.Request
+	resp     model.Response // a join_group's member and generation, before its SyncGroup
 	// joined: a join_group's JoinGroup answered; it waits for its
 	// SyncGroup.
 	joined bool
