@@ -3,6 +3,7 @@
 package confluent
 
 import (
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -29,13 +30,22 @@ var Loops = []clients.Loop{
 // addresses (TCP: librdkafka dials them itself), the worker's client.id,
 // and its logs, which go to logs rather than to stderr.
 func config(job clients.Job, logs chan kafka.LogEvent) kafka.ConfigMap {
-	return kafka.ConfigMap{
+	cfg := kafka.ConfigMap{
 		"bootstrap.servers":      strings.Join(job.Brokers, ","),
 		"client.id":              job.ClientID,
 		"go.logs.channel.enable": true,
 		"go.logs.channel":        logs,
 	}
+	if debug := os.Getenv(debugEnv); debug != "" {
+		cfg["debug"] = debug
+	}
+	return cfg
 }
+
+// debugEnv names librdkafka's debug contexts for a replay
+// (FENCECHECK_LIBRDKAFKA_DEBUG=cgrp,fetch,eos): its log lines go to the
+// worker's log.
+const debugEnv = "FENCECHECK_LIBRDKAFKA_DEBUG"
 
 // consumerConfig is the consumer's: in the job's group, read_committed,
 // from the earliest offset when the group has none, no automatic commits
@@ -115,7 +125,7 @@ func (l *logger) forward(name string, logs <-chan kafka.LogEvent, done <-chan st
 	for {
 		select {
 		case e := <-logs:
-			if e.Level <= logWarning {
+			if e.Level <= logWarning || os.Getenv(debugEnv) != "" {
 				l.printf("confluent worker %s: librdkafka %s %s: %s", name, e.Name, e.Tag, e.Message)
 			}
 		case <-done:
