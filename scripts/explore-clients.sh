@@ -25,7 +25,11 @@ FENCECHECK_SESSION_CHECKS="$checks" FENCECHECK_SESSION_OUT="$log.histories" RAPI
 elapsed=$(($(date +%s) - start))
 
 {
-  echo "== $test: $checks interleavings asked, $(grep -c '\[rapid\] test #[0-9]* start' "$log") run, ${elapsed} s"
+  # rapid numbers its interleavings; after a failure it replays and
+  # shrinks, which are not interleavings explored
+  failed_at=$(grep -m1 -oE '\[rapid\] test #[0-9]+ failed' "$log" | grep -oE '[0-9]+' || true)
+  explored=${failed_at:-$(grep -c '\[rapid\] test #[0-9]* start' "$log")}
+  echo "== $test: $checks interleavings asked, $explored run${failed_at:+ (the last failed)}, ${elapsed} s"
   echo "verdict: $(grep -E '^(ok|FAIL|--- )' "$log" | head -3 | paste -sd' ' -)"
   echo "known kfake findings met: $(grep -c 'known finding' "$log" || true)"
   echo "actions drawn (action: count; one that cannot apply, a third join in a full group, is skipped):"
