@@ -19,7 +19,7 @@ import (
 // finding's consequence, not a new one.
 
 // Deviation is a set of deviations, one bit each.
-type Deviation uint8
+type Deviation uint16
 
 const (
 	// StaleBumpAccepted: a KIP-360 bump naming the transactional id's
@@ -72,6 +72,15 @@ const (
 	// outcome). kfake, FINDINGS 12: pids.doEnd's KIP-890 retry detection
 	// does not ask whether the bump was an EndTxn's.
 	EndTxnAtEpochBefore
+	// MarkerLeavesNoSequence: a producer a partition knows only from a
+	// transaction marker may start its next batch there at any sequence,
+	// as if the partition had no state for it. Kafka's marker sets the
+	// producer's epoch in the partition's state
+	// (ProducerStateEntry.maybeUpdateProducerEpoch), and the next batch at
+	// that epoch must then continue from no sequence, that is start at 0
+	// (ProducerAppendInfo.checkSequence). kfake, FINDINGS 19: a marker
+	// makes no sequence window for the producer.
+	MarkerLeavesNoSequence
 )
 
 var deviationNames = []struct {
@@ -86,6 +95,7 @@ var deviationNames = []struct {
 	{FencedProduceOutOfOrder, "fenced-produce-out-of-order"},
 	{EpochPerProducerID, "epoch-per-producer-id"},
 	{EndTxnAtEpochBefore, "end-txn-at-epoch-before"},
+	{MarkerLeavesNoSequence, "marker-leaves-no-sequence"},
 }
 
 // ParseDeviation is the deviation of that name.
@@ -238,4 +248,11 @@ func (st *step) endTxnAtEpochBefore(t txnMeta, r Request) (outcome, bool) {
 	out := refuse("end-txn-at-epoch-before", InvalidTxnState, "epoch %d is the one before %s's (deviation %s)", r.Epoch, r.TransactionalID, EndTxnAtEpochBefore)
 	out.also = Success
 	return out, true
+}
+
+// markerOnly reports whether MarkerLeavesNoSequence takes the producer
+// state pe, known at r's partition, as none: it holds no batch (a
+// marker's), and the broker took r.
+func (st *step) markerOnly(pe producerEntry, known bool, r Request) bool {
+	return known && len(pe.batches) == 0 && r.Epoch >= pe.epoch && st.allows(MarkerLeavesNoSequence) && st.observed() != nil
 }

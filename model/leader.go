@@ -24,7 +24,7 @@ func (st *step) produce(r Request) outcome {
 	}
 	lastSeq := lastSequence(r)
 	switch {
-	case pe.epoch == NoEpoch:
+	case pe.epoch == NoEpoch || st.markerOnly(pe, known, r):
 		// The partition has no state for this producer: no batch and no
 		// marker of it (producer() gives NoEpoch then). Kafka accepts any
 		// first sequence here: ProducerAppendInfo.checkSequence throws for
