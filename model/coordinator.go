@@ -75,7 +75,13 @@ func (st *step) initProducerID(r Request) outcome {
 		t.prevPID, t.prevEpoch = t.pid, t.epoch
 	}
 	t.pid, t.epoch, t.phase = pid, epoch, Empty
-	t.timeoutMs = txnTimeout(r)
+	if !st.allows(FirstTimeoutKept) {
+		// Every InitProducerId sets the timeout of the transactions
+		// that follow (TransactionCoordinator.handleInitProducerId:
+		// prepareInitProducerIdTransit takes the request's
+		// transactionTimeoutMs, 3.9 to 4.x).
+		t.timeoutMs = txnTimeout(r)
+	}
 	st.s.setTxn(r.TransactionalID, t)
 	return out
 }

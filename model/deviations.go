@@ -81,6 +81,11 @@ const (
 	// (ProducerAppendInfo.checkSequence). kfake, FINDINGS 19: a marker
 	// makes no sequence window for the producer.
 	MarkerLeavesNoSequence
+	// FirstTimeoutKept: a transactional id keeps the transaction timeout
+	// of its first InitProducerId; a re-init (plain or a KIP-360 bump)
+	// with another timeout does not change it. kfake, FINDINGS 20:
+	// pids.create and the KIP-360 path keep pidinfo.txTimeout.
+	FirstTimeoutKept
 )
 
 var deviationNames = []struct {
@@ -96,6 +101,7 @@ var deviationNames = []struct {
 	{EpochPerProducerID, "epoch-per-producer-id"},
 	{EndTxnAtEpochBefore, "end-txn-at-epoch-before"},
 	{MarkerLeavesNoSequence, "marker-leaves-no-sequence"},
+	{FirstTimeoutKept, "first-timeout-kept"},
 }
 
 // ParseDeviation is the deviation of that name.
