@@ -34,11 +34,12 @@ const (
 	// produce leaves it there. kfake, FINDINGS 4: pids.get adds the
 	// partition before the epoch is checked.
 	FencedProduceJoinsTxn
-	// RestartForgetsOpenTxn: a broker restart forgets every open
-	// transaction that has written no record yet (its partitions and the
-	// transaction itself: no marker is ever written for it). kfake,
-	// FINDINGS 13: savePIDsLog keeps each producer's epoch, not its
-	// transaction. One that wrote records is kept as Kafka keeps it.
+	// RestartForgetsOpenTxn: a broker restart forgets the partitions of
+	// every open transaction that has written no record yet; the
+	// transaction stays open, and its end or its timeout writes no marker
+	// there. kfake, FINDINGS 13: savePIDsLog keeps each producer's epoch
+	// and not its transaction's partitions. One that wrote records is
+	// kept as Kafka keeps it.
 	RestartForgetsOpenTxn
 	// EmptyEndTxnAccepted: an EndTxn with no transaction open, of the
 	// outcome the producer's last transaction ended with (an abort when
@@ -203,7 +204,7 @@ func (st *step) restartForgets() {
 		if t.phase != Ongoing || len(t.groups) > 0 || st.wroteIn(t) {
 			continue
 		}
-		t.phase, t.partitions = Empty, nil
+		t.partitions = nil
 		st.s.setTxn(id, t)
 	}
 }
