@@ -59,7 +59,8 @@ const (
 	// KAFKA-15591 check runs before the epoch's.
 	FencedProduceOutOfOrder
 	// EpochPerProducerID: a produce at an epoch below the newest its
-	// producer id wrote to any partition is answered
+	// producer id sent a batch at, to any partition, taken or refused
+	// (State.triedEpochs), may be answered
 	// INVALID_PRODUCER_EPOCH, where Kafka's leaders keep a producer's
 	// epoch per partition (ProducerStateManager) and an idempotent
 	// producer's batch of the epoch before its own bump, still in flight
