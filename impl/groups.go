@@ -197,18 +197,21 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 // chooseJoin is the model's choice: a new member starts a new generation;
 // a member that missed the last one joins it; a member already in the
 // current one keeps its assignment, as Kafka answers a follower's rejoin
-// without a rebalance. Each takes its round-robin share.
+// without a rebalance, but for the group's only member, its leader, whose
+// rejoin starts a new generation. Each takes its round-robin share.
 func (b *Broker) chooseJoin(r model.Request, g *group) (string, int32, []model.Partition) {
 	id := r.MemberID
 	if id == "" {
 		id = fmt.Sprintf("member-%d", b.nextMember.Add(1)-1)
 	}
 	m, known := g.members[id]
-	if known && m.gen == g.generation {
+	current := known && m.gen == g.generation
+	leaderRejoins := current && len(g.members) == 1 // the model's rule: its only member leads
+	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}
 	gen := g.generation + 1
-	if known {
+	if known && !leaderRejoins {
 		gen = g.generation
 	}
 	members := slices.Sorted(maps.Keys(g.members))

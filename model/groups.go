@@ -71,7 +71,14 @@ func sessionTimeout(r Request) int64 {
 // chooseJoin is the reference broker's own answer: a new member starts a
 // new generation; a member that missed the last one joins it; a member
 // already in the current one keeps its assignment, as Kafka answers a
-// follower's rejoin without a rebalance. Each takes its round-robin share.
+// follower's rejoin without a rebalance, but for the group's only member,
+// which is its leader: Kafka answers the leader's rejoin with a new
+// generation (3.9 GroupCoordinator.doCurrentMemberJoinGroup, Stable:
+// "force a rebalance if the leader sends JoinGroup"; 4.x
+// GroupMetadataManager.classicGroupJoinExistingMember, `isLeader`). The
+// model knows the leader only there; a group of several members takes
+// any rejoin as a follower's (an answered rejoin may still give a newer
+// generation: checkJoin). Each takes its round-robin share.
 func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	id := r.MemberID
 	if id == "" && !st.undecided() {
@@ -79,11 +86,13 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 		st.s.nextMember++
 	}
 	m, known := g.members[id]
-	if known && m.gen == g.generation {
+	current := known && m.gen == g.generation
+	leaderRejoins := current && len(g.members) == 1
+	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}
 	gen := g.generation + 1
-	if known {
+	if known && !leaderRejoins {
 		gen = g.generation
 	}
 	members := slices.Sorted(maps.Keys(g.members))
