@@ -172,6 +172,16 @@ func (k Known) Match(sig Signature) (Finding, bool) {
 	return Finding{}, false
 }
 
+// Identify names the known finding that a violation of sig.Check on h,
+// with signature sig, is: the finding whose signatures include sig, or
+// else the findings whose deviations explain it (Explains).
+func (k Known) Identify(h histories.History, sig Signature) (string, bool) {
+	if f, ok := k.Match(sig); ok {
+		return f.Name, true
+	}
+	return k.Explains(h, sig.Check)
+}
+
 // Unknown are the signatures of the report that no known finding shows.
 func (k Known) Unknown(r Report) []Signature {
 	var fresh []Signature

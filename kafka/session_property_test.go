@@ -457,11 +457,7 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 		if !slices.Contains(checks, sig.Check) {
 			continue
 		}
-		name, ok := known.Explains(h, sig.Check) // a known finding's consequence
-		if f, matched := known.Match(sig); matched {
-			name, ok = f.Name, true
-		}
-		if ok {
+		if name, ok := known.Identify(h, sig); ok {
 			m.s.t.Logf("known finding %s: %s", name, report.Verdict(sig.Check))
 			checks = slices.DeleteFunc(slices.Clone(checks), func(c string) bool { return c == sig.Check })
 		}

@@ -189,7 +189,7 @@ func (r *run) judge(h histories.History) {
 	if report.Held() {
 		return
 	}
-	r.consequences = r.knownConsequences(h, report)
+	r.identified = r.identify(h, report)
 	r.sight(h, report)
 	if !slices.ContainsFunc(report.Verdicts, r.fails) {
 		return
@@ -212,23 +212,19 @@ func (r *run) fails(v checker.Verdict) bool {
 	if v.Status != checker.Violated || v.Check == checker.ErrorCodes {
 		return false
 	}
-	_, known := r.known.Match(signatureOf(r.h, v))
-	_, consequence := r.consequences[v.Check]
-	return !known && !consequence
+	_, known := r.identified[v.Check]
+	return !known
 }
 
-// knownConsequences are the checks report's history breaks, with no
-// known finding's signature, only as the consequence of known findings.
-func (r *run) knownConsequences(h histories.History, report checker.Report) map[string]string {
+// identify names, for each check report's history breaks, the known
+// finding that explains it (checker.Known.Identify).
+func (r *run) identify(h histories.History, report checker.Report) map[string]string {
 	found := map[string]string{}
 	for _, v := range report.Verdicts {
 		if v.Status != checker.Violated {
 			continue
 		}
-		if _, known := r.known.Match(signatureOf(h, v)); known {
-			continue
-		}
-		if name, explained := r.known.Explains(h, v.Check); explained {
+		if name, known := r.known.Identify(h, signatureOf(h, v)); known {
 			found[v.Check] = name
 		}
 	}
@@ -248,11 +244,7 @@ func (r *run) sight(h histories.History, report checker.Report) {
 		}
 		check := v.Check
 		cut, cutReport := cutAtViolation(h, report, func(w checker.Verdict) bool { return w.Check == check && w.Status == checker.Violated })
-		known, _ := r.known.Match(sig)
-		if name, consequence := r.consequences[check]; consequence && known.Name == "" {
-			known.Name = name
-		}
-		r.sightings[sig] = &Sighting{Signature: sig, Known: known.Name, History: cut, Report: cutReport}
+		r.sightings[sig] = &Sighting{Signature: sig, Known: r.identified[check], History: cut, Report: cutReport}
 	}
 }
 

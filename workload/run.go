@@ -87,10 +87,9 @@ type run struct {
 	known     checker.Known
 	hunt      *checker.Signature
 	sightings map[checker.Signature]*Sighting
-	// consequences are the checks the history judged last breaks only as
-	// a known finding's consequence (checker.Known.Explains), by the
-	// finding's name.
-	consequences map[string]string
+	// identified are the checks the history judged last breaks as known
+	// findings do, by the findings' names (checker.Known.Identify).
+	identified map[string]string
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.
 	answers, checkedAnswers int
