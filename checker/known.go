@@ -206,7 +206,11 @@ func (k Known) Explains(h histories.History, check string) (string, bool) {
 	if check != Linearizable && check != ErrorCodes {
 		return "", false
 	}
-	var allowing []Finding
+	type allowing struct {
+		name string
+		d    model.Deviation
+	}
+	var candidates []allowing
 	var all model.Deviation
 	for _, f := range k.Findings {
 		d, err := model.ParseDeviation(f.Allows)
@@ -216,19 +220,18 @@ func (k Known) Explains(h histories.History, check string) (string, bool) {
 		if holdsAllowing(h, check, d) {
 			return f.Name, true
 		}
-		allowing, all = append(allowing, f), all|d
+		candidates, all = append(candidates, allowing{f.Name, d}), all|d
 	}
-	if len(allowing) < 2 || !holdsAllowing(h, check, all) {
+	if len(candidates) < 2 || !holdsAllowing(h, check, all) {
 		return "", false
 	}
 	var names []string
-	for _, f := range allowing {
-		d, _ := model.ParseDeviation(f.Allows)
-		if holdsAllowing(h, check, all&^d) {
-			all &^= d
+	for _, c := range candidates {
+		if holdsAllowing(h, check, all&^c.d) {
+			all &^= c.d
 			continue
 		}
-		names = append(names, f.Name)
+		names = append(names, c.name)
 	}
 	return strings.Join(names, "+"), true
 }
