@@ -118,6 +118,7 @@ var (
 	pMemberID   = memberID(func(r *response) *string { return &r.MemberID })
 	pGeneration = generationID(func(r *response) *int32 { return &r.GenerationID })
 	pAssignment = partitions("assignment", func(r *response) *[]model.Partition { return &r.Assignment })
+	pLeader     = field[response]{"leader", func(r *response) codec { return text[string]{p: &r.Leader} }}
 
 	pBaseOffset = field[response]{"base_offset", func(r *response) codec { return number[int64]{&r.BaseOffset, offsets} }}
 	pOffset     = field[response]{"offset", func(r *response) codec { return number[int64]{&r.Offset, offsets} }}
@@ -181,7 +182,7 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.AddOffsets:      {},
 	model.TxnOffsetCommit: {},
 	model.EndTxn:          {pProducerID.opt(), pEpoch.opt()},
-	model.JoinGroup:       {pMemberID.opt(), pGeneration.opt(), pAssignment.opt()},
+	model.JoinGroup:       {pMemberID.opt(), pGeneration.opt(), pAssignment.opt(), pLeader.opt()},
 	model.LeaveGroup:      {},
 	model.OffsetFetch:     {pOffset.opt()},
 	model.Fetch:           {pRecords.opt(), pHighWatermark.opt(), pLastStable.opt()},

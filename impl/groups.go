@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,7 +26,10 @@ type group struct {
 	// answered is the generation the last join round answered, which a
 	// leave or an expiry leaves behind while the group prepares a
 	// rebalance (model: group.answered).
-	answered  int32
+	answered int32
+	// leader is the member that leads the group, "" until the next join
+	// round elects one (model: group.leader).
+	leader    string
 	members   map[string]member
 	committed map[model.Partition]int64
 	// pending holds transactional offsets by producer id until the
@@ -104,6 +108,7 @@ type membership struct {
 	group      string
 	generation int32
 	answered   int32
+	leader     string
 	members    map[string]member
 }
 
@@ -134,7 +139,7 @@ func (r txnMarker) groupName() string      { return r.group }
 func (r memberSeen) groupName() string     { return r.group }
 
 func (r membership) applyTo(g *group) {
-	g.generation, g.answered = r.generation, r.answered
+	g.generation, g.answered, g.leader = r.generation, r.answered, r.leader
 	g.members = maps.Clone(r.members)
 }
 
@@ -188,17 +193,18 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		members, generation = nextGeneration(members), gen
 	}
 	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r)}
-	sh.write(membership{group: r.Group, generation: generation, answered: generation, members: members})
+	leader := cmp.Or(g.leader, id) // a group without a leader takes its first joiner
+	sh.write(membership{group: r.Group, generation: generation, answered: generation, leader: leader, members: members})
 	resp := model.NewResponse()
-	resp.MemberID, resp.GenerationID, resp.Assignment = id, gen, share
+	resp.MemberID, resp.GenerationID, resp.Assignment, resp.Leader = id, gen, share, leader
 	return model.OK(resp)
 }
 
 // chooseJoin is the model's choice: a new member starts a new generation;
 // a member that missed the last one joins it; a member already in the
 // current one keeps its assignment, as Kafka answers a follower's rejoin
-// without a rebalance, but for the group's only member, its leader, whose
-// rejoin starts a new generation. Each takes its round-robin share.
+// without a rebalance, but for the group's leader, whose rejoin starts a
+// new generation. Each takes its round-robin share.
 func (b *Broker) chooseJoin(r model.Request, g *group) (string, int32, []model.Partition) {
 	id := r.MemberID
 	if id == "" {
@@ -206,7 +212,7 @@ func (b *Broker) chooseJoin(r model.Request, g *group) (string, int32, []model.P
 	}
 	m, known := g.members[id]
 	current := known && m.gen == g.generation
-	leaderRejoins := current && len(g.members) == 1 // the model's rule: its only member leads
+	leaderRejoins := current && id == g.leader
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}
@@ -219,6 +225,19 @@ func (b *Broker) chooseJoin(r model.Request, g *group) (string, int32, []model.P
 		members = addSorted(members, id)
 	}
 	return id, gen, model.RoundRobin(r.Partitions, members, id)
+}
+
+// leaderAmong is who leads members once others were removed: the leader
+// if it stays, else the one member left, else nobody until the next join
+// round (model: group.withoutMember).
+func leaderAmong(members map[string]member, leader string) string {
+	if _, stays := members[leader]; stays {
+		return leader
+	}
+	if len(members) == 1 {
+		return slices.Collect(maps.Keys(members))[0]
+	}
+	return ""
 }
 
 // nextGeneration is members in a new generation: none holds anything until
@@ -241,7 +260,7 @@ func (b *Broker) leaveGroup(r model.Request) model.Result {
 	// A leave is a rebalance: the generation moves on.
 	members := maps.Clone(g.members)
 	delete(members, r.MemberID)
-	sh.write(membership{group: r.Group, generation: g.generation + 1, answered: g.answered, members: nextGeneration(members)})
+	sh.write(membership{group: r.Group, generation: g.generation + 1, answered: g.answered, leader: leaderAmong(members, g.leader), members: nextGeneration(members)})
 	return done()
 }
 
@@ -255,7 +274,7 @@ func (b *Broker) expireMembers() {
 		members := maps.Clone(g.members)
 		maps.DeleteFunc(members, func(_ string, m member) bool { return now-m.lastSeen >= m.sessionMs })
 		if len(members) < len(g.members) {
-			sh.write(membership{group: name, generation: g.generation + 1, answered: g.answered, members: nextGeneration(members)})
+			sh.write(membership{group: name, generation: g.generation + 1, answered: g.answered, leader: leaderAmong(members, g.leader), members: nextGeneration(members)})
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (t *Target) joinRound(ctx context.Context, r model.Request, via *kgo.Client
 		return *undecided
 	}
 	out := model.NewResponse()
-	out.MemberID, out.GenerationID = join.MemberID, join.Generation
+	out.MemberID, out.GenerationID, out.Leader = join.MemberID, join.Generation, join.LeaderID
 	if sync.ErrorCode == 0 {
 		assignment, err := wire.Assignment(sync.MemberAssignment, r.Partitions, t.names.partition)
 		if err != nil {

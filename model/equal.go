@@ -89,7 +89,7 @@ func (pe producerEntry) equal(o producerEntry) bool {
 }
 
 func (g group) equal(o group) bool {
-	return g.generation == o.generation && g.answered == o.answered &&
+	return g.generation == o.generation && g.answered == o.answered && g.leader == o.leader &&
 		mapsEqual(g.members, o.members, member.equal) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same)
 }

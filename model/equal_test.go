@@ -14,7 +14,7 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():       12,
 		reflect.TypeFor[partState]():     3,
 		reflect.TypeFor[producerEntry](): 3,
-		reflect.TypeFor[group]():         5,
+		reflect.TypeFor[group]():         6,
 		reflect.TypeFor[member]():        6,
 		reflect.TypeFor[Options]():       3, // compared whole (==)
 	} {

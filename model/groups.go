@@ -52,10 +52,27 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided()})
 	g.answered = g.generation
+	g.leader = st.leaderAfterJoin(g, id)
 	st.s.setGroup(r.Group, g)
 	resp := NewResponse()
-	resp.MemberID, resp.GenerationID, resp.Assignment = id, gen, assignment
+	resp.MemberID, resp.GenerationID, resp.Assignment, resp.Leader = id, gen, assignment, g.leader
 	return ok(resp)
+}
+
+// leaderAfterJoin is g's leader once id joined: the one the answer names
+// (JoinGroupResponse.LeaderId), else the one the model knew, else id. A
+// group without a leader takes its first member (ClassicGroup.add, 4.x;
+// GroupMetadata.add, 3.9); after a removed leader left several members,
+// the round elects one of those that joined it (maybeElectNewJoinedLeader),
+// and the model takes the first it was told of.
+func (st *step) leaderAfterJoin(g group, id string) string {
+	if got := st.observed(); got != nil && got.Leader != "" {
+		return got.Leader
+	}
+	if g.leader != "" {
+		return g.leader
+	}
+	return id
 }
 
 // lostMember names the member a join whose answer was lost created.
@@ -71,14 +88,14 @@ func sessionTimeout(r Request) int64 {
 // chooseJoin is the reference broker's own answer: a new member starts a
 // new generation; a member that missed the last one joins it; a member
 // already in the current one keeps its assignment, as Kafka answers a
-// follower's rejoin without a rebalance, but for the group's only member,
-// which is its leader: Kafka answers the leader's rejoin with a new
-// generation (3.9 GroupCoordinator.doCurrentMemberJoinGroup, Stable:
-// "force a rebalance if the leader sends JoinGroup"; 4.x
-// GroupMetadataManager.classicGroupJoinExistingMember, `isLeader`). The
-// model knows the leader only there; a group of several members takes
-// any rejoin as a follower's (an answered rejoin may still give a newer
-// generation: checkJoin). Each takes its round-robin share.
+// follower's rejoin without a rebalance, but for the group's leader:
+// Kafka answers the leader's rejoin with a new generation (3.9
+// GroupCoordinator.doCurrentMemberJoinGroup, Stable: "force a rebalance
+// if the leader sends JoinGroup"; 4.x GroupMetadataManager.
+// classicGroupJoinExistingMember, `isLeader`). While the model does not
+// know the leader (group.leader ""), a rejoin is taken as a follower's;
+// an answered one may still give a newer generation (checkJoin). Each
+// takes its round-robin share.
 func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	id := r.MemberID
 	if id == "" && !st.undecided() {
@@ -87,7 +104,7 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	}
 	m, known := g.members[id]
 	current := known && m.gen == g.generation
-	leaderRejoins := current && len(g.members) == 1
+	leaderRejoins := current && id == g.leader
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}

@@ -154,6 +154,7 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 	r.MemberID = strArg(td, "got-member")
 	r.GenerationID = int32(intArg(t, td, "got-gen", -1))
 	r.Assignment = partitions(td, "got-assign")
+	r.Leader = strArg(td, "got-leader")
 	r.HighWatermark = int64(intArg(t, td, "got-hw", -1))
 	r.LastStableOffset = int64(intArg(t, td, "got-lso", -1))
 	if arg, ok := td.Arg("got-records"); ok {
@@ -262,7 +263,7 @@ func render(kind model.Kind, res model.Result) string {
 	case model.Produce:
 		return fmt.Sprintf("offset %d", r.BaseOffset)
 	case model.JoinGroup:
-		return fmt.Sprintf("%s generation %d assigned %v", r.MemberID, r.GenerationID, r.Assignment)
+		return fmt.Sprintf("%s generation %d assigned %v led by %s", r.MemberID, r.GenerationID, r.Assignment, r.Leader)
 	case model.OffsetFetch:
 		return fmt.Sprintf("offset %d", r.Offset)
 	case model.Fetch:

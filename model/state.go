@@ -163,7 +163,11 @@ type group struct {
 	// coordinator only prepares a rebalance then: its generation moves
 	// when the next join round completes, and until one does it is still
 	// answered (ClassicGroup.initNextGeneration; see checkGeneration).
-	answered  int32
+	answered int32
+	// leader is the member whose JoinGroup answer lists the others, ""
+	// while the model does not know which one it is (see withoutMember).
+	// Kafka forces a rebalance when the leader rejoins a stable group.
+	leader    string
 	members   map[string]member
 	committed map[Partition]int64
 	// unsettled are the partitions whose offsets a transaction's end
@@ -195,7 +199,11 @@ func (s State) String() string {
 	}
 	for _, g := range slices.Sorted(maps.Keys(s.groups)) {
 		gr := s.groups[g]
-		fmt.Fprintf(&b, "%s: generation %d %d members committed %v; ", g, gr.generation, len(gr.members), gr.committed)
+		fmt.Fprintf(&b, "%s: generation %d %d members ", g, gr.generation, len(gr.members))
+		if gr.leader != "" {
+			fmt.Fprintf(&b, "led by %s ", gr.leader)
+		}
+		fmt.Fprintf(&b, "committed %v; ", gr.committed)
 	}
 	return strings.TrimSuffix(b.String(), "; ")
 }
@@ -295,9 +303,20 @@ func (g group) withMember(id string, m member) group {
 	return g
 }
 
+// withoutMember removes id. A removed leader is followed by some other
+// member: Kafka takes whichever its map of members yields first
+// (ClassicGroup.remove in 4.x, GroupMetadata.remove in 3.9), which the
+// model knows only when one member remains; else the next join round's
+// answers tell (joinGroup).
 func (g group) withoutMember(id string) group {
 	g.members = maps.Clone(g.members)
 	delete(g.members, id)
+	if _, ok := g.members[g.leader]; !ok {
+		g.leader = ""
+		if len(g.members) == 1 {
+			g.leader = slices.Collect(maps.Keys(g.members))[0]
+		}
+	}
 	return g
 }
 

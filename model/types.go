@@ -158,7 +158,8 @@ type Response struct {
 	MemberID         string
 	GenerationID     int32
 	Assignment       []Partition
-	Offset           int64 // offset_fetch: NoOffset when the group has none
+	Leader           string // join_group: the group's leader, "" when not said
+	Offset           int64  // offset_fetch: NoOffset when the group has none
 	Records          []FetchedRecord
 	HighWatermark    int64
 	LastStableOffset int64

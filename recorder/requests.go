@@ -329,7 +329,7 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 			c.awaitSync(jr.MemberID, op)
 			return model.Result{}, goesOn
 		case jr.ErrorCode == 0:
-			op.resp.MemberID, op.resp.GenerationID, op.joined = jr.MemberID, jr.Generation, true
+			op.resp.MemberID, op.resp.GenerationID, op.resp.Leader, op.joined = jr.MemberID, jr.Generation, jr.LeaderID, true
 			c.awaitSync(jr.MemberID, op)
 			return model.Result{}, goesOn
 		case wire.Misrouted(jr.ErrorCode) && r.MemberID != "":
