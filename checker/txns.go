@@ -86,16 +86,23 @@ type txnEvent struct {
 // at that instant: the next transaction starts after them), then the
 // operations that begin and end there, each joining before it ends and in
 // the history's order (a coarse clock writes a whole request at one
-// instant), and last the requests that go out and return later.
+// instant), then the inits answered there, and last the requests that go
+// out and return later. An init fences the sessions before it at some
+// moment up to its answer: a request of such a session that the clock
+// puts at the same instant and that succeeded went first (it would have
+// been fenced after), and one refused tells nothing either way.
 const (
 	endsAtInstant = iota
 	withinInstant
+	fencesAtInstant
 	startsAtInstant
 )
 
 // phase is where e falls among the events of its instant.
 func (e txnEvent) phase() int {
 	switch {
+	case e.op.Kind == model.InitProducerID:
+		return fencesAtInstant
 	case e.op.Returned && e.op.Call == e.op.Return && e.op.Kind != model.TimeoutAbort:
 		return withinInstant
 	case e.ends:

@@ -179,3 +179,21 @@ func TestTxnNotAbortedByALateOlderGrant(t *testing.T) {
 	a := analyze(b.h)
 	require.Equal(t, fateCommitted, a.txnOf[w].fate)
 }
+
+// A fencing init answered at the instant a coarse clock gives the commit
+// it fenced: the commit succeeded, so it went first (met by
+// TestPropertyCoarseClock at a tick of 20, where the init, written before
+// the commit's file position, aborted the transaction and a read of its
+// records was called an aborted read).
+func TestTxnCommittedAtTheInstantAnInitFencesIt(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.addPartitions("A", 2, 2, fw0, "fares-2")
+	written := b.produce("A", 3, 3, fw0, "fares-2", 0, "trip-1")
+	fencing := b.initTxns("B", 4, 5, fw1)
+	commit := b.endTxn("A", 5, 5, fw0, true)
+	a := analyze(b.h)
+	require.Equal(t, fateCommitted, a.txnOf[written].fate)
+	require.Equal(t, commit, a.txnOf[written].endedBy)
+	require.Less(t, fencing, commit, "the init comes first in the file")
+}
