@@ -198,7 +198,7 @@ func TestRecorderKnowsTheTransactionProtocolSpoken(t *testing.T) {
 // with the last generation and the assignment.
 func TestRecorderJoinIsOneRound(t *testing.T) {
 	w := newWire(t)
-	join := func(member string, code int16, gen int32) {
+	join := func(member string, code int16, gen int32, leader string) {
 		req := kmsg.NewPtrJoinGroupRequest()
 		req.Group, req.MemberID, req.ProtocolType, req.SessionTimeoutMillis = "fencecheck-fare-workers", member, "consumer", 1000
 		meta := kmsg.NewConsumerMemberMetadata()
@@ -208,7 +208,7 @@ func TestRecorderJoinIsOneRound(t *testing.T) {
 		req.Protocols = []kmsg.JoinGroupRequestProtocol{protocol}
 		corr := w.send(req, 9)
 		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.ErrorCode, resp.MemberID, resp.Generation = code, "m1", gen
+		resp.ErrorCode, resp.MemberID, resp.Generation, resp.LeaderID = code, "m1", gen, leader
 		w.answer(corr, resp, 9)
 	}
 	sync := func(gen int32, code int16, assigned ...int32) {
@@ -226,11 +226,11 @@ func TestRecorderJoinIsOneRound(t *testing.T) {
 		}
 		w.answer(corr, resp, 5)
 	}
-	join("", kerr.MemberIDRequired.Code, -1)
-	join("m1", 0, 1)
+	join("", kerr.MemberIDRequired.Code, -1, "")
+	join("m1", 0, 1, "m1")
 	sync(1, kerr.RebalanceInProgress.Code)
 	require.Empty(t, w.ops(), "the join goes on")
-	join("m1", 0, 2)
+	join("m1", 0, 2, "m0")
 	sync(2, 0, 1)
 
 	ops := w.ops()
@@ -244,6 +244,7 @@ func TestRecorderJoinIsOneRound(t *testing.T) {
 	require.True(t, j.Result.Succeeded())
 	require.Equal(t, "m1", j.Result.Resp.MemberID)
 	require.Equal(t, int32(2), j.Result.Resp.GenerationID)
+	require.Equal(t, "m0", j.Result.Resp.Leader, "the leader the last round named")
 	require.Equal(t, []model.Partition{"trips-1"}, j.Result.Resp.Assignment)
 }
 
