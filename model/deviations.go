@@ -34,12 +34,13 @@ const (
 	// produce leaves it there. kfake, FINDINGS 4: pids.get adds the
 	// partition before the epoch is checked.
 	FencedProduceJoinsTxn
-	// RestartForgetsOpenTxn: a broker restart forgets the partitions of
-	// every open transaction that has written no record yet; the
-	// transaction stays open, and its end or its timeout writes no marker
-	// there. kfake, FINDINGS 13: savePIDsLog keeps each producer's epoch
-	// and not its transaction's partitions. One that wrote records is
-	// kept as Kafka keeps it.
+	// RestartForgetsOpenTxn: a broker restart forgets the partitions an
+	// open transaction has written no record to; the transaction stays
+	// open with its groups and the partitions it wrote to, and its end or
+	// its timeout writes no marker in the others. kfake, FINDINGS 13: a
+	// transaction is saved with txPartFirstOffsets, set by its first
+	// batch in a partition, and txGroups, and its partitions are rebuilt
+	// from the first alone.
 	RestartForgetsOpenTxn
 	// EmptyEndTxnAccepted: an EndTxn with no transaction open, of the
 	// outcome the producer's last transaction ended with (an abort when
@@ -88,6 +89,11 @@ const (
 	// with another timeout does not change it. kfake, FINDINGS 20:
 	// pids.create and the KIP-360 path keep pidinfo.txTimeout.
 	FirstTimeoutKept
+	// UnstableOffsetsGroupWide: a require_stable OffsetFetch may be
+	// answered UNSTABLE_OFFSET_COMMIT for any partition of a group while
+	// an open transaction holds a pending offset of any partition of it.
+	// kfake, FINDINGS 16: handleOffsetFetch's hasUnstableOffsets(group).
+	UnstableOffsetsGroupWide
 )
 
 var deviationNames = []struct {
@@ -104,6 +110,7 @@ var deviationNames = []struct {
 	{EndTxnAtEpochBefore, "end-txn-at-epoch-before"},
 	{MarkerLeavesNoSequence, "marker-leaves-no-sequence"},
 	{FirstTimeoutKept, "first-timeout-kept"},
+	{UnstableOffsetsGroupWide, "unstable-offsets-group-wide"},
 }
 
 // ParseDeviation is the deviation of that name.
@@ -202,24 +209,21 @@ func (st *step) restartForgets() {
 		return
 	}
 	for id, t := range st.s.txns {
-		if t.phase != Ongoing || len(t.groups) > 0 || st.wroteIn(t) {
+		if t.phase != Ongoing {
 			continue
 		}
-		t.partitions = nil
+		var kept []Partition
+		for _, p := range t.partitions {
+			if pe, known := st.s.parts[p].producer(t.pid); known && pe.txnFirst != NoOffset {
+				kept = append(kept, p)
+			}
+		}
+		if len(kept) == len(t.partitions) {
+			continue
+		}
+		t.partitions = kept
 		st.s.setTxn(id, t)
 	}
-}
-
-// wroteIn reports whether transaction t has a record in any of its
-// partitions.
-func (st *step) wroteIn(t txnMeta) bool {
-	for _, p := range t.partitions {
-		ps := st.s.parts[p]
-		if pe, known := ps.producer(t.pid); known && pe.txnFirst != NoOffset {
-			return true
-		}
-	}
-	return false
 }
 
 // emptyEndAccepted reports whether EmptyEndTxnAccepted takes r, an EndTxn
@@ -263,4 +267,18 @@ func (st *step) endTxnAtEpochBefore(t txnMeta, r Request) (outcome, bool) {
 // marker's), and the broker took r.
 func (st *step) markerOnly(pe producerEntry, known bool, r Request) bool {
 	return known && len(pe.batches) == 0 && r.Epoch >= pe.epoch && st.allows(MarkerLeavesNoSequence) && st.observed() != nil
+}
+
+// unstableGroupWide reports whether UnstableOffsetsGroupWide lets a
+// require_stable fetch of group be answered UNSTABLE_OFFSET_COMMIT.
+func (st *step) unstableGroupWide(group string) bool {
+	if !st.allows(UnstableOffsetsGroupWide) {
+		return false
+	}
+	for _, t := range st.s.txns {
+		if t.phase == Ongoing && len(t.pending[group]) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -438,6 +438,9 @@ func (st *step) offsetFetch(r Request) outcome {
 		return bad("committed-offset", "offset %d, but %s's committed offset for %s is %d", got.Offset, r.Group, r.Partition, resp.Offset)
 	}
 	out := ok(resp)
+	if r.RequireStable && st.unstableGroupWide(r.Group) {
+		out.also = Unstable
+	}
 	if g := st.s.groups[r.Group]; r.RequireStable && g.unsettled[r.Partition] {
 		out.also = Unstable // the marker may still be on its way
 		if st.observed() != nil {
