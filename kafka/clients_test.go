@@ -77,6 +77,55 @@ func TestSaramaShippedExampleWedgesAfterAFencedProduce(t *testing.T) {
 	}
 }
 
+// TestSaramaShippedExampleLosesTheMessageItAborted: the same fencing
+// instance, but after the example's fare was written, while its commit
+// sends the message's offset: the TxnOffsetCommit is PRODUCER_FENCED, the
+// example's handleTxnError takes the error as fatal and calls
+// session.ResetOffset(message), which moves the session's offset mark and
+// nothing else (auto-commit off: nothing is committed or re-read), and the
+// claim goes on with the next message. The next trip's transaction commits
+// the offset past the aborted one, whose fare was aborted with the
+// transaction: the trip is lost for good (progress breaks while every
+// safety check holds, and a restart does not bring it back). Met by the
+// exploration of the shipped example on a Kafka 4 cluster (interleaving
+// 489), where a second instance took the partition up.
+func TestSaramaShippedExampleLosesTheMessageItAborted(t *testing.T) {
+	loop := loopNamed(t, sarama.Loops, "shipped-example")
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			s := newSessionScenario(t, p.kafkaVersion)
+			defer s.target.Close()
+			proxy, err := s.target.NewProxy(s.rec)
+			require.NoError(t, err)
+			defer proxy.Close()
+			m := &sessionMachine{s: s, base: SessionConfig{Proxy: proxy}, loop: &loop, source: s.newSource()}
+			defer m.closeAll()
+			w := &sessionWorker{name: "W1"}
+			m.workers = append(m.workers, w)
+			m.trips = m.source.write(1)
+			m.startSession(w)
+			s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "the first trips are committed")
+
+			w.tap.StallAtNext(model.TxnOffsetCommit)
+			aborted := m.source.writeTo(0, 1)
+			require.True(t, assertEventually(func() bool { return w.tap.State() == "stalled" }, 5*time.Second), "the example sent no offsets")
+			s.ok("another-instance", model.InitProducerID, initRequest("sarama-trips-0"))
+			m.wake(w)
+			next := m.source.writeTo(0, 1)
+			m.trips = append(m.trips, append(aborted, next...)...)
+			s.waitFor(func() bool { return s.committedKeys("fares")[next[0]] > 0 }, "the example commits the next trip")
+			m.closeAll()
+			h, report := m.judgeNow(t, "sarama-shipped-example-lost-"+p.name)
+			require.Zero(t, s.committedKeys("fares")[aborted[0]], "the aborted trip was taken up again")
+			requireWedged(t, report)
+			if *update {
+				h.Name = "sarama-shipped-example-lost-" + p.name
+				saveClientHistory(t, h)
+			}
+		})
+	}
+}
+
 // wedgedFor is how long a worker that commits nothing while trips wait is
 // taken to be wedged: several transaction timeouts.
 const wedgedFor = 5 * time.Second
