@@ -184,3 +184,54 @@ func loopNamed(t *testing.T, loops []clients.Loop, name string) clients.Loop {
 	require.GreaterOrEqual(t, i, 0, "no loop %q", name)
 	return loops[i]
 }
+
+// TestFranzGoSessionRegainsAPartitionAtItsOldPosition: franz-go's
+// GroupTransactSession (v1.22.3) under the exploration's fault of
+// interleaving 243 (histories/clients/README.md). W1 has committed the
+// first trips when W2 joins; W1's rejoin is held (W1 stalls as it sends
+// it), so the round completes without it, the coordinator removes it, and
+// W2 takes both partitions, commits the next trips and leaves. W1 wakes:
+// its held JoinGroup is answered UNKNOWN_MEMBER_ID, which kgo takes as a
+// plain rejoin (TestFranzGoRejoinAfterUnknownMember), so it claims its
+// partitions as still its own, fetches no offset, and reads on from where
+// it was before the stall: the trips W2 committed are committed again
+// (exactly-once), and the group's offsets may go back (offsets-monotonic).
+func TestFranzGoSessionRegainsAPartitionAtItsOldPosition(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			s := newSessionScenario(t, p.kafkaVersion)
+			defer s.target.Close()
+			m := &sessionMachine{s: s, source: s.newSource()}
+			defer m.closeAll()
+			w1, w2 := &sessionWorker{name: "W1"}, &sessionWorker{name: "W2"}
+			m.workers = append(m.workers, w1)
+			m.trips = m.source.write(1)
+			m.startSession(w1)
+			s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "W1 commits the first trips")
+
+			w1.tap.StallAtNext(model.JoinGroup)
+			m.workers = append(m.workers, w2)
+			m.startSession(w2)
+			require.True(t, assertEventually(func() bool { return w1.tap.State() == "stalled" }, 5*time.Second), "W1 did not rejoin")
+			w1.stalled = true
+			s.rec.Fault(w1.name, model.Stall, model.NewRequest())
+			m.trips = append(m.trips, m.source.write(2)...)
+			s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "W2 commits the next trips")
+			require.NoError(t, w2.session.Close())
+			w2.left = true
+
+			m.wake(w1)
+			more := m.source.write(1)
+			m.trips = append(m.trips, more...)
+			s.waitFor(func() bool { return s.committedKeys("fares")[more[0]] > 0 }, "W1 commits the last trips")
+			m.closeAll()
+			h, report := m.judgeNow(t, "franz-go-session-regains-"+p.name)
+			require.False(t, report.Verdict(checker.ExactlyOnce).Held(), "%v", report.Verdicts)
+			requireHeld(t, report, checker.Linearizable, checker.OneLiveProducer, checker.NoAbortedRead)
+			if *update {
+				h.Name = "franz-go-session-regains-" + p.name
+				saveClientHistory(t, h) // whole: minimized, it keeps only the two commits of a trip, not why
+			}
+		})
+	}
+}
