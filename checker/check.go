@@ -36,6 +36,10 @@ type Options struct {
 	// default): known findings', for telling their consequences from a
 	// new finding (Known.Explained).
 	Allow model.Deviation
+	// only, when set, is the one of linearizable and error-codes whose
+	// verdict is wanted: the other's search, and the explanation of a
+	// violation, are skipped (Known.Explains asks only held or not).
+	only string
 }
 
 // Report is the outcome of every check on one history.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
@@ -212,22 +213,23 @@ func (k Known) Explains(h histories.History, check string) (string, bool) {
 	}
 	var candidates []allowing
 	var all model.Deviation
+	holds := holdsWithin(h, check, time.Now().Add(explainBudget))
 	for _, f := range k.Findings {
 		d, err := model.ParseDeviation(f.Allows)
 		if f.Allows == "" || err != nil {
 			continue
 		}
-		if holdsAllowing(h, check, d) {
+		if holds(d) {
 			return f.Name, true
 		}
 		candidates, all = append(candidates, allowing{f.Name, d}), all|d
 	}
-	if len(candidates) < 2 || !holdsAllowing(h, check, all) {
+	if len(candidates) < 2 || !holds(all) {
 		return "", false
 	}
 	var names []string
 	for _, c := range candidates {
-		if holdsAllowing(h, check, all&^c.d) {
+		if holds(all &^ c.d) {
 			all &^= c.d
 			continue
 		}
@@ -236,11 +238,29 @@ func (k Known) Explains(h histories.History, check string) (string, bool) {
 	return strings.Join(names, "+"), true
 }
 
-// holdsAllowing reports whether check holds on h when the model allows d.
-func holdsAllowing(h histories.History, check string, d model.Deviation) bool {
-	lin := checkLinearizable(h, Options{Timeout: DefaultTimeout, Allow: d})
-	if check == ErrorCodes {
-		return lin.codes.Held()
+// Explains searches h again once per finding, and more to reduce a
+// combination: explainBudget bounds them all, and explainSearch each. A
+// history whose search runs long would otherwise hold an exploration up
+// for as many long searches as there are findings (met on kfake: a worker
+// spent ten minutes on one violation). What is not explained within them
+// counts as new.
+const (
+	explainBudget = time.Minute
+	explainSearch = 5 * time.Second
+)
+
+// holdsWithin is whether check holds on h when the model allows a
+// deviation, searched until deadline at the latest: not within it is no.
+func holdsWithin(h histories.History, check string, deadline time.Time) func(model.Deviation) bool {
+	return func(d model.Deviation) bool {
+		timeout := min(explainSearch, time.Until(deadline))
+		if timeout <= 0 {
+			return false
+		}
+		lin := checkLinearizable(h, Options{Timeout: timeout, Allow: d, only: check})
+		if check == ErrorCodes {
+			return lin.codes.Held()
+		}
+		return lin.verdict.Held()
 	}
-	return lin.verdict.Held()
 }
