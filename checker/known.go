@@ -213,19 +213,21 @@ func (k Known) Explains(h histories.History, check string) (string, bool) {
 	}
 	var candidates []allowing
 	var all model.Deviation
-	holds := holdsWithin(h, check, time.Now().Add(explainBudget))
 	for _, f := range k.Findings {
-		d, err := model.ParseDeviation(f.Allows)
-		if f.Allows == "" || err != nil {
-			continue
+		if d, err := model.ParseDeviation(f.Allows); f.Allows != "" && err == nil {
+			candidates, all = append(candidates, allowing{f.Name, d}), all|d
 		}
-		if holds(d) {
-			return f.Name, true
-		}
-		candidates, all = append(candidates, allowing{f.Name, d}), all|d
 	}
-	if len(candidates) < 2 || !holds(all) {
+	// All together first: a violation no deviation explains, a new
+	// finding, costs one search, not one per finding.
+	holds := holdsWithin(h, check, time.Now().Add(explainBudget))
+	if len(candidates) == 0 || !holds(all) {
 		return "", false
+	}
+	for _, c := range candidates {
+		if holds(c.d) {
+			return c.name, true
+		}
 	}
 	var names []string
 	for _, c := range candidates {
@@ -238,15 +240,17 @@ func (k Known) Explains(h histories.History, check string) (string, bool) {
 	return strings.Join(names, "+"), true
 }
 
-// Explains searches h again once per finding, and more to reduce a
+// Explains searches h again, up to once per finding and more to reduce a
 // combination: explainBudget bounds them all, and explainSearch each. A
 // history whose search runs long would otherwise hold an exploration up
 // for as many long searches as there are findings (met on kfake: a worker
 // spent ten minutes on one violation). What is not explained within them
-// counts as new.
+// counts as new. A search takes milliseconds on an interleaving's history
+// alone, and many times that on a machine busy with every worker; a
+// budget near that would call known consequences new.
 const (
-	explainBudget = time.Minute
-	explainSearch = 5 * time.Second
+	explainBudget = 2 * time.Minute
+	explainSearch = DefaultTimeout / 2
 )
 
 // holdsWithin is whether check holds on h when the model allows a
