@@ -108,7 +108,9 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 			offered = swarm(t, offered)
 		}
 		acts := r.untilDecided(boundActions(offered))
-		acts[""] = func(*rapid.T) { r.checkSoFar() }
+		if _, exact := target.(exactClock); exact {
+			acts[""] = func(*rapid.T) { r.checkSoFar() }
+		}
 		t.Repeat(acts)
 		opts.Coverage.took(r.steps)
 		if !r.decided() {
@@ -154,6 +156,12 @@ func (r *run) counts(cut histories.History) bool {
 
 // checkSoFar runs every check but progress on the history so far: a
 // violation is found at the step that causes it, which helps shrinking.
+// Only on a target whose clock stands still between ticks: a check takes
+// real time, growing with the history (a tenth of a second and more), and
+// on a broker whose timers run on the wall clock (kfake, a cluster) that
+// time runs out member sessions and transactions the model keeps (met on
+// kfake: a member expired during the checks between two of its requests).
+// There the history is checked once, at the end.
 // Only an answer can break a check (a request still in flight, or a
 // fault, can always be placed after everything else), so a step that
 // brought none is not checked again. After a run's last action
