@@ -94,6 +94,12 @@ const (
 	// an open transaction holds a pending offset of any partition of it.
 	// kfake, FINDINGS 16: handleOffsetFetch's hasUnstableOffsets(group).
 	UnstableOffsetsGroupWide
+	// RestartForgetsMemberMetadata: a broker restart forgets what each
+	// group member subscribed with, so the next join of each member, a
+	// follower's too, starts a new generation, as a leader's does. kfake,
+	// FINDINGS 21: a classic member is saved with its protocols' names
+	// only, and sameJoin compares the metadata bytes.
+	RestartForgetsMemberMetadata
 )
 
 var deviationNames = []struct {
@@ -111,6 +117,7 @@ var deviationNames = []struct {
 	{MarkerLeavesNoSequence, "marker-leaves-no-sequence"},
 	{FirstTimeoutKept, "first-timeout-kept"},
 	{UnstableOffsetsGroupWide, "unstable-offsets-group-wide"},
+	{RestartForgetsMemberMetadata, "restart-forgets-member-metadata"},
 }
 
 // ParseDeviation is the deviation of that name.
@@ -203,8 +210,30 @@ func (st *step) produceDeviations(r Request, out outcome) outcome {
 	return out
 }
 
-// restartForgets applies RestartForgetsOpenTxn to a broker restart.
+// restartForgets applies the deviations of a broker restart.
 func (st *step) restartForgets() {
+	st.restartForgetsOpenTxns()
+	st.restartForgetsMemberMetadata()
+}
+
+// restartForgetsMemberMetadata marks every member's next join as one that
+// starts a new generation (RestartForgetsMemberMetadata; see chooseJoin).
+func (st *step) restartForgetsMemberMetadata() {
+	if !st.allows(RestartForgetsMemberMetadata) {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
+		g := st.s.groups[name]
+		for id, m := range g.members {
+			m.subscriptionForgotten = true
+			g = g.withMember(id, m)
+		}
+		st.s.setGroup(name, g)
+	}
+}
+
+// restartForgetsOpenTxns applies RestartForgetsOpenTxn to a broker restart.
+func (st *step) restartForgetsOpenTxns() {
 	if !st.allows(RestartForgetsOpenTxn) {
 		return
 	}

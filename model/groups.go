@@ -95,7 +95,9 @@ func sessionTimeout(r Request) int64 {
 // classicGroupJoinExistingMember, `isLeader`). While the model does not
 // know the leader (group.leader ""), a rejoin is taken as a follower's;
 // an answered one may still give a newer generation (checkJoin). Each
-// takes its round-robin share.
+// takes its round-robin share. A broker that forgot a member's
+// subscription at a restart (RestartForgetsMemberMetadata) rebalances on
+// any member's rejoin.
 func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	id := r.MemberID
 	if id == "" && !st.undecided() {
@@ -104,7 +106,9 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	}
 	m, known := g.members[id]
 	current := known && m.gen == g.generation
-	leaderRejoins := current && id == g.leader
+	// A member whose subscription the broker forgot may be in the
+	// current generation unrecorded (a client's background rejoin).
+	leaderRejoins := (current && id == g.leader) || (known && m.subscriptionForgotten)
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}

@@ -154,6 +154,9 @@ type member struct {
 	// assignmentUnknown: the answer to the member's last join was lost, so
 	// what it holds in its generation is unknown (see checkJoin).
 	assignmentUnknown bool
+	// subscriptionForgotten: a broker restart lost what the member joined
+	// with (RestartForgetsMemberMetadata), until it joins again.
+	subscriptionForgotten bool
 }
 
 type group struct {
