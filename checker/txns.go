@@ -176,17 +176,25 @@ type txnReplay struct {
 	txnAnalysis
 	open map[sessionKey]*txn
 	// lateCommits are end_txn(commit) requests that found no transaction
-	// open and never got an answer: a copy held back in the network may
-	// still arrive and commit the session's next transaction (KAFKA-17754).
+	// open at their call and may still act: one never answered (a copy
+	// held back in the network, KAFKA-17754) for ever, one that succeeded
+	// until its answer. Either may commit a transaction of its session
+	// that begins meanwhile: an adversary's commit at an epoch above the
+	// current one, held while another process's init reaches that epoch
+	// and writes, commits what that process wrote (met on kfake).
 	lateCommits map[sessionKey]histories.Op
 }
 
+func (r *txnReplay) keyOf(op histories.Op) sessionKey {
+	return sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}
+}
+
 func (r *txnReplay) join(op histories.Op) {
-	key := sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}
+	key := r.keyOf(op)
 	t := r.open[key]
 	if t == nil {
 		if op.Kind == model.EndTxn {
-			if op.Req.Commit && !op.Returned {
+			if op.Req.Commit && (!op.Returned || op.Result.Succeeded()) {
 				r.lateCommits[key] = op
 			}
 			return // ends a transaction that is already over, or an empty one
@@ -194,6 +202,11 @@ func (r *txnReplay) join(op histories.Op) {
 		t = &txn{transactionalID: key.transactionalID, producerID: key.producerID, epoch: key.epoch, endedBy: -1}
 		if late, ok := r.lateCommits[key]; ok {
 			t.commitCalled, t.commitCall = true, late.Call
+			if late.Returned {
+				// Its answer, a success, ends this transaction.
+				t.ops = append(t.ops, late.ID)
+				r.txnOf[late.ID] = t
+			}
 		}
 		r.open[key] = t
 		r.txns = append(r.txns, t)
@@ -209,6 +222,9 @@ func (r *txnReplay) end(op histories.Op) {
 	switch op.Kind {
 	case model.EndTxn:
 		r.endByEndTxn(op)
+		if late, ok := r.lateCommits[r.keyOf(op)]; ok && late.ID == op.ID {
+			delete(r.lateCommits, r.keyOf(op)) // answered: it acts no more
+		}
 	case model.InitProducerID:
 		if op.Result.Succeeded() {
 			r.abortAll(op.Req.TransactionalID, op.Result.Resp, op)

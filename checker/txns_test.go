@@ -197,3 +197,19 @@ func TestTxnCommittedAtTheInstantAnInitFencesIt(t *testing.T) {
 	require.Equal(t, commit, a.txnOf[written].endedBy)
 	require.Less(t, fencing, commit, "the init comes first in the file")
 }
+
+// A commit sent before its transaction began, and answered after, may
+// have committed it: an adversary's EndTxn at an epoch above the current
+// one is held in the network while another process's init reaches that
+// epoch and writes (met on kfake, where the read of the record was then
+// called an aborted read).
+func TestTxnCommittedByACommitSentBeforeItBegan(t *testing.T) {
+	b := &historyBuilder{}
+	commit := b.endTxn("A", 10, 50, fw1, true)
+	b.initTxns("B", 20, 21, fw1)
+	b.addPartitions("B", 22, 23, fw1, "fares-2")
+	written := b.produce("B", 30, 31, fw1, "fares-2", 0, "trip-1")
+	a := analyze(b.h)
+	require.Equal(t, fateCommitted, a.txnOf[written].fate)
+	require.Equal(t, commit, a.txnOf[written].endedBy)
+}
