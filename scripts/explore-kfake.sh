@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A long exploration of kfake past its known findings: for each seed,
-# `fencecheck run --target kfake --scenario correct` (stable-id and
-# adversary side by side) for MINUTES under transactions v1, then v2. A
-# round stops early on a violation that no known finding explains; its
+# `fencecheck run --target kfake --scenario correct` (stable-id, then
+# adversary, each for MINUTES) under transactions v1, then v2. A
+# scenario stops early on a violation that no known finding explains; its
 # bug report is in OUT/r<N>-seed<S>-v<V>/bundle. One line per round goes
 # to OUT/summary: the exit status (0: nothing new), the seconds, and the
 # interleavings explored.

@@ -27,8 +27,8 @@ import (
 // No test asserts a time.
 
 // The exploration measured: the CLI's defaults (both correct scenarios,
-// side by side) but for a fixed number of interleavings from one seed. A
-// counterexample (kfake's, of a finding not yet listed) is shrunk
+// one after the other) but for a fixed number of interleavings from one
+// seed. A counterexample (kfake's, of a finding not yet listed) is shrunk
 // briefly, and its time counts with the rest.
 var benchExploration = []string{"run", "--target", "kfake",
 	"--checks", "320", "--seed", "11", "--shrink-time", "5s"}
