@@ -30,21 +30,9 @@ import (
 // (progress breaks while every safety check holds). Killed and restarted,
 // it takes up the trips from the committed offsets, and every check holds.
 func TestSaramaShippedExampleWedgesAfterAFencedProduce(t *testing.T) {
-	loop := loopNamed(t, sarama.Loops, "shipped-example")
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
-			s := newSessionScenario(t, p.kafkaVersion)
-			defer s.target.Close()
-			proxy, err := s.target.NewProxy(s.rec)
-			require.NoError(t, err)
-			defer proxy.Close()
-			m := &sessionMachine{s: s, base: SessionConfig{Proxy: proxy}, loop: &loop, source: s.newSource()}
-			defer m.closeAll()
-			w := &sessionWorker{name: "W1"}
-			m.workers = append(m.workers, w)
-			m.trips = m.source.write(1)
-			m.startSession(w)
-			s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "the first trips are committed")
+			s, m, w := shippedExampleAtWork(t, p.kafkaVersion)
 
 			// Trips of trips-0 only, so that the stalled produce is
 			// sarama-trips-0's; the stall is shorter than the session
@@ -90,21 +78,9 @@ func TestSaramaShippedExampleWedgesAfterAFencedProduce(t *testing.T) {
 // exploration of the shipped example on a Kafka 4 cluster (interleaving
 // 489), where a second instance took the partition up.
 func TestSaramaShippedExampleLosesTheMessageItAborted(t *testing.T) {
-	loop := loopNamed(t, sarama.Loops, "shipped-example")
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
-			s := newSessionScenario(t, p.kafkaVersion)
-			defer s.target.Close()
-			proxy, err := s.target.NewProxy(s.rec)
-			require.NoError(t, err)
-			defer proxy.Close()
-			m := &sessionMachine{s: s, base: SessionConfig{Proxy: proxy}, loop: &loop, source: s.newSource()}
-			defer m.closeAll()
-			w := &sessionWorker{name: "W1"}
-			m.workers = append(m.workers, w)
-			m.trips = m.source.write(1)
-			m.startSession(w)
-			s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "the first trips are committed")
+			s, m, w := shippedExampleAtWork(t, p.kafkaVersion)
 
 			w.tap.StallAtNext(model.TxnOffsetCommit)
 			aborted := m.source.writeTo(0, 1)
@@ -124,6 +100,25 @@ func TestSaramaShippedExampleLosesTheMessageItAborted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shippedExampleAtWork starts sarama's shipped example as worker W1,
+// through the proxy, and waits until it has committed the first trips.
+func shippedExampleAtWork(t *testing.T, kafkaVersion string) (*scenario, *sessionMachine, *sessionWorker) {
+	loop := loopNamed(t, sarama.Loops, "shipped-example")
+	s := newSessionScenario(t, kafkaVersion)
+	t.Cleanup(func() { s.target.Close() })
+	proxy, err := s.target.NewProxy(s.rec)
+	require.NoError(t, err)
+	t.Cleanup(func() { proxy.Close() })
+	m := &sessionMachine{s: s, base: SessionConfig{Proxy: proxy}, loop: &loop, source: s.newSource()}
+	t.Cleanup(m.closeAll)
+	w := &sessionWorker{name: "W1"}
+	m.workers = append(m.workers, w)
+	m.trips = m.source.write(1)
+	m.startSession(w)
+	s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(m.trips) }, "the first trips are committed")
+	return s, m, w
 }
 
 // wedgedFor is how long a worker that commits nothing while trips wait is
