@@ -1,7 +1,6 @@
 package impl
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -193,7 +192,10 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		members, generation = nextGeneration(members), gen
 	}
 	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r)}
-	leader := cmp.Or(g.leader, id) // a group without a leader takes its first joiner
+	leader := id // the round's leader is one that joined it (model: leaderAfterJoin)
+	if m, ok := members[g.leader]; ok && m.gen == gen {
+		leader = g.leader
+	}
 	sh.write(membership{group: r.Group, generation: generation, answered: generation, leader: leader, members: members})
 	resp := model.NewResponse()
 	resp.MemberID, resp.GenerationID, resp.Assignment, resp.Leader = id, gen, share, leader

@@ -99,8 +99,14 @@ func TestRejoinsKeepAssignments(t *testing.T) {
 		return res
 	}
 	a := join("").Resp.MemberID
-	b := join("").Resp.MemberID // a new generation, which a missed
-	join(a)                     // a joins it
-	again := join(a)            // in it already: no new generation
-	require.Equal(t, again.Resp.GenerationID, join(b).Resp.GenerationID)
+	b := join("").Resp.MemberID
+	join(a)                       // a missed b's round: b leads, a follows
+	led := join("").Resp.MemberID // a new generation, led by its joiner
+	join(a)
+	held := join(b)  // a and b join it, followers
+	again := join(a) // in it already: no new generation
+	after := join(b)
+	require.Equal(t, held.Resp.GenerationID, again.Resp.GenerationID)
+	require.Equal(t, held.Resp, after.Resp)
+	require.Equal(t, led, after.Resp.Leader)
 }

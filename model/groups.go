@@ -52,27 +52,47 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided()})
 	g.answered = g.generation
-	g.leader = st.leaderAfterJoin(g, id)
+	g.leader = st.leaderAfterJoin(g, id, gen)
+	g = g.leaderJoined(gen, id)
 	st.s.setGroup(r.Group, g)
 	resp := NewResponse()
 	resp.MemberID, resp.GenerationID, resp.Assignment, resp.Leader = id, gen, assignment, g.leader
 	return ok(resp)
 }
 
-// leaderAfterJoin is g's leader once id joined: the one the answer names
-// (JoinGroupResponse.LeaderId), else the one the model knew, else id. A
-// group without a leader takes its first member (ClassicGroup.add, 4.x;
-// GroupMetadata.add, 3.9); after a removed leader left several members,
-// the round elects one of those that joined it (maybeElectNewJoinedLeader),
-// and the model takes the first it was told of.
-func (st *step) leaderAfterJoin(g group, id string) string {
+// leaderAfterJoin is g's leader once id joined generation gen: the one
+// the answer names (JoinGroupResponse.LeaderId), else the leader the model
+// knew if it is in that generation, else id. Kafka's leader is a member
+// that joined the round: a group without a leader takes its first member
+// (ClassicGroup.add, 4.x; GroupMetadata.add, 3.9), and a round the leader
+// missed elects one of those that joined it (maybeElectNewJoinedLeader).
+func (st *step) leaderAfterJoin(g group, id string, gen int32) string {
 	if got := st.observed(); got != nil && got.Leader != "" {
 		return got.Leader
 	}
-	if g.leader != "" {
+	if m, ok := g.members[g.leader]; ok && m.gen == gen {
 		return g.leader
 	}
 	return id
+}
+
+// leaderJoined is g after a join answer of generation gen named its
+// leader: the leader joined that round too. Kafka's join round removes the
+// dynamic members that did not rejoin, and a leader that did not is
+// replaced by one that did (GroupMetadataManager.completeClassicGroupJoin
+// and ClassicGroup.maybeElectNewJoinedLeader, 4.x; GroupCoordinator
+// .onCompleteJoin and GroupMetadata.maybeElectNewJoinedLeader, 3.9). A
+// client rejoins in the background, unrecorded, so the leader's own
+// answer may never be seen, and what it holds is unknown; its next rejoin
+// is the leader's, which starts a new generation (chooseJoin).
+func (g group) leaderJoined(gen int32, joiner string) group {
+	m, known := g.members[g.leader]
+	if !known || g.leader == joiner || m.gen >= gen {
+		return g
+	}
+	m.gen, m.assignment, m.assignmentUnknown = gen, nil, true
+	m.mayBeGone, m.subscriptionForgotten = false, false
+	return g.withMember(g.leader, m)
 }
 
 // lostMember names the member a join whose answer was lost created.
