@@ -61,12 +61,15 @@ const (
 	FencedProduceOutOfOrder
 	// EpochPerProducerID: a produce at an epoch below the newest its
 	// producer id sent a batch at, to any partition, taken or refused
-	// (State.triedEpochs), may be answered
-	// INVALID_PRODUCER_EPOCH, where Kafka's leaders keep a producer's
-	// epoch per partition (ProducerStateManager) and an idempotent
-	// producer's batch of the epoch before its own bump, still in flight
-	// to another partition, is accepted there. kfake, FINDINGS 18: one
-	// pidinfo per producer id, its epoch shared by every partition.
+	// (State.triedEpochs), or was handed by its coordinator, may be
+	// answered INVALID_PRODUCER_EPOCH, where Kafka's leaders keep a
+	// producer's epoch per partition (ProducerStateManager), learned
+	// from batches and markers only: an idempotent producer's batch of
+	// the epoch before its own bump, still in flight to another
+	// partition, is accepted there, and so is a batch outside a
+	// transaction from a transactional producer id whose bumps wrote no
+	// marker there. kfake, FINDINGS 18: one pidinfo per producer id, its
+	// epoch shared by every partition and by the coordinator.
 	EpochPerProducerID
 	// EndTxnAtEpochBefore: under transactions v2, an EndTxn at the epoch
 	// just before the current one, with no transaction open, is answered
@@ -265,7 +268,9 @@ func (st *step) emptyEndAccepted(t txnMeta, r Request) bool {
 }
 
 // newestEpochOf is the newest epoch producer pid sent a batch at, to any
-// partition, taken or refused.
+// partition, taken or refused, or was handed by the coordinator of the
+// transactional id it belongs to (kfake's pidinfo.epoch, which
+// InitProducerId, a timeout and a KIP-890 EndTxn bump).
 func (st *step) newestEpochOf(pid int64) int16 {
 	newest := NoEpoch
 	if tried, ok := st.s.triedEpochs[pid]; ok {
@@ -274,6 +279,11 @@ func (st *step) newestEpochOf(pid int64) int16 {
 	for _, ps := range st.s.parts {
 		if pe, known := ps.producer(pid); known {
 			newest = max(newest, pe.epoch)
+		}
+	}
+	for _, t := range st.s.txns {
+		if t.pid == pid {
+			newest = max(newest, t.epoch)
 		}
 	}
 	return newest
