@@ -28,10 +28,17 @@ import (
 
 // The exploration measured: the CLI's defaults (both correct scenarios,
 // one after the other) but for a fixed number of interleavings from one
-// seed. A counterexample (kfake's, of a finding not yet listed) is shrunk
-// briefly, and its time counts with the rest.
+// seed, benchChecksPerWorker for each worker process, so that starting the
+// workers and waiting for the last batch weigh alike at any --parallel. A
+// counterexample (kfake's, of a finding not yet listed) is shrunk briefly,
+// and its time counts with the rest.
 var benchExploration = []string{"run", "--target", "kfake",
-	"--checks", "320", "--seed", "11", "--shrink-time", "5s"}
+	"--seed", "11", "--shrink-time", "5s"}
+
+// benchChecksPerWorker is 16 batches of kfake's 10 interleavings a worker
+// and scenario: about a minute and a half of exploring at the default
+// --parallel on 2 cores, as a long run spends its time.
+const benchChecksPerWorker = 160
 
 func BenchmarkKfakeExploration(b *testing.B) {
 	for _, parallel := range []int{1, runtime.NumCPU() * kafka.WaitingFactor} {
@@ -40,7 +47,8 @@ func BenchmarkKfakeExploration(b *testing.B) {
 			start := time.Now()
 			for range b.N {
 				dir := b.TempDir()
-				args := append(benchExploration, "--parallel", fmt.Sprint(parallel), "--out", dir)
+				args := append(benchExploration, "--parallel", fmt.Sprint(parallel),
+					"--checks", fmt.Sprint(parallel*benchChecksPerWorker), "--out", dir)
 				if code, out, errOut := runCLI(args...); code == exitUsage {
 					b.Fatalf("fencecheck %v: exit %d\n%s\n%s", args, code, out, errOut)
 				}
