@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/kafka"
 )
 
 const canonical = "../../histories/canonical/"
@@ -178,4 +182,20 @@ func TestRunRefusesFlagsOutOfRange(t *testing.T) {
 			require.Empty(t, out)
 		})
 	}
+}
+
+// A counterexample that breaks a known finding's check beside the new
+// one says which of its broken checks are known, and whose.
+func TestCounterexampleNamesItsKnownFindings(t *testing.T) {
+	h, err := histories.LoadFile("../../histories/kfake/epoch-per-producer-id-coordinator-bump-txn-v1.json")
+	require.NoError(t, err)
+	report := checker.Check(h, checker.Options{})
+	var out bytes.Buffer
+	printKnownInCounterexample(&out, h, report, checker.Known{})
+	require.Empty(t, out.String(), "no known findings, nothing is known")
+	printKnownInCounterexample(&out, h, report, kafka.KnownFindings())
+	require.Equal(t, []string{
+		"- linearizable is known finding zombie-wins-id-back+epoch-per-producer-id's (linearizable at produce answered fenced producer by rule must-succeed)",
+		"- one-live-producer is known finding zombie-wins-id-back's (one-live-producer at init_producer_id answered success)",
+	}, strings.Split(strings.TrimSpace(out.String()), "\n"))
 }

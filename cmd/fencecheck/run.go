@@ -424,6 +424,7 @@ func reportOutcome(out workload.CampaignOutcome, f runFlags, run workload.Run, s
 	if err := report.WriteTimeline(stdout); err != nil {
 		fmt.Fprintf(stderr, "fencecheck: %v\n", err)
 	}
+	printKnownInCounterexample(stdout, h, report, f.known)
 	bundle, err := workload.WriteBundle(f.out, run, found.Failure, found.FailFile)
 	if err == nil {
 		found.Discard()
@@ -435,6 +436,17 @@ func reportOutcome(out workload.CampaignOutcome, f runFlags, run workload.Run, s
 	fmt.Fprintf(stdout, "\nbug report: %s\nreplay:     fencecheck check %s\n            fencecheck replay %s\n",
 		bundle, filepath.Join(bundle, workload.BundleHistory), bundle)
 	return exitViolated, bundle
+}
+
+// printKnownInCounterexample says which of the counterexample's broken
+// checks are known findings: the new one that stopped the run may share
+// its history with a known finding's, which is no part of the bug.
+func printKnownInCounterexample(stdout io.Writer, h histories.History, report checker.Report, known checker.Known) {
+	for _, sig := range report.Signatures() {
+		if name, ok := known.Identify(h, sig); ok {
+			fmt.Fprintf(stdout, "- %s is known finding %s's (%s)\n", sig.Check, name, sig)
+		}
+	}
 }
 
 // budgetNote says what ended a campaign that found nothing.
