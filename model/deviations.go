@@ -103,6 +103,15 @@ const (
 	// FINDINGS 21: a classic member is saved with its protocols' names
 	// only, and sameJoin compares the metadata bytes.
 	RestartForgetsMemberMetadata
+	// LateFirstSequenceAccepted: under transactions v2, a transactional
+	// first batch at a sequence above 0 from a producer the partition has
+	// no state for, whose answer was lost, may have landed if the
+	// partition's log has held a record. Kafka 4.1.0+ refuses every such
+	// batch (KAFKA-18202; the model takes a lost answer as that refusal,
+	// see freshSequence), and 4.0.x takes every one. kfake, FINDINGS 22:
+	// KAFKA-15591's check (a partition never written) without
+	// KAFKA-18202's, a pair no release has.
+	LateFirstSequenceAccepted
 )
 
 var deviationNames = []struct {
@@ -121,6 +130,7 @@ var deviationNames = []struct {
 	{FirstTimeoutKept, "first-timeout-kept"},
 	{UnstableOffsetsGroupWide, "unstable-offsets-group-wide"},
 	{RestartForgetsMemberMetadata, "restart-forgets-member-metadata"},
+	{LateFirstSequenceAccepted, "late-first-sequence-accepted"},
 }
 
 // ParseDeviation is the deviation of that name.

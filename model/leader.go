@@ -95,6 +95,9 @@ func (st *step) freshSequence(r Request, ps partState) *outcome {
 		if st.got != nil && st.got.Succeeded() {
 			return nil // Kafka 4.0.x
 		}
+		if st.undecided() && ps.end() > 0 && st.allows(LateFirstSequenceAccepted) {
+			return nil // kfake: KAFKA-15591 without KAFKA-18202
+		}
 		// A lost answer is taken as 4.1.0+'s refusal, which keeps the
 		// implicit add (keepBegun): taking it as 4.0.x's acceptance, the
 		// broader state once, would now leave out the add without the
