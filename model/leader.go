@@ -71,12 +71,15 @@ func (st *step) produce(r Request) outcome {
 // has landed since: a refusal, or nil to accept it. The model's own answer
 // is the newest release's; when judging, it takes the broker's answer
 // where a version gives it, and a lost answer as accepted (the broader
-// state: placed last, it is the same as refused).
+// state: placed last, it is the same as refused), but for the case below
+// that says otherwise.
 //
 //   - A transactional write under transactions v2: Kafka 4.1.0+ refuses it
 //     (KAFKA-18202, apache/kafka#19902: checkSequence throws when
 //     "verificationStateEntry.supportsEpochBump() && appendFirstSeq != 0
-//     && currentEntry.isEmpty()"); 4.0.x accepts it.
+//     && currentEntry.isEmpty()"); 4.0.x accepts it. A lost answer is
+//     taken as the refusal, or, under LateFirstSequenceAccepted, as
+//     kfake's acceptance where the log has held a record.
 //   - Any other write (idempotent, or transactional under v1): every
 //     release accepts it. KAFKA-15591 (apache/kafka#23234, on trunk, in
 //     no release as of 4.3.1) refuses it on a partition whose log never
