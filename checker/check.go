@@ -46,7 +46,11 @@ type Options struct {
 type Report struct {
 	History  histories.History
 	Verdicts []Verdict // in the order of Checks
-	lin      linearizability
+	// Allow are the deviations from Kafka the checks allowed
+	// (Options.Allow): a report judged with known findings' deviations
+	// shows only what goes beyond them.
+	Allow model.Deviation
+	lin   linearizability
 }
 
 // Check runs every check on h.
@@ -61,7 +65,7 @@ func Check(h histories.History, opts Options) Report {
 		verdicts = append(verdicts, check(a))
 	}
 	verdicts = append(verdicts, lin.codes)
-	return Report{History: h, Verdicts: verdicts, lin: lin}
+	return Report{History: h, Verdicts: verdicts, Allow: opts.Allow, lin: lin}
 }
 
 // Held reports whether every check holds; an unknown verdict does not.
@@ -170,8 +174,14 @@ func (r Report) porcupineClients() map[string]int {
 
 // WriteTimeline writes the history as a Markdown table in the seeds' shape
 // (Clock | Who | Does | Result), violating rows marked.
+// A report that allowed deviations says so below its verdicts, with the
+// command that judges the same way.
 func (r Report) WriteTimeline(w io.Writer) error {
-	return WriteTimeline(w, r.History, r.Verdicts)
+	if err := WriteTimeline(w, r.History, r.Verdicts); err != nil || r.Allow == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "- judged with the known deviations %s allowed (fencecheck check --allow %s)\n", r.Allow, r.Allow)
+	return err
 }
 
 func (r Report) annotations() []porcupine.Annotation {

@@ -183,6 +183,19 @@ func (k Known) Identify(h histories.History, sig Signature) (string, bool) {
 	return k.Explains(h, sig.Check)
 }
 
+// Deviations are every deviation the findings allow: a history judged
+// with them allowed breaks its checks only where it goes beyond the known
+// findings.
+func (k Known) Deviations() model.Deviation {
+	var all model.Deviation
+	for _, f := range k.Findings {
+		if d, err := model.ParseDeviation(f.Allows); f.Allows != "" && err == nil {
+			all |= d
+		}
+	}
+	return all
+}
+
 // Unknown are the signatures of the report that no known finding shows.
 func (k Known) Unknown(r Report) []Signature {
 	var fresh []Signature

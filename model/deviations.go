@@ -133,8 +133,20 @@ var deviationNames = []struct {
 	{LateFirstSequenceAccepted, "late-first-sequence-accepted"},
 }
 
-// ParseDeviation is the deviation of that name.
+// ParseDeviation is the deviation of that name, or of several names
+// joined by "+" as String writes them.
 func ParseDeviation(name string) (Deviation, error) {
+	if several := strings.Split(name, "+"); len(several) > 1 {
+		var all Deviation
+		for _, one := range several {
+			d, err := ParseDeviation(one)
+			if err != nil {
+				return 0, err
+			}
+			all |= d
+		}
+		return all, nil
+	}
 	for _, n := range deviationNames {
 		if n.name == name {
 			return n.d, nil

@@ -105,7 +105,7 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	visual := checker.Check(h, checker.Options{Visualize: true})
+	visual := checker.Check(h, checker.Options{Visualize: true, Allow: verdicts.Allow})
 	writes := map[string]func(io.Writer) error{
 		BundleHistory:      func(w io.Writer) error { return histories.Save(w, h) },
 		BundleWholeHistory: func(w io.Writer) error { return histories.Save(w, f.wholeHistory()) },

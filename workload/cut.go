@@ -7,36 +7,32 @@ import (
 	"github.com/fencecheck/fencecheck/histories"
 )
 
-// maxCuts bounds how many moments after a violation cutAtViolation tries
+// maxCuts bounds how many moments after a violation cutAt tries
 // for each broken check: the check almost always breaks at the first.
 const maxCuts = 16
 
-// cutAtViolation is the shortest counterexample a failed run holds: the
-// history up to the moment a safety check it breaks first breaks (a
-// prefix of a history is a history, and a safety check broken by a prefix
-// is broken by the whole), with that prefix's report. A run that only
-// fails to make progress is its whole history: progress is judged at the
-// end.
-//
-// Only the verdicts that matter count: the cut must break one of them.
-func cutAtViolation(h histories.History, whole checker.Report, matters func(checker.Verdict) bool) (histories.History, checker.Report) {
-	best, bestReport := h, whole
-	for _, v := range whole.Verdicts {
-		if !matters(v) || v.Check == checker.Progress {
-			continue
+// cutAt is the shortest counterexample a history holds for one of its
+// violations: the history up to the first moment, from the one the
+// violating operation was answered at, where check still breaks (a prefix
+// of a history is a history, and a safety check broken by a prefix is
+// broken by the whole), judged as the report was, with that prefix's
+// report. Progress is judged at the end: its violation keeps the whole
+// history.
+func cutAt(whole checker.Report, check string, op int) (histories.History, checker.Report) {
+	h := whole.History
+	if check == checker.Progress {
+		return h, whole
+	}
+	for _, t := range momentsFrom(h, op) {
+		cut := h.Until(t)
+		if len(cut.Ops) >= len(h.Ops) {
+			break
 		}
-		for _, t := range momentsFrom(h, v.Violations[0].Op) {
-			cut := h.Until(t)
-			if len(cut.Ops) >= len(best.Ops) {
-				break
-			}
-			if report := checker.Check(cut, checker.Options{}); matters(report.Verdict(v.Check)) {
-				best, bestReport = cut, report
-				break
-			}
+		if report := checker.Check(cut, checker.Options{Allow: whole.Allow}); report.Verdict(check).Status == checker.Violated {
+			return cut, report
 		}
 	}
-	return best, bestReport
+	return h, whole
 }
 
 // momentsFrom lists the times at which the history changes, from the

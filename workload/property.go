@@ -3,7 +3,6 @@ package workload
 import (
 	"flag"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,9 +36,9 @@ type Options struct {
 	// Swarm makes each run draw which kinds of fault it offers (see
 	// swarm): swarm testing, after Groce et al., ISSTA 2012.
 	Swarm bool
-	// Hunt, when set, is the one signature that fails the property: an
-	// exploration that looks for it alone, to shrink an error-code
-	// difference or a known finding to its shortest run.
+	// Hunt, when set, is the one signature that fails the property, when
+	// no known finding explains it: an exploration that looks for it
+	// alone, to shrink a new error-code difference to its shortest run.
 	Hunt *checker.Signature
 	// shorterThan, when set, is the length of the counterexample to
 	// beat: only a violation in fewer operations fails the property.
@@ -101,7 +100,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
 		r.shorterThan = opts.shorterThan
 		r.known, r.hunt = opts.Known, opts.Hunt
-		r.sightings = map[checker.Signature]*Sighting{}
+		r.sightings = map[sightingKey]*Sighting{}
 		defer func() { opts.Sightings.add(r.sightings) }()
 		offered := r.actions()
 		if opts.Swarm {
@@ -188,72 +187,138 @@ func (r *run) checkSoFar() {
 // broken, or no counterexample it could still give would count.
 func (r *run) decided() bool { return r.broken != nil || r.tooLong }
 
-// judge checks h, and keeps it as the run's counterexample if it breaks a
-// check in a way that fails the property (see fails), and counts.
-// Anything else it breaks is a sighting, and the run goes on.
+// judge checks h and sorts out what it breaks. What goes beyond the known
+// findings is new: a violation of the report judged with their deviations
+// allowed that none of their signatures matches. A new error-code
+// difference is a sighting, and anything else new fails the property: the
+// run keeps the shortest one, cut at its violation, as its counterexample
+// (if it counts). What the known findings explain is a sighting under the
+// finding's name. The run goes on past sightings.
+//
+// Each violation is judged on the history cut at it, not on the whole:
+// one wrong code that a finding explains and one that none does, in the
+// same history, are two sightings, one known and one new.
 func (r *run) judge(h histories.History) {
 	h.Ops = append([]histories.Op(nil), h.Ops...)
-	report := checker.Check(h, checker.Options{})
-	if report.Held() {
+	plain := checker.Check(h, checker.Options{})
+	if plain.Held() {
 		return
 	}
-	r.identified = r.identify(h, report)
-	r.sight(h, report)
-	if !slices.ContainsFunc(report.Verdicts, r.fails) {
-		return
+	beyond := plain
+	if allowed := r.known.Deviations(); allowed != 0 && explainable(plain) {
+		beyond = checker.Check(h, checker.Options{Allow: allowed})
 	}
-	cut, report := cutAtViolation(h, report, r.fails)
-	if !r.counts(cut) {
-		return
+	fresh := map[violation]bool{}
+	for _, v := range violationsOf(beyond) {
+		if _, known := r.known.Match(v.sig); known {
+			continue
+		}
+		fresh[violation{check: v.check, op: v.op}] = true
+		fails := r.failsOn(v.sig)
+		if !fails && r.sighted(v.sig, "") {
+			continue
+		}
+		cut, report := cutAt(beyond, v.check, v.op)
+		switch {
+		case !fails:
+			r.sight(v.sig, "", cut, report)
+		case r.counts(cut) && (r.broken == nil || len(cut.Ops) < len(r.broken.cut.Ops)):
+			r.broken = &brokenRun{cut: cut, whole: h, report: report, steps: append([]string(nil), r.steps...)}
+		}
 	}
-	r.broken = &brokenRun{cut: cut, whole: h, report: report, steps: append([]string(nil), r.steps...)}
+	if r.hunt == nil {
+		r.sightKnown(plain, fresh)
+	}
 }
 
-// fails reports whether a verdict fails the property: a violation of a
-// safety or progress check that no known finding explains. An error-code
-// difference never does: the broker refused rightly, and exploring on
-// finds what else it does.
-func (r *run) fails(v checker.Verdict) bool {
+// sightKnown counts the violations of plain that are not new as the
+// known findings that explain them, each judged on the history cut at it.
+// One no finding explains there is part of something new, which is
+// reported on its own.
+func (r *run) sightKnown(plain checker.Report, fresh map[violation]bool) {
+	for _, v := range violationsOf(plain) {
+		if fresh[violation{check: v.check, op: v.op}] || r.sightedKnown(v.sig) {
+			continue
+		}
+		cut, report := cutAt(plain, v.check, v.op)
+		if name, known := r.known.Identify(cut, v.sig); known {
+			r.sight(v.sig, name, cut, report)
+		}
+	}
+}
+
+// explainable reports whether a report breaks a check that the known
+// findings' deviations can explain (checker.Known.Explains).
+func explainable(report checker.Report) bool {
+	return report.Verdict(checker.Linearizable).Status == checker.Violated ||
+		report.Verdict(checker.ErrorCodes).Status == checker.Violated
+}
+
+// failsOn reports whether a new violation with signature sig fails the
+// property: any but an error-code difference (the broker refused rightly,
+// and exploring on finds what else it does), or, while one signature is
+// hunted, that one alone.
+func (r *run) failsOn(sig checker.Signature) bool {
 	if r.hunt != nil {
-		return v.Status == checker.Violated && signatureOf(r.h, v) == *r.hunt
+		return sig == *r.hunt
 	}
-	if v.Status != checker.Violated || v.Check == checker.ErrorCodes {
-		return false
-	}
-	_, known := r.identified[v.Check]
-	return !known
+	return sig.Check != checker.ErrorCodes
 }
 
-// identify names, for each check report's history breaks, the known
-// finding that explains it (checker.Known.Identify).
-func (r *run) identify(h histories.History, report checker.Report) map[string]string {
-	found := map[string]string{}
+// violation is one way a history breaks a check: the check, the
+// operation, and its signature.
+type violation struct {
+	check string
+	op    int
+	sig   checker.Signature
+}
+
+// violationsOf lists the report's violations, one per broken check (its
+// first), except error-codes: each of its wrong codes stands alone (the
+// first of each signature), so that a known one does not hide a new one.
+func violationsOf(report checker.Report) []violation {
+	var all []violation
+	seen := map[checker.Signature]bool{}
 	for _, v := range report.Verdicts {
 		if v.Status != checker.Violated {
 			continue
 		}
-		if name, known := r.known.Identify(h, signatureOf(h, v)); known {
-			found[v.Check] = name
+		each := v.Violations[:1]
+		if v.Check == checker.ErrorCodes {
+			each = v.Violations
+		}
+		for _, one := range each {
+			sig := signatureOf(report.History, checker.Verdict{Check: v.Check, Status: checker.Violated, Violations: []checker.Violation{one}})
+			if !seen[sig] {
+				seen[sig] = true
+				all = append(all, violation{check: v.Check, op: one.Op, sig: sig})
+			}
 		}
 	}
-	return found
+	return all
 }
 
-// sight records, once per run, each error-code difference and known
-// finding the report shows, cut at the moment its check broke.
-func (r *run) sight(h histories.History, report checker.Report) {
-	for _, v := range report.Verdicts {
-		if v.Status != checker.Violated || r.fails(v) {
-			continue
-		}
-		sig := signatureOf(h, v)
-		if _, seen := r.sightings[sig]; seen {
-			continue
-		}
-		check := v.Check
-		cut, cutReport := cutAtViolation(h, report, func(w checker.Verdict) bool { return w.Check == check && w.Status == checker.Violated })
-		r.sightings[sig] = &Sighting{Signature: sig, Known: r.identified[check], History: cut, Report: cutReport}
+// sight records a sighting once per run: sig, explained by the known
+// finding named (or new), with the history cut at it.
+func (r *run) sight(sig checker.Signature, known string, cut histories.History, report checker.Report) {
+	if !r.sighted(sig, known) {
+		r.sightings[sightingKey{sig, known}] = &Sighting{Signature: sig, Known: known, History: cut, Report: report}
 	}
+}
+
+func (r *run) sighted(sig checker.Signature, known string) bool {
+	_, seen := r.sightings[sightingKey{sig, known}]
+	return seen
+}
+
+// sightedKnown reports whether sig was already met as a known finding's.
+func (r *run) sightedKnown(sig checker.Signature) bool {
+	for key := range r.sightings {
+		if key.sig == sig && key.known != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // signatureOf is the signature of verdict v on history h.

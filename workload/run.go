@@ -86,10 +86,7 @@ type run struct {
 	// it met and went past (see judge).
 	known     checker.Known
 	hunt      *checker.Signature
-	sightings map[checker.Signature]*Sighting
-	// identified are the checks the history judged last breaks as known
-	// findings do, by the findings' names (checker.Known.Identify).
-	identified map[string]string
+	sightings map[sightingKey]*Sighting
 	// answers counts the answers received; checkedAnswers is how many the
 	// last check after an action saw.
 	answers, checkedAnswers int

@@ -14,25 +14,33 @@ import (
 // it, with the shortest history that did, cut at the violation.
 type Sightings struct {
 	mu   sync.Mutex
-	seen map[checker.Signature]*Sighting
+	seen map[sightingKey]*Sighting
+}
+
+// sightingKey tells sightings apart: one signature may be a known
+// finding's consequence in one history and new in another.
+type sightingKey struct {
+	sig   checker.Signature
+	known string
 }
 
 // Sighting is one signature met while exploring.
 type Sighting struct {
 	Signature checker.Signature
-	// Known is the known finding it matches; empty for an error-code
-	// difference that no finding lists.
+	// Known is the known finding that explains it; empty for an
+	// error-code difference that none does.
 	Known string
 	// Runs counts the interleavings that showed it (shrinking's included).
 	Runs int
 	// History is the shortest history that showed it, cut where the
-	// check broke, and Report its verdicts.
+	// check broke, and Report its verdicts (a new one's judged with the
+	// known findings' deviations allowed, so that it shows what is new).
 	History histories.History
 	Report  checker.Report
 }
 
 // NewSightings is an empty collection.
-func NewSightings() *Sightings { return &Sightings{seen: map[checker.Signature]*Sighting{}} }
+func NewSightings() *Sightings { return &Sightings{seen: map[sightingKey]*Sighting{}} }
 
 // All lists what was met, error-code differences first, then by how often.
 func (s *Sightings) All() []Sighting {
@@ -70,7 +78,7 @@ func compareSignatures(a, b checker.Signature) int {
 }
 
 // add counts one interleaving's sightings.
-func (s *Sightings) add(run map[checker.Signature]*Sighting) {
+func (s *Sightings) add(run map[sightingKey]*Sighting) {
 	if s == nil {
 		return
 	}
@@ -89,10 +97,11 @@ func (s *Sightings) merge(all []Sighting) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sg := range all {
-		old, ok := s.seen[sg.Signature]
+		key := sightingKey{sg.Signature, sg.Known}
+		old, ok := s.seen[key]
 		if !ok {
 			copied := sg
-			s.seen[sg.Signature] = &copied
+			s.seen[key] = &copied
 			continue
 		}
 		old.Runs += sg.Runs

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -157,5 +158,33 @@ func TestKnownDeviationsExplainConsequences(t *testing.T) {
 	require.NotEmpty(t, all)
 	for _, sg := range all {
 		require.Equal(t, "fenced-produce-starts-txn", sg.Known, "%s", sg.Signature)
+	}
+}
+
+// Each wrong code of a history is judged alone: one that a known finding
+// explains does not hide a new one met later in the same history, nor
+// make it known. The history is kfake's, with two: a txn-offset-commit of
+// a removed member answered PRODUCER_FENCED, and a zombie's produce
+// answered INVALID_TXN_STATE.
+func TestEachWrongCodeIsJudgedAlone(t *testing.T) {
+	h, err := histories.LoadFile("../histories/kfake/zombie-produce-invalid-txn-state-stalled-commit-txn-v1.json")
+	require.NoError(t, err)
+	whole := checker.Check(h, checker.Options{})
+	var sigs []checker.Signature
+	for _, v := range violationsOf(whole) {
+		if v.check == checker.ErrorCodes {
+			sigs = append(sigs, v.sig)
+		}
+	}
+	require.Len(t, sigs, 2, "the history no longer shows two wrong codes")
+	for i, known := range sigs {
+		r := &run{known: checker.Known{Findings: []checker.Finding{{Name: "listed", Match: []checker.Signature{known}}}},
+			sightings: map[sightingKey]*Sighting{}}
+		r.judge(h)
+		other := sigs[1-i]
+		require.True(t, r.sighted(known, "listed"), "the listed difference %s was not counted as known", known)
+		require.True(t, r.sighted(other, ""), "the unlisted difference %s was not counted as new", other)
+		require.False(t, r.sighted(other, "listed"), "the unlisted difference %s was counted as known", other)
+		require.Equal(t, checker.Violated, r.sightings[sightingKey{other, ""}].Report.Verdict(checker.ErrorCodes).Status)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // A BatchResult crosses from a worker process to the one that runs the
@@ -29,6 +30,7 @@ type wireResult struct {
 
 type wireFailure struct {
 	History  json.RawMessage `json:"history"`
+	Allowed  model.Deviation `json:"allowed,omitempty"`
 	Whole    json.RawMessage `json:"whole_history"`
 	Steps    []string        `json:"steps"`
 	FailFile []byte          `json:"rapid_fail,omitempty"`
@@ -37,6 +39,7 @@ type wireFailure struct {
 type wireSighting struct {
 	Signature checker.Signature `json:"signature"`
 	Known     string            `json:"known,omitempty"`
+	Allowed   model.Deviation   `json:"allowed,omitempty"`
 	Runs      int               `json:"runs"`
 	History   json.RawMessage   `json:"history"`
 }
@@ -46,8 +49,8 @@ func (r BatchResult) MarshalJSON() ([]byte, error) {
 	w := wireResult{Batch: r.Batch, Seed: r.Outcome.Seed, Checks: r.Outcome.Checks, Shrinks: r.Outcome.Shrinks, Ops: r.Outcome.Ops,
 		Log: r.Outcome.Log, Sequences: r.Sequences}
 	if r.Outcome.Failure != nil {
-		cut, _, steps, _ := r.Outcome.Failure.Found()
-		f := &wireFailure{History: historyJSON(cut), Whole: historyJSON(r.Outcome.Failure.wholeHistory()), Steps: steps}
+		cut, report, steps, _ := r.Outcome.Failure.Found()
+		f := &wireFailure{History: historyJSON(cut), Allowed: report.Allow, Whole: historyJSON(r.Outcome.Failure.wholeHistory()), Steps: steps}
 		if r.Outcome.FailFile != "" {
 			var err error
 			if f.FailFile, err = os.ReadFile(r.Outcome.FailFile); err != nil {
@@ -57,7 +60,7 @@ func (r BatchResult) MarshalJSON() ([]byte, error) {
 		w.Failure = f
 	}
 	for _, sg := range r.Sightings {
-		w.Sightings = append(w.Sightings, wireSighting{Signature: sg.Signature, Known: sg.Known, Runs: sg.Runs, History: historyJSON(sg.History)})
+		w.Sightings = append(w.Sightings, wireSighting{Signature: sg.Signature, Known: sg.Known, Allowed: sg.Report.Allow, Runs: sg.Runs, History: historyJSON(sg.History)})
 	}
 	return json.Marshal(w)
 }
@@ -77,7 +80,7 @@ func (r *BatchResult) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("sighting %s: %w", sg.Signature, err)
 		}
 		r.Sightings = append(r.Sightings, Sighting{Signature: sg.Signature, Known: sg.Known, Runs: sg.Runs,
-			History: h, Report: checker.Check(h, checker.Options{})})
+			History: h, Report: checker.Check(h, checker.Options{Allow: sg.Allowed})})
 	}
 	if w.Failure == nil {
 		return nil
@@ -91,7 +94,7 @@ func (r *BatchResult) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("the counterexample's whole run: %w", err)
 	}
 	r.Outcome.Failure = &Failure{}
-	r.Outcome.Failure.set(cut, whole, checker.Check(cut, checker.Options{}), w.Failure.Steps)
+	r.Outcome.Failure.set(cut, whole, checker.Check(cut, checker.Options{Allow: w.Failure.Allowed}), w.Failure.Steps)
 	if len(w.Failure.FailFile) > 0 {
 		dir, err := os.MkdirTemp("", "fencecheck-batch-")
 		if err != nil {

@@ -12,17 +12,19 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/internal/files"
+	"github.com/fencecheck/fencecheck/model"
 	"github.com/fencecheck/fencecheck/report"
 )
 
 type checkFlags struct {
-	html, timeline, report string
-	timeout                time.Duration
+	html, timeline, report, allow string
+	timeout                       time.Duration
+	allowed                       model.Deviation
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
-	fs := newCommand("check", "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] HISTORY...\n\n"+
+	fs := newCommand("check", "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] [--allow DEVIATIONS] HISTORY...\n\n"+
 		"Checks each history file and prints one line per check:\n"+
 		"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
 		"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
@@ -33,6 +35,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.report, "report", "", "write the counterexample page (timeline, process lanes, partition logs, violations; self-contained HTML) to `FILE` (with several histories, FILE-NAME.html for each); it links to the --html page when there is one")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
 	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` for each 100,000 operations (it then says unknown)")
+	fs.StringVar(&f.allow, "allow", "", "judge linearizable and error-codes with the model allowing these known deviations from Kafka (`NAMES` joined by +, as a run prints them; model/README.md lists them): only what goes beyond them breaks")
 	files, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitHeld
@@ -42,6 +45,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil && f.timeout <= 0 {
 		err = fmt.Errorf("--timeout must be positive, got %v", f.timeout)
+	}
+	if err == nil && f.allow != "" {
+		if f.allowed, err = model.ParseDeviation(f.allow); err != nil {
+			err = fmt.Errorf("--allow: %w", err)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
@@ -84,7 +92,7 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 		}
 		return exitUsage
 	}
-	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != "", Progress: progressLine(stderr, file, "checked")})
+	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != "", Allow: f.allowed, Progress: progressLine(stderr, file, "checked")})
 	for _, v := range report.Verdicts {
 		fmt.Fprintln(stdout, v)
 	}

@@ -41,6 +41,22 @@ func TestCheckExitCodes(t *testing.T) {
 	require.Contains(t, out, "one-live-producer: VIOLATED op 11 (epoch 0 accepted after op 6 returned epoch 1 for fare-writer-7")
 }
 
+// --allow judges with the model allowing known deviations from Kafka:
+// what a known finding explains then holds, and nothing else changes.
+func TestCheckAllowsDeviations(t *testing.T) {
+	h := "../../histories/kfake/epoch-per-producer-id-txn-v1.json"
+	code, out, _ := runCLI("check", h)
+	require.Equal(t, exitViolated, code)
+	require.Contains(t, out, "linearizable: VIOLATED")
+	code, out, _ = runCLI("check", "--allow", "epoch-per-producer-id", h)
+	require.Equal(t, exitHeld, code, out)
+	code, _, _ = runCLI("check", "--allow", "late-first-sequence-accepted+fenced-produce-joins-txn", h)
+	require.Equal(t, exitViolated, code, "deviations that do not explain it made it hold")
+	code, out, _ = runCLI("check", "--allow", "epoch-per-producer-id", canonical+"seed-000-zombie-accepted.json")
+	require.Equal(t, exitViolated, code)
+	require.Contains(t, out, "one-live-producer: VIOLATED op 11")
+}
+
 func TestCheckSeveralFiles(t *testing.T) {
 	fenced, accepted := canonical+"seed-000-zombie-fenced.json", canonical+"seed-000-zombie-accepted.json"
 	code, out, _ := runCLI("check", fenced, accepted)
@@ -60,6 +76,7 @@ func TestCheckUnusableInput(t *testing.T) {
 		"missing file":    {"check", filepath.Join(dir, "nope.json")},
 		"no file":         {"check"},
 		"bad timeout":     {"check", "--timeout", "0s", canonical + "seed-000-zombie-fenced.json"},
+		"bad deviation":   {"check", "--allow", "epoch-per-producer-id+teleport", canonical + "seed-000-zombie-fenced.json"},
 		"unknown flag":    {"check", "--frobnicate", canonical + "seed-000-zombie-fenced.json"},
 		"unknown command": {"frobnicate"},
 	} {
