@@ -34,8 +34,16 @@ type Options struct {
 	Progress func(checked int)
 	// Allow are the deviations from Kafka linearizable accepts (none by
 	// default): known findings', for telling their consequences from a
-	// new finding (Known.Explained).
+	// new finding (Known.Explains, Known.Allowed).
 	Allow model.Deviation
+	// AllowCodes are wrong codes taken as right: a refusal whose
+	// error-codes signature is one of them is no violation, and does not
+	// keep an order from explaining every answer exactly (known
+	// findings' wrong codes, Known.Allowed). Without it, one known wrong
+	// code makes error-codes judge the others on whichever order explains
+	// the effects, where a refusal may sit before the event that made its
+	// code right.
+	AllowCodes []Signature
 	// only, when set, is the one of linearizable and error-codes whose
 	// verdict is wanted: the other's search, and the explanation of a
 	// violation, are skipped (Known.Explains asks only held or not).
@@ -46,11 +54,12 @@ type Options struct {
 type Report struct {
 	History  histories.History
 	Verdicts []Verdict // in the order of Checks
-	// Allow are the deviations from Kafka the checks allowed
-	// (Options.Allow): a report judged with known findings' deviations
-	// shows only what goes beyond them.
-	Allow model.Deviation
-	lin   linearizability
+	// Allow and AllowCodes are what the checks allowed (Options): a
+	// report judged with known findings allowed shows only what goes
+	// beyond them.
+	Allow      model.Deviation
+	AllowCodes []Signature
+	lin        linearizability
 }
 
 // Check runs every check on h.
@@ -65,7 +74,7 @@ func Check(h histories.History, opts Options) Report {
 		verdicts = append(verdicts, check(a))
 	}
 	verdicts = append(verdicts, lin.codes)
-	return Report{History: h, Verdicts: verdicts, Allow: opts.Allow, lin: lin}
+	return Report{History: h, Verdicts: verdicts, Allow: opts.Allow, AllowCodes: opts.AllowCodes, lin: lin}
 }
 
 // Held reports whether every check holds; an unknown verdict does not.
@@ -174,14 +183,24 @@ func (r Report) porcupineClients() map[string]int {
 
 // WriteTimeline writes the history as a Markdown table in the seeds' shape
 // (Clock | Who | Does | Result), violating rows marked.
-// A report that allowed deviations says so below its verdicts, with the
-// command that judges the same way.
+// A report that allowed known findings says so below its verdicts.
 func (r Report) WriteTimeline(w io.Writer) error {
-	if err := WriteTimeline(w, r.History, r.Verdicts); err != nil || r.Allow == 0 {
+	if err := WriteTimeline(w, r.History, r.Verdicts); err != nil || (r.Allow == 0 && len(r.AllowCodes) == 0) {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "- judged with the known deviations %s allowed (fencecheck check --allow %s)\n", r.Allow, r.Allow)
+	_, err := fmt.Fprintf(w, "- judged with the known findings allowed, as fencecheck check --known judges (deviations: %s; wrong codes: %d signatures)\n",
+		orNone(r.Allow.String()), len(r.AllowCodes))
 	return err
+}
+
+// Options are the options that judge a history as r was judged.
+func (r Report) Options() Options { return Options{Allow: r.Allow, AllowCodes: r.AllowCodes} }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func (r Report) annotations() []porcupine.Annotation {

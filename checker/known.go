@@ -183,17 +183,22 @@ func (k Known) Identify(h histories.History, sig Signature) (string, bool) {
 	return k.Explains(h, sig.Check)
 }
 
-// Deviations are every deviation the findings allow: a history judged
-// with them allowed breaks its checks only where it goes beyond the known
-// findings.
-func (k Known) Deviations() model.Deviation {
-	var all model.Deviation
+// Allowed are the options that judge a history with every known finding
+// allowed: their deviations, and their wrong codes taken as right. What
+// the history breaks then goes beyond them.
+func (k Known) Allowed() Options {
+	var opts Options
 	for _, f := range k.Findings {
 		if d, err := model.ParseDeviation(f.Allows); f.Allows != "" && err == nil {
-			all |= d
+			opts.Allow |= d
+		}
+		for _, sig := range f.Match {
+			if sig.Check == ErrorCodes {
+				opts.AllowCodes = append(opts.AllowCodes, sig)
+			}
 		}
 	}
-	return all
+	return opts
 }
 
 // Unknown are the signatures of the report that no known finding shows.

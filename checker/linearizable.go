@@ -19,13 +19,13 @@ import (
 // live in model/ only. Strict, an answer must be what the rules say, error
 // class included; otherwise (judging effects only) a rightful refusal with
 // another class fits too, as the refusal the rules give.
-func porcupineModel(opts model.Options, strict bool) porcupine.Model {
+func porcupineModel(opts model.Options, strict bool, accepted []Signature) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return model.Init(opts) },
 		StepContext: func(ctx context.Context, state, input, _ any) (bool, any) {
 			op := input.(*histories.Op)
 			next, err := model.CheckContext(ctx, state.(model.State), spanned(op), op.Result)
-			return fits(err, strict), next
+			return fits(op, err, strict, accepted), next
 		},
 		Equal: func(a, b any) bool { return model.Equal(a.(model.State), b.(model.State)) },
 		Hash:  func(s any) uint64 { return model.Hash(s.(model.State)) },
@@ -51,9 +51,19 @@ func spanned(op *histories.Op) model.Op {
 }
 
 // fits reports whether model.Check's verdict lets an answer stand: with no
-// error, or, judging effects only, with only its error class wrong.
-func fits(err error, strict bool) bool {
-	return err == nil || (!strict && codeOnly(err) != nil)
+// error, or with only its error class wrong when effects alone are judged
+// or the wrong code is an accepted one.
+func fits(op *histories.Op, err error, strict bool, accepted []Signature) bool {
+	if err == nil {
+		return true
+	}
+	d := codeOnly(err)
+	return d != nil && (!strict || slices.Contains(accepted, codeSignature(op, d)))
+}
+
+// codeSignature is the error-codes signature of op's wrong code d.
+func codeSignature(op *histories.Op, d *model.Disallowed) Signature {
+	return Signature{Check: ErrorCodes, Type: op.Kind, Rule: d.Rule, Answer: model.ClassOf(op.Result.Err)}
 }
 
 // codeOnly is err when it says the answer's effects are right and its
@@ -92,7 +102,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	unknown := Verdict{Status: Unknown, Reason: fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)}
 	gaveUp := false
 	for _, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, Allow: opts.Allow}, true)
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, Allow: opts.Allow}, true, opts.AllowCodes)
 		switch search := checkWindowed(m, ops, timeout, opts.Progress); search.result {
 		case porcupine.Ok:
 			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
@@ -107,11 +117,11 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	var first linearizability
 	var firstSearch windowedResult
 	for i, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, Allow: opts.Allow}, false)
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, Allow: opts.Allow}, false, opts.AllowCodes)
 		search := checkWindowed(m, ops, timeout, nil)
 		lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 		if opts.only != Linearizable {
-			lin.codes = wrongCodesVerdict(m, ops, timeout)
+			lin.codes = wrongCodesVerdict(m, ops, timeout, opts.AllowCodes)
 		}
 		switch {
 		case search.result == porcupine.Ok:
@@ -143,13 +153,13 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 // judging effects, whose class is not the rules'. That order is searched
 // over the whole history, which is done up to wholeHistoryOps operations;
 // beyond, the check says it could not decide.
-func wrongCodesVerdict(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) Verdict {
+func wrongCodesVerdict(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, accepted []Signature) Verdict {
 	if len(ops) > wholeHistoryOps {
 		return Verdict{Check: ErrorCodes, Status: Unknown, Reason: fmt.Sprintf(
 			"some answer's error class is not the model's; error-codes names it in histories of at most %d operations", wholeHistoryOps)}
 	}
 	_, info := check(m, ops, timeout, true)
-	return codesVerdict(wrongCodes(m, info))
+	return codesVerdict(wrongCodes(m, info, accepted))
 }
 
 func held(check string) Verdict { return Verdict{Check: check} }
@@ -164,17 +174,18 @@ func codesVerdict(wrong []Violation) Verdict {
 }
 
 // wrongCodes replays the longest order porcupine found for each piece of
-// the history and lists the refusals in it whose class is not the rules'.
+// the history and lists the refusals in it whose class is not the rules'
+// and not an accepted wrong code.
 // For a linearizable history that order is complete; for one that is not,
 // it is the longest legal prefix, and what lies beyond is not judged.
-func wrongCodes(m porcupine.Model, info porcupine.LinearizationInfo) []Violation {
+func wrongCodes(m porcupine.Model, info porcupine.LinearizationInfo, accepted []Signature) []Violation {
 	var wrong []Violation
 	for _, partials := range info.PartialLinearizationsOperations() {
 		state := m.Init().(model.State)
 		for _, o := range longestOf(partials) {
 			op := o.Input.(*histories.Op)
 			next, err := model.Check(state, spanned(op), op.Result)
-			if d := codeOnly(err); d != nil {
+			if d := codeOnly(err); d != nil && !slices.Contains(accepted, codeSignature(op, d)) {
 				wrong = append(wrong, Violation{Op: op.ID, Rule: d.Rule, Reason: fmt.Sprintf(
 					"%s answered %s (%s); the rule %s refuses it as %s: %s", op.Kind, op.Result.Err, d.Got, d.Rule, d.Want, d.Reason)})
 			}
@@ -419,7 +430,7 @@ func unplaced(piece []porcupine.Operation, placed map[int]bool) []*histories.Op 
 func firstRefused(state model.State, ops []*histories.Op) (*histories.Op, string, string) {
 	var reasons []string
 	for _, op := range ops {
-		if _, err := model.Check(state, spanned(op), op.Result); !fits(err, false) {
+		if _, err := model.Check(state, spanned(op), op.Result); !fits(op, err, false, nil) {
 			var d *model.Disallowed
 			errors.As(err, &d)
 			return op, d.Rule, err.Error()

@@ -312,10 +312,16 @@ func (st *step) newestEpochOf(pid int64) int16 {
 }
 
 // endTxnAtEpochBefore is EndTxnAtEpochBefore's answer to r, when it
-// applies.
+// applies: only to an answer the deviation gives (or none). A deviation
+// adds to what Kafka answers and takes nothing away: kfake, too, answers
+// PRODUCER_FENCED where Kafka does, when its retry detection does not
+// fire (met: a commit at the epoch before an InitProducerId's bump).
 func (st *step) endTxnAtEpochBefore(t txnMeta, r Request) (outcome, bool) {
 	if !st.allows(EndTxnAtEpochBefore) || st.s.opts.TxnVersion < 2 || t.phase == Ongoing ||
 		r.ProducerID != t.pid || r.Epoch != t.epoch-1 {
+		return outcome{}, false
+	}
+	if !st.undecided() && st.observed() == nil && !st.answered(InvalidTxnState) {
 		return outcome{}, false
 	}
 	out := refuse("end-txn-at-epoch-before", InvalidTxnState, "epoch %d is the one before %s's (deviation %s)", r.Epoch, r.TransactionalID, EndTxnAtEpochBefore)

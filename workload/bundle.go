@@ -105,7 +105,8 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	visual := checker.Check(h, checker.Options{Visualize: true, Allow: verdicts.Allow})
+	allowed := verdicts.Options()
+	visual := checker.Check(h, checker.Options{Visualize: true, Allow: allowed.Allow, AllowCodes: allowed.AllowCodes})
 	writes := map[string]func(io.Writer) error{
 		BundleHistory:      func(w io.Writer) error { return histories.Save(w, h) },
 		BundleWholeHistory: func(w io.Writer) error { return histories.Save(w, f.wholeHistory()) },

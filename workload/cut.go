@@ -28,7 +28,7 @@ func cutAt(whole checker.Report, check string, op int) (histories.History, check
 		if len(cut.Ops) >= len(h.Ops) {
 			break
 		}
-		if report := checker.Check(cut, checker.Options{Allow: whole.Allow}); report.Verdict(check).Status == checker.Violated {
+		if report := checker.Check(cut, whole.Options()); report.Verdict(check).Status == checker.Violated {
 			return cut, report
 		}
 	}

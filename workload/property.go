@@ -188,8 +188,8 @@ func (r *run) checkSoFar() {
 func (r *run) decided() bool { return r.broken != nil || r.tooLong }
 
 // judge checks h and sorts out what it breaks. What goes beyond the known
-// findings is new: a violation of the report judged with their deviations
-// allowed that none of their signatures matches. A new error-code
+// findings is new: a violation of the report judged with them allowed
+// (checker.Known.Allowed) that none of their signatures matches. A new error-code
 // difference is a sighting, and anything else new fails the property: the
 // run keeps the shortest one, cut at its violation, as its counterexample
 // (if it counts). What the known findings explain is a sighting under the
@@ -205,8 +205,8 @@ func (r *run) judge(h histories.History) {
 		return
 	}
 	beyond := plain
-	if allowed := r.known.Deviations(); allowed != 0 && explainable(plain) {
-		beyond = checker.Check(h, checker.Options{Allow: allowed})
+	if allowed := r.known.Allowed(); (allowed.Allow != 0 || len(allowed.AllowCodes) > 0) && explainable(plain) {
+		beyond = checker.Check(h, allowed)
 	}
 	fresh := map[violation]bool{}
 	for _, v := range violationsOf(beyond) {

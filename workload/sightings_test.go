@@ -162,29 +162,105 @@ func TestKnownDeviationsExplainConsequences(t *testing.T) {
 }
 
 // Each wrong code of a history is judged alone: one that a known finding
-// explains does not hide a new one met later in the same history, nor
-// make it known. The history is kfake's, with two: a txn-offset-commit of
-// a removed member answered PRODUCER_FENCED, and a zombie's produce
-// answered INVALID_TXN_STATE.
+// lists does not hide a new one met later in the same history, nor make it
+// known. The history is kfake's, with two refusals whose codes the model
+// does not give on the order that explains its effects: a
+// txn-offset-commit of a removed member answered PRODUCER_FENCED (op 29),
+// and a zombie's produce answered INVALID_TXN_STATE (op 53, finding 1).
+// Listing the first, the second is new. Listing the second, the first is
+// no wrong code at all: with the produce's code taken as right, an order
+// explains every answer exactly, the commit's placed after the bump that
+// fenced it (judged on the effects alone, it sat before).
 func TestEachWrongCodeIsJudgedAlone(t *testing.T) {
 	h, err := histories.LoadFile("../histories/kfake/zombie-produce-invalid-txn-state-stalled-commit-txn-v1.json")
 	require.NoError(t, err)
-	whole := checker.Check(h, checker.Options{})
-	var sigs []checker.Signature
-	for _, v := range violationsOf(whole) {
-		if v.check == checker.ErrorCodes {
-			sigs = append(sigs, v.sig)
+	var commit, produce checker.Signature
+	for _, v := range violationsOf(checker.Check(h, checker.Options{})) {
+		switch {
+		case v.check == checker.ErrorCodes && v.sig.Type == model.TxnOffsetCommit:
+			commit = v.sig
+		case v.check == checker.ErrorCodes && v.sig.Type == model.Produce:
+			produce = v.sig
 		}
 	}
-	require.Len(t, sigs, 2, "the history no longer shows two wrong codes")
-	for i, known := range sigs {
-		r := &run{known: checker.Known{Findings: []checker.Finding{{Name: "listed", Match: []checker.Signature{known}}}},
+	require.NotEmpty(t, commit.Check, "the history no longer shows the commit's wrong code")
+	require.NotEmpty(t, produce.Check, "the history no longer shows the produce's wrong code")
+	judged := func(listed checker.Signature) *run {
+		r := &run{known: checker.Known{Findings: []checker.Finding{{Name: "listed", Match: []checker.Signature{listed}}}},
 			sightings: map[sightingKey]*Sighting{}}
 		r.judge(h)
-		other := sigs[1-i]
-		require.True(t, r.sighted(known, "listed"), "the listed difference %s was not counted as known", known)
-		require.True(t, r.sighted(other, ""), "the unlisted difference %s was not counted as new", other)
-		require.False(t, r.sighted(other, "listed"), "the unlisted difference %s was counted as known", other)
-		require.Equal(t, checker.Violated, r.sightings[sightingKey{other, ""}].Report.Verdict(checker.ErrorCodes).Status)
+		return r
 	}
+
+	r := judged(commit)
+	require.True(t, r.sighted(commit, "listed"), "the listed difference was not counted as known")
+	require.True(t, r.sighted(produce, ""), "the unlisted difference was not counted as new")
+	require.Equal(t, checker.Violated, r.sightings[sightingKey{produce, ""}].Report.Verdict(checker.ErrorCodes).Status)
+
+	r = judged(produce)
+	require.True(t, r.sighted(produce, "listed"), "the listed difference was not counted as known")
+	require.False(t, r.sighted(commit, ""), "the commit's code, right on another order, was counted as new")
+	allowed := checker.Check(h, checker.Options{AllowCodes: []checker.Signature{produce}})
+	require.Equal(t, checker.OK, allowed.Verdict(checker.ErrorCodes).Status, "%v", allowed.Verdict(checker.ErrorCodes))
+}
+
+// twoWrongCodes is the reference broker (transactions v1) with two wrong
+// codes: a fenced producer's transactional produce answered
+// INVALID_TXN_STATE, as kfake does (the deviation
+// fenced-produce-invalid-txn-state), and a fenced producer's end-txn
+// answered INVALID_TXN_STATE, which nothing known does.
+type twoWrongCodes struct{ *model.RefBroker }
+
+func (w twoWrongCodes) Produce(ctx context.Context, r model.Request) model.Result {
+	res := w.RefBroker.Produce(ctx, r)
+	if r.TransactionalID == "" {
+		return res
+	}
+	return invalidTxnStateIfFenced(res)
+}
+
+func (w twoWrongCodes) EndTxn(ctx context.Context, r model.Request) model.Result {
+	return invalidTxnStateIfFenced(w.RefBroker.EndTxn(ctx, r))
+}
+
+func invalidTxnStateIfFenced(res model.Result) model.Result {
+	if model.ClassOf(res.Err) == model.FencedProducer {
+		res.Err = model.InvalidTxnState
+	}
+	return res
+}
+
+// A known finding's deviation explains its own wrong codes, and not the
+// other: each sighting called new breaks error-codes even with every known
+// deviation allowed, each called known is explained on its own history,
+// and both kinds are met.
+func TestKnownDeviationsDoNotHideANewWrongCode(t *testing.T) {
+	sc, err := ScenarioNamed("adversary")
+	require.NoError(t, err)
+	known := checker.Known{Findings: []checker.Finding{{Name: "zombie-produce-invalid-txn-state", Allows: "fenced-produce-invalid-txn-state"}}}
+	sightings := NewSightings()
+	target := func() (model.Target, error) { return twoWrongCodes{model.NewBroker(model.Options{TxnVersion: 1})}, nil }
+	out, err := Explore(Options{Scenario: sc, Target: target, TxnVersion: 1, Known: known, Sightings: sightings},
+		Budget{Checks: 300, Steps: 30, Seed: 1}, nil)
+	require.NoError(t, err)
+	require.Nil(t, out.Failure, "an error-code difference failed the property")
+	newEndTxn, knownProduce := 0, 0
+	for _, sg := range sightings.All() {
+		if sg.Known == "" {
+			allowed := checker.Check(sg.History, known.Allowed())
+			require.Equal(t, checker.Violated, allowed.Verdict(checker.ErrorCodes).Status, "%s: called new, but the known deviation explains it", sg.Signature)
+			require.NotEqual(t, model.Produce, sg.Signature.Type, "%s: called new", sg.Signature)
+		} else {
+			name, ok := known.Identify(sg.History, sg.Signature)
+			require.True(t, ok && name == sg.Known, "%s: called %s's, which does not explain it", sg.Signature, sg.Known)
+		}
+		if sg.Known == "" && sg.Signature.Type == model.EndTxn {
+			newEndTxn += sg.Runs
+		}
+		if sg.Known != "" && sg.Signature.Type == model.Produce {
+			knownProduce += sg.Runs
+		}
+	}
+	require.Positive(t, newEndTxn, "the unexplained end-txn code was never met")
+	require.Positive(t, knownProduce, "the explained produce code was never met")
 }

@@ -30,16 +30,31 @@ type wireResult struct {
 
 type wireFailure struct {
 	History  json.RawMessage `json:"history"`
-	Allowed  model.Deviation `json:"allowed,omitempty"`
+	Allowed  wireAllowed     `json:"allowed"`
 	Whole    json.RawMessage `json:"whole_history"`
 	Steps    []string        `json:"steps"`
 	FailFile []byte          `json:"rapid_fail,omitempty"`
 }
 
+// wireAllowed is what a report allowed (checker.Report.Options), so that
+// checking the history again judges it the same way.
+type wireAllowed struct {
+	Deviations model.Deviation     `json:"deviations,omitempty"`
+	Codes      []checker.Signature `json:"codes,omitempty"`
+}
+
+func allowedOf(r checker.Report) wireAllowed {
+	return wireAllowed{Deviations: r.Allow, Codes: r.AllowCodes}
+}
+
+func (a wireAllowed) options() checker.Options {
+	return checker.Options{Allow: a.Deviations, AllowCodes: a.Codes}
+}
+
 type wireSighting struct {
 	Signature checker.Signature `json:"signature"`
 	Known     string            `json:"known,omitempty"`
-	Allowed   model.Deviation   `json:"allowed,omitempty"`
+	Allowed   wireAllowed       `json:"allowed"`
 	Runs      int               `json:"runs"`
 	History   json.RawMessage   `json:"history"`
 }
@@ -50,7 +65,7 @@ func (r BatchResult) MarshalJSON() ([]byte, error) {
 		Log: r.Outcome.Log, Sequences: r.Sequences}
 	if r.Outcome.Failure != nil {
 		cut, report, steps, _ := r.Outcome.Failure.Found()
-		f := &wireFailure{History: historyJSON(cut), Allowed: report.Allow, Whole: historyJSON(r.Outcome.Failure.wholeHistory()), Steps: steps}
+		f := &wireFailure{History: historyJSON(cut), Allowed: allowedOf(report), Whole: historyJSON(r.Outcome.Failure.wholeHistory()), Steps: steps}
 		if r.Outcome.FailFile != "" {
 			var err error
 			if f.FailFile, err = os.ReadFile(r.Outcome.FailFile); err != nil {
@@ -60,7 +75,7 @@ func (r BatchResult) MarshalJSON() ([]byte, error) {
 		w.Failure = f
 	}
 	for _, sg := range r.Sightings {
-		w.Sightings = append(w.Sightings, wireSighting{Signature: sg.Signature, Known: sg.Known, Allowed: sg.Report.Allow, Runs: sg.Runs, History: historyJSON(sg.History)})
+		w.Sightings = append(w.Sightings, wireSighting{Signature: sg.Signature, Known: sg.Known, Allowed: allowedOf(sg.Report), Runs: sg.Runs, History: historyJSON(sg.History)})
 	}
 	return json.Marshal(w)
 }
@@ -80,7 +95,7 @@ func (r *BatchResult) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("sighting %s: %w", sg.Signature, err)
 		}
 		r.Sightings = append(r.Sightings, Sighting{Signature: sg.Signature, Known: sg.Known, Runs: sg.Runs,
-			History: h, Report: checker.Check(h, checker.Options{Allow: sg.Allowed})})
+			History: h, Report: checker.Check(h, sg.Allowed.options())})
 	}
 	if w.Failure == nil {
 		return nil
@@ -94,7 +109,7 @@ func (r *BatchResult) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("the counterexample's whole run: %w", err)
 	}
 	r.Outcome.Failure = &Failure{}
-	r.Outcome.Failure.set(cut, whole, checker.Check(cut, checker.Options{Allow: w.Failure.Allowed}), w.Failure.Steps)
+	r.Outcome.Failure.set(cut, whole, checker.Check(cut, w.Failure.Allowed.options()), w.Failure.Steps)
 	if len(w.Failure.FailFile) > 0 {
 		dir, err := os.MkdirTemp("", "fencecheck-batch-")
 		if err != nil {

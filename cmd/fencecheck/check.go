@@ -12,19 +12,19 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/internal/files"
-	"github.com/fencecheck/fencecheck/model"
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/report"
 )
 
 type checkFlags struct {
-	html, timeline, report, allow string
+	html, timeline, report, known string
 	timeout                       time.Duration
-	allowed                       model.Deviation
+	allowed                       checker.Options
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
-	fs := newCommand("check", "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] [--allow DEVIATIONS] HISTORY...\n\n"+
+	fs := newCommand("check", "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] [--known FILE] HISTORY...\n\n"+
 		"Checks each history file and prints one line per check:\n"+
 		"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
 		"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
@@ -35,7 +35,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.report, "report", "", "write the counterexample page (timeline, process lanes, partition logs, violations; self-contained HTML) to `FILE` (with several histories, FILE-NAME.html for each); it links to the --html page when there is one")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
 	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` for each 100,000 operations (it then says unknown)")
-	fs.StringVar(&f.allow, "allow", "", "judge linearizable and error-codes with the model allowing these known deviations from Kafka (`NAMES` joined by +, as a run prints them; model/README.md lists them): only what goes beyond them breaks")
+	fs.StringVar(&f.known, "known", "", "judge linearizable and error-codes with the known findings of `FILE` (fencecheck/known/v1; 'kfake' for kfake's own list) allowed, as fencecheck run judges what goes beyond them: their deviations from Kafka, and their wrong codes taken as right")
 	files, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitHeld
@@ -46,10 +46,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err == nil && f.timeout <= 0 {
 		err = fmt.Errorf("--timeout must be positive, got %v", f.timeout)
 	}
-	if err == nil && f.allow != "" {
-		if f.allowed, err = model.ParseDeviation(f.allow); err != nil {
-			err = fmt.Errorf("--allow: %w", err)
-		}
+	if err == nil && f.known != "" {
+		f.allowed, err = knownAllowed(f.known)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
@@ -64,6 +62,19 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		exit = max(exit, checkFile(file, f, len(files) > 1, stdout, stderr))
 	}
 	return exit
+}
+
+// knownAllowed are the options that allow the known findings of path, or
+// of kfake's own list.
+func knownAllowed(path string) (checker.Options, error) {
+	if path == "kfake" {
+		return kafka.KnownFindings().Allowed(), nil
+	}
+	known, err := checker.LoadKnownFile(path)
+	if err != nil {
+		return checker.Options{}, fmt.Errorf("--known: %w", err)
+	}
+	return known.Allowed(), nil
 }
 
 // parseInterleaved parses flags that may stand before, between or after the
@@ -92,7 +103,7 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 		}
 		return exitUsage
 	}
-	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != "", Allow: f.allowed, Progress: progressLine(stderr, file, "checked")})
+	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != "", Allow: f.allowed.Allow, AllowCodes: f.allowed.AllowCodes, Progress: progressLine(stderr, file, "checked")})
 	for _, v := range report.Verdicts {
 		fmt.Fprintln(stdout, v)
 	}

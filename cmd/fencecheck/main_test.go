@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,19 +42,38 @@ func TestCheckExitCodes(t *testing.T) {
 	require.Contains(t, out, "one-live-producer: VIOLATED op 11 (epoch 0 accepted after op 6 returned epoch 1 for fare-writer-7")
 }
 
-// --allow judges with the model allowing known deviations from Kafka:
-// what a known finding explains then holds, and nothing else changes.
-func TestCheckAllowsDeviations(t *testing.T) {
+// --known judges with known findings allowed: what their deviations
+// explain, and their wrong codes, then hold, and nothing else changes.
+func TestCheckAllowsKnownFindings(t *testing.T) {
+	dir := t.TempDir()
+	knownFile := func(findings string) string {
+		path := filepath.Join(dir, fmt.Sprintf("known-%d.json", len(findings)))
+		require.NoError(t, os.WriteFile(path, []byte(`{"format":"fencecheck/known/v1","findings":[`+findings+`]}`), 0o644))
+		return path
+	}
+	epochs := knownFile(`{"name":"e","allows":"epoch-per-producer-id"}`)
+	unrelated := knownFile(`{"name":"u","allows":"late-first-sequence-accepted+fenced-produce-joins-txn"}`)
+	code := knownFile(`{"name":"c","match":[{"check":"error-codes","type":"produce","rule":"leader-epoch-fence","answer":"invalid txn state"}]}`)
+
 	h := "../../histories/kfake/epoch-per-producer-id-txn-v1.json"
-	code, out, _ := runCLI("check", h)
-	require.Equal(t, exitViolated, code)
+	code1, out, _ := runCLI("check", h)
+	require.Equal(t, exitViolated, code1)
 	require.Contains(t, out, "linearizable: VIOLATED")
-	code, out, _ = runCLI("check", "--allow", "epoch-per-producer-id", h)
-	require.Equal(t, exitHeld, code, out)
-	code, _, _ = runCLI("check", "--allow", "late-first-sequence-accepted+fenced-produce-joins-txn", h)
-	require.Equal(t, exitViolated, code, "deviations that do not explain it made it hold")
-	code, out, _ = runCLI("check", "--allow", "epoch-per-producer-id", canonical+"seed-000-zombie-accepted.json")
-	require.Equal(t, exitViolated, code)
+	code1, out, _ = runCLI("check", "--known", epochs, h)
+	require.Equal(t, exitHeld, code1, out)
+	code1, _, _ = runCLI("check", "--known", unrelated, h)
+	require.Equal(t, exitViolated, code1, "deviations that do not explain it made it hold")
+	code1, out, _ = runCLI("check", "--known", "kfake", h)
+	require.Equal(t, exitHeld, code1, out)
+
+	wrongCode := "../../histories/kfake/zombie-produce-invalid-txn-state-txn-v1.json"
+	code1, out, _ = runCLI("check", wrongCode)
+	require.Contains(t, out, "error-codes: VIOLATED")
+	code1, out, _ = runCLI("check", "--known", code, wrongCode)
+	require.Equal(t, exitHeld, code1, out)
+
+	code1, out, _ = runCLI("check", "--known", epochs, canonical+"seed-000-zombie-accepted.json")
+	require.Equal(t, exitViolated, code1)
 	require.Contains(t, out, "one-live-producer: VIOLATED op 11")
 }
 
@@ -76,7 +96,7 @@ func TestCheckUnusableInput(t *testing.T) {
 		"missing file":    {"check", filepath.Join(dir, "nope.json")},
 		"no file":         {"check"},
 		"bad timeout":     {"check", "--timeout", "0s", canonical + "seed-000-zombie-fenced.json"},
-		"bad deviation":   {"check", "--allow", "epoch-per-producer-id+teleport", canonical + "seed-000-zombie-fenced.json"},
+		"bad known file":  {"check", "--known", canonical + "seed-000-zombie-fenced.json", canonical + "seed-000-zombie-fenced.json"},
 		"unknown flag":    {"check", "--frobnicate", canonical + "seed-000-zombie-fenced.json"},
 		"unknown command": {"frobnicate"},
 	} {
