@@ -250,19 +250,34 @@ func (g group) roundCompleted(gen int32) group {
 // by a join round it missed, answered UNKNOWN_MEMBER_ID: the answer shows
 // the member gone, and the model removes it too, so that no later answer
 // can bring it back. The generation does not move: the round that
-// removed it has already answered.
+// removed it has already answered, or is the one a leave or an expiry
+// prepared (see preparedRoundMayDrop).
 func (st *step) droppedMember(r Request) (outcome, bool) {
 	g, m, ok := st.member(r)
 	// The code itself, not its class: ILLEGAL_GENERATION, of the same
 	// class, says the member is still there.
 	removed := st.got != nil && st.got.Answered && st.got.Err == UnknownMemberID
-	if !ok || !m.mayBeGone || !removed {
+	if !ok || !(m.mayBeGone || g.preparedRoundMayDrop(m)) || !removed {
 		return outcome{}, false
 	}
 	st.s.setGroup(r.Group, g.withoutMember(r.MemberID))
 	out := refuse("unknown-member", UnknownMemberID, "%s missed the join round of generation %d and was removed (completeClassicGroupJoin)", r.MemberID, g.answered)
 	out.effects = true
 	return out, true
+}
+
+// preparedRoundMayDrop reports whether the round a leave or an expiry
+// prepared may have completed without m and removed it. That round
+// completes when every remaining member has rejoined or when the
+// rebalance timeout runs out, a timer on the broker's clock that the
+// model does not keep, and removes the dynamic members that have not
+// rejoined (4.x GroupMetadataManager.completeClassicGroupJoin, "Remove all
+// dynamic members that have not rejoined"; 3.9 GroupCoordinator
+// .onCompleteJoin): nothing a client sees says when, and nobody need
+// answer. Met on kfake, where the target's background heartbeats rejoined
+// one member in time and not the other.
+func (g group) preparedRoundMayDrop(m member) bool {
+	return g.generation > g.answered && m.gen < g.generation
 }
 
 func (st *step) leaveGroup(r Request) outcome {
