@@ -35,7 +35,7 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	if got := st.observed(); got != nil {
 		id, gen, assignment = got.MemberID, got.GenerationID, got.Assignment
-		if out := checkJoin(r, g, id, gen, assignment); out != nil {
+		if out := checkJoin(r, g, id, gen, assignment, got.Leader); out != nil {
 			return *out
 		}
 	}
@@ -159,7 +159,7 @@ func RoundRobin(partitions []Partition, members []string, member string) []Parti
 
 // checkJoin holds a join's answer to what any broker must answer; nil when
 // it does.
-func checkJoin(r Request, g group, id string, gen int32, assignment []Partition) *outcome {
+func checkJoin(r Request, g group, id string, gen int32, assignment []Partition, leader string) *outcome {
 	fail := func(rule, format string, args ...any) *outcome {
 		out := bad(rule, format, args...)
 		return &out
@@ -187,6 +187,17 @@ func checkJoin(r Request, g group, id string, gen int32, assignment []Partition)
 		// doCurrentMemberJoinGroup and doSyncGroup before). A changed
 		// assignment comes with a new generation.
 		return fail("assignment-kept", "%s rejoined generation %d, which it is in, and was assigned %v, not the %v it holds there", id, gen, assignment, m.assignment)
+	}
+	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && l.gen == gen && gen == g.generation {
+		// A generation has one leader: the round that completed it
+		// elected it, and every answer of that generation names it
+		// (JoinGroupResponse.LeaderId, ClassicGroup.leaderOrNull, set at
+		// completeClassicGroupJoin; a follower's rejoin of a stable
+		// group is answered the same). The lead moves only when its
+		// holder leaves or is removed, which prepares the next round. A
+		// leader whose join was not answered has a name nobody saw, which
+		// may be the one named.
+		return fail("leader-of-generation", "generation %d is led by %s, and this answer names %s", gen, g.leader, leader)
 	}
 	for _, p := range assignment {
 		if !slices.Contains(r.Partitions, p) {
