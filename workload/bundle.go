@@ -105,8 +105,9 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	allowed := verdicts.Options()
-	visual := checker.Check(h, checker.Options{Visualize: true, Allow: allowed.Allow, AllowCodes: allowed.AllowCodes})
+	opts := verdicts.Options()
+	opts.Visualize = true
+	visual := checker.Check(h, opts)
 	writes := map[string]func(io.Writer) error{
 		BundleHistory:      func(w io.Writer) error { return histories.Save(w, h) },
 		BundleWholeHistory: func(w io.Writer) error { return histories.Save(w, f.wholeHistory()) },

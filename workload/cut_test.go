@@ -22,12 +22,12 @@ func TestCutAt(t *testing.T) {
 		require.NoError(t, err)
 		whole := checker.Check(h, checker.Options{})
 		for _, v := range violationsOf(whole) {
-			cut, report := cutAt(whole, v.check, v.op)
-			require.Equal(t, checker.Violated, report.Verdict(v.check).Status, "%s: the cut does not break %s", file, v.check)
+			cut, report := cutAt(whole, v.sig.Check, v.op)
+			require.Equal(t, checker.Violated, report.Verdict(v.sig.Check).Status, "%s: the cut does not break %s", file, v.sig.Check)
 			for i, op := range cut.Ops {
 				require.Equal(t, h.Ops[i].ID, op.ID, "%s: the cut is not a prefix", file)
 			}
-			if v.check == checker.Progress {
+			if v.sig.Check == checker.Progress {
 				require.Equal(t, h, cut, file)
 			}
 			if len(cut.Ops) < len(h.Ops) {

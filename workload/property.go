@@ -208,17 +208,17 @@ func (r *run) judge(h histories.History) {
 	if allowed := r.known.Allowed(); (allowed.Allow != 0 || len(allowed.AllowCodes) > 0) && explainable(plain) {
 		beyond = checker.Check(h, allowed)
 	}
-	fresh := map[violation]bool{}
+	fresh := map[violationAt]bool{}
 	for _, v := range violationsOf(beyond) {
 		if _, known := r.known.Match(v.sig); known {
 			continue
 		}
-		fresh[violation{check: v.check, op: v.op}] = true
+		fresh[v.at()] = true
 		fails := r.failsOn(v.sig)
 		if !fails && r.sighted(v.sig, "") {
 			continue
 		}
-		cut, report := cutAt(beyond, v.check, v.op)
+		cut, report := cutAt(beyond, v.sig.Check, v.op)
 		switch {
 		case !fails:
 			r.sight(v.sig, "", cut, report)
@@ -235,12 +235,12 @@ func (r *run) judge(h histories.History) {
 // known findings that explain them, each judged on the history cut at it.
 // One no finding explains there is part of something new, which is
 // reported on its own.
-func (r *run) sightKnown(plain checker.Report, fresh map[violation]bool) {
+func (r *run) sightKnown(plain checker.Report, fresh map[violationAt]bool) {
 	for _, v := range violationsOf(plain) {
-		if fresh[violation{check: v.check, op: v.op}] || r.sightedKnown(v.sig) {
+		if fresh[v.at()] || r.sightedKnown(v.sig) {
 			continue
 		}
-		cut, report := cutAt(plain, v.check, v.op)
+		cut, report := cutAt(plain, v.sig.Check, v.op)
 		if name, known := r.known.Identify(cut, v.sig); known {
 			r.sight(v.sig, name, cut, report)
 		}
@@ -265,13 +265,21 @@ func (r *run) failsOn(sig checker.Signature) bool {
 	return sig.Check != checker.ErrorCodes
 }
 
-// violation is one way a history breaks a check: the check, the
-// operation, and its signature.
+// violation is one way a history breaks a check: the operation, and its
+// signature (which names the check).
 type violation struct {
+	op  int
+	sig checker.Signature
+}
+
+// violationAt tells violations apart by check and operation: the same
+// one, judged with and without the known findings allowed.
+type violationAt struct {
 	check string
 	op    int
-	sig   checker.Signature
 }
+
+func (v violation) at() violationAt { return violationAt{v.sig.Check, v.op} }
 
 // violationsOf lists the report's violations, one per broken check (its
 // first), except error-codes: each of its wrong codes stands alone (the
@@ -291,7 +299,7 @@ func violationsOf(report checker.Report) []violation {
 			sig := signatureOf(report.History, checker.Verdict{Check: v.Check, Status: checker.Violated, Violations: []checker.Violation{one}})
 			if !seen[sig] {
 				seen[sig] = true
-				all = append(all, violation{check: v.Check, op: one.Op, sig: sig})
+				all = append(all, violation{op: one.Op, sig: sig})
 			}
 		}
 	}

@@ -177,9 +177,9 @@ func TestEachWrongCodeIsJudgedAlone(t *testing.T) {
 	var commit, produce checker.Signature
 	for _, v := range violationsOf(checker.Check(h, checker.Options{})) {
 		switch {
-		case v.check == checker.ErrorCodes && v.sig.Type == model.TxnOffsetCommit:
+		case v.sig.Check == checker.ErrorCodes && v.sig.Type == model.TxnOffsetCommit:
 			commit = v.sig
-		case v.check == checker.ErrorCodes && v.sig.Type == model.Produce:
+		case v.sig.Check == checker.ErrorCodes && v.sig.Type == model.Produce:
 			produce = v.sig
 		}
 	}

@@ -64,6 +64,14 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return exit
 }
 
+// checkOptions are the options that check file: the known findings
+// --known allows, and the flags'.
+func checkOptions(f checkFlags, stderr io.Writer, file string) checker.Options {
+	opts := f.allowed
+	opts.Timeout, opts.Visualize, opts.Progress = f.timeout, f.html != "", progressLine(stderr, file, "checked")
+	return opts
+}
+
 // knownAllowed are the options that allow the known findings of path, or
 // of kfake's own list.
 func knownAllowed(path string) (checker.Options, error) {
@@ -103,7 +111,7 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 		}
 		return exitUsage
 	}
-	report := checker.Check(h, checker.Options{Timeout: f.timeout, Visualize: f.html != "", Allow: f.allowed.Allow, AllowCodes: f.allowed.AllowCodes, Progress: progressLine(stderr, file, "checked")})
+	report := checker.Check(h, checkOptions(f, stderr, file))
 	for _, v := range report.Verdicts {
 		fmt.Fprintln(stdout, v)
 	}
