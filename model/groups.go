@@ -188,6 +188,21 @@ func checkJoin(r Request, g group, id string, gen int32, assignment []Partition,
 		// assignment comes with a new generation.
 		return fail("assignment-kept", "%s rejoined generation %d, which it is in, and was assigned %v, not the %v it holds there", id, gen, assignment, m.assignment)
 	}
+	if m, ok := g.members[id]; ok && leader == id && id == g.leader && m.gen == gen && gen == g.generation && g.answered == g.generation && !m.assignmentUnknown && !m.subscriptionForgotten {
+		// The leader's rejoin of a stable group is a rebalance (3.9
+		// GroupCoordinator.doCurrentMemberJoinGroup, Stable: "force a
+		// rebalance if the leader sends JoinGroup"; 4.x
+		// GroupMetadataManager.classicGroupJoinExistingMember, STABLE,
+		// `isLeader`). The group is stable here: the leader saw its own
+		// answer of this generation, so its SyncGroup ended the round,
+		// and no leave or expiry has prepared another. Only a group
+		// completing a round answers a rejoin with the current
+		// generation, and a round nobody saw (a late copy of a rejoin, a
+		// background one) is a newer generation. Only an answer that
+		// names its member the leader (JoinGroupResponse.LeaderId) says
+		// so: where answers name none, the model's leader is a guess.
+		return fail("leader-rejoin-rebalances", "%s leads generation %d of a stable group, and its rejoin was answered that generation, not a new one", id, gen)
+	}
 	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && l.gen == gen && gen == g.generation {
 		// A generation has one leader: the round that completed it
 		// elected it, and every answer of that generation names it
