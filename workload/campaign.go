@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -166,16 +167,19 @@ type schedule struct {
 	next     int                        // the next batch, in this shard's count
 	running  map[int]context.CancelFunc // by global batch number
 	failed   *BatchResult
-	err      error
-	state    progressState
-	seen     map[uint64]bool
+	// shrinkingFrom is the lowest batch shrinking a counterexample, -1
+	// while none is.
+	shrinkingFrom int
+	err           error
+	state         progressState
+	seen          map[uint64]bool
 	// sightings are each ended batch's, merged in batch order at the end
 	// so that of two histories as short the same one is kept.
 	sightings map[int][]Sighting
 }
 
 func newSchedule(c Campaign) *schedule {
-	s := &schedule{c: c, running: map[int]context.CancelFunc{}, seen: map[uint64]bool{}, sightings: map[int][]Sighting{}}
+	s := &schedule{c: c, shrinkingFrom: -1, running: map[int]context.CancelFunc{}, seen: map[uint64]bool{}, sightings: map[int][]Sighting{}}
 	if c.Checks == 0 {
 		s.deadline = time.Now().Add(c.Time)
 	}
@@ -209,7 +213,7 @@ func (s *schedule) take() (Batch, context.Context, bool) {
 		return Batch{}, nil, false
 	}
 	i := s.c.Shard.batch(s.next)
-	if s.failed != nil && i > s.failed.Batch.Index {
+	if i > s.firstFailing() {
 		return Batch{}, nil, false // a batch after the first failure shows nothing that counts
 	}
 	s.next++
@@ -225,9 +229,45 @@ func (s *schedule) work(r Runner) {
 		if !ok {
 			return
 		}
-		res, err := r.Run(ctx, b, func(p BatchProgress) { s.state.running(b.Index, &p) })
+		res, err := r.Run(ctx, b, func(p BatchProgress) {
+			s.state.running(b.Index, &p)
+			if p.Shrinking {
+				s.shrinking(b.Index)
+			}
+		})
 		s.end(b, res, err, err != nil && ctx.Err() != nil)
 	}
+}
+
+// shrinking takes word that batch i found a counterexample and is
+// shrinking it: the batches after it are stopped at once, not when its
+// shrinking ends, so that it has the machine to itself (they would be
+// discarded then, their own counterexamples too).
+func (s *schedule) shrinking(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shrinkingFrom >= 0 && s.shrinkingFrom <= i {
+		return
+	}
+	s.shrinkingFrom = i
+	for j, cancel := range s.running {
+		if j > i {
+			cancel()
+		}
+	}
+}
+
+// firstFailing is the lowest batch known to have failed, or to be
+// shrinking a counterexample; math.MaxInt if none is.
+func (s *schedule) firstFailing() int {
+	first := math.MaxInt
+	if s.failed != nil {
+		first = s.failed.Batch.Index
+	}
+	if s.shrinkingFrom >= 0 {
+		first = min(first, s.shrinkingFrom)
+	}
+	return first
 }
 
 // end takes a batch's result: a batch stopped midway (one after a

@@ -64,6 +64,70 @@ func TestCampaignFindsTheFirstFailingBatchWhateverTheScheduling(t *testing.T) {
 	}
 }
 
+// A batch that starts shrinking a counterexample stops the batches after
+// it at once, not when its shrinking ends, and none starts after it: the
+// shrinking has the machine to itself.
+func TestShrinkingStopsTheBatchesAfterIt(t *testing.T) {
+	r := &shrinkingRunner{started: make(chan int, 10), stopped: make(chan int, 10)}
+	out, err := Campaign{Budget: Budget{Seed: 1, Checks: 1000}}.Run([]Runner{r, r, r}, nil)
+	require.NoError(t, err)
+	require.NotNil(t, out.Failure)
+	require.Equal(t, 0, out.FailedBatch.Index)
+	require.True(t, r.othersStopped, "batches 1 and 2 ran on while batch 0 shrank")
+	close(r.started)
+	var started []int
+	for i := range r.started {
+		started = append(started, i)
+	}
+	require.ElementsMatch(t, []int{1, 2}, started, "no batch starts after one that is shrinking")
+}
+
+// shrinkingRunner's batch 0 finds a counterexample once batches 1 and 2
+// run, and shrinks it until both are stopped; every other batch runs
+// until it is stopped.
+type shrinkingRunner struct {
+	started, stopped chan int
+	othersStopped    bool
+}
+
+func (r *shrinkingRunner) Run(ctx context.Context, b Batch, progress func(BatchProgress)) (BatchResult, error) {
+	if b.Index > 0 {
+		r.started <- b.Index
+		<-ctx.Done()
+		r.stopped <- b.Index
+		return BatchResult{}, ctx.Err()
+	}
+	res := BatchResult{Batch: b, Outcome: Outcome{Seed: b.Seed, Failure: &Failure{}}}
+	if !receive(r.started, 2) {
+		return res, nil
+	}
+	progress(BatchProgress{Checks: 1, Shrinking: true})
+	r.othersStopped = receive(r.stopped, 2)
+	return res, nil
+}
+
+func (r *shrinkingRunner) Close() error { return nil }
+
+// receive takes n values from c (putting them back), false if they do not
+// come within 10 s.
+func receive(c chan int, n int) bool {
+	var got []int
+	defer func() {
+		for _, v := range got {
+			c <- v
+		}
+	}()
+	for range n {
+		select {
+		case v := <-c:
+			got = append(got, v)
+		case <-time.After(10 * time.Second):
+			return false
+		}
+	}
+	return true
+}
+
 // A campaign with a number of checks runs exactly that many, the last
 // batch partial; with none it runs until its time is up.
 func TestCampaignBudgets(t *testing.T) {
