@@ -153,6 +153,13 @@ func explore(opts Options, b Budget, progress func(BatchProgress), before BatchP
 	}
 	prop := Property(opts, failure)
 	counted := func(t *rapid.T) {
+		if b.Replay == "" && failure.settled() {
+			// Shrinking has done enough: this run of rapid's passes at
+			// no cost, and so does every one its shrinking has left,
+			// which ends with the counterexample failure holds. A
+			// replay's runs (rapid runs the case twice) all count.
+			return
+		}
 		// Once one run failed, rapid's runs shrink it; the search for a
 		// shorter counterexample is all shrinking.
 		if _, _, _, failed := failure.Found(); failed || before.Shrinking {

@@ -45,9 +45,9 @@ type Options struct {
 	shorterThan int
 }
 
-// Failure is the last counterexample a property found. rapid calls the
-// property once more with the shrunk case after shrinking, so after a
-// failed check it holds the minimal counterexample.
+// Failure is the last counterexample a property found. Every case rapid's
+// shrinking keeps is one that failed last, so after a failed check it
+// holds the shrunk counterexample.
 type Failure struct {
 	mu      sync.Mutex
 	found   bool
@@ -55,6 +55,12 @@ type Failure struct {
 	whole   histories.History // the whole run it was cut from
 	report  checker.Report
 	steps   []string
+	// runs counts the runs since the first failure, and shortened is
+	// the run that last made the counterexample shorter (see settled).
+	runs, shortened int
+	// failedLast: the last run failed, so rapid runs its case again,
+	// to record it, and that run must fail the same way.
+	failedLast bool
 }
 
 // Found reports whether a counterexample was recorded, and returns it.
@@ -67,7 +73,38 @@ func (f *Failure) Found() (histories.History, checker.Report, []string, bool) {
 func (f *Failure) set(h, whole histories.History, report checker.Report, steps []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.found && len(h.Ops) < len(f.history.Ops) {
+		f.shortened = f.runs
+	}
 	f.found, f.history, f.whole, f.report, f.steps = true, h, whole, report, steps
+	f.failedLast = true
+}
+
+// settledOps and settleRuns say when rapid's shrinking has done enough:
+// the counterexample is as short as a person reads at a glance, and the
+// last settleRuns of rapid's attempts have not made it shorter. rapid
+// shrinks until none of its passes makes any draw smaller, which for a
+// counterexample of a few operations can take tens of thousands of runs
+// and a minute, spent mostly making draws smaller that change nothing a
+// person reads. Counted in runs, not time, so that the same seed shrinks
+// to the same counterexample on any machine.
+const (
+	settledOps = 12
+	settleRuns = 2000
+)
+
+// settled reports whether shrinking has done enough (see settledOps), and
+// counts the run about to start.
+func (f *Failure) settled() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.found {
+		return false
+	}
+	f.runs++
+	again := f.failedLast
+	f.failedLast = false
+	return !again && len(f.history.Ops) <= settledOps && f.runs-f.shortened > settleRuns
 }
 
 func (f *Failure) wholeHistory() histories.History {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
+	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/impl"
 	"github.com/fencecheck/fencecheck/model"
@@ -133,4 +134,32 @@ func TestShrinkingIsNotExploring(t *testing.T) {
 	require.Nil(t, before.Failure, "a failure before the first one")
 	require.Equal(t, b.Checks, before.Checks)
 	require.Zero(t, before.Shrinks)
+}
+
+// TestShrinkingSettles: rapid's shrinking ends once the counterexample is
+// readable (settledOps) and settleRuns of its runs have not made it
+// shorter; the run after one that failed, rapid's recording of a case it
+// keeps, always runs; and a longer counterexample is shrunk on.
+func TestShrinkingSettles(t *testing.T) {
+	of := func(n int) histories.History { return histories.History{Ops: make([]histories.Op, n)} }
+	runsUntilSettled := func(f *Failure, most int) int {
+		for run := 1; run <= most; run++ {
+			if f.settled() {
+				return run
+			}
+		}
+		return -1
+	}
+	var f Failure
+	require.False(t, f.settled(), "nothing found yet: exploring")
+	f.set(of(settledOps), of(20), checker.Report{}, nil)
+	require.Equal(t, settleRuns+1, runsUntilSettled(&f, 10*settleRuns))
+
+	f.set(of(settledOps-1), of(20), checker.Report{}, nil)
+	require.False(t, f.settled(), "the run after a failure records its case")
+	require.Equal(t, settleRuns, runsUntilSettled(&f, 10*settleRuns), "a shorter counterexample starts the count again")
+
+	var long Failure
+	long.set(of(settledOps+1), of(20), checker.Report{}, nil)
+	require.Equal(t, -1, runsUntilSettled(&long, 10*settleRuns), "too long to read: rapid shrinks on")
 }
