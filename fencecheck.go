@@ -119,7 +119,14 @@ func reportFailure(tb testing.TB, sc workload.Scenario, version int, out workloa
 	found := out.Failure.Outcome
 	h, report, _, _ := found.Failure.Found()
 	var timeline strings.Builder
+	panicked := found.Failure.Panic()
+	if panicked != nil {
+		timeline.WriteString(panicked.String() + "\n\n")
+	}
 	_ = report.WriteTimeline(&timeline)
+	if panicked != nil {
+		timeline.WriteString("\n" + panicked.Stack)
+	}
 	run := workload.Run{Scenario: sc.Name, Target: "test", TxnVersion: version, Seed: out.Seed, Batch: out.FailedBatch.Index, Swarm: true}
 	bundle, err := save(dir, sc.Name, func(path string) error {
 		_, err := workload.WriteBundle(path, run, found.Failure, found.FailFile)

@@ -106,6 +106,9 @@ func (r *run) did(action string, struck *proc, detail string) {
 // than faults strike, so one action is several moves.
 func (r *run) StepProcess(t *rapid.T) {
 	for range rapid.IntRange(1, 12).Draw(t, "moves") {
+		if r.decided() {
+			return // the target panicked: nothing more reaches it
+		}
 		ready := r.where(r.movable(), func(p *proc) bool { return p.sent >= 0 || p.resend != nil || hasNext(p) })
 		if len(ready) == 0 {
 			return

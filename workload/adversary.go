@@ -2,6 +2,8 @@ package workload
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"pgregory.net/rapid"
 
@@ -45,7 +47,8 @@ type credential struct {
 // adversary is a buggy or stale client: it sends well-formed requests with
 // producer ids, epochs, sequences, generations and transaction timeouts
 // drawn by rapid, among them a zombie bumping its own stale epoch
-// (KIP-360 InitProducerId with its old producer id and epoch). Whatever it
+// (KIP-360 InitProducerId with its old producer id and epoch), and a
+// reader whose position lies above the last stable offset. Whatever it
 // sends, a correct broker keeps every invariant: it refuses what must be
 // refused, and what it accepts touches only the adversary's own records
 // (keys "junk-...", never a trip).
@@ -70,12 +73,17 @@ type adversary struct {
 	// wrote are the partitions each credential wrote in a transaction.
 	wrote map[credential][]model.Partition
 	open  map[credential]bool
-	keys  int
+	// past is, by partition, the offset after its last acknowledged
+	// write: not past the log's end, and above the last stable offset
+	// while that write's transaction is open.
+	past map[model.Partition]int64
+	keys int
 }
 
 func newAdversary(name string, v2 bool) *adversary {
 	return &adversary{name: name, v2: v2, added: map[credential]map[model.Partition]bool{},
-		seqs: map[credential]int32{}, open: map[credential]bool{}, wrote: map[credential][]model.Partition{}}
+		seqs: map[credential]int32{}, open: map[credential]bool{}, wrote: map[credential][]model.Partition{},
+		past: map[model.Partition]int64{}}
 }
 
 func (a *adversary) next() (model.Op, bool) {
@@ -116,6 +124,7 @@ func (a *adversary) learn(op model.Op, res model.Result) {
 		}
 		space := sequenceSpace(op.Req)
 		a.seqs[space] = max(a.seqs[space], op.Req.Sequence+1)
+		a.past[op.Req.Partition] = max(a.past[op.Req.Partition], res.Resp.BaseOffset+int64(len(op.Req.Records)))
 	case model.EndTxn:
 		delete(a.open, c)
 		delete(a.added, c)
@@ -143,7 +152,7 @@ func (a *adversary) addedTo(c credential) map[model.Partition]bool {
 // a write, a fence, the stale write), and faults strike between them.
 func (r *run) Adversary(t *rapid.T) {
 	for range rapid.IntRange(1, 4).Draw(t, "moves") {
-		if !r.adversaryMove(t) {
+		if r.decided() || !r.adversaryMove(t) {
 			return
 		}
 	}
@@ -161,20 +170,21 @@ func (r *run) adversaryMove(t *rapid.T) bool {
 		return false
 	}
 	if p.sent >= 0 {
-		if r.deliver(p, false); r.adversaryProc() != p {
+		if r.deliver(p, false); r.adversaryProc() != p || r.decided() {
 			return false
 		}
 	}
 	a := p.c.(*adversary)
 	attacks := map[string]func(*rapid.T) model.Op{
-		"init":            a.drawInit,
-		"zombie bump":     a.drawZombieBump,
-		"produce":         a.drawProduce,
-		"end transaction": a.drawEndTxn,
-		"commit offsets":  a.drawOffsetCommit,
-		"idempotent bump": a.drawIdempotentBump,
+		"init":             a.drawInit,
+		"zombie bump":      a.drawZombieBump,
+		"produce":          a.drawProduce,
+		"end transaction":  a.drawEndTxn,
+		"commit offsets":   a.drawOffsetCommit,
+		"idempotent bump":  a.drawIdempotentBump,
+		"read past stable": a.drawReadPastStable,
 	}
-	kind := rapid.SampledFrom([]string{"init", "zombie bump", "produce", "end transaction", "commit offsets", "idempotent bump"}).Draw(t, "attack")
+	kind := rapid.SampledFrom([]string{"init", "zombie bump", "produce", "end transaction", "commit offsets", "idempotent bump", "read past stable"}).Draw(t, "attack")
 	op := attacks[kind](t)
 	if op.Kind == "" {
 		kind, op = "init", a.drawInit(t)
@@ -377,6 +387,27 @@ func (a *adversary) drawEndTxn(t *rapid.T) model.Op {
 	r := requestOf(a.drawCoordinatorCredential(t))
 	r.Commit = rapid.Bool().Draw(t, "commit")
 	return model.Op{Kind: model.EndTxn, Req: r}
+}
+
+// drawReadPastStable reads read_committed from just past a record it
+// wrote, a position a consumer reaches by a seek or by an offset a
+// read_uncommitted reader committed. While that record's transaction is
+// open the position lies above the last stable offset and not past the
+// log's end, and Kafka answers it with no record, not
+// OFFSET_OUT_OF_RANGE (LocalLog.read: a start above the isolation's
+// upper bound reads nothing; only one past the log end is out of range).
+func (a *adversary) drawReadPastStable(t *rapid.T) model.Op {
+	if len(a.past) == 0 {
+		return model.Op{}
+	}
+	part := rapid.SampledFrom(slices.Sorted(maps.Keys(a.past))).Draw(t, "partition read")
+	return a.readPast(part)
+}
+
+func (a *adversary) readPast(part model.Partition) model.Op {
+	r := model.NewRequest()
+	r.Partition, r.Offset, r.Isolation = part, a.past[part], model.ReadCommitted
+	return model.Op{Kind: model.Fetch, Req: r}
 }
 
 // drawOffsetCommit commits an input offset in the workers' group with a

@@ -46,7 +46,7 @@ type Run struct {
 // what an action draws, what a run draws to set up its world, or how the
 // quiet phase moves the processes changes: saved fail files then stop
 // replaying, and say why.
-const drawsVersion = 9
+const drawsVersion = 10
 
 // workloadOf is drawsVersion with the names of every action the scenario
 // offers (on a target with an exact clock; a Kafka target offers fewer,
@@ -117,7 +117,7 @@ func WriteBundle(dir string, run Run, f *Failure, failFile string) (string, erro
 		},
 		BundlePorcupine: visual.WriteHTML,
 		BundleRun:       func(w io.Writer) error { return writeJSON(w, run) },
-		bundleReadme:    func(w io.Writer) error { return writeReadme(w, run, verdicts, steps, dir) },
+		bundleReadme:    func(w io.Writer) error { return writeReadme(w, run, verdicts, steps, f.Panic(), dir) },
 	}
 	for name, write := range writes {
 		if err := files.Write(filepath.Join(dir, name), write); err != nil {
@@ -139,9 +139,13 @@ func bundleDir(dir, scenario string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
-func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, dir string) error {
+func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, panicked *TargetPanic, dir string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Counterexample: %s on %s\n\n", run.Scenario, run.Target)
+	if panicked != nil {
+		fmt.Fprintf(&b, "%s. The history ends at that request, left unanswered.\n\n", panicked)
+		fmt.Fprintf(&b, "```\n%s```\n\n", panicked.Stack)
+	}
 	for _, v := range report.Verdicts {
 		fmt.Fprintf(&b, "    %s\n", v)
 	}

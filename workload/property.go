@@ -55,9 +55,12 @@ type Failure struct {
 	whole   histories.History // the whole run it was cut from
 	report  checker.Report
 	steps   []string
+	crash   *TargetPanic // the target's panic, if that is what failed
 	// runs counts the runs since the first failure, and shortened is
-	// the run that last made the counterexample shorter (see settled).
-	runs, shortened int
+	// the run that last made the counterexample shorter than any before,
+	// shortest operations long (see settled): rapid keeps any case that
+	// fails, and one that draws less may run longer.
+	runs, shortened, shortest int
 	// failedLast: the last run failed, so rapid runs its case again,
 	// to record it, and that run must fail the same way.
 	failedLast bool
@@ -70,13 +73,21 @@ func (f *Failure) Found() (histories.History, checker.Report, []string, bool) {
 	return f.history, f.report, f.steps, f.found
 }
 
-func (f *Failure) set(h, whole histories.History, report checker.Report, steps []string) {
+// Panic is the target's panic when that is the counterexample (the
+// history then ends at the request it was answering), nil otherwise.
+func (f *Failure) Panic() *TargetPanic {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.found && len(h.Ops) < len(f.history.Ops) {
-		f.shortened = f.runs
+	return f.crash
+}
+
+func (f *Failure) set(b *brokenRun) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.found || len(b.cut.Ops) < f.shortest {
+		f.shortened, f.shortest = f.runs, len(b.cut.Ops)
 	}
-	f.found, f.history, f.whole, f.report, f.steps = true, h, whole, report, steps
+	f.found, f.history, f.whole, f.report, f.steps, f.crash = true, b.cut, b.whole, b.report, b.steps, b.crash
 	f.failedLast = true
 }
 
@@ -156,7 +167,12 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 			if opts.Observe != nil {
 				opts.Observe(r.h)
 			}
-			r.judge(r.h)
+			if r.panicked == nil {
+				r.judge(r.h)
+			}
+		}
+		if r.panicked != nil && r.broken == nil && r.counts(r.h) {
+			r.broken = panicRun(r.h, r.steps, r.panicked)
 		}
 		if r.broken != nil {
 			r.broken.fail(t, failure)
@@ -171,15 +187,27 @@ type brokenRun struct {
 	cut, whole histories.History
 	report     checker.Report
 	steps      []string
+	crash      *TargetPanic // set when the target panicked, and no check broke before
+}
+
+// panicRun is the counterexample of a target's panic: the history up to
+// the request it was answering, judged by every check but progress (the
+// run did not reach its end).
+func panicRun(h histories.History, steps []string, p *TargetPanic) *brokenRun {
+	h.Trips = nil
+	return &brokenRun{cut: h, whole: h, report: checker.Check(h, checker.Options{}), steps: steps, crash: p}
 }
 
 // fail records the counterexample in failure (when not nil) and fails the
 // property.
 func (b *brokenRun) fail(t *rapid.T, failure *Failure) {
 	if failure != nil {
-		failure.set(b.cut, b.whole, b.report, b.steps)
+		failure.set(b)
 	}
 	var w strings.Builder
+	if b.crash != nil {
+		fmt.Fprintf(&w, "%s\n\n", b.crash)
+	}
 	_ = b.report.WriteTimeline(&w)
 	t.Fatalf("%s\nactions: %s", w.String(), strings.Join(b.steps, "; "))
 }
@@ -222,7 +250,7 @@ func (r *run) checkSoFar() {
 
 // decided reports whether the run has nothing more to show: a check has
 // broken, or no counterexample it could still give would count.
-func (r *run) decided() bool { return r.broken != nil || r.tooLong }
+func (r *run) decided() bool { return r.broken != nil || r.tooLong || r.panicked != nil }
 
 // judge checks h and sorts out what it breaks. What goes beyond the known
 // findings is new: a violation of the report judged with them allowed

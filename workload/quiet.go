@@ -40,15 +40,15 @@ func (r *run) quiesce() {
 		}
 	}
 	r.deliverInFlight()
-	if r.settle() {
+	if r.settle() || r.panicked != nil {
 		r.readOutputs() // what the replicas fencing each other left: no timeout changes it
 		return
 	}
 	late := len(r.delayed) > 0
-	for len(r.delayed) > 0 {
+	for len(r.delayed) > 0 && r.panicked == nil {
 		r.deliverDelayedAt(0)
 	}
-	if !late && r.readOutputs() {
+	if r.panicked != nil || !late && r.readOutputs() {
 		return
 	}
 	r.clockTick(tickSizes[len(tickSizes)-1])
@@ -83,6 +83,9 @@ func (r *run) settle() (rivals bool) {
 	for range settleRounds {
 		if len(r.rivalFenced) == len(r.slots) {
 			return true
+		}
+		if r.panicked != nil {
+			return false // the target is not asked again
 		}
 		if r.stuck >= 2*len(r.slots) || r.idleRounds > roundsWithoutCommit {
 			return false // restarts or rebalances without a commit: no progress

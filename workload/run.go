@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"pgregory.net/rapid"
@@ -82,6 +83,9 @@ type run struct {
 	// set once no counterexample the run could still give would count.
 	broken  *brokenRun
 	tooLong bool
+	// panicked is the target's panic, once it panicked answering a request:
+	// the run ends there, and the panic is its counterexample.
+	panicked *TargetPanic
 	// known are the findings that do not fail the run, and sightings what
 	// it met and went past (see judge).
 	known     checker.Known
@@ -206,12 +210,34 @@ func (r *run) deliver(p *proc, lose bool) {
 // writers waiting for a last stable offset to move are woken (see
 // fareWriter.restored), whatever the answer and whether or not it comes
 // back: a lost answer does not undo what the broker did.
-func (r *run) sendToBroker(op model.Op) (model.Result, error) {
-	res, err := model.Send(context.Background(), r.target, op)
+func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
+	if r.panicked != nil {
+		return model.Result{}, nil // a target that panicked is not asked again
+	}
+	defer func() {
+		// No answer came back; the first panic is the run's end.
+		if v := recover(); v != nil && r.panicked == nil {
+			r.panicked = &TargetPanic{Request: string(op.Kind), Value: fmt.Sprint(v), Stack: string(debug.Stack())}
+		}
+	}()
+	res, err = model.Send(context.Background(), r.target, op)
 	if mayEndTxn(op) {
 		r.lsoMayMove()
 	}
 	return res, err
+}
+
+// TargetPanic is a panic of an in-process target's while it answered a
+// request: a bug of the broker's as much as a broken check is, reported
+// in its place, with the history up to the request it was answering.
+type TargetPanic struct {
+	Request string `json:"request"` // the type of the request (HISTORY.md)
+	Value   string `json:"value"`   // what it panicked with
+	Stack   string `json:"stack"`   // the goroutine's stack at the panic
+}
+
+func (p TargetPanic) String() string {
+	return fmt.Sprintf("the target panicked answering a %s request: %s", p.Request, p.Value)
 }
 
 // mayEndTxn says whether op can end an open transaction: an EndTxn, or an

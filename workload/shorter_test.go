@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 
-	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/impl"
 	"github.com/fencecheck/fencecheck/model"
@@ -152,14 +151,20 @@ func TestShrinkingSettles(t *testing.T) {
 	}
 	var f Failure
 	require.False(t, f.settled(), "nothing found yet: exploring")
-	f.set(of(settledOps), of(20), checker.Report{}, nil)
+	f.set(&brokenRun{cut: of(settledOps), whole: of(20)})
 	require.Equal(t, settleRuns+1, runsUntilSettled(&f, 10*settleRuns))
 
-	f.set(of(settledOps-1), of(20), checker.Report{}, nil)
+	f.set(&brokenRun{cut: of(settledOps - 1), whole: of(20)})
 	require.False(t, f.settled(), "the run after a failure records its case")
 	require.Equal(t, settleRuns, runsUntilSettled(&f, 10*settleRuns), "a shorter counterexample starts the count again")
 
+	f.set(&brokenRun{cut: of(settledOps), whole: of(20)})
+	f.settled()
+	f.set(&brokenRun{cut: of(settledOps - 1), whole: of(20)})
+	require.False(t, f.settled(), "the run after a failure records its case")
+	require.True(t, f.settled(), "a case no shorter than the shortest before starts nothing again")
+
 	var long Failure
-	long.set(of(settledOps+1), of(20), checker.Report{}, nil)
+	long.set(&brokenRun{cut: of(settledOps + 1), whole: of(20)})
 	require.Equal(t, -1, runsUntilSettled(&long, 10*settleRuns), "too long to read: rapid shrinks on")
 }

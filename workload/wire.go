@@ -33,6 +33,7 @@ type wireFailure struct {
 	Allowed  wireAllowed     `json:"allowed"`
 	Whole    json.RawMessage `json:"whole_history"`
 	Steps    []string        `json:"steps"`
+	Panic    *TargetPanic    `json:"panic,omitempty"`
 	FailFile []byte          `json:"rapid_fail,omitempty"`
 }
 
@@ -65,7 +66,8 @@ func (r BatchResult) MarshalJSON() ([]byte, error) {
 		Log: r.Outcome.Log, Sequences: r.Sequences}
 	if r.Outcome.Failure != nil {
 		cut, report, steps, _ := r.Outcome.Failure.Found()
-		f := &wireFailure{History: historyJSON(cut), Allowed: allowedOf(report), Whole: historyJSON(r.Outcome.Failure.wholeHistory()), Steps: steps}
+		f := &wireFailure{History: historyJSON(cut), Allowed: allowedOf(report), Whole: historyJSON(r.Outcome.Failure.wholeHistory()), Steps: steps,
+			Panic: r.Outcome.Failure.Panic()}
 		if r.Outcome.FailFile != "" {
 			var err error
 			if f.FailFile, err = os.ReadFile(r.Outcome.FailFile); err != nil {
@@ -109,7 +111,8 @@ func (r *BatchResult) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("the counterexample's whole run: %w", err)
 	}
 	r.Outcome.Failure = &Failure{}
-	r.Outcome.Failure.set(cut, whole, checker.Check(cut, w.Failure.Allowed.options()), w.Failure.Steps)
+	r.Outcome.Failure.set(&brokenRun{cut: cut, whole: whole, report: checker.Check(cut, w.Failure.Allowed.options()),
+		steps: w.Failure.Steps, crash: w.Failure.Panic})
 	if len(w.Failure.FailFile) > 0 {
 		dir, err := os.MkdirTemp("", "fencecheck-batch-")
 		if err != nil {

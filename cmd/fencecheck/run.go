@@ -421,6 +421,9 @@ func reportOutcome(out workload.CampaignOutcome, f runFlags, run workload.Run, s
 	found := out.Failure.Outcome
 	h, report, steps, _ := found.Failure.Found()
 	fmt.Fprintf(stdout, "VIOLATION in batch %d (seed %d), shrunk to %d operations after %d actions:\n\n", out.FailedBatch.Index, out.FailedBatch.Seed, len(h.Ops), len(steps))
+	if p := found.Failure.Panic(); p != nil {
+		fmt.Fprintf(stdout, "%s (its stack is in the bug report's README.md)\n\n", p)
+	}
 	if err := report.WriteTimeline(stdout); err != nil {
 		fmt.Fprintf(stderr, "fencecheck: %v\n", err)
 	}

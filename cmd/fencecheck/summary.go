@@ -47,6 +47,7 @@ type violation struct {
 	Batch      int    `json:"batch"`
 	Operations int    `json:"operations"`
 	Bundle     string `json:"bundle"`
+	Panic      string `json:"panic,omitempty"` // the target's, when it panicked
 }
 
 type sighting struct {
@@ -62,6 +63,9 @@ func summarize(run workload.Run, f runFlags, out workload.CampaignOutcome, bundl
 	if out.Failure != nil && bundle != "" {
 		h, _, _, _ := out.Failure.Outcome.Failure.Found()
 		ex.Violation = &violation{Batch: out.FailedBatch.Index, Operations: len(h.Ops), Bundle: bundle}
+		if p := out.Failure.Outcome.Failure.Panic(); p != nil {
+			ex.Violation.Panic = p.String()
+		}
 	}
 	for i, sg := range all {
 		ex.Sightings = append(ex.Sightings, sighting{Signature: sg.Signature.String(), Known: sg.Known, Runs: sg.Runs, History: saved[i]})
@@ -221,6 +225,9 @@ func reportGroup(key string, shards []exploration, stdout io.Writer) (int, error
 		exit = exitViolated
 		bundle := joinRel(first.dir, first.Violation.Bundle)
 		fmt.Fprintf(stdout, "VIOLATION in batch %d (shard %s), shrunk to %d operations:\n\n", first.Violation.Batch, first.Shard, first.Violation.Operations)
+		if first.Violation.Panic != "" {
+			fmt.Fprintf(stdout, "%s\n\n", first.Violation.Panic)
+		}
 		if timeline, err := os.ReadFile(filepath.Join(bundle, workload.BundleTimeline)); err == nil {
 			stdout.Write(timeline)
 		}

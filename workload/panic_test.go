@@ -1,0 +1,70 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/impl"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// panicsOnReadCommitted is a broker that panics on a read_committed fetch
+// from above the last stable offset, as a broker written in Go does with
+// a slice bound gone wrong.
+type panicsOnReadCommitted struct{ *impl.Broker }
+
+func (b panicsOnReadCommitted) Fetch(ctx context.Context, r model.Request) model.Result {
+	res := b.Broker.Fetch(ctx, r)
+	if r.Isolation == model.ReadCommitted && res.Succeeded() && r.Offset > res.Resp.LastStableOffset {
+		panic("makeslice: cap out of range")
+	}
+	return res
+}
+
+// TestATargetsPanicIsTheCounterexample: a panic of the target's is
+// reported as the run's counterexample, shrunk like any other, with the
+// request it was answering last in the history and its stack in the bug
+// report, not as a failure with no history.
+func TestATargetsPanicIsTheCounterexample(t *testing.T) {
+	sc, err := ScenarioNamed(adversaryScenario)
+	require.NoError(t, err)
+	opts := Options{Scenario: sc, TxnVersion: 2, Swarm: true, Target: func() (model.Target, error) {
+		return panicsOnReadCommitted{impl.New(impl.Config{TxnVersion: 2})}, nil
+	}}
+	out, err := Explore(opts, Budget{Checks: 2000, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
+	require.NoError(t, err)
+	defer out.Discard()
+	require.NotNil(t, out.Failure, "no run met the panic")
+	h, report, steps, found := out.Failure.Found()
+	require.True(t, found)
+	p := out.Failure.Panic()
+	require.NotNil(t, p)
+	require.Equal(t, "the target panicked answering a fetch request: makeslice: cap out of range", p.String())
+	require.Contains(t, p.Stack, "panicsOnReadCommitted")
+	last := h.Ops[len(h.Ops)-1]
+	require.Equal(t, model.Fetch, last.Kind)
+	require.False(t, last.Returned, "the request the target panicked on was answered")
+	require.True(t, report.Held(), "no check broke: the panic is the finding")
+	require.NotEmpty(t, steps)
+	require.Regexp(t, `^Adversary \w+ read past stable$`, steps[len(steps)-1], "the last action is the one the target panicked in")
+
+	wire, err := json.Marshal(BatchResult{Outcome: out})
+	require.NoError(t, err)
+	var back BatchResult
+	require.NoError(t, json.Unmarshal(wire, &back))
+	defer back.Outcome.Discard()
+	require.Equal(t, p, back.Outcome.Failure.Panic(), "a worker process's panic reaches the parent")
+
+	dir, err := WriteBundle(t.TempDir(), Run{Scenario: sc.Name, Target: "impl", TxnVersion: 2, Seed: 1, Swarm: true}, out.Failure, out.FailFile)
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(dir, bundleReadme))
+	require.NoError(t, err)
+	require.Contains(t, string(readme), p.String())
+	require.Contains(t, string(readme), "panicsOnReadCommitted")
+}
