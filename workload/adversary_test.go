@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/checker"
-	"github.com/fencecheck/fencecheck/impl"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -17,17 +16,7 @@ import (
 // answers with no record (a fetch from there once made a mutant of impl
 // panic unseen: no client of the workload read there).
 func TestAdversaryReadsPastTheStableOffset(t *testing.T) {
-	targets := map[string]func(v int) model.Target{
-		"model": func(v int) model.Target { return model.NewBroker(model.Options{TxnVersion: v}) },
-		"impl":  func(v int) model.Target { return impl.New(impl.Config{TxnVersion: v}) },
-	}
-	for _, name := range []string{"model", "impl"} {
-		for _, v := range []int{1, 2} {
-			t.Run(fmt.Sprintf("%s/v%d", name, v), func(t *testing.T) {
-				readPastOpenTxn(t, targets[name](v), v)
-			})
-		}
-	}
+	onModelAndImpl(t, readPastOpenTxn)
 }
 
 func readPastOpenTxn(t *testing.T, target model.Target, v int) {

@@ -22,15 +22,18 @@ import (
 // quiet phase's tick aborts the adversary's transaction on its timeout;
 // then it reads trip-101 and writes only trip-102.
 func TestRestoreWaitsForAnOpenTransaction(t *testing.T) {
+	onModelAndImpl(t, restoreAfterForeignTxn)
+}
+
+// onModelAndImpl runs test on the model and on impl, under each protocol.
+func onModelAndImpl(t *testing.T, test func(t *testing.T, target model.Target, v int)) {
 	targets := map[string]func(v int) model.Target{
 		"model": func(v int) model.Target { return model.NewBroker(model.Options{TxnVersion: v}) },
 		"impl":  func(v int) model.Target { return impl.New(impl.Config{TxnVersion: v}) },
 	}
 	for _, name := range []string{"model", "impl"} {
 		for _, v := range []int{1, 2} {
-			t.Run(fmt.Sprintf("%s/v%d", name, v), func(t *testing.T) {
-				restoreAfterForeignTxn(t, targets[name](v), v)
-			})
+			t.Run(fmt.Sprintf("%s/v%d", name, v), func(t *testing.T) { test(t, targets[name](v), v) })
 		}
 	}
 }
