@@ -112,6 +112,16 @@ const (
 	// KAFKA-15591's check (a partition never written) without
 	// KAFKA-18202's, a pair no release has.
 	LateFirstSequenceAccepted
+	// JoinersEachLead: answers of one generation may name different
+	// leaders. A round that completes without the last leader tells each
+	// member that rejoined it that it leads the new generation, and the
+	// answers the generation gives afterwards name the last of them.
+	// Kafka elects one of the members that rejoined
+	// (GroupMetadata.maybeElectNewJoinedLeader, 3.9;
+	// ClassicGroup.maybeElectNewJoinedLeader, 4.x) and every answer of
+	// the generation names it. kfake, FINDINGS 23: completeRebalance sets
+	// g.leader to each member in turn as it answers it.
+	JoinersEachLead
 )
 
 var deviationNames = []struct {
@@ -131,6 +141,7 @@ var deviationNames = []struct {
 	{UnstableOffsetsGroupWide, "unstable-offsets-group-wide"},
 	{RestartForgetsMemberMetadata, "restart-forgets-member-metadata"},
 	{LateFirstSequenceAccepted, "late-first-sequence-accepted"},
+	{JoinersEachLead, "joiners-each-lead"},
 }
 
 // ParseDeviation is the deviation of that name, or of several names

@@ -35,7 +35,7 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	if got := st.observed(); got != nil {
 		id, gen, assignment = got.MemberID, got.GenerationID, got.Assignment
-		if out := checkJoin(r, g, id, gen, assignment, got.Leader); out != nil {
+		if out := st.checkJoin(r, g, id, gen, assignment, got.Leader); out != nil {
 			return *out
 		}
 	}
@@ -159,7 +159,7 @@ func RoundRobin(partitions []Partition, members []string, member string) []Parti
 
 // checkJoin holds a join's answer to what any broker must answer; nil when
 // it does.
-func checkJoin(r Request, g group, id string, gen int32, assignment []Partition, leader string) *outcome {
+func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment []Partition, leader string) *outcome {
 	fail := func(rule, format string, args ...any) *outcome {
 		out := bad(rule, format, args...)
 		return &out
@@ -203,7 +203,7 @@ func checkJoin(r Request, g group, id string, gen int32, assignment []Partition,
 		// so: where answers name none, the model's leader is a guess.
 		return fail("leader-rejoin-rebalances", "%s leads generation %d of a stable group, and its rejoin was answered that generation, not a new one", id, gen)
 	}
-	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && l.gen == gen && gen == g.generation {
+	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
 		// A generation has one leader: the round that completed it
 		// elected it, and every answer of that generation names it
 		// (JoinGroupResponse.LeaderId, ClassicGroup.leaderOrNull, set at
