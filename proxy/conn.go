@@ -38,6 +38,12 @@ type apiVersion struct{ key, version int16 }
 
 func (c *conn) serve() {
 	client := bufio.NewReaderSize(c.client, 64<<10)
+	if _, err := client.Peek(1); err != nil {
+		// Closed before it sent a byte (a client opens a connection it
+		// then drops on its own close): no request, so no process.
+		c.client.Close()
+		return
+	}
 	// Kafka clients speak first; the first request's header names the
 	// client, whose process the connection is part of.
 	dial := c.l.p.process(clientIDOf(client)).Dial(c.l.p.cfg.Dial)

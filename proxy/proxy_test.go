@@ -250,6 +250,18 @@ func TestAFrameCutShortIsForwardedAsFarAsItCame(t *testing.T) {
 	require.Equal(t, request[:9], got())
 }
 
+// A connection closed before it sent a byte carries no request, and is
+// no process (franz-go drops a connection it opened when the client
+// closes; recorded, it showed as a stray "connection-1").
+func TestAConnectionThatSendsNothingIsNoProcess(t *testing.T) {
+	upstream, _ := rawBroker(t)
+	p, _ := startProxy(t, []string{upstream})
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.Never(t, func() bool { return len(p.Processes()) > 0 }, 300*time.Millisecond, 10*time.Millisecond)
+}
+
 // A size prefix no Kafka frame has (negative, or past the largest request
 // a broker takes) ends the framing: the connection is copied on as raw
 // bytes, untouched, and the proxy goes on serving other clients.
