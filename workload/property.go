@@ -49,13 +49,13 @@ type Options struct {
 // shrinking keeps is one that failed last, so after a failed check it
 // holds the shrunk counterexample.
 type Failure struct {
-	mu      sync.Mutex
-	found   bool
-	history histories.History // cut at the first broken safety check
-	whole   histories.History // the whole run it was cut from
-	report  checker.Report
-	steps   []string
-	crash   *TargetPanic // the target's panic, if that is what failed
+	mu       sync.Mutex
+	found    bool
+	history  histories.History // cut at the first broken safety check
+	whole    histories.History // the whole run it was cut from
+	report   checker.Report
+	steps    []string
+	panicked *TargetPanic // the target's panic, if that is what failed
 	// runs counts the runs since the first failure, and shortened is
 	// the run that last made the counterexample shorter than any before,
 	// shortest operations long (see settled): rapid keeps any case that
@@ -78,7 +78,7 @@ func (f *Failure) Found() (histories.History, checker.Report, []string, bool) {
 func (f *Failure) Panic() *TargetPanic {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.crash
+	return f.panicked
 }
 
 func (f *Failure) set(b *brokenRun) {
@@ -87,7 +87,7 @@ func (f *Failure) set(b *brokenRun) {
 	if !f.found || len(b.cut.Ops) < f.shortest {
 		f.shortened, f.shortest = f.runs, len(b.cut.Ops)
 	}
-	f.found, f.history, f.whole, f.report, f.steps, f.crash = true, b.cut, b.whole, b.report, b.steps, b.crash
+	f.found, f.history, f.whole, f.report, f.steps, f.panicked = true, b.cut, b.whole, b.report, b.steps, b.panicked
 	f.failedLast = true
 }
 
@@ -172,7 +172,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 			}
 		}
 		if r.panicked != nil && r.broken == nil && r.counts(r.h) {
-			r.broken = panicRun(r.h, r.steps, r.panicked)
+			r.broken = panicRun(r.h, r.steps, r.panicked, r.panickedAt)
 		}
 		if r.broken != nil {
 			r.broken.fail(t, failure)
@@ -187,15 +187,16 @@ type brokenRun struct {
 	cut, whole histories.History
 	report     checker.Report
 	steps      []string
-	crash      *TargetPanic // set when the target panicked, and no check broke before
+	panicked   *TargetPanic // set when the target panicked, and no check broke before
 }
 
 // panicRun is the counterexample of a target's panic: the history up to
 // the request it was answering, judged by every check but progress (the
-// run did not reach its end).
-func panicRun(h histories.History, steps []string, p *TargetPanic) *brokenRun {
-	h.Trips = nil
-	return &brokenRun{cut: h, whole: h, report: checker.Check(h, checker.Options{}), steps: steps, crash: p}
+// run did not reach its end). What the run recorded after the panic,
+// requests no answer could come to, is cut off.
+func panicRun(h histories.History, steps []string, p *TargetPanic, at int) *brokenRun {
+	h.Ops, h.Trips = h.Ops[:at], nil
+	return &brokenRun{cut: h, whole: h, report: checker.Check(h, checker.Options{}), steps: steps, panicked: p}
 }
 
 // fail records the counterexample in failure (when not nil) and fails the
@@ -205,8 +206,8 @@ func (b *brokenRun) fail(t *rapid.T, failure *Failure) {
 		failure.set(b)
 	}
 	var w strings.Builder
-	if b.crash != nil {
-		fmt.Fprintf(&w, "%s\n\n", b.crash)
+	if b.panicked != nil {
+		fmt.Fprintf(&w, "%s\n\n", b.panicked)
 	}
 	_ = b.report.WriteTimeline(&w)
 	t.Fatalf("%s\nactions: %s", w.String(), strings.Join(b.steps, "; "))

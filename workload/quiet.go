@@ -40,15 +40,19 @@ func (r *run) quiesce() {
 		}
 	}
 	r.deliverInFlight()
-	if r.settle() || r.panicked != nil {
+	rivals := r.settle()
+	if r.panicked != nil {
+		return // the target is not asked again
+	}
+	if rivals {
 		r.readOutputs() // what the replicas fencing each other left: no timeout changes it
 		return
 	}
 	late := len(r.delayed) > 0
-	for len(r.delayed) > 0 && r.panicked == nil {
+	for len(r.delayed) > 0 {
 		r.deliverDelayedAt(0)
 	}
-	if r.panicked != nil || !late && r.readOutputs() {
+	if !late && r.readOutputs() {
 		return
 	}
 	r.clockTick(tickSizes[len(tickSizes)-1])

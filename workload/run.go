@@ -84,8 +84,10 @@ type run struct {
 	broken  *brokenRun
 	tooLong bool
 	// panicked is the target's panic, once it panicked answering a request:
-	// the run ends there, and the panic is its counterexample.
-	panicked *TargetPanic
+	// the run ends there, and the panic is its counterexample, the history
+	// cut at panickedAt operations (the request's own included).
+	panicked   *TargetPanic
+	panickedAt int
 	// known are the findings that do not fail the run, and sightings what
 	// it met and went past (see judge).
 	known     checker.Known
@@ -218,6 +220,7 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 		// No answer came back; the first panic is the run's end.
 		if v := recover(); v != nil && r.panicked == nil {
 			r.panicked = &TargetPanic{Request: string(op.Kind), Value: fmt.Sprint(v), Stack: string(debug.Stack())}
+			r.panickedAt = len(r.h.Ops)
 		}
 	}()
 	res, err = model.Send(context.Background(), r.target, op)

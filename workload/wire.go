@@ -112,7 +112,7 @@ func (r *BatchResult) UnmarshalJSON(data []byte) error {
 	}
 	r.Outcome.Failure = &Failure{}
 	r.Outcome.Failure.set(&brokenRun{cut: cut, whole: whole, report: checker.Check(cut, w.Failure.Allowed.options()),
-		steps: w.Failure.Steps, crash: w.Failure.Panic})
+		steps: w.Failure.Steps, panicked: w.Failure.Panic})
 	if len(w.Failure.FailFile) > 0 {
 		dir, err := os.MkdirTemp("", "fencecheck-batch-")
 		if err != nil {
