@@ -31,14 +31,19 @@ import (
 //     kfake has aborted it too, however long that is past this Tick's own
 //     length: a timeout may run out over several ticks, none of which
 //     reaches it alone (FINDINGS.md, 14). While a transaction stays open,
-//     the Tick lasts its whole scaled length, so that its time on kfake
-//     keeps up with the model's: a Tick that returned at once would leave
-//     it behind by the tick, and the transactions begun after it as far
-//     ahead once its timeout is waited for (kfake would then abort them
-//     ticks before the model does). Nor does the Tick last until kfake is
-//     within tickSlack of aborting a transaction the model keeps (a
-//     timeout a few scaled milliseconds above the tick's, as an adversary
-//     sends): the requests that follow take real time too.
+//     the Tick lasts until its time on kfake has caught up with the
+//     model's, at most its whole scaled length: a Tick that returned at
+//     once would leave it behind by the tick, and the transactions begun
+//     after it as far ahead once its timeout is waited for (kfake would
+//     then abort them ticks before the model does); one that lasted its
+//     whole length would leave it ahead by the real time its requests
+//     took. Nor does the Tick last until kfake is within tickSlack of
+//     aborting a transaction the model keeps (a timeout a few scaled
+//     milliseconds above the tick's, as an adversary sends): the
+//     requests that follow take real time too. And a tick that would
+//     leave a transaction nearly due is lengthened to its deadline
+//     beforehand (TickLength), so that what follows the tick cannot run
+//     it out on kfake alone.
 //   - a member: for each request the target sent (at model time m,
 //     answered at real time r) that may have started or renewed its
 //     session, and each session timeout T (model ms) its group was given,
@@ -297,10 +302,17 @@ type openTxn struct {
 
 // txnsDue says what a Tick to now must do about the open transactions:
 // wait until due, the latest deadline of those the model aborts at this
-// tick (zero: none), and stop before keep, the earliest deadline of those
-// it keeps open (zero: none). An open transaction whose timeout the
-// target did not send is not its own, and not its to time.
-func (c *clock) txnsDue(now int64, h held, scaled func(int64) time.Duration) (due, keep time.Time) {
+// tick (zero: none); stop before keep, the earliest deadline of those it
+// keeps open (zero: none); and last until inStep, when the one of those
+// furthest ahead on the broker is back in step with the model's clock, so
+// that none is ahead after the tick. The broker's clock runs between
+// ticks too, while the requests are answered, and the model's does not:
+// a tick that lasted its whole length left each transaction ahead by the
+// real time of the requests since it began, until a restart or a few
+// requests after the tick took the rest of a timeout the model had left
+// (FINDINGS.md, round 8). An open transaction whose timeout the target
+// did not send is not its own, and not its to time.
+func (c *clock) txnsDue(now int64, h held, real, scaled func(int64) time.Duration) (due, keep, inStep time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, tx := range h.txns {
@@ -311,7 +323,8 @@ func (c *clock) txnsDue(now int64, h held, scaled func(int64) time.Duration) (du
 		// kfake fires at its own start, at most a millisecond past
 		// the one it tells, plus the timeout.
 		fires := tx.start.Add(tx.timeout)
-		if c.startOf(id, tx.start)+timeout < now { // the model's: past the timeout, not at it
+		began := c.startOf(id, tx.start)
+		if began+timeout < now { // the model's: past the timeout, not at it
 			if d := fires.Add(time.Millisecond); d.After(due) {
 				due = d
 			}
@@ -320,8 +333,42 @@ func (c *clock) txnsDue(now int64, h held, scaled func(int64) time.Duration) (du
 		if keep.IsZero() || fires.Before(keep) {
 			keep = fires
 		}
+		if at := tx.start.Add(real(now - began)); inStep.IsZero() || at.Before(inStep) {
+			inStep = at
+		}
 	}
-	return due, keep
+	return due, keep, inStep
+}
+
+// tickLength is how long a tick of ms from the model's time now must be:
+// ms, or long enough to abort each open transaction that it would leave
+// less than nearDue from its deadline on the broker (see Target.TickLength),
+// at wall.
+func (c *clock) tickLength(ms int64, h held, wall time.Time, real, scaled func(int64) time.Duration) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for stretched := true; stretched; {
+		stretched = false
+		after := c.now + ms
+		for id, tx := range h.txns {
+			timeout, ok := c.sentTimeout(id, tx.timeout, scaled)
+			if !ok {
+				continue
+			}
+			deadline := c.startOf(id, tx.start) + timeout
+			if deadline < after {
+				continue // the model aborts it at this tick
+			}
+			// What the broker has left of it after the tick: what
+			// the model has, once the tick has brought it in step,
+			// and never more than it has left now.
+			left := earliest(wall.Add(real(deadline-after)), tx.start.Add(tx.timeout)).Sub(wall)
+			if left < nearDue {
+				ms, stretched = deadline+1-c.now, true
+			}
+		}
+	}
+	return ms
 }
 
 // sentTimeout is the model timeout the broker's scaled timeout of id was
@@ -424,6 +471,27 @@ func (c *clock) prune(h held, before time.Time) {
 	}
 }
 
+// TickLength is how long a tick of ms must be on this target: ms, or
+// longer, to the deadline of each open transaction the tick would leave
+// less than nearDue of its timeout on kfake, so that the model aborts it
+// at this tick, as kfake is about to. Left open, kfake's clock, which
+// runs while the requests after the tick are answered and while a restart
+// reloads the cluster, would abort it between ticks, where the model
+// cannot: kfake's reload aborts an expired transaction without fencing its
+// producer, too (FINDINGS.md, 24). A real cluster's ticks are its to
+// sleep: ms.
+func (t *Target) TickLength(ms int64) int64 {
+	if t.embedded == nil || ms <= 0 || t.clock.idle() {
+		return ms
+	}
+	h, err := t.held()
+	if err != nil {
+		t.cfg.Logf("kafka: tick: asking the broker what it holds: %v; the tick is not lengthened", err)
+		return ms
+	}
+	return t.clock.tickLength(ms, h, time.Now(), t.realDuration, t.scaledDuration)
+}
+
 // Tick lets ms of model time pass. On a real cluster it sleeps ms*TimeScale.
 // On kfake it waits for the timers the model fires (see above).
 func (t *Target) Tick(ms int64) {
@@ -448,13 +516,13 @@ func (t *Target) Tick(ms int64) {
 		return
 	}
 	until := start
-	txnsDue, keep := t.clock.txnsDue(now, h, t.scaledDuration)
+	txnsDue, keep, inStep := t.clock.txnsDue(now, h, t.realDuration, t.scaledDuration)
 	stopBy := whole // the latest any wait may last, but for the aborts the model makes
 	if !keep.IsZero() {
-		// A transaction stays open: the tick lasts, so that its time
-		// on the broker keeps up with the model's, but never until the
-		// broker would abort it within tickSlack.
-		until = whole
+		// A transaction stays open: the tick lasts until its time on
+		// the broker has caught up with the model's, but never until
+		// the broker would abort it within tickSlack.
+		until = earliest(whole, inStep)
 		stopBy = earliest(whole, keep.Add(-tickSlack))
 	}
 	membersDue, expired, ok := t.clock.membersDue(now, h, t.scaledDuration)
@@ -517,6 +585,15 @@ const (
 	// an EndTxn right after such a tick met the broker's abort when the
 	// tests ran beside others on two cores.
 	tickSlack = 50 * time.Millisecond
+	// nearDue is the least a tick leaves on the broker of a
+	// transaction the model keeps open (Target.TickLength): what the
+	// requests and restarts before the next tick may take of it. Round 8
+	// met kfake aborting transactions the model had left 8 and 9 s of
+	// (80 and 90 ms at the default scale). It stays under the 10 s (100
+	// ms) that a 50 s tick leaves a transaction begun just before, which
+	// must stay open: the zombie consumer that tick evicts keeps its
+	// producer.
+	nearDue = 95 * time.Millisecond
 	// expiryGrace is how long past a member session's deadline a Tick
 	// that expires it waits for the broker to remove the member.
 	expiryGrace = 2 * time.Second

@@ -24,12 +24,14 @@
 // sent scaled (60 s becomes 600 ms at the default 0.01). On a real cluster
 // Tick(ms) sleeps ms*TimeScale; on kfake it waits until the broker has
 // fired the timers the model fires at that tick, and while a transaction
-// the model keeps is open it sleeps ms*TimeScale too, so that the
-// transaction's time on the broker keeps up with the model's; with
-// nothing due and nothing open it returns at once (clock.go). Real time
-// also passes between requests, which the model does not see: at the
-// default scale, a run must send its requests well within the scaled
-// timeouts, or the broker expires what the model keeps.
+// the model keeps is open it sleeps until the transaction's time on the
+// broker has caught up with the model's; with nothing due and nothing
+// open it returns at once (clock.go). Real time also passes between
+// requests, which the model does not see: at the default scale, a run
+// must send its requests well within the scaled timeouts, or the broker
+// expires what the model keeps. TickLength lengthens a tick that would
+// leave a transaction nearly due on kfake to its deadline, so that the
+// model aborts it at that tick too.
 //
 // Reads. A read_committed fetch is answered the way Kafka answers it: the
 // broker stops at the last stable offset and sends, with the batches, the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -235,6 +236,33 @@ func TestTickStopsShortOfAKeptTransaction(t *testing.T) {
 	})
 }
 
+// A tick that would leave a transaction nearly due on kfake is lengthened
+// to its deadline, so that the model aborts it at that tick, as kfake is
+// about to. After a 50 s tick, a transaction begun just before has 10 s
+// (100 ms at the default scale) of its 60 s left, and keeps them: the
+// zombie consumer such a tick evicts keeps its producer. A 1 s tick then
+// would leave it 9 s, which a restart and a few requests took on kfake's
+// clock in round 8 (FINDINGS.md): it runs on to 1 ms past the deadline.
+// The new owner's init then finds the transaction aborted and its
+// producer fenced: epoch 2.
+func TestATickLeavingATransactionNearlyDueRunsToItsDeadline(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-1", fares2)
+		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
+		tick := func(ms int64) int64 {
+			ms = s.target.TickLength(ms)
+			s.rec.Fault("clock", model.Tick, model.Request{Ms: ms})
+			s.target.Tick(ms)
+			return ms
+		}
+		require.Equal(t, int64(50_000), tick(50_000), "10 s of the timeout left are kept")
+		require.Equal(t, int64(10_001), tick(1_000), "9 s left are nearly due: the tick runs past the deadline")
+		owner := s.ok("C", model.InitProducerID, initRequest("fare-writer-1"))
+		require.Equal(t, a.epoch+2, owner.Epoch, "the timeout's fence and the init each bump the epoch")
+		s.check("tick-runs-to-nearly-due-deadline")
+	})
+}
+
 // kfake's coordinator, in raw requests: InitProducerId,
 // AddPartitionsToTxn, then InitProducerId again answers epoch 2 once the
 // transaction's timeout has run out on kfake's clock (the timeout abort
@@ -245,47 +273,105 @@ func TestTickStopsShortOfAKeptTransaction(t *testing.T) {
 // target's: the epoch says whether the timer ran out on kfake's clock,
 // and how much of that clock passes is the target's Tick's to decide.
 func TestKfakeTimeoutAbortBumpsEpoch(t *testing.T) {
-	s := newScenario(t, "")
+	c := newRawCoordinator(t, "")
+	control := c.s.target.names.txnID("not-yet-expired")
+	c.open(control)
+	_, epoch := c.init(control)
+	require.Equal(t, int16(1), epoch, "an open transaction fenced by an init in one step")
+
+	expired := c.s.target.names.txnID("expired")
+	c.open(expired)
+	time.Sleep(2 * rawTimeoutMs * time.Millisecond)
+	c.flush()
+	_, epoch = c.init(expired)
+	require.Equal(t, int16(2), epoch, "the timeout abort's bump, then the init's")
+}
+
+// Finding 24: a transaction whose timeout runs out while kfake is down is
+// aborted when the cluster reloads (loadSessionState), without the bump
+// its timer's abort makes. Its producer is not fenced: an init bumps to
+// epoch 1, not 2, and the producer's own commit, at the epoch it still
+// holds, is answered INVALID_TXN_STATE, as a commit after its own abort
+// would be, and it may begin a new transaction at that epoch. Kafka's coordinator fences the producer of every transaction
+// it times out, whenever it finds it (abortTimedOutTransactions:
+// prepareFenceProducerEpoch), after a restart as before: the commit is
+// PRODUCER_FENCED, and the init bumps to epoch 2.
+func TestKfakeReloadAbortKeepsEpoch(t *testing.T) {
+	c := newRawCoordinator(t, "3.9") // EndTxn before version 5: no KIP-890 retry answers
+	id := c.s.target.names.txnID("expired-while-down")
+	pid := c.open(id)
+	e := c.s.target.embedded
+	e.mu.Lock()
+	e.cluster.Close()
+	time.Sleep(2 * rawTimeoutMs * time.Millisecond) // the outage outlasts the timeout
+	cluster, err := kfake.NewCluster(e.opts...)
+	e.cluster = cluster
+	e.mu.Unlock()
+	require.NoError(t, err)
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, 0, true
+	resp, err := end.RequestWith(context.Background(), c.cl)
+	require.NoError(t, err)
+	require.Equal(t, kerr.InvalidTxnState.Code, resp.ErrorCode, "kfake's answer; Kafka's is PRODUCER_FENCED: %v", kerr.ErrorForCode(resp.ErrorCode))
+	require.Equal(t, []int16{0}, c.add(id, pid, 0), "kfake lets the producer begin again at its epoch; Kafka fenced it")
+	_, epoch := c.init(id)
+	require.Equal(t, int16(1), epoch, "kfake's reload aborted without a bump; Kafka's timeout abort bumps, and the init then answers 2")
+}
+
+// rawCoordinator sends kfake's coordinator raw requests, with a
+// transaction timeout in kfake's own milliseconds: no scaling.
+type rawCoordinator struct {
+	t  *testing.T
+	s  *scenario
+	cl *kgo.Client
+}
+
+const rawTimeoutMs = 200
+
+func newRawCoordinator(t *testing.T, kafkaVersion string) rawCoordinator {
+	s := newScenario(t, kafkaVersion)
 	cl, err := kgo.NewClient(s.target.clientOpts()...)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	ctx := context.Background()
-	const timeoutMs = 200 // kfake's own milliseconds: no scaling here
-	init := func(txnID string) (int64, int16) {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.TransactionalID = &txnID
-		req.TransactionTimeoutMillis = timeoutMs
-		resp, err := req.RequestWith(ctx, cl)
-		require.NoError(t, err)
-		require.Zero(t, resp.ErrorCode, "%s: %v", txnID, kerr.ErrorForCode(resp.ErrorCode))
-		return resp.ProducerID, resp.ProducerEpoch
-	}
-	open := func(txnID string) {
-		pid, epoch := init(txnID)
-		require.Zero(t, epoch)
-		req := kmsg.NewPtrAddPartitionsToTxnRequest()
-		req.TransactionalID, req.ProducerID, req.ProducerEpoch = txnID, pid, epoch
-		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
-		rt.Topic, rt.Partitions = s.target.names.topic("fares"), []int32{2}
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		require.NoError(t, err)
-		require.Equal(t, []int16{0}, wire.AddPartitionsCodes(resp)[1:])
-	}
-	flush := func() { // kfake aborts an expired transaction after the next request it handles
-		_, err := kmsg.NewPtrListTransactionsRequest().RequestWith(ctx, cl)
-		require.NoError(t, err)
-	}
+	return rawCoordinator{t, s, cl}
+}
 
-	control := s.target.names.txnID("not-yet-expired")
-	open(control)
-	_, epoch := init(control)
-	require.Equal(t, int16(1), epoch, "an open transaction fenced by an init in one step")
+func (c rawCoordinator) init(txnID string) (int64, int16) {
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = &txnID
+	req.TransactionTimeoutMillis = rawTimeoutMs
+	resp, err := req.RequestWith(context.Background(), c.cl)
+	require.NoError(c.t, err)
+	require.Zero(c.t, resp.ErrorCode, "%s: %v", txnID, kerr.ErrorForCode(resp.ErrorCode))
+	return resp.ProducerID, resp.ProducerEpoch
+}
 
-	expired := s.target.names.txnID("expired")
-	open(expired)
-	time.Sleep(2 * timeoutMs * time.Millisecond)
-	flush()
-	_, epoch = init(expired)
-	require.Equal(t, int16(2), epoch, "the timeout abort's bump, then the init's")
+// open begins a transaction of a new producer, adding a partition of
+// fares, and returns its producer id.
+func (c rawCoordinator) open(txnID string) int64 {
+	pid, epoch := c.init(txnID)
+	require.Zero(c.t, epoch)
+	require.Equal(c.t, []int16{0}, c.add(txnID, pid, epoch))
+	return pid
+}
+
+// add adds a partition of fares to the transaction, and returns the
+// partition's error codes.
+func (c rawCoordinator) add(txnID string, pid int64, epoch int16) []int16 {
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = txnID, pid, epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = c.s.target.names.topic("fares"), []int32{2}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), c.cl)
+	require.NoError(c.t, err)
+	return wire.AddPartitionsCodes(resp)[1:]
+}
+
+// flush has kfake abort its expired transactions: it does so after the
+// next request it handles.
+func (c rawCoordinator) flush() {
+	_, err := kmsg.NewPtrListTransactionsRequest().RequestWith(context.Background(), c.cl)
+	require.NoError(c.t, err)
 }

@@ -260,7 +260,7 @@ func (r *run) ReadOutput(t *rapid.T) {
 
 // Tick moves the broker's clock: transaction and session timeouts fire.
 func (r *run) Tick(t *rapid.T) {
-	ms := rapid.SampledFrom(tickSizes).Draw(t, "ms")
+	ms := r.tickLength(rapid.SampledFrom(tickSizes).Draw(t, "ms"))
 	r.did("Tick", nil, fmt.Sprintf("%d ms", ms))
 	r.clockTick(ms)
 }
@@ -274,6 +274,20 @@ func (r *run) Tick(t *rapid.T) {
 // transactions' timeouts run out while the model's clock stands still, so
 // TickToDeadline and ExhaustEpoch are not offered.
 type exactClock interface{ ExactClock() }
+
+// lengthensTicks is a target whose clock is not exact that lengthens a
+// tick which would leave a transaction nearly due on the broker to its
+// deadline (kafka.Target.TickLength): the broker's clock runs between
+// ticks, and would abort it where the model cannot.
+type lengthensTicks interface{ TickLength(ms int64) int64 }
+
+// tickLength is ms, or the longer tick the target needs for it.
+func (r *run) tickLength(ms int64) int64 {
+	if l, ok := r.target.(lengthensTicks); ok {
+		return l.TickLength(ms)
+	}
+	return ms
+}
 
 // TickToDeadline moves the broker's clock to the moment a timer fires (an
 // open transaction's timeout, a member's session), to the millisecond, or

@@ -55,7 +55,7 @@ func (r *run) quiesce() {
 	if !late && r.readOutputs() {
 		return
 	}
-	r.clockTick(tickSizes[len(tickSizes)-1])
+	r.clockTick(r.tickLength(tickSizes[len(tickSizes)-1]))
 	// The processes run once more with the restart count at zero: restarts
 	// a woken zombie caused before the tick (it fenced the new owner, which
 	// was restarted, twice) are not a livelock, and the last owner must get
