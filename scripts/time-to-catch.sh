@@ -10,7 +10,11 @@
 #   scripts/time-to-catch.sh [OUT]          # the seconds to catch, summed: under half an hour on 2 cores
 #   scripts/time-to-catch.sh --table OUT    # the table of runs measured before
 #
-# SEEDS and MUTANTS (space-separated names) narrow a run.
+# SEEDS and MUTANTS (space-separated names) narrow a run. SEEDS_FROM=TSV
+# takes each mutant's seeds from the runs of an earlier TSV instead of
+# drawing them, so that two builds are compared on the same seeds: the
+# same seed meets the same first counterexample, and only what follows
+# (shrinking) differs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,8 +49,14 @@ work="$(mktemp -d)"
 : > "$out"
 mutants="${MUTANTS:-$("$bin" run --help 2>&1 | grep -o 'each explored on its own: .*' | sed 's/each explored on its own: //; s/,//g')}"
 for m in $mutants; do
-  for i in $(seq 1 "$seeds"); do
-    seed=$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')
+  if [ -n "${SEEDS_FROM:-}" ]; then
+    seedlist=$(awk -F'\t' -v m="$m" '$1==m {print $2}' "$SEEDS_FROM")
+  else
+    seedlist=$(for _ in $(seq 1 "$seeds"); do od -An -N8 -tu8 /dev/urandom | tr -d ' '; done)
+  fi
+  i=0
+  for seed in $seedlist; do
+    i=$((i + 1))
     start=$(date +%s.%N)
     caught=""
     # Only the first counterexample is timed: the run (and its worker

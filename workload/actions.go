@@ -309,23 +309,23 @@ func (r *run) TickToDeadline(t *rapid.T) {
 }
 
 func (r *run) clockTick(ms int64) {
-	r.target.Tick(ms)
 	r.now += ms
 	r.timers.tick(ms)
 	r.groupChanges++ // sessions may have expired
 	r.lsoMayMove()   // transactions may have timed out
 	r.fault("clock", model.Tick, model.Request{Ms: ms})
+	r.strike(model.Tick, func() { r.target.Tick(ms) })
 }
 
 // RestartBroker restarts the broker on its logs.
 func (r *run) RestartBroker(t *rapid.T) {
 	r.did("RestartBroker", nil, "")
-	r.target.Restart()
 	r.groupChanges++
 	// A coordinator loading its log sends the markers of the transactions
 	// it was ending (TransactionStateManager.loadTransactionsForTxnTopicPartition).
 	r.lsoMayMove()
 	r.fault("broker", model.BrokerRestart, model.Request{})
+	r.strike(model.BrokerRestart, r.target.Restart)
 }
 
 // exhaustionOdds is how many fair coin flips must all come up heads for

@@ -68,3 +68,30 @@ func TestATargetsPanicIsTheCounterexample(t *testing.T) {
 	require.Contains(t, string(readme), p.String())
 	require.Contains(t, string(readme), "panicsOnReadCommitted")
 }
+
+// panicsOnRestart is a broker whose restart panics, as one that fails to
+// reload its logs might.
+type panicsOnRestart struct{ *impl.Broker }
+
+func (panicsOnRestart) Restart() { panic("reloading the log: unexpected EOF") }
+
+// A panic of the target's while it takes a fault of its own (here a
+// restart) is the counterexample as well, the history ending with that
+// fault.
+func TestATargetsPanicAtARestartIsTheCounterexample(t *testing.T) {
+	sc, err := ScenarioNamed("stable-id")
+	require.NoError(t, err)
+	opts := Options{Scenario: sc, TxnVersion: 1, Target: func() (model.Target, error) {
+		return panicsOnRestart{impl.New(impl.Config{TxnVersion: 1})}, nil
+	}}
+	out, err := Explore(opts, Budget{Checks: 200, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
+	require.NoError(t, err)
+	defer out.Discard()
+	require.NotNil(t, out.Failure, "no run restarted the broker")
+	h, report, steps, found := out.Failure.Found()
+	require.True(t, found)
+	require.Equal(t, "the target panicked taking a broker_restart: reloading the log: unexpected EOF", out.Failure.Panic().String())
+	require.Equal(t, model.BrokerRestart, h.Ops[len(h.Ops)-1].Kind)
+	require.True(t, report.Held(), "no check broke: the panic is the finding")
+	require.Equal(t, "RestartBroker", steps[len(steps)-1])
+}

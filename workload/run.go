@@ -83,9 +83,10 @@ type run struct {
 	// set once no counterexample the run could still give would count.
 	broken  *brokenRun
 	tooLong bool
-	// panicked is the target's panic, once it panicked answering a request:
-	// the run ends there, and the panic is its counterexample, the history
-	// cut at panickedAt operations (the request's own included).
+	// panicked is the target's panic, once it panicked answering a request
+	// or taking a fault: the run ends there, and the panic is its
+	// counterexample, the history cut at panickedAt operations (the
+	// operation's own included).
 	panicked   *TargetPanic
 	panickedAt int
 	// known are the findings that do not fail the run, and sightings what
@@ -216,13 +217,7 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 	if r.panicked != nil {
 		return model.Result{}, nil // a target that panicked is not asked again
 	}
-	defer func() {
-		// No answer came back; the first panic is the run's end.
-		if v := recover(); v != nil && r.panicked == nil {
-			r.panicked = &TargetPanic{Request: string(op.Kind), Value: fmt.Sprint(v), Stack: string(debug.Stack())}
-			r.panickedAt = len(r.h.Ops)
-		}
-	}()
+	defer r.catchPanic(op.Kind)
 	res, err = model.Send(context.Background(), r.target, op)
 	if mayEndTxn(op) {
 		r.lsoMayMove()
@@ -230,16 +225,40 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 	return res, err
 }
 
+// strike has the target take a fault of its own (a tick, a restart),
+// recorded already, and guarded as a request is.
+func (r *run) strike(kind model.Kind, fault func()) {
+	if r.panicked != nil {
+		return
+	}
+	defer r.catchPanic(kind)
+	fault()
+}
+
+// catchPanic, deferred around a call of the target's, ends the run at the
+// first panic: the operation the call was for, recorded last, is where
+// its history is cut; a request's has no answer.
+func (r *run) catchPanic(kind model.Kind) {
+	if v := recover(); v != nil && r.panicked == nil {
+		r.panicked = &TargetPanic{Request: string(kind), Value: fmt.Sprint(v), Stack: string(debug.Stack())}
+		r.panickedAt = len(r.h.Ops)
+	}
+}
+
 // TargetPanic is a panic of an in-process target's while it answered a
-// request: a bug of the broker's as much as a broken check is, reported
-// in its place, with the history up to the request it was answering.
+// request or took a fault (a tick, a restart): a bug of the broker's as
+// much as a broken check is, reported in its place, with the history up
+// to that operation.
 type TargetPanic struct {
-	Request string `json:"request"` // the type of the request (HISTORY.md)
+	Request string `json:"request"` // the operation's type (HISTORY.md): a request's, or a fault's
 	Value   string `json:"value"`   // what it panicked with
 	Stack   string `json:"stack"`   // the goroutine's stack at the panic
 }
 
 func (p TargetPanic) String() string {
+	if model.Kind(p.Request).IsFault() {
+		return fmt.Sprintf("the target panicked taking a %s: %s", p.Request, p.Value)
+	}
 	return fmt.Sprintf("the target panicked answering a %s request: %s", p.Request, p.Value)
 }
 
