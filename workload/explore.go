@@ -111,9 +111,10 @@ func (b Budget) shrinkTime() time.Duration {
 	return b.ShrinkTime
 }
 
-// readableOps is how long a timeline a person reads in a minute; longer
-// counterexamples are looked for again, shorter.
-const readableOps = 15
+// readableOps is how long a timeline a person reads at a glance: shorter
+// counterexamples settle rapid's shrinking (see settled), longer ones are
+// looked for again, shorter.
+const readableOps = 12
 
 // shortenRounds bounds the explorations looking for a shorter
 // counterexample, and shortenEffort sets their budgets (see Explore).

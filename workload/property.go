@@ -91,20 +91,17 @@ func (f *Failure) set(b *brokenRun) {
 	f.failedLast = true
 }
 
-// settledOps and settleRuns say when rapid's shrinking has done enough:
-// the counterexample is as short as a person reads at a glance, and the
-// last settleRuns of rapid's attempts have not made it shorter. rapid
+// settleRuns says when rapid's shrinking has done enough: the
+// counterexample is as short as a person reads at a glance (readableOps),
+// and the last settleRuns of rapid's attempts have not made it shorter. rapid
 // shrinks until none of its passes makes any draw smaller, which for a
 // counterexample of a few operations can take tens of thousands of runs
 // and a minute, spent mostly making draws smaller that change nothing a
 // person reads. Counted in runs, not time, so that the same seed shrinks
 // to the same counterexample on any machine.
-const (
-	settledOps = 12
-	settleRuns = 2000
-)
+const settleRuns = 2000
 
-// settled reports whether shrinking has done enough (see settledOps), and
+// settled reports whether shrinking has done enough (see settleRuns), and
 // counts the run about to start.
 func (f *Failure) settled() bool {
 	f.mu.Lock()
@@ -115,7 +112,30 @@ func (f *Failure) settled() bool {
 	f.runs++
 	again := f.failedLast
 	f.failedLast = false
-	return !again && len(f.history.Ops) <= settledOps && f.runs-f.shortened > settleRuns
+	return !again && len(f.history.Ops) <= readableOps && f.runs-f.shortened > settleRuns
+}
+
+// bound is how many operations a counterexample must be fewer than to
+// fail the property, 0 for any: shorterThan, or once a counterexample was
+// found, and rapid shrinks it, one more than the shortest so far. rapid
+// keeps any smaller draw that fails, and one that draws less may run
+// longer; such a run ends as soon as it is longer (checkSoFar) and
+// passes, so shrinking spends no time on counterexamples a person would
+// not take, and never keeps one. As short as the shortest still fails:
+// rapid's last run repeats the case it kept, which must fail again.
+func (f *Failure) bound(shorterThan int) int {
+	if f == nil {
+		return shorterThan
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.found {
+		return shorterThan
+	}
+	if shorterThan == 0 || f.shortest+1 < shorterThan {
+		return f.shortest + 1
+	}
+	return shorterThan
 }
 
 func (f *Failure) wholeHistory() histories.History {
@@ -146,7 +166,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		}
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
-		r.shorterThan = opts.shorterThan
+		r.shorterThan = failure.bound(opts.shorterThan)
 		r.known, r.hunt = opts.Known, opts.Hunt
 		r.sightings = map[sightingKey]*Sighting{}
 		defer func() { opts.Sightings.add(r.sightings) }()

@@ -136,7 +136,7 @@ func TestShrinkingIsNotExploring(t *testing.T) {
 }
 
 // TestShrinkingSettles: rapid's shrinking ends once the counterexample is
-// readable (settledOps) and settleRuns of its runs have not made it
+// readable (readableOps) and settleRuns of its runs have not made it
 // shorter; the run after one that failed, rapid's recording of a case it
 // keeps, always runs; and a longer counterexample is shrunk on.
 func TestShrinkingSettles(t *testing.T) {
@@ -151,20 +151,39 @@ func TestShrinkingSettles(t *testing.T) {
 	}
 	var f Failure
 	require.False(t, f.settled(), "nothing found yet: exploring")
-	f.set(&brokenRun{cut: of(settledOps), whole: of(20)})
+	f.set(&brokenRun{cut: of(readableOps), whole: of(20)})
 	require.Equal(t, settleRuns+1, runsUntilSettled(&f, 10*settleRuns))
 
-	f.set(&brokenRun{cut: of(settledOps - 1), whole: of(20)})
+	f.set(&brokenRun{cut: of(readableOps - 1), whole: of(20)})
 	require.False(t, f.settled(), "the run after a failure records its case")
 	require.Equal(t, settleRuns, runsUntilSettled(&f, 10*settleRuns), "a shorter counterexample starts the count again")
 
-	f.set(&brokenRun{cut: of(settledOps), whole: of(20)})
+	f.set(&brokenRun{cut: of(readableOps), whole: of(20)})
 	f.settled()
-	f.set(&brokenRun{cut: of(settledOps - 1), whole: of(20)})
+	f.set(&brokenRun{cut: of(readableOps - 1), whole: of(20)})
 	require.False(t, f.settled(), "the run after a failure records its case")
 	require.True(t, f.settled(), "a case no shorter than the shortest before starts nothing again")
 
 	var long Failure
-	long.set(&brokenRun{cut: of(settledOps + 1), whole: of(20)})
+	long.set(&brokenRun{cut: of(readableOps + 1), whole: of(20)})
 	require.Equal(t, -1, runsUntilSettled(&long, 10*settleRuns), "too long to read: rapid shrinks on")
+}
+
+// TestShrinkingKeepsNothingLonger: once a counterexample is found, a run
+// fails the property only with one no longer than the shortest so far
+// (rapid's shrinking would keep a longer one, from smaller draws), and
+// never with one that a search for a shorter one does not take.
+func TestShrinkingKeepsNothingLonger(t *testing.T) {
+	of := func(n int) histories.History { return histories.History{Ops: make([]histories.Op, n)} }
+	var nothing *Failure
+	require.Zero(t, nothing.bound(0), "no failure kept: any counterexample counts")
+	var f Failure
+	require.Zero(t, f.bound(0), "none found yet: any counterexample counts")
+	require.Equal(t, 15, f.bound(15))
+	f.set(&brokenRun{cut: of(9), whole: of(20)})
+	require.Equal(t, 10, f.bound(0), "as short as the shortest, rapid's last run, still fails")
+	require.Equal(t, 10, f.bound(15))
+	require.Equal(t, 8, f.bound(8), "a search for one shorter than 8 takes no 9")
+	f.set(&brokenRun{cut: of(7), whole: of(20)})
+	require.Equal(t, 8, f.bound(0))
 }
