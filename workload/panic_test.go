@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/impl"
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -37,14 +39,8 @@ func TestATargetsPanicIsTheCounterexample(t *testing.T) {
 	opts := Options{Scenario: sc, TxnVersion: 2, Swarm: true, Target: func() (model.Target, error) {
 		return panicsOnReadCommitted{impl.New(impl.Config{TxnVersion: 2})}, nil
 	}}
-	out, err := Explore(opts, Budget{Checks: 2000, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
-	require.NoError(t, err)
-	defer out.Discard()
-	require.NotNil(t, out.Failure, "no run met the panic")
-	h, report, steps, found := out.Failure.Found()
-	require.True(t, found)
+	out, h, report, steps := explorePanicking(t, opts, 2000)
 	p := out.Failure.Panic()
-	require.NotNil(t, p)
 	require.Equal(t, "the target panicked answering a fetch request: makeslice: cap out of range", p.String())
 	require.Contains(t, p.Stack, "panicsOnReadCommitted")
 	last := h.Ops[len(h.Ops)-1]
@@ -84,14 +80,24 @@ func TestATargetsPanicAtARestartIsTheCounterexample(t *testing.T) {
 	opts := Options{Scenario: sc, TxnVersion: 1, Target: func() (model.Target, error) {
 		return panicsOnRestart{impl.New(impl.Config{TxnVersion: 1})}, nil
 	}}
-	out, err := Explore(opts, Budget{Checks: 200, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
-	require.NoError(t, err)
-	defer out.Discard()
-	require.NotNil(t, out.Failure, "no run restarted the broker")
-	h, report, steps, found := out.Failure.Found()
-	require.True(t, found)
+	out, h, report, steps := explorePanicking(t, opts, 200)
 	require.Equal(t, "the target panicked taking a broker_restart: reloading the log: unexpected EOF", out.Failure.Panic().String())
 	require.Equal(t, model.BrokerRestart, h.Ops[len(h.Ops)-1].Kind)
 	require.True(t, report.Held(), "no check broke: the panic is the finding")
 	require.Equal(t, "RestartBroker", steps[len(steps)-1])
+}
+
+// explorePanicking explores with opts (from seed 1, at most checks
+// interleavings) until a run meets the target's panic, and returns its
+// counterexample.
+func explorePanicking(t *testing.T, opts Options, checks int) (Outcome, histories.History, checker.Report, []string) {
+	t.Helper()
+	out, err := Explore(opts, Budget{Checks: checks, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
+	require.NoError(t, err)
+	t.Cleanup(out.Discard)
+	require.NotNil(t, out.Failure, "no run met the panic")
+	h, report, steps, found := out.Failure.Found()
+	require.True(t, found)
+	require.NotNil(t, out.Failure.Panic(), "a run failed, not by a panic")
+	return out, h, report, steps
 }
