@@ -312,7 +312,7 @@ func (r *run) clockTick(ms int64) {
 	r.now += ms
 	r.timers.tick(ms)
 	r.groupChanges++ // sessions may have expired
-	r.lsoMayMove()   // transactions may have timed out
+	r.txnMayEnd()    // transactions may have timed out
 	r.fault("clock", model.Tick, model.Request{Ms: ms})
 	r.strike(model.Tick, func() { r.target.Tick(ms) })
 }
@@ -323,7 +323,7 @@ func (r *run) RestartBroker(t *rapid.T) {
 	r.groupChanges++
 	// A coordinator loading its log sends the markers of the transactions
 	// it was ending (TransactionStateManager.loadTransactionsForTxnTopicPartition).
-	r.lsoMayMove()
+	r.txnMayEnd()
 	r.fault("broker", model.BrokerRestart, model.Request{})
 	r.strike(model.BrokerRestart, r.target.Restart)
 }

@@ -210,9 +210,9 @@ func (r *run) deliver(p *proc, lose bool) {
 }
 
 // sendToBroker sends op to the target. When op may end a transaction, the
-// writers waiting for a last stable offset to move are woken (see
-// fareWriter.restored), whatever the answer and whether or not it comes
-// back: a lost answer does not undo what the broker did.
+// processes waiting for one to end are woken (see txnMayEnd), whatever
+// the answer and whether or not it comes back: a lost answer does not
+// undo what the broker did.
 func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 	if r.panicked != nil {
 		return model.Result{}, nil // a target that panicked is not asked again
@@ -220,7 +220,7 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 	defer r.catchPanic(op.Kind)
 	res, err = model.Send(context.Background(), r.target, op)
 	if mayEndTxn(op) {
-		r.lsoMayMove()
+		r.txnMayEnd()
 	}
 	return res, err
 }
@@ -271,13 +271,14 @@ func mayEndTxn(op model.Op) bool {
 	return op.Kind == model.EndTxn || op.Kind == model.InitProducerID && op.Req.TransactionalID != ""
 }
 
-// lsoMayMove wakes every fare writer waiting for a last stable offset to
-// move, as a long-polling fetch is answered once it moves; each reads
-// again and waits anew if nothing did.
-func (r *run) lsoMayMove() {
+// txnMayEnd wakes every process waiting for a transaction to end: a fare
+// writer waiting for a last stable offset to move, as a long-polling
+// fetch is answered once it moves, and a worker refused its committed
+// offset as unstable. Each asks again, and waits anew if nothing changed.
+func (r *run) txnMayEnd() {
 	for _, p := range r.procs {
-		if w, ok := p.c.(*fareWriter); ok {
-			w.lsoMayMove()
+		if w, ok := p.c.(interface{ txnMayEnd() }); ok {
+			w.txnMayEnd()
 		}
 	}
 }

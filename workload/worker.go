@@ -35,6 +35,9 @@ type worker struct {
 	leaving    bool
 	// rejoining: the worker rejoins its group at its next poll.
 	rejoining bool
+	// awaitStable: its committed offset was refused as unstable; it asks
+	// again once a transaction may have ended (txnMayEnd).
+	awaitStable bool
 }
 
 type workerStep int
@@ -100,6 +103,9 @@ func (w *worker) next() (model.Op, bool) {
 	case workerJoin:
 		return w.joinOp(), true
 	case workerFetchOffsets:
+		if w.awaitStable {
+			return model.Op{}, false
+		}
 		r := model.NewRequest()
 		r.Group, r.Partition, r.RequireStable = w.group, w.unknown[0], true
 		return model.Op{Kind: model.OffsetFetch, Req: r}, true
@@ -173,6 +179,10 @@ func (w *worker) learn(op model.Op, res model.Result) {
 	if op.Kind == model.JoinGroup {
 		w.rejoining = false // answered, or refused: either way the poll is done
 	}
+	if op.Kind == model.OffsetFetch && res.Err == model.UnstableOffsetCommit {
+		w.awaitStable = true
+		return
+	}
 	if !react(op, res, w.fenced, w.recover) {
 		return
 	}
@@ -205,6 +215,16 @@ func (w *worker) learn(op model.Op, res model.Result) {
 		w.step = workerClosed
 	}
 }
+
+// txnMayEnd tells the worker that something happened that can end an open
+// transaction (see run.txnMayEnd): a committed offset it was refused as
+// unstable may be stable now, and it asks again. Asking before, nothing
+// could have changed the answer; Kafka's consumer asks again after its
+// retry backoff (ConsumerCoordinator.fetchCommittedOffsets), time the
+// model's clock does not count, but a broker's does: on kfake, dozens of
+// such polls in a row ran out a transaction's timeout that the model kept
+// (FINDINGS.md, round 9).
+func (w *worker) txnMayEnd() { w.awaitStable = false }
 
 // fenced closes the worker: a fenced producer is closed for good, and the
 // application closes its consumer with it, which leaves the group so that

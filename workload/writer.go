@@ -57,9 +57,9 @@ func (w *fareWriter) closed() bool { return w.phase == writerClosed }
 
 func (w *fareWriter) idle() bool { return w.phase == writerBegin && w.nextTrip() == "" }
 
-// lsoMayMove tells a writer waiting for a complete restore read that
+// txnMayEnd tells a writer waiting for a complete restore read that
 // something happened that can end an open transaction: it reads again.
-func (w *fareWriter) lsoMayMove() {
+func (w *fareWriter) txnMayEnd() {
 	if w.phase == writerAwaitStable {
 		w.phase = writerRestore
 	}
@@ -157,7 +157,7 @@ func (w *fareWriter) learn(op model.Op, res model.Result) {
 // sending nothing, as a long-polling consumer's fetch waits in Kafka's
 // purgatory until the last stable offset moves (DelayedFetch.tryComplete
 // takes a TXN_COMMITTED fetch's end offset to be the last stable offset).
-// The run wakes it (lsoMayMove) when something that can end a transaction
+// The run wakes it (txnMayEnd) when something that can end a transaction
 // has happened: an EndTxn or a transactional InitProducerId arriving from
 // any process, a clock tick (Kafka's
 // TransactionCoordinator.abortTimedOutTransactions aborts what outlived

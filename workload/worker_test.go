@@ -1,0 +1,37 @@
+package workload
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// A worker refused its committed offset as unstable asks again only once
+// a transaction may have ended: before, nothing could have changed the
+// answer, and on a broker whose clock is the wall clock, dozens of polls
+// in a row ran out the transaction's timeout that the model's clock kept
+// (FINDINGS.md, round 9).
+func TestAWorkerWaitsForAnUnstableOffset(t *testing.T) {
+	w := newWorker("fare-worker-A", "fare-workers", []model.Partition{"trips-0"},
+		func(model.Partition) model.Partition { return "fares-ctp-0" }, true, true)
+	w.step, w.unknown, w.position = workerFetchOffsets, []model.Partition{"trips-0"}, map[model.Partition]int64{}
+	op, ok := w.next()
+	require.True(t, ok)
+	require.Equal(t, model.OffsetFetch, op.Kind)
+
+	w.learn(op, model.Fail(model.UnstableOffsetCommit))
+	_, ok = w.next()
+	require.False(t, ok, "nothing could have made the offset stable yet")
+
+	w.txnMayEnd()
+	again, ok := w.next()
+	require.True(t, ok, "a transaction may have ended: it asks again")
+	require.Equal(t, op, again)
+	resp := model.NewResponse()
+	resp.Offset = 1
+	w.learn(again, model.OK(resp))
+	require.Equal(t, workerRead, w.step)
+	require.Equal(t, int64(1), w.position["trips-0"])
+}
