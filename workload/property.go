@@ -119,8 +119,8 @@ func (f *Failure) settled() bool {
 // fail the property, 0 for any: shorterThan, or once a counterexample was
 // found, and rapid shrinks it, one more than the shortest so far. rapid
 // keeps any smaller draw that fails, and one that draws less may run
-// longer; such a run ends as soon as it is longer (checkSoFar) and
-// passes, so shrinking spends no time on counterexamples a person would
+// longer; such a run passes, and on a target with an exact clock ends as
+// soon as it is longer (checkSoFar), so shrinking spends no time on counterexamples a person would
 // not take, and never keeps one. As short as the shortest still fails:
 // rapid's last run repeats the case it kept, which must fail again.
 func (f *Failure) bound(shorterThan int) int {
