@@ -101,3 +101,24 @@ func explorePanicking(t *testing.T, opts Options, checks int) (Outcome, historie
 	require.NotNil(t, out.Failure.Panic(), "a run failed, not by a panic")
 	return out, h, report, steps
 }
+
+// restartNeverFits panics at a restart, and says that none fits.
+type restartNeverFits struct{ panicsOnRestart }
+
+func (restartNeverFits) RestartFits() bool { return false }
+
+// A target that says a restart does not fit now (a transaction the model
+// keeps would run out on its clock meanwhile: kafka.Target.RestartFits)
+// is not restarted: the exploration that met panicsOnRestart's panic
+// (above) runs clean.
+func TestABrokerIsNotRestartedWhenTheRestartDoesNotFit(t *testing.T) {
+	sc, err := ScenarioNamed("stable-id")
+	require.NoError(t, err)
+	opts := Options{Scenario: sc, TxnVersion: 1, Target: func() (model.Target, error) {
+		return restartNeverFits{panicsOnRestart{impl.New(impl.Config{TxnVersion: 1})}}, nil
+	}}
+	out, err := Explore(opts, Budget{Checks: 200, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
+	require.NoError(t, err)
+	defer out.Discard()
+	require.Nil(t, out.Failure, "the broker was restarted")
+}
