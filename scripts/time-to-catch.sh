@@ -2,10 +2,11 @@
 # Time to catch each seeded bug with fencecheck run's defaults: for each
 # mutant, SEEDS random seeds (10 by default), `fencecheck run --mutant M
 # --seed S` and nothing else; the seconds until the first VIOLATION line
-# (exploring and shrinking), the shrunk length, and the scenario. Writes
-# the runs to OUT (a TSV, default time-to-catch.tsv) and prints the
-# README's table: caught, median and worst seconds, median and worst
-# length, which scenarios caught it first.
+# (exploring and shrinking), the shrunk length, the scenario, and the
+# seconds until the run said it found the counterexample it then shrank.
+# Writes the runs to OUT (a TSV, default time-to-catch.tsv) and prints the
+# README's table: caught, median and worst seconds, the median time to
+# find, median and worst length, which scenarios caught it first.
 #
 #   scripts/time-to-catch.sh [OUT]          # the seconds to catch, summed: under half an hour on 2 cores
 #   scripts/time-to-catch.sh --table OUT    # the table of runs measured before
@@ -21,8 +22,8 @@ cd "$(dirname "$0")/.."
 table() {
   local out="$1" mutants
   mutants=$(cut -f1 "$out" | uniq)
-  echo "| mutant | caught | median | worst | shrunk to (median, worst) | first caught by |"
-  echo "|---|---|---|---|---|---|"
+  echo "| mutant | caught | median | worst | found by (median) | shrunk to (median, worst) | first caught by |"
+  echo "|---|---|---|---|---|---|---|"
   for m in $mutants; do
     runs=$(awk -F'\t' -v m="$m" '$1==m' "$out")
     n=$(echo "$runs" | grep -c . || true)
@@ -30,12 +31,24 @@ table() {
     k=$(echo "$hits" | grep -c . || true)
     t_med=$(echo "$hits" | cut -f4 | median); t_max=$(echo "$hits" | cut -f4 | sort -n | tail -1)
     l_med=$(echo "$hits" | cut -f5 | median); l_max=$(echo "$hits" | cut -f5 | sort -n | tail -1)
+    f_med=$(echo "$hits" | cut -f6 | grep . | median || true)
+    found="not recorded"; [ -z "$f_med" ] || found="$f_med s"
     by=$(echo "$hits" | cut -f3 | sort -u | paste -sd, - | sed 's/,/, /g')
-    echo "| \`$m\` | $k/$n | $t_med s | $t_max s | $l_med, $l_max ops | $by |"
+    echo "| \`$m\` | $k/$n | $t_med s | $t_max s | $found | $l_med, $l_max ops | $by |"
   done
 }
 
-median() { sort -n | awk '{a[NR]=$1} END{if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# found_at writes to FILE when the run first says it found a
+# counterexample (it then shrinks it), reading its stderr to the end.
+found_at() {
+  while IFS= read -r line; do
+    case "$line" in
+      *"found a counterexample"*) [ -e "$1" ] || date +%s.%N > "$1" ;;
+    esac
+  done
+}
+
+median() { sort -n | awk '{a[NR]=$1} END{if (NR==0) exit; if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 if [ "${1:-}" = "--table" ]; then
   table "$2"
@@ -61,8 +74,8 @@ for m in $mutants; do
     caught=""
     # Only the first counterexample is timed: the run (and its worker
     # processes, its process group) is stopped there.
-    rm -f "$work/out"; mkfifo "$work/out"
-    setsid "$bin" run --mutant "$m" --seed "$seed" --out "$work/$m-$i" > "$work/out" 2>/dev/null &
+    rm -f "$work/out" "$work/found"; mkfifo "$work/out"
+    setsid "$bin" run --mutant "$m" --seed "$seed" --out "$work/$m-$i" > "$work/out" 2> >(found_at "$work/found") &
     pid=$!
     while IFS= read -r line; do
       case "$line" in
@@ -70,7 +83,9 @@ for m in $mutants; do
         VIOLATION*)
           caught=$(echo "$(date +%s.%N) - $start" | bc)
           length=$(echo "$line" | grep -o 'shrunk to [0-9]*' | grep -o '[0-9]*$')
-          printf '%s\t%s\t%s\t%.1f\t%s\n' "$m" "$seed" "$scenario" "$caught" "$length" >> "$out"
+          found=""
+          [ -s "$work/found" ] && found=$(printf '%.1f' "$(echo "$(cat "$work/found") - $start" | bc)")
+          printf '%s\t%s\t%s\t%.1f\t%s\t%s\n' "$m" "$seed" "$scenario" "$caught" "$length" "$found" >> "$out"
           break ;;
       esac
     done < "$work/out"

@@ -145,6 +145,7 @@ func (c Campaign) Run(runners []Runner, p *Progress) (CampaignOutcome, error) {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
 	s := newSchedule(c)
+	s.progress = p
 	p.start(c, &s.state)
 	defer p.stop()
 	var wg sync.WaitGroup
@@ -172,6 +173,7 @@ type schedule struct {
 	shrinkingFrom int
 	err           error
 	state         progressState
+	progress      *Progress
 	seen          map[uint64]bool
 	// sightings are each ended batch's, merged in batch order at the end
 	// so that of two histories as short the same one is kept.
@@ -250,6 +252,7 @@ func (s *schedule) shrinking(i int) {
 		return
 	}
 	s.shrinkingFrom = i
+	s.progress.found(i, s.state.checksSoFar())
 	for j, cancel := range s.running {
 		if j > i {
 			cancel()
@@ -335,6 +338,8 @@ type Progress struct {
 	w        io.Writer
 	terminal bool
 	every    time.Duration
+	begun    time.Time
+	mu       sync.Mutex // one line at a time
 	done     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -353,7 +358,7 @@ func (p *Progress) start(c Campaign, st *progressState) {
 		return
 	}
 	p.done = make(chan struct{})
-	begun := time.Now()
+	p.begun = time.Now()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -367,15 +372,35 @@ func (p *Progress) start(c Campaign, st *progressState) {
 				}
 				return
 			case <-tick.C:
-				line := st.line(c, time.Since(begun))
+				line := st.line(c, time.Since(p.begun))
+				p.mu.Lock()
 				if p.terminal {
 					fmt.Fprintf(p.w, "\r\033[K%s", line)
 				} else {
 					fmt.Fprintln(p.w, line)
 				}
+				p.mu.Unlock()
 			}
 		}
 	}()
+}
+
+// found says at once (on a terminal, above the line that redraws itself)
+// that batch found a counterexample, with checks interleavings run in all
+// so far: a shrinking that may take minutes follows.
+func (p *Progress) found(batch, checks int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := fmt.Sprintf("fencecheck: batch %d found a counterexample at %.1f s, after %d interleavings in all; shrinking it",
+		batch, time.Since(p.begun).Seconds(), checks)
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
 }
 
 func (p *Progress) stop() {
@@ -423,6 +448,18 @@ func (st *progressState) ended(res BatchResult, seen map[uint64]bool) {
 		seen[h] = true
 	}
 	st.sequences = len(seen)
+}
+
+// checksSoFar are the interleavings of the ended batches and the running
+// ones so far.
+func (st *progressState) checksSoFar() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	checks := st.checks
+	for _, r := range st.runningBatches {
+		checks += r.Checks
+	}
+	return checks
 }
 
 func (st *progressState) line(c Campaign, elapsed time.Duration) string {

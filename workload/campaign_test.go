@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"sync"
@@ -69,8 +70,11 @@ func TestCampaignFindsTheFirstFailingBatchWhateverTheScheduling(t *testing.T) {
 // shrinking has the machine to itself.
 func TestShrinkingStopsTheBatchesAfterIt(t *testing.T) {
 	r := &shrinkingRunner{started: make(chan int, 10), stopped: make(chan int, 10)}
-	out, err := Campaign{Budget: Budget{Seed: 1, Checks: 1000}}.Run([]Runner{r, r, r}, nil)
+	var progress bytes.Buffer
+	out, err := Campaign{Budget: Budget{Seed: 1, Checks: 1000}}.Run([]Runner{r, r, r}, NewProgress(&progress, false))
 	require.NoError(t, err)
+	require.Regexp(t, `(?m)^fencecheck: batch 0 found a counterexample at \d+\.\d s, after 1 interleavings in all; shrinking it$`, progress.String(),
+		"the moment it is found is said at once, before the shrinking")
 	require.NotNil(t, out.Failure)
 	require.Equal(t, 0, out.FailedBatch.Index)
 	require.True(t, r.othersStopped, "batches 1 and 2 ran on while batch 0 shrank")
