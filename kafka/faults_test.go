@@ -400,3 +400,41 @@ func TestARestartWaitsOutANearlyDueTransaction(t *testing.T) {
 	require.True(t, s.target.RestartFits(), "the nearly due transaction was aborted")
 	s.check("restart-waits-out-nearly-due-txn")
 }
+
+// A member whose SyncGroup comes after the rebalance timeout that began
+// when its join round completed is removed, with every member that had
+// not synced, and its SyncGroup is answered UNKNOWN_MEMBER_ID: Kafka's
+// pending-sync timer (4.x GroupMetadataManager.expirePendingSync, 3.9
+// GroupCoordinator.onExpirePendingSync), which kfake keeps too. The timer
+// runs on the broker's clock, which the model does not keep, and the
+// target's rebalance timeout is 50 ms: a worker process starved of CPU
+// that long between its JoinGroup's answer and its SyncGroup meets it
+// (FINDINGS.md, round 10), and the model allows the join's answer.
+func TestKfakeLateSyncRemovesTheMember(t *testing.T) {
+	c := newRawCoordinator(t, "")
+	require.Zero(t, c.joinAndSync("on-time", 0), "a sync at once")
+	require.Equal(t, kerr.UnknownMemberID.Code, c.joinAndSync("late", 3*c.s.target.cfg.RebalanceTimeout), "a sync after the rebalance timeout")
+}
+
+// joinAndSync is a new member's round in a group of its own, its
+// SyncGroup sent wait after its JoinGroup's answer; it returns the
+// SyncGroup's error code.
+func (c rawCoordinator) joinAndSync(name string, wait time.Duration) int16 {
+	group := c.s.target.names.group(name)
+	join := func(member string) *kmsg.JoinGroupResponse {
+		req := c.s.target.joinRequest(group, member, joinRequest(name, member, fares2))
+		resp, err := req.RequestWith(context.Background(), c.cl)
+		require.NoError(c.t, err)
+		return resp
+	}
+	first := join("")
+	require.Equal(c.t, kerr.MemberIDRequired.Code, first.ErrorCode)
+	joined := join(first.MemberID)
+	require.Zero(c.t, joined.ErrorCode, "%v", kerr.ErrorForCode(joined.ErrorCode))
+	time.Sleep(wait)
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Group, req.Generation, req.MemberID = group, joined.Generation, joined.MemberID
+	resp, err := req.RequestWith(context.Background(), c.cl)
+	require.NoError(c.t, err)
+	return resp.ErrorCode
+}

@@ -23,6 +23,9 @@ func (st *step) joinGroup(r Request) outcome {
 			return out
 		}
 	}
+	if out, late := st.lateSync(r, g); late {
+		return out
+	}
 	id, gen, assignment := st.chooseJoin(r, g)
 	if st.undecided() {
 		// Nobody saw the answer: the member it created, if new, is one
@@ -288,6 +291,38 @@ func (st *step) droppedMember(r Request) (outcome, bool) {
 	}
 	st.s.setGroup(r.Group, g.withoutMember(r.MemberID))
 	out := refuse("unknown-member", UnknownMemberID, "%s missed the join round of generation %d and was removed (completeClassicGroupJoin)", r.MemberID, g.answered)
+	out.effects = true
+	return out, true
+}
+
+// lateSync is a join answered UNKNOWN_MEMBER_ID after the round it was
+// part of completed: the member's SyncGroup came after the rebalance
+// timeout that began when the round completed, and the coordinator had
+// removed every member that had not synced by then, and prepared the next
+// round (4.x GroupMetadataManager.expirePendingSync; 3.9 GroupCoordinator
+// .onExpirePendingSync). The timer runs on the broker's clock, which the
+// model does not keep: nothing a client sees says when. Only a join that
+// takes part in a round can meet it: a follower's rejoin of a stable
+// group is answered at once, by no round, and its SyncGroup by the
+// assignment it holds. The round it completed is the one after the last
+// answered (the answer names no generation); the others may have been
+// removed with it, and the prepared round may drop them (see
+// preparedRoundMayDrop). Met on kfake, whose timer is the target's
+// rebalance timeout, 50 ms of real time.
+func (st *step) lateSync(r Request, g group) (outcome, bool) {
+	late := st.got != nil && st.got.Answered && st.got.Err == UnknownMemberID
+	if !late {
+		return outcome{}, false
+	}
+	if _, gen, _ := st.chooseJoin(r, g); gen <= g.answered {
+		return outcome{}, false
+	}
+	round := g.answered + 1
+	g = g.nextGeneration(round).roundCompleted(round)
+	g.answered = round
+	g = g.withoutMember(r.MemberID).nextGeneration(round + 1)
+	st.s.setGroup(r.Group, g)
+	out := refuse("late-sync", UnknownMemberID, "the round of generation %d completed and its member's SyncGroup came after the rebalance timeout (expirePendingSync)", round)
 	out.effects = true
 	return out, true
 }
