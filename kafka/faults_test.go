@@ -376,29 +376,29 @@ func (c rawCoordinator) flush() {
 	require.NoError(c.t, err)
 }
 
-// A restart goes ahead only while every open transaction has
-// restartMargin of its timeout left on kfake: its real time runs kfake's
+// A restart or a join goes ahead only while every open transaction has
+// waitMargin of its timeout left on kfake: its real time runs kfake's
 // clock, not the model's. A 60 s timeout (600 ms) leaves room; a 7 s one
 // (70 ms) does not, and once it has run out and been aborted, nothing
 // stands in the way again.
-func TestARestartWaitsOutANearlyDueTransaction(t *testing.T) {
+func TestAWaitWaitsOutANearlyDueTransaction(t *testing.T) {
 	s := newScenario(t, "")
-	require.True(t, s.target.RestartFits(), "nothing is open")
+	require.True(t, s.target.WaitFits(), "nothing is open")
 	a := s.begin("A", "fare-writer-1", fares2)
 	s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
-	require.True(t, s.target.RestartFits(), "60 s (600 ms) left")
+	require.True(t, s.target.WaitFits(), "60 s (600 ms) left")
 
 	req := initRequest("fare-writer-2")
 	req.TimeoutMs = 7_000
 	got := s.ok("B", model.InitProducerID, req)
 	b := session{"fare-writer-2", got.ProducerID, got.Epoch}
 	s.ok("B", model.Produce, b.produce(fares2, 0, "trip-202"))
-	require.False(t, s.target.RestartFits(), "7 s (70 ms) left")
+	require.False(t, s.target.WaitFits(), "7 s (70 ms) left")
 
 	s.rec.Fault("clock", model.Tick, model.Request{Ms: 7_001})
 	s.target.Tick(7_001) // past the timeout, not at it: the model aborts it
-	require.True(t, s.target.RestartFits(), "the nearly due transaction was aborted")
-	s.check("restart-waits-out-nearly-due-txn")
+	require.True(t, s.target.WaitFits(), "the nearly due transaction was aborted")
+	s.check("wait-waits-out-nearly-due-txn")
 }
 
 // A member whose SyncGroup comes after the rebalance timeout that began

@@ -317,15 +317,31 @@ func (r *run) clockTick(ms int64) {
 	r.strike(model.Tick, func() { r.target.Tick(ms) })
 }
 
-// restartsOnTheClock is a target whose clock is not exact and whose
-// restart takes time on it: it says when a restart now would not run out
-// a transaction the model keeps open (kafka.Target.RestartFits), and the
-// broker is not restarted then.
-type restartsOnTheClock interface{ RestartFits() bool }
+// waitsOnTheClock is a target whose clock is not exact, where a restart,
+// or a join that waits out the rebalance timeout for a member that does
+// not rejoin, takes real time that runs the open transactions' timeouts
+// while the model's clock stands still: it says whether one fits before
+// the next tick (kafka.Target.WaitFits). Until one does, the broker is
+// not restarted and no join is sent.
+type waitsOnTheClock interface{ WaitFits() bool }
+
+// waitFits asks the target whether a restart or a join fits now; once it
+// says no, the answer stands until a transaction may have ended (see
+// txnMayEnd), and the target is not asked again meanwhile.
+func (r *run) waitFits() bool {
+	w, ok := r.target.(waitsOnTheClock)
+	if !ok {
+		return true
+	}
+	if !r.waitBlocked {
+		r.waitBlocked = !w.WaitFits()
+	}
+	return !r.waitBlocked
+}
 
 // RestartBroker restarts the broker on its logs.
 func (r *run) RestartBroker(t *rapid.T) {
-	if c, ok := r.target.(restartsOnTheClock); ok && !c.RestartFits() {
+	if !r.waitFits() {
 		return
 	}
 	r.did("RestartBroker", nil, "")

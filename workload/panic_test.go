@@ -102,23 +102,31 @@ func explorePanicking(t *testing.T, opts Options, checks int) (Outcome, historie
 	return out, h, report, steps
 }
 
-// restartNeverFits panics at a restart, and says that none fits.
-type restartNeverFits struct{ panicsOnRestart }
+// waitNeverFits panics at a restart, and says that no restart or join
+// fits.
+type waitNeverFits struct{ panicsOnRestart }
 
-func (restartNeverFits) RestartFits() bool { return false }
+func (waitNeverFits) WaitFits() bool { return false }
 
-// A target that says a restart does not fit now (a transaction the model
-// keeps would run out on its clock meanwhile: kafka.Target.RestartFits)
-// is not restarted: the exploration that met panicsOnRestart's panic
-// (above) runs clean.
-func TestABrokerIsNotRestartedWhenTheRestartDoesNotFit(t *testing.T) {
+// A target that says a restart or a join does not fit now (a transaction
+// the model keeps would run out on its clock meanwhile:
+// kafka.Target.WaitFits) is not restarted, and no join is sent to it:
+// the exploration that met panicsOnRestart's panic (above) meets none,
+// and whatever it finds (with no worker in a group, the trips are never
+// consumed) holds no restart and no join.
+func TestNoRestartOrJoinWhileAWaitDoesNotFit(t *testing.T) {
 	sc, err := ScenarioNamed("stable-id")
 	require.NoError(t, err)
 	opts := Options{Scenario: sc, TxnVersion: 1, Target: func() (model.Target, error) {
-		return restartNeverFits{panicsOnRestart{impl.New(impl.Config{TxnVersion: 1})}}, nil
+		return waitNeverFits{panicsOnRestart{impl.New(impl.Config{TxnVersion: 1})}}, nil
 	}}
 	out, err := Explore(opts, Budget{Checks: 200, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
 	require.NoError(t, err)
 	defer out.Discard()
-	require.Nil(t, out.Failure, "the broker was restarted")
+	require.NotNil(t, out.Failure, "no worker joins, so the trips are never consumed: progress breaks")
+	require.Nil(t, out.Failure.Panic(), "the broker was restarted")
+	h, _, _, _ := out.Failure.Found()
+	for _, op := range h.Ops {
+		require.NotEqual(t, model.JoinGroup, op.Kind, "a join was sent: %v", op)
+	}
 }

@@ -74,6 +74,9 @@ type run struct {
 	// delayed are requests the network holds back: their clients gave up
 	// on them and sent them again, and they arrive later all the same.
 	delayed []delayedRequest
+	// waitBlocked: the target said a restart or a join does not fit
+	// (see waitFits).
+	waitBlocked bool
 	// undecided counts the requests whose answer never came back.
 	undecided int
 	// shorterThan, when set, is how many operations a violation must
@@ -163,18 +166,20 @@ func procName(i int) string {
 	return name
 }
 
-// send records the process's next request as called.
+// send records the process's next request as called. A join is not sent
+// while it does not fit on the target's clock (see waitFits): it stays
+// the process's next request.
 func (r *run) send(p *proc) bool {
 	op, ok := model.Op{}, false
 	if p.resend != nil {
 		op, ok = *p.resend, true
-		p.resend = nil
 	} else {
 		op, ok = p.c.next()
 	}
-	if !ok {
+	if !ok || (op.Kind == model.JoinGroup && !r.waitFits()) {
 		return false
 	}
+	p.resend = nil
 	p.sent = r.record(histoOp(p.name, r.tick(), op))
 	return true
 }
@@ -276,6 +281,7 @@ func mayEndTxn(op model.Op) bool {
 // fetch is answered once it moves, and a worker refused its committed
 // offset as unstable. Each asks again, and waits anew if nothing changed.
 func (r *run) txnMayEnd() {
+	r.waitBlocked = false
 	for _, p := range r.procs {
 		if w, ok := p.c.(interface{ txnMayEnd() }); ok {
 			w.txnMayEnd()
