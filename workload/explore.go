@@ -111,15 +111,15 @@ func (b Budget) shrinkTime() time.Duration {
 	return b.ShrinkTime
 }
 
-// readableOps is how long a timeline a person reads at a glance: shorter
-// counterexamples settle rapid's shrinking (see settled), longer ones are
-// looked for again, shorter.
+// readableOps is how long a timeline a person reads at a glance: a
+// counterexample longer than that, once rapid's shrinking has settled
+// (see settled), is looked for again, shorter.
 const readableOps = 12
 
 // shortenRounds bounds the explorations looking for a shorter
 // counterexample, and shortenEffort sets their budgets (see Explore).
 const (
-	shortenRounds = 9
+	shortenRounds = 20
 	shortenEffort = 3
 )
 
