@@ -412,8 +412,11 @@ func TestAWaitWaitsOutANearlyDueTransaction(t *testing.T) {
 // (FINDINGS.md, round 10), and the model allows the join's answer.
 func TestKfakeLateSyncRemovesTheMember(t *testing.T) {
 	c := newRawCoordinator(t, "")
+	// Longer than the target's 50 ms, so that the sync sent at once
+	// cannot itself be late on a machine busy with other tests.
+	c.s.target.cfg.RebalanceTimeout = 250 * time.Millisecond
 	require.Zero(t, c.joinAndSync("on-time", 0), "a sync at once")
-	require.Equal(t, kerr.UnknownMemberID.Code, c.joinAndSync("late", 3*c.s.target.cfg.RebalanceTimeout), "a sync after the rebalance timeout")
+	require.Equal(t, kerr.UnknownMemberID.Code, c.joinAndSync("late", 2*c.s.target.cfg.RebalanceTimeout), "a sync after the rebalance timeout")
 }
 
 // joinAndSync is a new member's round in a group of its own, its

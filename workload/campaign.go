@@ -372,14 +372,7 @@ func (p *Progress) start(c Campaign, st *progressState) {
 				}
 				return
 			case <-tick.C:
-				line := st.line(c, time.Since(p.begun))
-				p.mu.Lock()
-				if p.terminal {
-					fmt.Fprintf(p.w, "\r\033[K%s", line)
-				} else {
-					fmt.Fprintln(p.w, line)
-				}
-				p.mu.Unlock()
+				p.print(st.line(c, time.Since(p.begun)), false)
 			}
 		}
 	}()
@@ -392,14 +385,23 @@ func (p *Progress) found(batch, checks int) {
 	if p == nil {
 		return
 	}
+	p.print(fmt.Sprintf("fencecheck: batch %d found a counterexample at %.1f s, after %d interleavings in all; shrinking it",
+		batch, time.Since(p.begun).Seconds(), checks), true)
+}
+
+// print writes one line: elsewhere than a terminal as a line of its own;
+// on a terminal over the line that redraws itself, which it replaces, or,
+// kept, above it.
+func (p *Progress) print(line string, kept bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	line := fmt.Sprintf("fencecheck: batch %d found a counterexample at %.1f s, after %d interleavings in all; shrinking it",
-		batch, time.Since(p.begun).Seconds(), checks)
-	if p.terminal {
-		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
-	} else {
+	switch {
+	case !p.terminal:
 		fmt.Fprintln(p.w, line)
+	case kept:
+		fmt.Fprintf(p.w, "\r\033[K%s\n", line)
+	default:
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
 	}
 }
 
