@@ -44,9 +44,9 @@ type Options struct {
 	Out string
 }
 
-// Test explores target's broker the way 'fencecheck run' does, one
-// scenario after another, and fails tb with each counterexample's timeline
-// and the path of its bug report. An error-code difference that Known does
+// Test explores target's broker the way 'fencecheck run' does, the
+// scenarios in turn, and fails tb with each counterexample's timeline and
+// the path of its bug report. An error-code difference that Known does
 // not list fails it too, with its history.
 func Test(tb testing.TB, target model.NewTarget, opts Options) {
 	tb.Helper()
@@ -54,13 +54,33 @@ func Test(tb testing.TB, target model.NewTarget, opts Options) {
 	if len(names) == 0 {
 		names = []string{"stable-id", "adversary"}
 	}
+	if opts.TxnVersion == 0 {
+		opts.TxnVersion = 2
+	}
+	if opts.Time == 0 {
+		opts.Time = 10 * time.Second
+	}
+	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime} // 0 is workload's default
+	var scenarios []workload.Scenario
+	var campaigns []workload.Campaign
+	var runners [][]workload.Runner
 	for _, name := range names {
 		sc, err := workload.ScenarioNamed(name)
 		if err != nil {
 			tb.Fatalf("fencecheck: %v", err)
 		}
-		explore(tb, target, sc, opts)
+		scenarios = append(scenarios, sc)
+		campaigns = append(campaigns, workload.Campaign{Name: sc.Name, Budget: budget, Time: opts.Time})
+		runners = append(runners, []workload.Runner{workload.InProcess(opts.workload(sc, target), budget.Steps, budget.ShrinkTime)})
 	}
+	workload.InTurn(campaigns, runners, nil, func(i int, out workload.CampaignOutcome, err error) {
+		tb.Helper()
+		if err != nil {
+			tb.Errorf("fencecheck: %s: %v", scenarios[i].Name, err)
+			return
+		}
+		judge(tb, target, scenarios[i], opts, out)
+	})
 }
 
 // Brokers is a target for Test: a Kafka cluster by its bootstrap
@@ -71,31 +91,23 @@ func Brokers(addrs ...string) model.NewTarget {
 	}
 }
 
-func explore(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts Options) {
+func (opts Options) workload(sc workload.Scenario, target model.NewTarget) workload.Options {
+	return workload.Options{Scenario: sc, Target: target, TxnVersion: opts.TxnVersion, Known: opts.Known, Swarm: true}
+}
+
+// judge fails tb with what exploring sc found.
+func judge(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts Options, out workload.CampaignOutcome) {
 	tb.Helper()
 	version := opts.TxnVersion
-	if version == 0 {
-		version = 2
-	}
-	wopts := workload.Options{Scenario: sc, Target: target, TxnVersion: version, Known: opts.Known, Swarm: true}
-	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime} // 0 is workload's default
-	limit := opts.Time
-	if limit == 0 {
-		limit = 10 * time.Second
-	}
-	out, err := workload.Campaign{Budget: budget, Time: limit}.Run([]workload.Runner{workload.InProcess(wopts, budget.Steps, budget.ShrinkTime)}, nil)
-	if err != nil {
-		tb.Fatalf("fencecheck: %s: %v", sc.Name, err)
-	}
 	tb.Logf("fencecheck: %s (transactions v%d), seed %d: %d interleavings, %d operations", sc.Name, version, out.Seed, out.Checks, out.Ops)
 	failed := out.Failure != nil
 	if failed {
 		reportFailure(tb, sc, version, out, opts.Out)
 	}
-	budget.Seed = out.Seed
 	all := out.Sightings.All()
 	if !failed {
-		all = workload.ShrinkAll(wopts, budget, all) // beside a violation, each keeps the shortest history seen
+		// beside a violation, each keeps the shortest history seen
+		all = workload.ShrinkAll(opts.workload(sc, target), workload.Budget{Checks: opts.Checks, Steps: 30, Seed: out.Seed, ShrinkTime: opts.ShrinkTime}, all)
 	}
 	for _, sg := range all {
 		if sg.Known != "" {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,8 @@ import (
 // every batch below it has ended: the same seed and flags find the same
 // first counterexample.
 type Campaign struct {
+	// Name names the campaign in progress lines when several run in turn.
+	Name string
 	// Budget is the batches' own (Steps, ShrinkTime) and the campaign's
 	// Seed; its Checks is the campaign's total, 0 to run until Time.
 	Budget
@@ -135,39 +138,75 @@ type CampaignOutcome struct {
 
 // Run runs the campaign on runners (one per batch at once) and reports
 // progress to p. The runners are closed when it returns.
-func (c Campaign) Run(runners []Runner, p *Progress) (CampaignOutcome, error) {
-	defer func() {
-		for _, r := range runners {
-			_ = r.Close()
-		}
-	}()
-	if c.Seed == 0 {
-		c.Seed = uint64(time.Now().UnixNano())
-	}
-	s := newSchedule(c)
-	s.progress = p
-	p.start(c, &s.state)
-	defer p.stop()
-	var wg sync.WaitGroup
-	for _, r := range runners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.work(r)
-		}()
-	}
-	wg.Wait()
-	return s.outcome()
+func (c Campaign) Run(runners []Runner, p *Progress) (out CampaignOutcome, err error) {
+	InTurn([]Campaign{c}, [][]Runner{runners}, p, func(_ int, o CampaignOutcome, e error) { out, err = o, e })
+	return out, err
 }
+
+// InTurn runs campaigns in turn, each on its own runners, a slice at a
+// time: in round r each campaign still running explores for firstSlice
+// times 2^r (with Checks set, firstSliceBatches times 2^r batches), until
+// it has found a counterexample or spent its own budget. A bug that only
+// the last campaign meets is then found within a second or two, not after
+// the time of every campaign before it (a 10 s default each), and a
+// campaign's outcome is what it would be run alone: its batches are the
+// same, and its counterexample is still its lowest failing batch's, since
+// every batch of a slice ends before the next campaign's slice starts.
+// ended is told each campaign's outcome as it ends, and the campaign's
+// runners are closed then. A single campaign runs in one slice.
+func InTurn(campaigns []Campaign, runners [][]Runner, p *Progress, ended func(i int, out CampaignOutcome, err error)) {
+	schedules := make([]*schedule, len(campaigns))
+	for i, c := range campaigns {
+		if c.Seed == 0 {
+			c.Seed = uint64(time.Now().UnixNano())
+		}
+		schedules[i] = newSchedule(c, p, len(campaigns) > 1)
+	}
+	p.start()
+	defer p.stop()
+	for round, left := 0, len(campaigns); left > 0; round++ {
+		for i, s := range schedules {
+			if s == nil {
+				continue
+			}
+			p.showing(s)
+			if !s.slice(runners[i], round) {
+				continue
+			}
+			out, err := s.outcome()
+			for _, r := range runners[i] {
+				_ = r.Close()
+			}
+			schedules[i], left = nil, left-1
+			ended(i, out, err)
+		}
+	}
+}
+
+// firstSlice and firstSliceBatches size a campaign's first slice when
+// campaigns run in turn (see InTurn); each round doubles them. Half a
+// second is enough to meet each of impl's named bugs in the scenario
+// that meets it, from most seeds (docs/time-to-catch.tsv, "found by").
+const (
+	firstSlice        = 500 * time.Millisecond
+	firstSliceBatches = 1
+)
 
 // schedule hands batches out in order and gathers what they found.
 type schedule struct {
-	c        Campaign
-	deadline time.Time
-	mu       sync.Mutex
-	next     int                        // the next batch, in this shard's count
-	running  map[int]context.CancelFunc // by global batch number
-	failed   *BatchResult
+	c     Campaign
+	named bool // its progress names its campaign
+	mu    sync.Mutex
+	next  int // the next batch, in this shard's count
+	// deadline (with a time budget) or lastBatch (with Checks) ends the
+	// current slice: no batch starts after it. used is the time spent in
+	// the slices before, and sliceStart when this one started.
+	deadline   time.Time
+	lastBatch  int
+	used       time.Duration
+	sliceStart time.Time
+	running    map[int]context.CancelFunc // by global batch number
+	failed     *BatchResult
 	// shrinkingFrom is the lowest batch shrinking a counterexample, -1
 	// while none is.
 	shrinkingFrom int
@@ -180,12 +219,46 @@ type schedule struct {
 	sightings map[int][]Sighting
 }
 
-func newSchedule(c Campaign) *schedule {
-	s := &schedule{c: c, shrinkingFrom: -1, running: map[int]context.CancelFunc{}, seen: map[uint64]bool{}, sightings: map[int][]Sighting{}}
-	if c.Checks == 0 {
-		s.deadline = time.Now().Add(c.Time)
+func newSchedule(c Campaign, p *Progress, named bool) *schedule {
+	return &schedule{c: c, named: named, progress: p, shrinkingFrom: -1, running: map[int]context.CancelFunc{}, seen: map[uint64]bool{}, sightings: map[int][]Sighting{}}
+}
+
+// slice runs batches on runners, one at a time on each, for the
+// campaign's round-th slice, or for all of it when it is the only one;
+// it reports whether the campaign has ended: it failed, or spent its
+// budget.
+func (s *schedule) slice(runners []Runner, round int) bool {
+	s.mu.Lock()
+	s.sliceStart = time.Now()
+	switch {
+	case s.c.Checks > 0 && s.named:
+		s.lastBatch = s.next + firstSliceBatches<<round
+	case s.c.Checks > 0:
+		s.lastBatch = math.MaxInt
+	case s.named:
+		s.deadline = s.sliceStart.Add(min(firstSlice<<round, s.c.Time-s.used))
+	default:
+		s.deadline = s.sliceStart.Add(s.c.Time)
 	}
-	return s
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Go(func() { s.work(r) })
+	}
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.used += time.Since(s.sliceStart)
+	switch {
+	case s.err != nil || s.failed != nil:
+		return true
+	case s.c.Checks > 0:
+		return s.next*s.c.batchChecks() >= s.c.Checks
+	case s.used >= s.c.Time:
+		s.state.outOfTime = true
+		return true
+	}
+	return false
 }
 
 func (c Campaign) batchChecks() int {
@@ -206,12 +279,11 @@ func (s *schedule) take() (Batch, context.Context, bool) {
 		return Batch{}, nil, false
 	case s.c.Checks > 0:
 		left := s.c.Checks - s.next*size
-		if left <= 0 {
+		if left <= 0 || s.next >= s.lastBatch {
 			return Batch{}, nil, false
 		}
 		checks = min(size, left)
 	case !time.Now().Before(s.deadline):
-		s.state.outOfTime = true
 		return Batch{}, nil, false
 	}
 	i := s.c.Shard.batch(s.next)
@@ -252,7 +324,7 @@ func (s *schedule) shrinking(i int) {
 		return
 	}
 	s.shrinkingFrom = i
-	s.progress.found(i, s.state.checksSoFar())
+	s.progress.found(s.name(), i, s.state.checksSoFar())
 	for j, cancel := range s.running {
 		if j > i {
 			cancel()
@@ -339,7 +411,8 @@ type Progress struct {
 	terminal bool
 	every    time.Duration
 	begun    time.Time
-	mu       sync.Mutex // one line at a time
+	current  atomic.Pointer[schedule] // the campaign exploring
+	mu       sync.Mutex               // one line at a time
 	done     chan struct{}
 	wg       sync.WaitGroup
 }
@@ -353,7 +426,7 @@ func NewProgress(w io.Writer, terminal bool) *Progress {
 	return &Progress{w: w, terminal: terminal, every: every}
 }
 
-func (p *Progress) start(c Campaign, st *progressState) {
+func (p *Progress) start() {
 	if p == nil {
 		return
 	}
@@ -372,21 +445,31 @@ func (p *Progress) start(c Campaign, st *progressState) {
 				}
 				return
 			case <-tick.C:
-				p.print(st.line(c, time.Since(p.begun)), false)
+				if s := p.current.Load(); s != nil {
+					p.print(s.line(), false)
+				}
 			}
 		}
 	}()
 }
 
+// showing makes s the campaign the progress line is about.
+func (p *Progress) showing(s *schedule) {
+	if p != nil {
+		p.current.Store(s)
+	}
+}
+
 // found says at once (on a terminal, above the line that redraws itself)
-// that batch found a counterexample, with checks interleavings run in all
-// so far: a shrinking that may take minutes follows.
-func (p *Progress) found(batch, checks int) {
+// that batch of the campaign named found a counterexample, with checks
+// interleavings run in all so far: a shrinking that may take minutes
+// follows.
+func (p *Progress) found(named string, batch, checks int) {
 	if p == nil {
 		return
 	}
-	p.print(fmt.Sprintf("fencecheck: batch %d found a counterexample at %.1f s, after %d interleavings in all; shrinking it",
-		batch, time.Since(p.begun).Seconds(), checks), true)
+	p.print(fmt.Sprintf("fencecheck: %sbatch %d found a counterexample at %.1f s, after %d interleavings in all; shrinking it",
+		named, batch, time.Since(p.begun).Seconds(), checks), true)
 }
 
 // print writes one line: elsewhere than a terminal as a line of its own;
@@ -406,7 +489,7 @@ func (p *Progress) print(line string, kept bool) {
 }
 
 func (p *Progress) stop() {
-	if p == nil {
+	if p == nil || p.done == nil {
 		return
 	}
 	close(p.done)
@@ -464,7 +547,20 @@ func (st *progressState) checksSoFar() int {
 	return checks
 }
 
-func (st *progressState) line(c Campaign, elapsed time.Duration) string {
+// name prefixes the campaign's lines when several run in turn.
+func (s *schedule) name() string {
+	if !s.named {
+		return ""
+	}
+	return s.c.Name + ": "
+}
+
+// line is the campaign's progress line.
+func (s *schedule) line() string {
+	s.mu.Lock()
+	elapsed := s.used + time.Since(s.sliceStart)
+	s.mu.Unlock()
+	st, c := &s.state, s.c
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	checks, shrinks, ops, shrinking := st.checks, st.shrinks, st.ops, -1
@@ -474,7 +570,7 @@ func (st *progressState) line(c Campaign, elapsed time.Duration) string {
 			shrinking = i
 		}
 	}
-	line := fmt.Sprintf("fencecheck: %d interleavings", checks)
+	line := fmt.Sprintf("fencecheck: %s%d interleavings", s.name(), checks)
 	if shrinks > 0 {
 		line += fmt.Sprintf(" (and %d runs shrinking)", shrinks)
 	}

@@ -30,7 +30,7 @@ func (f *fakeRunner) Run(ctx context.Context, b Batch, progress func(BatchProgre
 		return BatchResult{}, ctx.Err()
 	case <-time.After(wait):
 	}
-	progress(BatchProgress{Checks: b.Checks})
+	progress(BatchProgress{Checks: b.Checks, Shrinking: f.failing[b.Index]})
 	res := BatchResult{Batch: b, Outcome: Outcome{Seed: b.Seed, Checks: b.Checks}, Sequences: []uint64{uint64(b.Index)}}
 	if f.failing[b.Index] {
 		res.Outcome.Failure = &Failure{}
@@ -197,4 +197,41 @@ func TestBatchResultRoundTrips(t *testing.T) {
 		require.Equal(t, historyJSON(res.Sightings[i].History), historyJSON(back.Sightings[i].History))
 		require.Equal(t, res.Sightings[i].Report.Verdicts, back.Sightings[i].Report.Verdicts)
 	}
+}
+
+// Campaigns run in turn end as soon as they find a counterexample, not
+// after the budgets of the campaigns before them, and each finds what it
+// finds alone: its lowest failing batch.
+func TestInTurnFindsALateCampaignsBugEarly(t *testing.T) {
+	quiet, quietRan := fakeRunners(2, nil, 1)
+	buggy, _ := fakeRunners(2, map[int]bool{5: true, 6: true}, 2)
+	campaigns := []Campaign{{Name: "quiet", Budget: Budget{Seed: 1, Checks: 100 * DefaultBatchChecks}}, {Name: "buggy", Budget: Budget{Seed: 2, Checks: 100 * DefaultBatchChecks}}}
+	var order []string
+	var quietBatchesThen int
+	var progress bytes.Buffer
+	outcomes := map[string]CampaignOutcome{}
+	InTurn(campaigns, [][]Runner{quiet, buggy}, NewProgress(&progress, false), func(i int, out CampaignOutcome, err error) {
+		require.NoError(t, err)
+		order = append(order, campaigns[i].Name)
+		outcomes[campaigns[i].Name] = out
+		if campaigns[i].Name == "buggy" {
+			quietBatchesThen = len(*quietRan)
+		}
+	})
+	require.Equal(t, []string{"buggy", "quiet"}, order, "the buggy campaign ends first")
+	require.Equal(t, 7, quietBatchesThen, "slices of 1, 2 and 4 batches each: the buggy one fails in its third, batches 3 to 6")
+	require.Equal(t, 5, outcomes["buggy"].FailedBatch.Index, "its lowest failing batch, as alone")
+	require.Equal(t, 100*DefaultBatchChecks, outcomes["quiet"].Checks, "the quiet campaign still runs its whole budget")
+	require.Nil(t, outcomes["quiet"].Failure)
+	require.Regexp(t, `(?m)^fencecheck: buggy: batch 5 found a counterexample`, progress.String(), "the campaign is named")
+
+	// With a time budget, each campaign gets its own.
+	a, _ := fakeRunners(1, nil, 3)
+	b, _ := fakeRunners(1, nil, 4)
+	start := time.Now()
+	InTurn([]Campaign{{Time: 300 * time.Millisecond}, {Time: 300 * time.Millisecond}}, [][]Runner{a, b}, nil, func(_ int, out CampaignOutcome, err error) {
+		require.NoError(t, err)
+		require.True(t, out.OutOfTime)
+	})
+	require.GreaterOrEqual(t, time.Since(start), 600*time.Millisecond)
 }

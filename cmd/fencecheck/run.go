@@ -96,7 +96,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
 		"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
 		"Each scenario (and mutant) is explored for --time, or --checks\n"+
-		"interleavings, in batches run side by side (--parallel) or split among\n"+
+		"interleavings, the scenarios taking turns in slices that double each\n"+
+		"round, in batches run side by side (--parallel) or split among\n"+
 		"the jobs of a CI matrix (--shard); the same seed and flags give the same\n"+
 		"counterexample whatever runs the batches.\n"+
 		"Known findings (--known) and error-code differences (a rightful refusal\n"+
@@ -130,22 +131,23 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
 		return exitUsage
 	}
-	exit, runs := exitHeld, mutantRuns(f.mutant)
+	if os.Getenv(workerEnv) == "1" {
+		// A worker's flags pin one scenario and one set of mutants.
+		f.mutants = mutantRuns(f.mutant)[0]
+		return serveBatches(workload.InProcess(f.options(scenarios[0]), f.steps, f.shrinkTime), os.Stdin, stdout)
+	}
+	exit := exitHeld
 	var sum summary
-	out := f.out
-	for _, mutants := range runs {
+	for _, mutants := range mutantRuns(f.mutant) {
 		f.mutants = mutants
-		for _, sc := range scenarios {
-			if out != "" && len(runs)*len(scenarios) > 1 {
-				f.out = filepath.Join(out, explorationDir(sc.Name, mutants))
-			}
-			code, ex := explore(sc, f, stdout, stderr)
-			exit = max(exit, code)
-			sum.add(ex, out)
+		code, explored := exploreInTurn(scenarios, f, stdout, stderr)
+		exit = max(exit, code)
+		for _, ex := range explored {
+			sum.add(ex, f.out)
 		}
 	}
-	if out != "" && os.Getenv(workerEnv) != "1" {
-		if err := sum.write(out); err != nil {
+	if f.out != "" {
+		if err := sum.write(f.out); err != nil {
 			fmt.Fprintf(stderr, "fencecheck run: writing the summary: %v\n", err)
 			return max(exit, exitViolated)
 		}
@@ -298,22 +300,59 @@ func (f *runFlags) loadKnown() error {
 	return nil
 }
 
-func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, exploration) {
-	opts := workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm}
-	campaign := workload.Campaign{Budget: workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime},
-		Time: f.time, Shard: f.shard, BatchChecks: f.batchChecks()}
-	if os.Getenv(workerEnv) == "1" {
-		return serveBatches(workload.InProcess(opts, f.steps, f.shrinkTime), os.Stdin, stdout), exploration{}
+func (f runFlags) options(sc workload.Scenario) workload.Options {
+	return workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm}
+}
+
+// exploreInTurn explores the scenarios in turn (workload.InTurn: a bug
+// that only the last meets is found in its first slice, not after every
+// other scenario's --time) and reports each exploration: one that found
+// a violation as soon as it ends, the others once all have ended, in the
+// order given.
+func exploreInTurn(scenarios []workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, []exploration) {
+	var campaigns []workload.Campaign
+	var runners [][]workload.Runner
+	for _, sc := range scenarios {
+		r, err := f.runners(f.options(sc), sc)
+		if err != nil {
+			fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
+			return exitUsage, nil
+		}
+		runners = append(runners, r)
+		campaigns = append(campaigns, workload.Campaign{Name: sc.Name, Time: f.time, Shard: f.shard, BatchChecks: f.batchChecks(),
+			Budget: workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}})
 	}
-	runners, err := f.runners(opts, sc)
-	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
-		return exitUsage, exploration{}
+	exit, explored := exitHeld, make([]exploration, len(scenarios))
+	outcomes := make([]*workload.CampaignOutcome, len(scenarios))
+	report := func(i int) {
+		code, ex := f.report(scenarios[i], *outcomes[i], len(scenarios) > 1, stdout, stderr)
+		exit, explored[i] = max(exit, code), ex
 	}
-	out, err := campaign.Run(runners, workload.NewProgress(stderr, isTerminal(stderr)))
-	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
-		return exitUsage, exploration{}
+	workload.InTurn(campaigns, runners, workload.NewProgress(stderr, isTerminal(stderr)), func(i int, out workload.CampaignOutcome, err error) {
+		if err != nil {
+			fmt.Fprintf(stderr, "fencecheck run: %s: %v\n", scenarios[i].Name, err)
+			exit = exitUsage
+			return
+		}
+		outcomes[i] = &out
+		if out.Failure != nil {
+			report(i)
+		}
+	})
+	for i, out := range outcomes {
+		if out != nil && out.Failure == nil {
+			report(i)
+		}
+	}
+	return exit, slices.DeleteFunc(explored, func(ex exploration) bool { return ex.Run.Scenario == "" })
+}
+
+// report prints what exploring sc found, and saves its bug report and
+// histories: under --out itself, or, when several explorations share
+// --out, under a directory of their own.
+func (f runFlags) report(sc workload.Scenario, out workload.CampaignOutcome, shared bool, stdout, stderr io.Writer) (int, exploration) {
+	if f.out != "" && (shared || len(mutantRuns(f.mutant)) > 1) {
+		f.out = filepath.Join(f.out, explorationDir(sc.Name, f.mutants))
 	}
 	fmt.Fprintf(stdout, "== %s on %s (transactions v%d), seed %d: %s\n", sc.Name, f.targetName(), f.txnVersion, out.Seed, sc.About())
 	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed, Batch: out.FailedBatch.Index, Swarm: f.swarm,
@@ -325,7 +364,7 @@ func explore(sc workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, e
 	if out.Failure == nil && len(all) > 0 && all[0].Known == "" {
 		fmt.Fprintln(stderr, "fencecheck: shrinking each error-code difference")
 		shrink := workload.Budget{Checks: workload.DefaultBatchChecks, Steps: f.steps, Seed: out.Seed, ShrinkTime: f.shrinkTime}
-		all = workload.ShrinkAll(opts, shrink, all)
+		all = workload.ShrinkAll(f.options(sc), shrink, all)
 	}
 	code, saved := reportSightings(all, f.out, sc.Name, stdout, stderr)
 	return max(exit, code), summarize(run, f, out, bundle, all, saved)
