@@ -192,7 +192,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 				opts.Observe(r.h)
 			}
 			if r.panicked == nil {
-				r.judge(r.h)
+				r.judge(r.judged())
 			}
 		}
 		if r.panicked != nil && r.broken == nil && r.counts(r.h) {
@@ -271,6 +271,24 @@ func (r *run) checkSoFar() {
 		r.judge(h)
 	}
 	r.tooLong = r.broken == nil && r.shorterThan > 0 && len(r.h.Ops) >= r.shorterThan
+}
+
+// outgrown reports whether the history is as long as the counterexample
+// to beat: no safety check that breaks from here on can give a shorter
+// one (see checkSoFar), so the quiet phase stops there.
+func (r *run) outgrown() bool { return r.shorterThan > 0 && len(r.h.Ops) >= r.shorterThan }
+
+// judged is the history the run is judged on at its end: all of it, or,
+// when the quiet phase stopped because it had outgrown the counterexample
+// to beat, the part of it that can still give a shorter one, judged as
+// checkSoFar does (progress and the trips that had to arrive only count at
+// the end).
+func (r *run) judged() histories.History {
+	h := r.h
+	if r.outgrown() {
+		h.Trips = nil
+	}
+	return h
 }
 
 // decided reports whether the run has nothing more to show: a check has

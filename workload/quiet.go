@@ -41,18 +41,18 @@ func (r *run) quiesce() {
 	}
 	r.deliverInFlight()
 	rivals := r.settle()
-	if r.panicked != nil {
-		return // the target is not asked again
+	if r.panicked != nil || r.outgrown() {
+		return // the target is not asked again, or nothing more counts
 	}
 	if rivals {
 		r.readOutputs() // what the replicas fencing each other left: no timeout changes it
 		return
 	}
 	late := len(r.delayed) > 0
-	for len(r.delayed) > 0 {
+	for len(r.delayed) > 0 && !r.outgrown() {
 		r.deliverDelayedAt(0)
 	}
-	if !late && r.readOutputs() {
+	if r.outgrown() || !late && r.readOutputs() {
 		return
 	}
 	r.clockTick(r.tickLength(tickSizes[len(tickSizes)-1]))
@@ -62,7 +62,9 @@ func (r *run) quiesce() {
 	// its rounds.
 	r.stuck = 0
 	r.settle()
-	r.readOutputs()
+	if !r.outgrown() {
+		r.readOutputs()
+	}
 }
 
 // deliverInFlight answers every request in flight once the faults stop.
@@ -88,8 +90,8 @@ func (r *run) settle() (rivals bool) {
 		if len(r.rivalFenced) == len(r.slots) {
 			return true
 		}
-		if r.panicked != nil {
-			return false // the target is not asked again
+		if r.panicked != nil || r.outgrown() {
+			return false // the target is not asked again, or nothing more counts
 		}
 		if r.stuck >= 2*len(r.slots) || r.idleRounds > roundsWithoutCommit {
 			return false // restarts or rebalances without a commit: no progress

@@ -107,6 +107,28 @@ func TestLongRunsEndWhileLookingForShorter(t *testing.T) {
 	require.NotNil(t, broken.broken)
 }
 
+// TestQuietPhaseStopsOnceTooLong: while a shorter counterexample is looked
+// for, the quiet phase stops once the history is as long as the one to
+// beat (no check that breaks later could give a shorter one), within a
+// round of every process; left alone it runs every process to its end.
+func TestQuietPhaseStopsOnceTooLong(t *testing.T) {
+	sc, err := ScenarioNamed("stable-id")
+	require.NoError(t, err)
+	longest := func(shorterThan int) int {
+		most := 0
+		opts := Options{Scenario: sc, TxnVersion: 2, shorterThan: shorterThan, Target: func() (model.Target, error) {
+			return impl.New(impl.Config{TxnVersion: 2}), nil
+		}, Observe: func(h histories.History) { most = max(most, len(h.Ops)) }}
+		out, err := explore(opts, Budget{Checks: 200, Steps: 5, Seed: 3}, nil, BatchProgress{})
+		require.NoError(t, err)
+		require.Nil(t, out.Failure, "a history cut short is not judged for progress")
+		return most
+	}
+	const bound, aRound = 6, 8
+	require.Greater(t, longest(0), bound+aRound, "the quiet phase alone makes long histories")
+	require.LessOrEqual(t, longest(bound), bound+aRound)
+}
+
 // TestShrinkingIsNotExploring: an outcome's Checks are the interleavings
 // explored up to the first that failed, and the runs shrinking it are
 // counted apart: exploring one interleaving fewer from the same seed finds
