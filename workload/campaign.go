@@ -67,11 +67,27 @@ func (s Shard) batch(n int) int { return s.Index + n*max(s.Of, 1) }
 // campaign of one batch explores what one Explore from that seed does.
 func BatchSeed(seed uint64, i int) uint64 { return seed + uint64(i)*0x9e3779b97f4a7c15 }
 
-// Batch is one batch to run: its number, seed and size.
+// Batch is one batch to run: its number, seed and size. A batch with a
+// Round is a round of the search for a shorter counterexample than batch
+// Index found (see shortening): only a violation in fewer than
+// ShorterThan operations counts.
 type Batch struct {
-	Index  int
-	Seed   uint64
-	Checks int
+	Index       int
+	Seed        uint64
+	Checks      int
+	Round       int `json:",omitempty"`
+	ShorterThan int `json:",omitempty"`
+}
+
+// key tells running batches apart: the rounds of a search share their
+// batch's number, and a round started again against a shorter
+// counterexample its number.
+type key struct{ batch, round, shorterThan int }
+
+func (b Batch) key() key { return key{b.Index, b.Round, b.ShorterThan} }
+
+func (b Batch) round() round {
+	return round{N: b.Round, Seed: b.Seed, Checks: b.Checks, ShorterThan: b.ShorterThan}
 }
 
 // BatchResult is what a batch found.
@@ -112,7 +128,14 @@ func (p *inProcess) Run(_ context.Context, b Batch, progress func(BatchProgress)
 	defer p.mu.Unlock()
 	opts := p.opts
 	opts.Sightings, opts.Coverage = NewSightings(), NewCoverage()
-	out, err := Explore(opts, Budget{Checks: b.Checks, Steps: p.steps, Seed: b.Seed, ShrinkTime: p.shrinkTime}, progress)
+	budget := Budget{Checks: b.Checks, Steps: p.steps, Seed: b.Seed, ShrinkTime: p.shrinkTime}
+	var out Outcome
+	var err error
+	if b.Round > 0 {
+		out, err = explore(opts.shortening(b.round()), budget, progress, BatchProgress{Shrinking: true})
+	} else {
+		out, err = explore(opts, budget, progress, BatchProgress{}) // the campaign looks for a shorter one
+	}
 	return BatchResult{Batch: b, Outcome: out, Sightings: opts.Sightings.All(), Sequences: opts.Coverage.sequenceHashes()}, err
 }
 
@@ -205,8 +228,13 @@ type schedule struct {
 	lastBatch  int
 	used       time.Duration
 	sliceStart time.Time
-	running    map[int]context.CancelFunc // by global batch number
-	failed     *BatchResult
+	running    map[key]context.CancelFunc
+	// idle wakes the runners waiting for work that a running batch may
+	// yet make: a search for a shorter counterexample.
+	idle   *sync.Cond
+	failed *BatchResult
+	// search looks for a shorter counterexample than failed's.
+	search *shortening
 	// shrinkingFrom is the lowest batch shrinking a counterexample, -1
 	// while none is.
 	shrinkingFrom int
@@ -220,7 +248,9 @@ type schedule struct {
 }
 
 func newSchedule(c Campaign, p *Progress, named bool) *schedule {
-	return &schedule{c: c, named: named, progress: p, shrinkingFrom: -1, running: map[int]context.CancelFunc{}, seen: map[uint64]bool{}, sightings: map[int][]Sighting{}}
+	s := &schedule{c: c, named: named, progress: p, shrinkingFrom: -1, running: map[key]context.CancelFunc{}, seen: map[uint64]bool{}, sightings: map[int][]Sighting{}}
+	s.idle = sync.NewCond(&s.mu)
+	return s
 }
 
 // slice runs batches on runners, one at a time on each, for the
@@ -268,32 +298,63 @@ func (c Campaign) batchChecks() int {
 	return DefaultBatchChecks
 }
 
-// take is the next batch to run, if any is left to start.
+// take is the next batch to run, if any is left to start: a round of the
+// search for a shorter counterexample first, then the next batch to
+// explore. While none is, and a batch running may yet start a search, it
+// waits.
 func (s *schedule) take() (Batch, context.Context, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for {
+		if s.err != nil {
+			return Batch{}, nil, false
+		}
+		b, ok := s.nextRound()
+		if !ok {
+			b, ok = s.nextBatch()
+		}
+		if ok {
+			ctx, cancel := context.WithCancel(context.Background())
+			s.running[b.key()] = cancel
+			return b, ctx, true
+		}
+		if len(s.running) == 0 {
+			return Batch{}, nil, false
+		}
+		s.idle.Wait()
+	}
+}
+
+// nextRound is the next round of the search for a shorter
+// counterexample, if one may start.
+func (s *schedule) nextRound() (Batch, bool) {
+	r, ok := s.search.start()
+	if !ok {
+		return Batch{}, false
+	}
+	return Batch{Index: s.failed.Batch.Index, Seed: r.Seed, Checks: r.Checks, Round: r.N, ShorterThan: r.ShorterThan}, true
+}
+
+// nextBatch is the next batch to explore, if one is left to start.
+func (s *schedule) nextBatch() (Batch, bool) {
 	size := s.c.batchChecks()
 	checks := size
 	switch {
-	case s.err != nil:
-		return Batch{}, nil, false
 	case s.c.Checks > 0:
 		left := s.c.Checks - s.next*size
 		if left <= 0 || s.next >= s.lastBatch {
-			return Batch{}, nil, false
+			return Batch{}, false
 		}
 		checks = min(size, left)
 	case !time.Now().Before(s.deadline):
-		return Batch{}, nil, false
+		return Batch{}, false
 	}
 	i := s.c.Shard.batch(s.next)
 	if i > s.firstFailing() {
-		return Batch{}, nil, false // a batch after the first failure shows nothing that counts
+		return Batch{}, false // a batch after the first failure shows nothing that counts
 	}
 	s.next++
-	ctx, cancel := context.WithCancel(context.Background())
-	s.running[i] = cancel
-	return Batch{Index: i, Seed: BatchSeed(s.c.Seed, i), Checks: checks}, ctx, true
+	return Batch{Index: i, Seed: BatchSeed(s.c.Seed, i), Checks: checks}, true
 }
 
 // work runs batches on r until none is left.
@@ -304,7 +365,7 @@ func (s *schedule) work(r Runner) {
 			return
 		}
 		res, err := r.Run(ctx, b, func(p BatchProgress) {
-			s.state.running(b.Index, &p)
+			s.state.running(b.key(), &p)
 			if p.Shrinking {
 				s.shrinking(b.Index)
 			}
@@ -315,8 +376,9 @@ func (s *schedule) work(r Runner) {
 
 // shrinking takes word that batch i found a counterexample and is
 // shrinking it: the batches after it are stopped at once, not when its
-// shrinking ends, so that it has the machine to itself (they would be
-// discarded then, their own counterexamples too).
+// shrinking ends (they would be discarded then, their own
+// counterexamples too), and the runners they free go to the rounds of
+// its search for a shorter one.
 func (s *schedule) shrinking(i int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -325,8 +387,12 @@ func (s *schedule) shrinking(i int) {
 	}
 	s.shrinkingFrom = i
 	s.progress.found(s.name(), i, s.state.checksSoFar())
+	if s.failed != nil && s.failed.Batch.Index > i {
+		s.search.discard() // batch i's counterexample comes first
+		s.search = nil
+	}
 	for j, cancel := range s.running {
-		if j > i {
+		if j.batch > i {
 			cancel()
 		}
 	}
@@ -346,26 +412,31 @@ func (s *schedule) firstFailing() int {
 }
 
 // end takes a batch's result: a batch stopped midway (one after a
-// failure) counts for nothing.
+// failure, or a stale round) counts for nothing.
 func (s *schedule) end(b Batch, res BatchResult, err error, stopped bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cancel := s.running[b.Index]; cancel != nil {
+	defer s.idle.Broadcast() // a round may start, or nothing is left to wait for
+	if cancel := s.running[b.key()]; cancel != nil {
 		cancel()
 	}
-	delete(s.running, b.Index)
-	s.state.running(b.Index, nil)
-	if stopped {
-		res.Outcome.Discard()
-		return
-	}
-	if err != nil {
+	delete(s.running, b.key())
+	s.state.running(b.key(), nil)
+	if err != nil && !stopped {
 		if s.err == nil && !errors.Is(err, context.Canceled) {
 			s.err = fmt.Errorf("batch %d (seed %d): %w", b.Index, b.Seed, err)
 		}
 		return
 	}
-	s.state.ended(res, s.seen)
+	if b.Round > 0 {
+		s.endRound(b, res, stopped)
+		return
+	}
+	if stopped {
+		res.Outcome.Discard()
+		return
+	}
+	s.state.ended(res, s.seen, true)
 	s.sightings[b.Index] = res.Sightings
 	if res.Outcome.Failure == nil {
 		return
@@ -375,12 +446,33 @@ func (s *schedule) end(b Batch, res BatchResult, err error, stopped bool) {
 		return
 	}
 	if s.failed != nil {
+		s.search.discard()
 		s.failed.Outcome.Discard()
 	}
 	s.failed = &res
-	for i, cancel := range s.running {
-		if i > b.Index {
+	s.search = newShortening(res.Outcome, b.Checks, s.c.shrinkTime())
+	for k, cancel := range s.running {
+		if k.batch > b.Index {
 			cancel() // what they find comes after this failure
+		}
+	}
+}
+
+// endRound takes a round's result: the search's, unless the search is
+// another batch's now, or the round was stopped (it was stale).
+func (s *schedule) endRound(b Batch, res BatchResult, stopped bool) {
+	if s.search == nil || s.failed.Batch.Index != b.Index {
+		res.Outcome.Discard()
+		return
+	}
+	if stopped {
+		res = BatchResult{}
+	} else {
+		s.state.ended(res, s.seen, false)
+	}
+	for _, stale := range s.search.end(b.round(), res.Outcome, res.Sightings) {
+		if cancel := s.running[key{b.Index, stale.N, stale.ShorterThan}]; cancel != nil {
+			cancel()
 		}
 	}
 }
@@ -389,6 +481,10 @@ func (s *schedule) outcome() (CampaignOutcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.state
+	if s.search != nil {
+		s.failed.Outcome = s.search.best
+		s.sightings[s.failed.Batch.Index] = append(s.sightings[s.failed.Batch.Index], s.search.sightings...)
+	}
 	sightings := NewSightings()
 	for _, i := range slices.Sorted(maps.Keys(s.sightings)) {
 		if s.failed == nil || i <= s.failed.Batch.Index {
@@ -505,15 +601,15 @@ type progressState struct {
 	batches        int
 	sequences      int
 	outOfTime      bool
-	runningBatches map[int]BatchProgress
+	runningBatches map[key]BatchProgress
 }
 
 // running notes how far a running batch has got; nil when it has ended.
-func (st *progressState) running(batch int, p *BatchProgress) {
+func (st *progressState) running(batch key, p *BatchProgress) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.runningBatches == nil {
-		st.runningBatches = map[int]BatchProgress{}
+		st.runningBatches = map[key]BatchProgress{}
 	}
 	if p == nil {
 		delete(st.runningBatches, batch)
@@ -522,13 +618,15 @@ func (st *progressState) running(batch int, p *BatchProgress) {
 	st.runningBatches[batch] = *p
 }
 
-func (st *progressState) ended(res BatchResult, seen map[uint64]bool) {
+func (st *progressState) ended(res BatchResult, seen map[uint64]bool, batch bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.checks += res.Outcome.Checks
 	st.shrinks += res.Outcome.Shrinks
 	st.ops += res.Outcome.Ops
-	st.batches++
+	if batch {
+		st.batches++ // not a round of a search for a shorter counterexample
+	}
 	for _, h := range res.Sequences {
 		seen[h] = true
 	}
@@ -566,8 +664,8 @@ func (s *schedule) line() string {
 	checks, shrinks, ops, shrinking := st.checks, st.shrinks, st.ops, -1
 	for i, r := range st.runningBatches {
 		checks, shrinks, ops = checks+r.Checks, shrinks+r.Shrinks, ops+r.Ops
-		if r.Shrinking && (shrinking < 0 || i < shrinking) {
-			shrinking = i
+		if r.Shrinking && (shrinking < 0 || i.batch < shrinking) {
+			shrinking = i.batch
 		}
 	}
 	line := fmt.Sprintf("fencecheck: %s%d interleavings", s.name(), checks)

@@ -3,12 +3,15 @@ package workload
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/histories"
 )
 
 // fakeRunner "finds" a counterexample in the batches of failing, taking a
@@ -234,4 +237,64 @@ func TestInTurnFindsALateCampaignsBugEarly(t *testing.T) {
 		require.True(t, out.OutOfTime)
 	})
 	require.GreaterOrEqual(t, time.Since(start), 600*time.Millisecond)
+}
+
+// shortensRunner's batch 0 finds a counterexample of 16 operations; round
+// r of the search for a shorter one finds one of found[r] operations
+// when that is shorter than the round's bound. Each takes a random while,
+// so that rounds end out of order.
+type shortensRunner struct {
+	found map[int]int
+	rng   *rand.Rand
+	mu    *sync.Mutex
+}
+
+func failureOf(ops int) *Failure {
+	return &Failure{found: true, history: histories.History{Ops: make([]histories.Op, ops)}}
+}
+
+func (r *shortensRunner) Run(ctx context.Context, b Batch, progress func(BatchProgress)) (BatchResult, error) {
+	r.mu.Lock()
+	wait := time.Duration(r.rng.IntN(2000)) * time.Microsecond
+	r.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return BatchResult{}, ctx.Err()
+	case <-time.After(wait):
+	}
+	res := BatchResult{Batch: b, Outcome: Outcome{Seed: b.Seed, Checks: b.Checks, Shrinks: 1}}
+	switch {
+	case b.Round == 0 && b.Index == 0:
+		res.Outcome.Failure = failureOf(16)
+	case b.Round > 0 && r.found[b.Round] > 0 && r.found[b.Round] < b.ShorterThan:
+		res.Outcome.Failure = failureOf(r.found[b.Round])
+		res.Outcome.Log = fmt.Sprint("round ", b.Round)
+	}
+	return res, nil
+}
+
+func (r *shortensRunner) Close() error { return nil }
+
+// The search for a shorter counterexample runs its rounds side by side
+// and ends with what one round after another ends with: round 2 beats 16
+// with 14, round 3 beats 14 with 13, round 5 beats 13 with 11, short
+// enough; round 4's 15 and round 6's 8 never count.
+func TestShorteningRoundsSideBySideEndAsInTurn(t *testing.T) {
+	found := map[int]int{1: 20, 2: 14, 3: 13, 4: 15, 5: 11, 6: 8}
+	for parallel := 1; parallel <= 5; parallel++ {
+		for try := range 4 {
+			var runners []Runner
+			mu := &sync.Mutex{}
+			for i := range parallel {
+				runners = append(runners, &shortensRunner{found: found, mu: mu, rng: rand.New(rand.NewPCG(uint64(try), uint64(i)))})
+			}
+			out, err := Campaign{Budget: Budget{Seed: 1, Checks: DefaultBatchChecks}}.Run(runners, nil)
+			require.NoError(t, err)
+			require.NotNil(t, out.Failure)
+			h, _, _, _ := out.Failure.Outcome.Failure.Found()
+			require.Len(t, h.Ops, 11, "parallel %d try %d", parallel, try)
+			require.Equal(t, "round 5", out.Failure.Outcome.Log)
+			require.Equal(t, 6, out.Failure.Outcome.Shrinks, "the batch's shrinking and rounds 1 to 5, each once: parallel %d try %d", parallel, try)
+		}
+	}
 }

@@ -70,38 +70,31 @@ type BatchProgress struct {
 // seed derived from the first, count only a violation (of any check)
 // whose timeline is shorter than the last counterexample's, so that rapid
 // shrinks nothing else; a run in them ends as soon as its history, every
-// check holding, is as long as that (see checkSoFar), so they try a few
-// times as many runs a second. Up to shortenRounds of them, the nth with
-// n times shortenEffort times the first's checks (a bug the first met
-// late may take longer to meet again), and none started once the search
-// has taken the budget's ShrinkTime.
+// check holding, is as long as that (see checkSoFar and outgrown), so
+// they try a few times as many runs a second. Up to shortenRounds of
+// them, the nth with n times shortenEffort times the first's checks (a
+// bug the first met late may take longer to meet again), and none
+// started once the search has taken the budget's ShrinkTime (see
+// shortening). Explore runs them one after another; a campaign runs them
+// side by side on its runners, to the same end.
 func Explore(opts Options, b Budget, progress func(BatchProgress)) (Outcome, error) {
 	if b.Seed == 0 && b.Replay == "" {
 		b.Seed = uint64(time.Now().UnixNano())
 	}
-	// rapid asks testing.Short, which needs the testing flags registered
-	// and parsed; in a test binary both are done already.
-	testing.Init()
-	if !flag.Parsed() {
-		_ = flag.CommandLine.Parse(nil)
-	}
 	out, err := explore(opts, b, progress, BatchProgress{})
-	first, since := b.Checks, time.Now()
-	for round := uint64(1); err == nil && b.Replay == "" && round <= shortenRounds && out.longerThan(readableOps) && time.Since(since) < b.shrinkTime(); round++ {
-		h, _, _, _ := out.Failure.Found()
-		opts.shorterThan = len(h.Ops)
-		b.Seed, b.Checks = out.Seed+round, first*shortenEffort*int(round)
-		var again Outcome
-		again, err = explore(opts, b, progress, BatchProgress{Checks: out.Checks, Shrinks: out.Shrinks, Ops: out.Ops, Shrinking: true})
-		out.Shrinks += again.Shrinks
-		out.Ops += again.Ops
-		if again.Failure == nil {
-			continue
-		}
-		out.Discard()
-		out.Failure, out.FailFile, out.Log = again.Failure, again.FailFile, again.Log
+	if err != nil || b.Replay != "" {
+		return out, err
 	}
-	return out, err
+	search := newShortening(out, b.Checks, b.shrinkTime())
+	for r, ok := search.start(); ok; r, ok = search.start() {
+		best := search.best
+		again, err := explore(opts.shortening(r), b.shortening(r), progress, BatchProgress{Checks: best.Checks, Shrinks: best.Shrinks, Ops: best.Ops, Shrinking: true})
+		if err != nil {
+			return best, err
+		}
+		search.end(r, again, nil) // opts.Sightings has them already
+	}
+	return search.outcome(out), nil
 }
 
 func (b Budget) shrinkTime() time.Duration {
@@ -136,6 +129,12 @@ func (o Outcome) longerThan(ops int) bool {
 // explore is one rapid.Check of the property; progress counts on from
 // before.
 func explore(opts Options, b Budget, progress func(BatchProgress), before BatchProgress) (Outcome, error) {
+	// rapid asks testing.Short, which needs the testing flags registered
+	// and parsed; in a test binary both are done already.
+	testing.Init()
+	if !flag.Parsed() {
+		_ = flag.CommandLine.Parse(nil)
+	}
 	b.ShrinkTime = b.shrinkTime()
 	restore, err := setRapidFlags(b)
 	if err != nil {
