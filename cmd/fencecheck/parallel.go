@@ -120,7 +120,11 @@ func (p *processRunner) Run(ctx context.Context, b workload.Batch, progress func
 	go func() {
 		select {
 		case <-ctx.Done():
-			_ = worker.Kill() // the read below ends
+			select {
+			case <-done: // the batch ended first: the worker goes on to the next
+			default:
+				_ = worker.Kill() // the read below ends
+			}
 		case <-done:
 		}
 	}()
