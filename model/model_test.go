@@ -58,7 +58,8 @@ func TestTranscripts(t *testing.T) {
 }
 
 // requireEqualAgrees holds model.Equal to model.EqualByReflection on each
-// pair of states, and on each state and its copy that shares nothing.
+// pair of states, and on each state and its copy that shares nothing; and
+// model.Hash to Equal: equal states hash equally.
 func requireEqualAgrees(t *testing.T, states []model.State) {
 	for i, a := range states {
 		for _, b := range states[i:] {
@@ -71,6 +72,9 @@ func requireEqualAgrees(t *testing.T, states []model.State) {
 func requireEqualAgreesOn(t *testing.T, a, b model.State) {
 	if model.Equal(a, b) != model.EqualByReflection(a, b) {
 		t.Fatalf("Equal is %v, EqualByReflection %v, on\n%s\nand\n%s", model.Equal(a, b), !model.Equal(a, b), a, b)
+	}
+	if model.Equal(a, b) && model.Hash(a) != model.Hash(b) {
+		t.Fatalf("equal states hash apart:\n%s\nand\n%s", a, b)
 	}
 }
 
