@@ -60,7 +60,7 @@ func Test(tb testing.TB, target model.NewTarget, opts Options) {
 	if opts.Time == 0 {
 		opts.Time = 10 * time.Second
 	}
-	budget := workload.Budget{Checks: opts.Checks, Steps: 30, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime} // 0 is workload's default
+	budget := opts.budget(opts.Seed)
 	var scenarios []workload.Scenario
 	var campaigns []workload.Campaign
 	var runners [][]workload.Runner
@@ -95,6 +95,12 @@ func (opts Options) workload(sc workload.Scenario, target model.NewTarget) workl
 	return workload.Options{Scenario: sc, Target: target, TxnVersion: opts.TxnVersion, Known: opts.Known, Swarm: true}
 }
 
+// budget is the exploration's from seed (a ShrinkTime of 0 is workload's
+// default).
+func (opts Options) budget(seed uint64) workload.Budget {
+	return workload.Budget{Checks: opts.Checks, Steps: 30, Seed: seed, ShrinkTime: opts.ShrinkTime}
+}
+
 // judge fails tb with what exploring sc found.
 func judge(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts Options, out workload.CampaignOutcome) {
 	tb.Helper()
@@ -107,7 +113,7 @@ func judge(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts Opt
 	all := out.Sightings.All()
 	if !failed {
 		// beside a violation, each keeps the shortest history seen
-		all = workload.ShrinkAll(opts.workload(sc, target), workload.Budget{Checks: opts.Checks, Steps: 30, Seed: out.Seed, ShrinkTime: opts.ShrinkTime}, all)
+		all = workload.ShrinkAll(opts.workload(sc, target), opts.budget(out.Seed), all)
 	}
 	for _, sg := range all {
 		if sg.Known != "" {

@@ -128,14 +128,10 @@ func (p *inProcess) Run(_ context.Context, b Batch, progress func(BatchProgress)
 	defer p.mu.Unlock()
 	opts := p.opts
 	opts.Sightings, opts.Coverage = NewSightings(), NewCoverage()
+	// A batch that is no round counts any counterexample (ShorterThan 0),
+	// and the campaign looks for a shorter one.
 	budget := Budget{Checks: b.Checks, Steps: p.steps, Seed: b.Seed, ShrinkTime: p.shrinkTime}
-	var out Outcome
-	var err error
-	if b.Round > 0 {
-		out, err = explore(opts.shortening(b.round()), budget, progress, BatchProgress{Shrinking: true})
-	} else {
-		out, err = explore(opts, budget, progress, BatchProgress{}) // the campaign looks for a shorter one
-	}
+	out, err := explore(opts.shortening(b.round()), budget, progress, BatchProgress{Shrinking: b.Round > 0})
 	return BatchResult{Batch: b, Outcome: out, Sightings: opts.Sightings.All(), Sequences: opts.Coverage.sequenceHashes()}, err
 }
 

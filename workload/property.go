@@ -277,7 +277,7 @@ func (r *run) checkSoFar() {
 		h.Trips = nil
 		r.judge(h)
 	}
-	r.tooLong = r.broken == nil && r.shorterThan > 0 && len(r.h.Ops) >= r.shorterThan
+	r.tooLong = r.broken == nil && r.outgrown()
 }
 
 // outgrown reports whether the history is as long as the counterexample
