@@ -124,7 +124,7 @@ func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operat
 	for {
 		w := windows[at]
 		if at == len(windows)-1 {
-			switch placeFromAny(ctx, m, w, []any{state}) {
+			switch placeFrom(ctx, m, w, state) {
 			case porcupine.Ok:
 				return windowedResult{result: porcupine.Ok, piece: piece, window: w, starts: []any{state}}
 			case porcupine.Unknown:
@@ -213,23 +213,24 @@ func backtrack(left []choice) (int, any, []choice, bool) {
 	return 0, nil, nil, false
 }
 
-// placeFromAny asks porcupine whether w linearizes from one of states. It
-// needs no end state, as nothing follows.
-func placeFromAny(ctx context.Context, m porcupine.Model, w window, states []any) porcupine.CheckResult {
-	for _, s := range states {
-		deadline, _ := ctx.Deadline()
-		left := time.Until(deadline)
-		if left <= 0 {
-			return porcupine.Unknown
-		}
-		switch porcupine.CheckOperationsTimeout(startingAt(m, s), w, left) {
-		case porcupine.Ok:
+// placeFrom asks porcupine whether w linearizes from state. A window of
+// one operation, as the last of a sequential history is, takes one step
+// instead, as in endsOf: porcupine starts a goroutine and a timer for
+// each search, which costs more than the search in the short histories
+// that exploration checks after every step.
+func placeFrom(ctx context.Context, m porcupine.Model, w window, state any) porcupine.CheckResult {
+	if len(w) == 1 {
+		if ok, _ := m.StepContext(ctx, state, w[0].Input, w[0].Output); ok {
 			return porcupine.Ok
-		case porcupine.Unknown:
-			return porcupine.Unknown
 		}
+		return porcupine.Illegal
 	}
-	return porcupine.Illegal
+	deadline, _ := ctx.Deadline()
+	left := time.Until(deadline)
+	if left <= 0 {
+		return porcupine.Unknown
+	}
+	return porcupine.CheckOperationsTimeout(startingAt(m, state), w, left)
 }
 
 // startingAt is m starting in state s, over one piece.

@@ -397,6 +397,9 @@ func (r *run) ExhaustEpoch(t *rapid.T) {
 		if !p.live() || s.pid != first {
 			return // fenced, or rotated to a fresh producer id
 		}
+		if r.outgrown() {
+			return // nothing from here on can give a shorter counterexample
+		}
 		bump := s.initOp()
 		bump.Req.ProducerID, bump.Req.Epoch = s.pid, s.epoch
 		p.resend = &bump

@@ -263,15 +263,19 @@ func (r *run) counts(cut histories.History) bool {
 // brought none is not checked again. After a run's last action
 // (ExhaustEpoch) nothing is checked until the end.
 //
-// While a shorter counterexample is looked for, a run whose history so far
-// holds and is already as long as the one to beat ends there: a safety
-// check that breaks later breaks at a moment after every operation so far,
-// and the history cut at that moment is no shorter.
+// While a shorter counterexample is looked for (rapid shrinking one, or a
+// search for a shorter one), the history is checked once it is as long as
+// the one to beat, and not before: a violation in it is cut at the
+// operation that breaks the check, as one found earlier would be, so
+// checking at every step would only end a run a few steps sooner, at
+// several checks' cost. A run whose history so far holds by then ends
+// there: a safety check that breaks later breaks at a moment after every
+// operation so far, and the history cut at that moment is no shorter.
 func (r *run) checkSoFar() {
 	if r.decided() || r.actionsOver {
 		return
 	}
-	if r.answers != r.checkedAnswers {
+	if r.answers != r.checkedAnswers && (r.shorterThan == 0 || r.outgrown()) {
 		r.checkedAnswers = r.answers
 		h := r.h
 		h.Trips = nil
