@@ -149,6 +149,17 @@ func (f *Failure) bound(shorterThan int) int {
 	return shorterThan
 }
 
+// shrinking reports whether a counterexample was found, which rapid's
+// runs now shrink.
+func (f *Failure) shrinking() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.found
+}
+
 func (f *Failure) wholeHistory() histories.History {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -178,6 +189,7 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
 		r.shorterThan = failure.bound(opts.shorterThan)
+		r.searching = opts.shorterThan > 0 && !failure.shrinking()
 		r.known, r.hunt = opts.Known, opts.Hunt
 		r.sightings = map[sightingKey]*Sighting{}
 		defer func() { opts.Sightings.add(r.sightings) }()
@@ -263,19 +275,21 @@ func (r *run) counts(cut histories.History) bool {
 // brought none is not checked again. After a run's last action
 // (ExhaustEpoch) nothing is checked until the end.
 //
-// While a shorter counterexample is looked for (rapid shrinking one, or a
-// search for a shorter one), the history is checked once it is as long as
-// the one to beat, and not before: a violation in it is cut at the
-// operation that breaks the check, as one found earlier would be, so
-// checking at every step would only end a run a few steps sooner, at
-// several checks' cost. A run whose history so far holds by then ends
-// there: a safety check that breaks later breaks at a moment after every
-// operation so far, and the history cut at that moment is no shorter.
+// While a shorter counterexample is looked for, a run whose history so far
+// holds and is already as long as the one to beat ends there: a safety
+// check that breaks later breaks at a moment after every operation so far,
+// and the history cut at that moment is no shorter. A search for one
+// afresh (see Explore) checks the history then, and not before: a
+// violation in it is cut at the operation that broke the check, as one
+// found earlier would be, and most of the search's runs hold, so checking
+// them at every step would cost several checks each for nothing. Once a
+// run fails, rapid's shrinking checks every step again: a run that stops
+// where it broke draws nothing more, and rapid keeps the smaller draws.
 func (r *run) checkSoFar() {
 	if r.decided() || r.actionsOver {
 		return
 	}
-	if r.answers != r.checkedAnswers && (r.shorterThan == 0 || r.outgrown()) {
+	if r.answers != r.checkedAnswers && (!r.searching || r.outgrown()) {
 		r.checkedAnswers = r.answers
 		h := r.h
 		h.Trips = nil
