@@ -149,17 +149,6 @@ func (f *Failure) bound(shorterThan int) int {
 	return shorterThan
 }
 
-// shrinking reports whether a counterexample was found, which rapid's
-// runs now shrink.
-func (f *Failure) shrinking() bool {
-	if f == nil {
-		return false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.found
-}
-
 func (f *Failure) wholeHistory() histories.History {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -189,7 +178,6 @@ func Property(opts Options, failure *Failure) func(*rapid.T) {
 		defer target.Close()
 		r := newRun(t, opts.Scenario, target, opts.TxnVersion >= 2, opts.Coverage)
 		r.shorterThan = failure.bound(opts.shorterThan)
-		r.searching = opts.shorterThan > 0 && !failure.shrinking()
 		r.known, r.hunt = opts.Known, opts.Hunt
 		r.sightings = map[sightingKey]*Sighting{}
 		defer func() { opts.Sightings.add(r.sightings) }()
@@ -278,18 +266,12 @@ func (r *run) counts(cut histories.History) bool {
 // While a shorter counterexample is looked for, a run whose history so far
 // holds and is already as long as the one to beat ends there: a safety
 // check that breaks later breaks at a moment after every operation so far,
-// and the history cut at that moment is no shorter. A search for one
-// afresh (see Explore) checks the history then, and not before: a
-// violation in it is cut at the operation that broke the check, as one
-// found earlier would be, and most of the search's runs hold, so checking
-// them at every step would cost several checks each for nothing. Once a
-// run fails, rapid's shrinking checks every step again: a run that stops
-// where it broke draws nothing more, and rapid keeps the smaller draws.
+// and the history cut at that moment is no shorter.
 func (r *run) checkSoFar() {
 	if r.decided() || r.actionsOver {
 		return
 	}
-	if r.answers != r.checkedAnswers && (!r.searching || r.outgrown()) {
+	if r.answers != r.checkedAnswers {
 		r.checkedAnswers = r.answers
 		h := r.h
 		h.Trips = nil

@@ -80,10 +80,8 @@ type run struct {
 	// undecided counts the requests whose answer never came back.
 	undecided int
 	// shorterThan, when set, is how many operations a violation must
-	// beat; searching, that the run looks for one afresh, no
-	// counterexample found yet to shrink (see checkSoFar).
+	// beat.
 	shorterThan int
-	searching   bool
 	// broken is the counterexample, once a check has broken; tooLong is
 	// set once no counterexample the run could still give would count.
 	broken  *brokenRun

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -126,6 +127,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	f.args, f.stderr = args, stderr
+	collectGarbageLess()
 	scenarios, err := (&f).validate(fs.Args())
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
@@ -557,4 +559,19 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck: %v\n", err)
 	}
 	return exitViolated
+}
+
+// explorationGCPercent is the garbage collector's setting while exploring,
+// unless GOGC says otherwise. Exploration allocates fast (every check
+// builds its own view of a short history) and keeps little: at Go's
+// default of 100 the collector took some 15% of the time. At 400,
+// `fencecheck run --mutant late-endtxn-hits-next-txn --seed
+// 4029694556671711012 --parallel 1 --scenario stable-id` took 8.3 s
+// rather than 10.1 s, at a peak of 87 MB resident rather than 53 MB.
+const explorationGCPercent = 400
+
+func collectGarbageLess() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(explorationGCPercent)
+	}
 }
