@@ -266,7 +266,13 @@ func (r *run) counts(cut histories.History) bool {
 // While a shorter counterexample is looked for, a run whose history so far
 // holds and is already as long as the one to beat ends there: a safety
 // check that breaks later breaks at a moment after every operation so far,
-// and the history cut at that moment is no shorter.
+// and the history cut at that moment is no shorter. Checking such a run
+// only then, rather than at every step, saves most of its checks, and
+// still finds its violation, cut where it broke; but the run goes on
+// drawing past that step, and rapid's shrinking, which keeps the draws,
+// ends elsewhere: on the 130 runs of docs/time-to-catch.tsv, at 1,118
+// operations in all rather than 1,079, and from one seed at 12 rather
+// than 4.
 func (r *run) checkSoFar() {
 	if r.decided() || r.actionsOver {
 		return
