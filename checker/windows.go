@@ -215,12 +215,12 @@ func backtrack(left []choice) (int, any, []choice, bool) {
 
 // placeFrom asks porcupine whether w linearizes from state. A window of
 // one operation, as the last of a sequential history is, takes one step
-// instead, as in endsOf: porcupine starts a goroutine and a timer for
+// instead (endsOf): porcupine starts a goroutine and a timer for
 // each search, which costs more than the search in the short histories
 // that exploration checks after every step.
 func placeFrom(ctx context.Context, m porcupine.Model, w window, state any) porcupine.CheckResult {
 	if len(w) == 1 {
-		if ok, _ := m.StepContext(ctx, state, w[0].Input, w[0].Output); ok {
+		if _, ok := endsOf(ctx, m, w, state, false).next(); ok {
 			return porcupine.Ok
 		}
 		return porcupine.Illegal
