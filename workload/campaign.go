@@ -175,9 +175,10 @@ func (c Campaign) Run(runners []Runner, p *Progress) (out CampaignOutcome, err e
 // runners are closed then. A single campaign runs in one slice.
 func InTurn(campaigns []Campaign, runners [][]Runner, p *Progress, ended func(i int, out CampaignOutcome, err error)) {
 	schedules := make([]*schedule, len(campaigns))
+	picked := uint64(time.Now().UnixNano()) // one for all, as --seed is
 	for i, c := range campaigns {
 		if c.Seed == 0 {
-			c.Seed = uint64(time.Now().UnixNano())
+			c.Seed = picked
 		}
 		schedules[i] = newSchedule(c, p, len(campaigns) > 1)
 	}

@@ -228,16 +228,20 @@ func TestInTurnFindsALateCampaignsBugEarly(t *testing.T) {
 	require.Nil(t, outcomes["quiet"].Failure)
 	require.Regexp(t, `(?m)^fencecheck: buggy: batch 5 found a counterexample`, progress.String(), "the campaign is named")
 
-	// With a time budget, each campaign spends its own.
+	// With a time budget, each campaign spends its own; with no seed
+	// given, the one picked is every campaign's, so that it replays them
+	// all.
 	a, _ := fakeRunners(1, nil, 3)
 	b, _ := fakeRunners(1, nil, 4)
-	ended := 0
+	var seeds []uint64
 	InTurn([]Campaign{{Time: 300 * time.Millisecond}, {Time: 300 * time.Millisecond}}, [][]Runner{a, b}, nil, func(_ int, out CampaignOutcome, err error) {
 		require.NoError(t, err)
 		require.True(t, out.OutOfTime)
-		ended++
+		seeds = append(seeds, out.Seed)
 	})
-	require.Equal(t, 2, ended)
+	require.Len(t, seeds, 2)
+	require.NotZero(t, seeds[0])
+	require.Equal(t, seeds[0], seeds[1], "one seed for the run")
 }
 
 // shortensRunner's batch 0 finds a counterexample of 16 operations; round
