@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"testing"
-	"time"
 )
 
 // BenchmarkExploration: how many checked operations a second `fencecheck
@@ -20,17 +19,8 @@ func BenchmarkExploration(b *testing.B) {
 		b.Run(fmt.Sprintf("gogc-%d", gc), func(b *testing.B) {
 			b.Setenv("GOGC", fmt.Sprint(gc)) // run leaves a set GOGC be
 			defer debug.SetGCPercent(debug.SetGCPercent(gc))
-			var ops int
-			start := time.Now()
-			for range b.N {
-				dir := b.TempDir()
-				args := []string{"run", "--target", "impl", "--seed", "11", "--checks", "2000", "--parallel", "1", "--out", dir}
-				if code, out, errOut := runCLI(args...); code != exitHeld {
-					b.Fatalf("fencecheck %v: exit %d\n%s\n%s", args, code, out, errOut)
-				}
-				ops += summarizedOperations(b, dir)
-			}
-			b.ReportMetric(float64(ops)/time.Since(start).Seconds(), "ops/s")
+			args := []string{"run", "--target", "impl", "--seed", "11", "--checks", "2000", "--parallel", "1"}
+			reportExploration(b, args, func(code int) bool { return code == exitHeld })
 		})
 	}
 }

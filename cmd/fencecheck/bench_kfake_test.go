@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,20 +44,28 @@ const benchChecksPerWorker = 160
 func BenchmarkKfakeExploration(b *testing.B) {
 	for _, parallel := range []int{1, runtime.NumCPU() * kafka.WaitingFactor} {
 		b.Run(fmt.Sprintf("parallel-%d", parallel), func(b *testing.B) {
-			var ops int
-			start := time.Now()
-			for range b.N {
-				dir := b.TempDir()
-				args := append(benchExploration, "--parallel", fmt.Sprint(parallel),
-					"--checks", fmt.Sprint(parallel*benchChecksPerWorker), "--out", dir)
-				if code, out, errOut := runCLI(args...); code == exitUsage {
-					b.Fatalf("fencecheck %v: exit %d\n%s\n%s", args, code, out, errOut)
-				}
-				ops += summarizedOperations(b, dir)
-			}
-			b.ReportMetric(float64(ops)/time.Since(start).Seconds(), "ops/s")
+			args := append(benchExploration, "--parallel", fmt.Sprint(parallel),
+				"--checks", fmt.Sprint(parallel*benchChecksPerWorker))
+			reportExploration(b, args, func(code int) bool { return code != exitUsage })
 		})
 	}
+}
+
+// reportExploration runs `fencecheck args --out DIR` b.N times, fails
+// the benchmark on an exit code ok refuses, and reports the checked
+// operations a second.
+func reportExploration(b *testing.B, args []string, ok func(code int) bool) {
+	var ops int
+	start := time.Now()
+	for range b.N {
+		dir := b.TempDir()
+		run := append(slices.Clone(args), "--out", dir)
+		if code, out, errOut := runCLI(run...); !ok(code) {
+			b.Fatalf("fencecheck %v: exit %d\n%s\n%s", run, code, out, errOut)
+		}
+		ops += summarizedOperations(b, dir)
+	}
+	b.ReportMetric(float64(ops)/time.Since(start).Seconds(), "ops/s")
 }
 
 // summarizedOperations are the operations summary.json counts.
