@@ -223,6 +223,7 @@ func TestFranzGoSessionRegainsAPartitionAtItsOldPosition(t *testing.T) {
 			h, report := m.judgeNow(t, "franz-go-session-regains-"+p.name)
 			require.False(t, report.Verdict(checker.ExactlyOnce).Held(), "%v", report.Verdicts)
 			requireHeld(t, report, checker.Linearizable, checker.OneLiveProducer, checker.NoAbortedRead)
+			require.True(t, explainedByStaleRegain(h, report.Verdict(checker.ExactlyOnce)), "the session property would not name %s here", franzGoRegainsAtOldPosition)
 			if *update {
 				h.Name = "franz-go-session-regains-" + p.name
 				saveClientHistory(t, h) // whole: minimized, it keeps only the two commits of a trip, not why

@@ -445,19 +445,17 @@ func (m *sessionMachine) Check(rt *rapid.T) {
 }
 
 // judge reads the output on the record and fails when one of checks
-// does not hold on the history, unless a known finding of kfake's
-// (KnownFindings) is what broke it: that is logged, and the search goes
-// on.
+// does not hold on the history, unless a known finding is what broke it
+// (knownFinding): that is logged, and the search goes on.
 func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 	h := m.recorded("group-transact-session")
 	requireValidDocument(rt, h)
 	report := checker.Check(h, checker.Options{})
-	known := KnownFindings()
 	for _, sig := range report.Signatures() {
 		if !slices.Contains(checks, sig.Check) {
 			continue
 		}
-		if name, ok := known.Identify(h, sig); ok {
+		if name, ok := m.knownFinding(h, report, sig); ok {
 			m.s.t.Logf("known finding %s: %s", name, report.Verdict(sig.Check))
 			checks = slices.DeleteFunc(slices.Clone(checks), func(c string) bool { return c == sig.Check })
 		}
@@ -473,6 +471,19 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 			rt.Fatalf("%s\n%s", v, timeline.String())
 		}
 	}
+}
+
+// knownFinding names the known finding that broke sig.Check on h: one of
+// kfake's (KnownFindings), or, when the workers run franz-go's own loop,
+// franz-go's regain of a lost partition at its old position.
+func (m *sessionMachine) knownFinding(h histories.History, report checker.Report, sig checker.Signature) (string, bool) {
+	if name, ok := KnownFindings().Identify(h, sig); ok {
+		return name, true
+	}
+	if m.loop == nil && explainedByStaleRegain(h, report.Verdict(sig.Check)) {
+		return franzGoRegainsAtOldPosition, true
+	}
+	return "", false
 }
 
 // recorded reads the output on the record and is the history so far, in
