@@ -116,3 +116,63 @@ func TestOffsetsMonotonicZombieGroupIDString(t *testing.T) {
 	b.op(zombie).Proc = "C"
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }
+
+// Two processes' operations at one instant of a coarse clock may have
+// happened in either order, so the check orders them only when one
+// returned strictly before the other was called: a tie is never a breach
+// (the linearizability search, porcupine, reads a tie as an overlap too).
+// One instant later it is.
+func TestOffsetsMonotonicTiesAreNoOrder(t *testing.T) {
+	other := session{"ctp-1", 7002, 0}
+	for _, c := range []struct {
+		name  string
+		// write returns the operation called at the tie, and the one
+		// that breaks the check once it is called an instant later.
+		write func(b *historyBuilder) (atTie, breaks int, tie int64)
+	}{
+		{"a commit below one whose commit returned as it was committed", func(b *historyBuilder) (int, int, int64) {
+			b.commitOffset("B", 0, ctp, -1, 6) // its end_txn returns at 3
+			back := b.txnOffsetCommit("A", 1, 2, other, "g", -1, "trips-0", 3)
+			return b.endTxn("A", 3, 5, other, true), back, 3
+		}},
+		{"an offset_fetch below one that returned as it was called", func(b *historyBuilder) (int, int, int64) {
+			b.offsetFetch("A", 0, 10, "g", "trips-0", 6)
+			back := b.offsetFetch("B", 10, 12, "g", "trips-0", 3)
+			return back, back, 10
+		}},
+		{"an offset_fetch below a commit that returned as it was called", func(b *historyBuilder) (int, int, int64) {
+			b.commitOffset("A", 0, ctp, 1, 6) // its end_txn returns at 3
+			none := b.offsetFetch("B", 3, 5, "g", "trips-0", -1)
+			return none, none, 3
+		}},
+		{"a commit of a generation older than a join answered as it was called", func(b *historyBuilder) (int, int, int64) {
+			b.joinGroup("A", 0, 1, "g", 1, "trips-0")
+			b.joinGroup("B", 10, 12, "g", 2, "trips-0")
+			stale := b.txnOffsetCommit("A", 12, 14, ctp, "g", 1, "trips-0", 6)
+			return stale, stale, 12
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &historyBuilder{}
+			atTie, breaks, tie := c.write(b)
+			require.Equal(t, tie, b.op(atTie).Call)
+			requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+			b.op(atTie).Call = tie + 1
+			v := checkOffsetsMonotonic(analyze(b.h))
+			require.Equal(t, Violated, v.Status, "one instant later")
+			require.Equal(t, breaks, v.Violations[0].Op)
+		})
+	}
+}
+
+// The same offset again is no step back: a commit of what was committed
+// (a consumer with nothing new, a retry) and a fetch of it.
+func TestOffsetsMonotonicSameOffsetAgainHolds(t *testing.T) {
+	b := &historyBuilder{}
+	b.commitOffset("A", 0, ctp, -1, 6)
+	b.offsetFetch("A", 4, 5, "g", "trips-0", 6)
+	b.commitOffset("A", 6, session{"ctp-0", 7001, 1}, -1, 6)
+	b.offsetFetch("B", 10, 11, "g", "trips-0", 6)
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+}
