@@ -84,3 +84,34 @@ func TestNoAbortedReadOfABatchSentAgainAfterTheAbort(t *testing.T) {
 	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "read_committed fetch returned trip-1 at fares-2 offset 7, written by op 0 "+
 		"in a transaction of fare-writer-7 (producer id 4001, epoch 0) aborted by op 1")
 }
+
+// A write sent at the instant a read_committed fetch returned may have
+// landed before the fetch was answered (on a coarse clock a tie is no
+// order): a record like it, committed by then, may be the one the fetch
+// read, though an aborted send wrote one too.
+func TestNoAbortedReadOfAWriteSentAtTheFetchsReturn(t *testing.T) {
+	b := &historyBuilder{}
+	b.lose(b.produce("A", 0, 0, fw0, "fares-2", 0, "trip-1"))
+	b.endTxn("A", 2, 3, fw0, false)
+	b.initTxns("A", 4, 5, fw1)
+	again := b.lose(b.produce("A", 9, 0, fw1, "fares-2", 0, "trip-1"))
+	b.endTxn("A", 9, 10, fw1, true)
+	read := b.fetch("R", 8, 9, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
+	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+
+	b.op(again).Call = 10 // after the fetch returned: only the aborted send can be what it read
+	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "")
+
+	// The same with the batch sent again under its sequence, answered at
+	// the read's offset (TestNoAbortedReadOfABatchSentAgainAfterTheAbort).
+	b = &historyBuilder{}
+	b.lose(b.produce("A", 0, 0, fw0, "fares-2", 0, "trip-1"))
+	b.endTxn("A", 2, 3, fw0, false)
+	again = b.produce("A", 9, 9, fw0, "fares-2", 7, "trip-1")
+	b.endTxn("A", 9, 10, fw0, true)
+	read = b.fetch("R", 8, 9, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
+	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+
+	b.op(again).Call, b.op(again).Return = 10, 10
+	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "")
+}

@@ -118,3 +118,18 @@ func TestExactlyOnceRetriedSequenceNamesTheFirstBatchOffset(t *testing.T) {
 	requireViolation(t, checkExactlyOnce(analyze(b.h)), retry,
 		"fares-2 offset 40 holds junk-2 of producer id 4001, but op 0 showed junk-1 of producer id 4001 there")
 }
+
+// The duplicate is the copy that became visible second, whatever the
+// order of the operations in the file: here the first transaction written
+// commits last.
+func TestExactlyOnceDuplicateIsTheCopyCommittedLast(t *testing.T) {
+	b := &historyBuilder{}
+	b.addPartitions("A", 0, 1, fw0, "fares-2")
+	b.produce("A", 1, 2, fw0, "fares-2", 42, "trip-9001")
+	late := b.endTxn("A", 3, 50, fw0, true)
+	first := b.committedTxn("B", 10, session{"fare-writer-7-b", 4002, 0}, "fares-2", 44, "trip-9001") + 1
+	v := checkExactlyOnce(analyze(b.h))
+	requireViolation(t, v, late,
+		"trip-9001 committed twice in fares: at fares-2 offset 44 and at fares-2 offset 42 (op 5 committed the first)")
+	require.Equal(t, []int{first}, v.Violations[0].Related)
+}

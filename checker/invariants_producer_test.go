@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -186,4 +188,55 @@ func granting(s session) model.Response {
 	resp := model.NewResponse()
 	resp.ProducerID, resp.Epoch = s.pid, s.epoch
 	return resp
+}
+
+// TestPropertyGrantIndexIsAWalk: the grant index finds, for any session
+// and any request, the grant a walk of every grant in order finds (the
+// walk is supersededBefore's own promise): ties of the clock, several
+// producer ids of one transactional.id (KIP-360 rotations), sessions the
+// history never hands out.
+func TestPropertyGrantIndexIsAWalk(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := &historyBuilder{}
+		for range rapid.IntRange(0, 8).Draw(t, "grants") {
+			at := int64(rapid.IntRange(0, 10).Draw(t, "at"))
+			got := session{"fare-writer-7", int64(rapid.IntRange(1, 3).Draw(t, "producer id")), int16(rapid.IntRange(0, 4).Draw(t, "epoch"))}
+			b.initTxns("A", at, at, got)
+		}
+		gs := grantsByID(b.h)["fare-writer-7"]
+		key := sessionKey{"fare-writer-7", int64(rapid.IntRange(1, 3).Draw(t, "key producer id")), int16(rapid.IntRange(0, 4).Draw(t, "key epoch"))}
+		call := int64(rapid.IntRange(0, 12).Draw(t, "call"))
+		op := histories.Op{Proc: "B", Call: call, Return: call + 1, Returned: true,
+			Op: model.Op{Kind: model.Produce, Req: withSession(session{key.transactionalID, key.producerID, key.epoch})}, Result: model.OK(model.NewResponse())}
+
+		want, wantStale := walkGrants(gs, op, key)
+		got, gotStale := newGrantIndex(gs).supersededBefore(op, key)
+		require.Equal(t, wantStale, gotStale)
+		require.Equal(t, want.op, got.op)
+	})
+}
+
+// walkGrants is the first grant, in the order they became known, that
+// hands out a session newer than key before op was called: a higher epoch
+// of key's producer id, or another producer id handed out after key's was
+// first.
+func walkGrants(gs []grant, op histories.Op, key sessionKey) (grant, bool) {
+	keyFirst, handedOut := int64(0), false
+	for _, g := range gs {
+		if g.producerID == key.producerID {
+			keyFirst, handedOut = g.at, true
+			break
+		}
+	}
+	for _, g := range gs {
+		if g.at >= op.Call {
+			break
+		}
+		newer := g.producerID == key.producerID && g.epoch > key.epoch ||
+			g.producerID != key.producerID && handedOut && keyFirst < g.at
+		if newer && !retriesBump(op, g) {
+			return g, true
+		}
+	}
+	return grant{}, false
 }

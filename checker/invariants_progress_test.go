@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -32,8 +33,18 @@ func TestProgressNoProgress(t *testing.T) {
 	b.h.Trips = []string{"trip-1", "trip-2", "trip-3", "trip-4", "trip-5", "trip-1"}
 	requireViolation(t, checkProgress(analyze(b.h)), last, "no progress: 4 of 5 trips never committed (trip-2, trip-3, trip-4, ...)")
 
+	b.h.Trips = []string{"trip-1", "trip-2", "trip-3", "trip-4"}
+	requireViolation(t, checkProgress(analyze(b.h)), last, "no progress: 3 of 4 trips never committed (trip-2, trip-3, trip-4)")
+
 	b.h.Trips = []string{"trip-1", "trip-2"}
 	requireViolation(t, checkProgress(analyze(b.h)), last, "no progress: 1 of 2 trips never committed (trip-2)")
+}
+
+// A history with trips to process and no operation has made no progress,
+// and no operation to name: the verdict says op -1.
+func TestProgressOfAnEmptyHistory(t *testing.T) {
+	h := histories.History{Trips: []string{"trip-1"}}
+	requireViolation(t, checkProgress(analyze(h)), -1, "no progress: 1 of 1 trips never committed (trip-1)")
 }
 
 // A trip read from the input topic is not processed: only records in the
