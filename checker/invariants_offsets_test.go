@@ -125,7 +125,7 @@ func TestOffsetsMonotonicZombieGroupIDString(t *testing.T) {
 func TestOffsetsMonotonicTiesAreNoOrder(t *testing.T) {
 	other := session{"ctp-1", 7002, 0}
 	for _, c := range []struct {
-		name  string
+		name string
 		// write returns the operation called at the tie, and the one
 		// that breaks the check once it is called an instant later.
 		write func(b *historyBuilder) (atTie, breaks int, tie int64)
