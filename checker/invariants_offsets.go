@@ -161,7 +161,8 @@ func staleGeneration(h histories.History, commit histories.Op) (Violation, bool)
 // client's last join_group answered before the commit was called, and its
 // commit is a zombie's when a newer generation had given one of its
 // partitions to another client. A client whose last join is unanswered
-// may be in any generation. The client is the process, or the one whose
+// may be in any generation, and so may one that joined again at the
+// commit's instant (a tie is no order). The client is the process, or the one whose
 // lanes the operations are on (histories.Op.Process): a client joins on
 // one lane while it commits on another.
 func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) {
@@ -169,7 +170,7 @@ func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) 
 	var last *histories.Op
 	for i, op := range h.Ops {
 		if op.Kind == model.JoinGroup && op.Process() == client && op.Req.Group == commit.Req.Group &&
-			op.Call < commit.Call && (last == nil || op.Call > last.Call) {
+			op.Call <= commit.Call && (last == nil || op.Call > last.Call) {
 			last = &h.Ops[i]
 		}
 	}

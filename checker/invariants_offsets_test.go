@@ -112,6 +112,21 @@ func TestOffsetsMonotonicZombieGroupIDString(t *testing.T) {
 	b.op(rejoin).Returned = false
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 
+	// Its rejoin was sent at the instant it committed, and answered
+	// after: it may have been sent first (a tie is no order).
+	b.op(rejoin).Call, b.op(rejoin).Return, b.op(rejoin).Returned = 13, 15, true
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	b.op(rejoin).Call = 14
+	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+
+	// Its only join answered at the instant it committed: the commit may
+	// have gone first, while A was in no generation it knew of.
+	b.op(rejoin).Kind = model.Heartbeat // no longer a join
+	b.op(first).Return = 13
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	b.op(first).Return = 12
+	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+
 	// A process that never joined speaks for no generation.
 	b.op(zombie).Proc = "C"
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
