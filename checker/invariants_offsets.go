@@ -161,20 +161,16 @@ func staleGeneration(h histories.History, commit histories.Op) (Violation, bool)
 // client's last join_group answered before the commit was called, and its
 // commit is a zombie's when a newer generation had given one of its
 // partitions to another client. A client whose last join is unanswered
-// may be in any generation, and so may one that joined again at the
-// commit's instant (a tie is no order). The client is the process, or the one whose
-// lanes the operations are on (histories.Op.Process): a client joins on
-// one lane while it commits on another.
+// may be in any generation. A tie is no order: a join called at the
+// commit's instant may be its last, and of joins called at one instant
+// none is the last alone, so each must have answered, and the newest
+// generation they answered is the client's. The client is the process,
+// or the one whose lanes the operations are on (histories.Op.Process): a
+// client joins on one lane while it commits on another.
 func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) {
 	client := commit.Process()
-	var last *histories.Op
-	for i, op := range h.Ops {
-		if op.Kind == model.JoinGroup && op.Process() == client && op.Req.Group == commit.Req.Group &&
-			op.Call <= commit.Call && (last == nil || op.Call > last.Call) {
-			last = &h.Ops[i]
-		}
-	}
-	if last == nil || !last.Result.Succeeded() || last.Return >= commit.Call {
+	last, ok := lastJoin(h, commit)
+	if !ok {
 		return Violation{}, false
 	}
 	for _, join := range laterJoins(h, commit, last.Result.Resp.GenerationID) {
@@ -187,6 +183,36 @@ func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) 
 		}
 	}
 	return Violation{}, false
+}
+
+// lastJoin is the join that tells the generation of commit's client (see
+// zombieOverload); false when none does.
+func lastJoin(h histories.History, commit histories.Op) (histories.Op, bool) {
+	var last []histories.Op // the client's joins called last, by the commit's call
+	for _, op := range h.Ops {
+		if op.Kind != model.JoinGroup || op.Process() != commit.Process() || op.Req.Group != commit.Req.Group || op.Call > commit.Call {
+			continue
+		}
+		switch {
+		case len(last) == 0 || op.Call > last[0].Call:
+			last = []histories.Op{op}
+		case op.Call == last[0].Call:
+			last = append(last, op)
+		}
+	}
+	if len(last) == 0 {
+		return histories.Op{}, false
+	}
+	newest := last[0]
+	for _, join := range last {
+		if !join.Result.Succeeded() || join.Return >= commit.Call {
+			return histories.Op{}, false
+		}
+		if join.Result.Resp.GenerationID > newest.Result.Resp.GenerationID {
+			newest = join
+		}
+	}
+	return newest, true
 }
 
 // laterJoins are the join_group answers of commit's group, returned before

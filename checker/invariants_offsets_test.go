@@ -119,6 +119,19 @@ func TestOffsetsMonotonicZombieGroupIDString(t *testing.T) {
 	b.op(rejoin).Call = 14
 	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
 
+	// Two joins sent at one instant, one unanswered when it committed:
+	// either may be its last.
+	b.op(rejoin).Call, b.op(rejoin).Return, b.op(rejoin).Returned = 0, 0, false
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	b.op(rejoin).Return, b.op(rejoin).Returned = 1, true // answered generation 2 too: the newer is its own
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	b.op(rejoin).Result.Resp.GenerationID = 1
+	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+	answered := *b.op(first)
+	b.lose(first) // whichever of the two the file lists first
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	*b.op(first) = answered
+
 	// Its only join answered at the instant it committed: the commit may
 	// have gone first, while A was in no generation it knew of.
 	b.op(rejoin).Kind = model.Heartbeat // no longer a join
