@@ -178,7 +178,13 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 	// Leaves and expiries while a rebalance is prepared are one round
 	// in Kafka (initNextGeneration moves the generation once), so the
 	// round after the last answered one is allowed too.
-	if (gen < g.generation && gen <= g.answered) || gen <= 0 {
+	if gen <= 0 {
+		// A group starts at generation 0 and its first completed round
+		// moves it to 1 (ClassicGroup.initNextGeneration, 4.x;
+		// GroupMetadata.initNextGeneration, 3.9): no join is answered 0.
+		return fail("generations-grow", "generation %d, but a completed join round's generation is at least 1", gen)
+	}
+	if gen < g.generation && gen <= g.answered {
 		return fail("generations-grow", "generation %d, but %s is at generation %d and generations only grow", gen, r.Group, g.generation)
 	}
 	if m, ok := g.members[id]; ok && r.MemberID != "" && m.gen == gen && gen == g.generation && !m.assignmentUnknown && !sameSet(m.assignment, assignment) {
