@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"cmp"
-	"maps"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,25 +62,22 @@ func explainedByStaleRegain(h histories.History, v checker.Verdict) bool {
 // ConsumerCoordinator.onJoinPrepare): it drops what it buffered of them
 // and has no position in them until it fetches their committed offset. A
 // client that instead commits one of them with no offset_fetch of it
-// since, after another client committed it further than the client last
-// knew, went on from its own stale position.
+// since went on from its own position, which the group may have moved
+// past meanwhile.
 func staleCommits(h histories.History) map[string]int64 {
 	ops := slices.Clone(h.Ops)
 	slices.SortStableFunc(ops, func(a, b histories.Op) int { return cmp.Compare(a.Call, b.Call) })
-	commits := groupCommits(ops)
 	members := map[string]*membership{}
 	stale := map[string]int64{}
 	for _, op := range ops {
 		client := op.Process()
 		m := members[client]
 		if m == nil {
-			m = &membership{lost: map[model.Partition]bool{}, learned: map[model.Partition]int64{}}
+			m = &membership{lost: map[model.Partition]bool{}}
 			members[client] = m
 		}
-		if m.observe(op, client, commits) {
-			if _, seen := stale[client]; !seen {
-				stale[client] = op.Call
-			}
+		if _, seen := stale[client]; m.observe(op) && !seen {
+			stale[client] = op.Call
 		}
 	}
 	return stale
@@ -95,16 +90,13 @@ type membership struct {
 	// was refused as unknown, whose committed offset it has not fetched
 	// since.
 	lost map[model.Partition]bool
-	// learned is when it last learned a partition's committed offset: its
-	// offset_fetch or its own txn_offset_commit of it returned.
-	learned map[model.Partition]int64
 }
 
 // observe follows the client's operation op, and reports whether op
-// commits a lost partition from a stale position.
-func (m *membership) observe(op histories.Op, client string, commits commitsByTime) bool {
+// commits a lost partition.
+func (m *membership) observe(op histories.Op) bool {
 	if op.Kind == model.Crash || op.Kind == model.Restart {
-		*m = membership{lost: map[model.Partition]bool{}, learned: map[model.Partition]int64{}} // a new instance starts afresh
+		*m = membership{lost: map[model.Partition]bool{}} // a new instance starts afresh
 		return false
 	}
 	if !op.Returned || !op.Result.Answered {
@@ -119,65 +111,11 @@ func (m *membership) observe(op histories.Op, client string, commits commitsByTi
 		m.owned = op.Result.Resp.Assignment
 	case op.Kind == model.OffsetFetch && op.Result.Err == "":
 		delete(m.lost, op.Req.Partition)
-		m.learned[op.Req.Partition] = op.Return
 	case op.Kind == model.TxnOffsetCommit && op.Result.Err == "":
-		stale := false
 		for p := range op.Req.Offsets {
-			learned, ever := m.learned[p]
-			if !ever {
-				learned = math.MinInt64
+			if m.lost[p] {
+				return true
 			}
-			stale = stale || m.lost[p] && commits.byOthers(client, p, learned, op.Call)
-			m.learned[p] = op.Return
-		}
-		return stale
-	}
-	return false
-}
-
-// commitsByTime are the group offsets of h's committed transactions: for
-// each end_txn that committed, who sent it, when it returned, and the
-// offsets its transaction committed.
-type commitsByTime []groupCommit
-
-type groupCommit struct {
-	by      string
-	at      int64
-	offsets map[model.Partition]int64
-}
-
-func groupCommits(ops []histories.Op) commitsByTime {
-	var commits commitsByTime
-	pending := map[string]map[model.Partition]int64{} // by transactional id
-	for _, op := range ops {
-		id := op.Req.TransactionalID
-		succeeded := op.Returned && op.Result.Answered && op.Result.Err == ""
-		switch op.Kind {
-		case model.TxnOffsetCommit:
-			if succeeded {
-				if pending[id] == nil {
-					pending[id] = map[model.Partition]int64{}
-				}
-				maps.Copy(pending[id], op.Req.Offsets)
-			}
-		case model.EndTxn:
-			if succeeded && op.Req.Commit && len(pending[id]) > 0 {
-				commits = append(commits, groupCommit{by: op.Process(), at: op.Return, offsets: pending[id]})
-			}
-			delete(pending, id)
-		case model.InitProducerID:
-			delete(pending, id) // an open transaction is aborted
-		}
-	}
-	return commits
-}
-
-// byOthers reports whether a client other than client committed p in a
-// transaction whose commit returned between from and to.
-func (c commitsByTime) byOthers(client string, p model.Partition, from, to int64) bool {
-	for _, commit := range c {
-		if _, ok := commit.offsets[p]; ok && commit.by != client && commit.at > from && commit.at < to {
-			return true
 		}
 	}
 	return false
