@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The README and the guides show fencecheck at work in ```console blocks:
+// a line "$ fencecheck ARGS" runs the command, and the lines after it, up
+// to the next "$ " line, are what it prints on stdout. A line "..." stands
+// for any number of lines, and "..." within a line for any text. So every
+// transcript a reader copies is one this build prints.
+
+// docsWithTranscripts are the documents whose console blocks are run, from
+// the repository's root.
+var docsWithTranscripts = []string{"README.md", "docs/*.md"}
+
+// transcript is one command of a console block and what it prints.
+type transcript struct {
+	doc  string
+	line int
+	args []string
+	want []string
+}
+
+func TestDocsTranscripts(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	var all []transcript
+	for _, pattern := range docsWithTranscripts {
+		paths, err := filepath.Glob(filepath.Join(root, pattern))
+		require.NoError(t, err)
+		for _, path := range paths {
+			text, err := os.ReadFile(path)
+			require.NoError(t, err)
+			rel, _ := filepath.Rel(root, path)
+			all = append(all, transcriptsOf(rel, string(text))...)
+		}
+	}
+	require.NotEmpty(t, all, "no console transcripts found in %v", docsWithTranscripts)
+	t.Chdir(root)
+	t.Setenv("FENCECHECK_OUT", t.TempDir())
+	for _, tr := range all {
+		t.Run(tr.doc+":"+strconv.Itoa(tr.line), func(t *testing.T) {
+			args := tr.args
+			if args[0] == "run" {
+				args = append(args[:1:1], append([]string{"--out", t.TempDir()}, args[1:]...)...)
+			}
+			_, stdout, stderr := runCLI(args...)
+			got := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+			require.Truef(t, matchLines(tr.want, got),
+				"%s:%d: fencecheck %s printed\n%s\nwhere the document shows\n%s\n(stderr: %s)",
+				tr.doc, tr.line, strings.Join(tr.args, " "), stdout, strings.Join(tr.want, "\n"), stderr)
+		})
+	}
+}
+
+// transcriptsOf reads the console blocks of a Markdown document.
+func transcriptsOf(doc, text string) []transcript {
+	var out []transcript
+	inConsole := false
+	current := -1 // the transcript whose output lines these are, -1 none
+	for i, line := range strings.Split(text, "\n") {
+		switch {
+		case !inConsole && strings.TrimSpace(line) == "```console":
+			inConsole, current = true, -1
+		case inConsole && strings.TrimSpace(line) == "```":
+			inConsole = false
+		case inConsole && strings.HasPrefix(line, "$ fencecheck "):
+			out = append(out, transcript{doc: doc, line: i + 1, args: strings.Fields(strings.TrimPrefix(line, "$ fencecheck "))})
+			current = len(out) - 1
+		case inConsole && strings.HasPrefix(line, "$ "):
+			current = -1 // another program's command: not run
+		case inConsole && current >= 0:
+			out[current].want = append(out[current].want, line)
+		}
+	}
+	return out
+}
+
+// matchLines reports whether got is what want shows, "..." lines matching
+// any run of lines and "..." within a line any text.
+func matchLines(want, got []string) bool {
+	if len(want) == 0 {
+		return len(got) == 0 || (len(got) == 1 && got[0] == "")
+	}
+	if want[0] == "..." {
+		for skip := 0; skip <= len(got); skip++ {
+			if matchLines(want[1:], got[skip:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(got) > 0 && lineMatches(want[0], got[0]) && matchLines(want[1:], got[1:])
+}
+
+func lineMatches(want, got string) bool {
+	parts := strings.Split(want, "...")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(got)
+}
+
+func TestMatchLines(t *testing.T) {
+	require.True(t, matchLines([]string{"a", "...", "d"}, []string{"a", "b", "c", "d"}))
+	require.True(t, matchLines([]string{"a", "...", "d"}, []string{"a", "d"}))
+	require.True(t, matchLines([]string{"bug report: ..."}, []string{"bug report: /tmp/x"}))
+	require.False(t, matchLines([]string{"a", "d"}, []string{"a", "b", "d"}))
+	require.False(t, matchLines([]string{"x: ok"}, []string{"x: VIOLATED"}))
+	require.False(t, matchLines([]string{"a"}, []string{"a", "b"}), "lines past the transcript")
+}
