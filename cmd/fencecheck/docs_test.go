@@ -117,3 +117,17 @@ func TestMatchLines(t *testing.T) {
 	require.False(t, matchLines([]string{"x: ok"}, []string{"x: VIOLATED"}))
 	require.False(t, matchLines([]string{"a"}, []string{"a", "b"}), "lines past the transcript")
 }
+
+// The broker guide's target skeleton is the code ExampleTest_target
+// explores, so that the guide's code compiles and holds.
+func TestBrokerGuideShowsTheExploredSkeleton(t *testing.T) {
+	example, err := os.ReadFile("../../example_target_test.go")
+	require.NoError(t, err)
+	guide, err := os.ReadFile("../../docs/test-your-broker.md")
+	require.NoError(t, err)
+	from := strings.Index(string(example), "// myTarget is")
+	to := strings.Index(string(example), "// A target written")
+	require.True(t, from >= 0 && to > from, "example_target_test.go lost its skeleton's markers")
+	skeleton := strings.TrimSpace(string(example)[from:to])
+	require.Contains(t, string(guide), "```go\n"+skeleton+"\n```", "docs/test-your-broker.md does not show example_target_test.go's skeleton")
+}
