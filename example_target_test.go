@@ -29,7 +29,7 @@ func newMyTarget() (model.Target, error) {
 	return &myTarget{BrokerFunc: answer, broker: b}, nil
 }
 
-func (t *myTarget) Tick(ms int64) { t.broker.Tick(ms) } // advance your clock
+func (t *myTarget) Tick(ms int64) { t.broker.Tick(ms) }  // advance your clock
 func (t *myTarget) Restart()      { t.broker.Restart() } // stop and start on your logs
 func (t *myTarget) Close() error  { return nil }
 
