@@ -140,7 +140,7 @@ func (c *client) learn(op model.Op, res model.Result) {
 	}
 }
 
-// BenchmarkCheckScale is the ladder of README's "Checking large histories":
+// BenchmarkCheckScale is the ladder of docs/performance.md, "Checking large histories":
 // one generator at growing sizes, reported per operation, so that a cost
 // that grows faster than the history shows as a growing ns/checked-op.
 // The shapes widen what costs, a window: many more clients and ids, or

@@ -24,7 +24,7 @@ import (
 // operations). The streamed history must then load, and hold every
 // produce the client saw acknowledged; the peak heap and the rate are
 // logged. It takes its whole duration, so it runs only with -tags soak
-// (.ci/run gives it 30 s; an hour of it is the README's figure):
+// (.ci/run gives it 30 s; an hour of it is the figure in docs/performance.md):
 //
 //	FENCECHECK_SOAK=1h go test -tags soak -run Soak -v -timeout 2h ./proxy/
 func TestSoakRecordingLosesNothing(t *testing.T) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compares two builds' time to catch one seeded bug: each seed of MUTANT in
-# docs/time-to-catch.tsv (the first N, 10 by default) is run with
+# docs/measurements/time-to-catch.tsv (the first N, 10 by default) is run with
 # `fencecheck run --mutant MUTANT --seed S` and nothing else, by build A
 # and then by build B, so that both meet the machine as it is at that
 # moment (a shared machine's speed drifts more over minutes than the
@@ -19,8 +19,8 @@ for rev in "$a" "$b"; do
   (cd "$work/src-$rev" && go build -o "$work/fencecheck-$rev" ./cmd/fencecheck)
   git worktree remove --force "$work/src-$rev"
 done
-seeds=$(awk -F'\t' -v m="$mutant" '$1==m {print $2}' docs/time-to-catch.tsv | head -n "$n")
-[ -n "$seeds" ] || { echo "no seeds of $mutant in docs/time-to-catch.tsv" >&2; exit 2; }
+seeds=$(awk -F'\t' -v m="$mutant" '$1==m {print $2}' docs/measurements/time-to-catch.tsv | head -n "$n")
+[ -n "$seeds" ] || { echo "no seeds of $mutant in docs/measurements/time-to-catch.tsv" >&2; exit 2; }
 printf 'seed\tbuild\tseconds\tops\n'
 for seed in $seeds; do
   for rev in "$a" "$b"; do

@@ -5,8 +5,9 @@
 # (exploring and shrinking), the shrunk length, the scenario, and the
 # seconds until the run said it found the counterexample it then shrank.
 # Writes the runs to OUT (a TSV, default time-to-catch.tsv) and prints the
-# README's table: caught, median and worst seconds, the median time to
-# find, median and worst length, which scenarios caught it first.
+# table of docs/testing-fencecheck.md: caught, median and worst seconds,
+# the median time to find, median and worst length, which scenarios
+# caught it first. The table's own runs are docs/measurements/time-to-catch.tsv.
 #
 #   scripts/time-to-catch.sh [OUT]          # the seconds to catch, summed: under half an hour on 2 cores
 #   scripts/time-to-catch.sh --table OUT    # the table of runs measured before
