@@ -131,3 +131,43 @@ func TestBrokerGuideShowsTheExploredSkeleton(t *testing.T) {
 	skeleton := strings.TrimSpace(string(example)[from:to])
 	require.Contains(t, string(guide), "```go\n"+skeleton+"\n```", "docs/test-your-broker.md does not show example_target_test.go's skeleton")
 }
+
+// markdownLink is a Markdown link or image whose target is a path.
+var markdownLink = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
+
+// Every relative link of every Markdown file names a file that is there,
+// so that no document cites one the repository lacks.
+func TestDocsLinksResolve(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	checked := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || filepath.Ext(path) != ".md" {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range markdownLink.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s links to %s, which is not there", rel, target)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotZero(t, checked, "no relative links found: the walk read nothing")
+}
