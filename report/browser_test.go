@@ -88,6 +88,7 @@ func TestSeed000PageInChromium(t *testing.T) {
 	visible(t, dom, "fares-2's ABORT at 41", `data-from="41" data-to="41" data-marker="ABORT" data-epoch="1"`)
 	visible(t, dom, "fares-2's COMMIT at 43", `data-from="43" data-to="43" data-marker="COMMIT" data-epoch="1"`)
 	visible(t, dom, "op 11's box", `id="box-11"`)
+	require.NotContains(t, dom, `data-fits="false"`, "a lane's name runs into its lane")
 	visible(t, dom, "op 11's reason", `class="violation" data-watch="" data-check="one-live-producer" data-op="11"`)
 	require.Contains(t, dom, "epoch 0 accepted after op 6 returned epoch 1 for fare-writer-7")
 	require.Regexp(t, `<tr id="op-11" data-op="11" class="violating" data-breaks="linearizable one-live-producer">`, dom)
@@ -102,6 +103,43 @@ func TestSeed000PageInChromium(t *testing.T) {
 	info, err := os.Stat(shot)
 	require.NoError(t, err)
 	require.Positive(t, info.Size())
+	t.Logf("screenshot: %s", shot)
+}
+
+// TestProxyRecordingPageInChromium: on a recording's page, each lane's
+// name fits the column Chromium draws it in, a name too long for the
+// widest column shortened, and the times are seconds after the first call.
+func TestProxyRecordingPageInChromium(t *testing.T) {
+	h := load(t, proxyRecording)
+	long := "consumer-fare-workers-1-7f3a9c2e-at-10.0.0.12:54321"
+	for i := range h.Ops {
+		switch h.Ops[i].Proc {
+		case "fare-writer-outside":
+			h.Ops[i].Proc = long
+		case "trip-source":
+			h.Ops[i].Proc = "10.0.0.12:54321" // digits, the widest lower characters
+		}
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	f, err := os.Create(page)
+	require.NoError(t, err)
+	require.NoError(t, Write(f, checker.Check(h, checker.Options{}), Options{}))
+	require.NoError(t, f.Close())
+	dom := chromium(t, page, "--dump-dom")
+
+	names := regexp.MustCompile(`<text class="lane-name"[^>]*>`).FindAllString(dom, -1)
+	require.Len(t, names, 5)
+	for _, name := range names {
+		require.Contains(t, name, `data-fits="true"`)
+	}
+	for _, proc := range []string{long, "10.0.0.12:54321", "fare-worker-1.2"} {
+		visible(t, dom, "the lane of "+proc, `id="lane-`+regexp.QuoteMeta(proc)+`"`)
+	}
+	require.Contains(t, dom, "<title>"+long+"</title>")
+	require.Contains(t, dom, `>+0.000 s (op 0)</a>`)
+
+	shot := filepath.Join(artifacts(t), "report-proxy-recording.png")
+	chromium(t, page, "--screenshot="+shot)
 	t.Logf("screenshot: %s", shot)
 }
 

@@ -15,14 +15,25 @@ import (
 // apart the clock puts them, so a 40-second stall is as wide as its two
 // ends and ten operations fit on one screen.
 const (
-	laneLabelWidth = 56
-	laneHeight     = 46
-	laneTop        = 14 // room above the lanes for the axis
-	boxTop         = 14 // the box's offset in its lane, below the epoch notes
-	boxHeight      = 20
-	lanesWidth     = 1320 // what a 1400-pixel window leaves after the margins
-	minStep        = 16
-	charWidth      = 6.2 // of the 11-pixel label font, to shorten labels that would overlap
+	laneHeight = 46
+	laneTop    = 14 // room above the lanes for the axis
+	boxTop     = 14 // the box's offset in its lane, below the epoch notes
+	boxHeight  = 20
+	lanesWidth = 1320 // what a 1400-pixel window leaves after the margins
+	minStep    = 16
+	charWidth  = 6.2 // of the 11-pixel label font, to shorten labels that would overlap
+)
+
+// The column of the lanes' names is as wide as the longest name needs,
+// between these bounds; a longer name is shortened with an ellipsis, and
+// its lane's tooltip gives it whole.
+const (
+	laneNameInset     = 8 // the name's distance from the left edge, page.html's x
+	laneNameGap       = 10
+	laneNameSize      = 15 // the font's size, page.css's .lane-name
+	noteSize          = 10 // page.css's .session
+	minLaneNameColumn = 64
+	maxLaneNameColumn = 220
 )
 
 // lanes is the SVG of the processes' lanes.
@@ -36,8 +47,10 @@ type lanes struct {
 }
 
 type lane struct {
-	Proc string
-	Y    int
+	Proc  string
+	Label string  // Proc, shortened to fit its column
+	Room  float64 // the pixels Label may take
+	Y     int
 }
 
 // box is one request, from its call to its return.
@@ -71,27 +84,83 @@ type band struct {
 	Class   string
 }
 
-func drawLanes(rows []checker.TimelineRow, verdicts []checker.Verdict) lanes {
-	axis := newAxis(rows)
+func drawLanes(rows []checker.TimelineRow, verdicts []checker.Verdict, c clock) lanes {
+	procs := procsOf(rows)
+	column := laneNameColumn(procs)
+	axis := newAxis(rows, column)
 	d := lanes{Width: int(axis.x(axis.end)) + lastLabelRoom}
 	y := map[string]float64{}
-	for _, proc := range procsOf(rows) {
+	room := column - laneNameInset - laneNameGap
+	for _, proc := range procs {
 		y[proc] = float64(laneTop + len(d.Lanes)*laneHeight)
-		d.Lanes = append(d.Lanes, lane{Proc: proc, Y: int(y[proc])})
+		d.Lanes = append(d.Lanes, lane{Proc: proc, Label: shortenBold(proc, room, laneNameSize), Room: room, Y: int(y[proc])})
 	}
 	d.Height = laneTop + len(d.Lanes)*laneHeight + 4
 	related := relatedOps(verdicts)
 	for i, row := range rows {
 		op := row.Op
 		if op.Kind.IsFault() {
-			d.Marks = append(d.Marks, faultMark(row, axis, y[op.Proc], nextCallInLane(rows, i, axis), related[op.ID]))
+			d.Marks = append(d.Marks, faultMark(row, axis, y[op.Proc], nextCallInLane(rows, i, axis), related[op.ID], c))
 			continue
 		}
-		d.Boxes = append(d.Boxes, requestBox(row, axis, y[op.Proc], nextCallInLane(rows, i, axis), related[op.ID]))
+		d.Boxes = append(d.Boxes, requestBox(row, axis, y[op.Proc], nextCallInLane(rows, i, axis), related[op.ID], c))
 	}
 	d.Notes = sessionNotes(rows, axis, y)
 	d.Bands = outages(rows, axis, y)
 	return d
+}
+
+// laneNameColumn is the width of the column of lane names: enough for the
+// longest name, within its bounds.
+func laneNameColumn(procs []string) float64 {
+	longest := 0.0
+	for _, proc := range procs {
+		longest = max(longest, boldWidth(proc, laneNameSize))
+	}
+	return min(max(laneNameInset+longest+laneNameGap, minLaneNameColumn), maxLaneNameColumn)
+}
+
+// boldWidth is how wide text is drawn in the page's bold font at size
+// pixels, at most: each character's class is given the width of its
+// widest member in DejaVu Sans Bold (the font where system-ui is DejaVu,
+// as in Debian's Chromium), which is wider than the other common
+// sans-serif fonts.
+func boldWidth(text string, size float64) float64 {
+	w := 0.0
+	for _, r := range text {
+		w += boldCharWidth(r)
+	}
+	return w * size / 15
+}
+
+// boldCharWidth is a character's width at 15 pixels.
+func boldCharWidth(r rune) float64 {
+	switch {
+	case strings.ContainsRune("fijlrtIJ!'()[],-./:;\\|_` ", r):
+		return 7.5
+	case strings.ContainsRune("mwMW%@…", r):
+		return 16.5
+	case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		return 10.7
+	}
+	return 12.8 // capitals, the wider signs, and any other character
+}
+
+// shortenBold is text cut to fit room pixels in the bold font at size
+// pixels, an ellipsis standing for what is cut.
+func shortenBold(text string, room, size float64) string {
+	if boldWidth(text, size) <= room {
+		return text
+	}
+	var b strings.Builder
+	w := boldWidth("…", size)
+	for _, r := range text {
+		if w += boldWidth(string(r), size); w > room {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String() + "…"
 }
 
 // procsOf lists the processes in order of their first operation.
@@ -110,6 +179,7 @@ func procsOf(rows []checker.TimelineRow) []string {
 // the one before it, so that a request's box is wider than the space
 // between it and the next call, and its label fits.
 type axis struct {
+	left  float64 // where the axis starts: after the column of lane names
 	rank  map[int64]int
 	pos   []float64 // each rank's distance from the start, in steps
 	step  float64
@@ -121,7 +191,7 @@ type axis struct {
 // last operation's label fits on the page.
 const lastLabelRoom = 110
 
-func newAxis(rows []checker.TimelineRow) axis {
+func newAxis(rows []checker.TimelineRow, left float64) axis {
 	calls := map[int64]bool{}
 	var times []int64
 	for _, row := range rows {
@@ -133,7 +203,7 @@ func newAxis(rows []checker.TimelineRow) axis {
 	}
 	slices.Sort(times)
 	times = slices.Compact(times)
-	a := axis{rank: map[int64]int{}, end: len(times)}
+	a := axis{left: left, rank: map[int64]int{}, end: len(times)}
 	total := 0.0
 	for i, t := range times {
 		if i > 0 {
@@ -144,7 +214,7 @@ func newAxis(rows []checker.TimelineRow) axis {
 	}
 	total++
 	a.pos = append(a.pos, total) // "never"
-	a.step = max(minStep, float64(lanesWidth-laneLabelWidth-lastLabelRoom)/total)
+	a.step = max(minStep, (lanesWidth-left-lastLabelRoom)/total)
 	return a
 }
 
@@ -155,7 +225,7 @@ func gapBefore(isCall bool) float64 {
 	return 2
 }
 
-func (a axis) x(rank int) float64 { return laneLabelWidth + 8 + a.pos[rank]*a.step }
+func (a axis) x(rank int) float64 { return a.left + a.pos[rank]*a.step }
 
 func (a axis) at(t int64) float64 { return a.x(a.rank[t]) }
 
@@ -179,10 +249,10 @@ func nextCallInLane(rows []checker.TimelineRow, i int, a axis) float64 {
 	return a.x(a.end) + a.step
 }
 
-func requestBox(row checker.TimelineRow, a axis, laneY, limit float64, related bool) box {
+func requestBox(row checker.TimelineRow, a axis, laneY, limit float64, related bool, c clock) box {
 	x0, x1 := a.at(row.Op.Call), a.returnX(row)
 	w := max(x1-x0, a.step*0.6)
-	b := box{Op: row.Op.ID, X: x0, Y: laneY + boxTop, W: w, Class: outcomeClass(row, related), Title: title(row)}
+	b := box{Op: row.Op.ID, X: x0, Y: laneY + boxTop, W: w, Class: outcomeClass(row, related), Title: title(row, c)}
 	b.Label = fit(shortLabel(row), max(limit-x0, w)-6)
 	return b
 }
@@ -213,8 +283,9 @@ func isFenced(code model.Code) bool {
 	return code != "" && (class == model.FencedProducer || class == model.FencedConsumer)
 }
 
-func title(row checker.TimelineRow) string {
-	t := fmt.Sprintf("op %d, %s: %s → %s", row.Op.ID, row.Op.Proc, strings.ReplaceAll(row.Does, "`", ""), row.Result)
+// title is a box's tooltip: the operation in full, with when it was called.
+func title(row checker.TimelineRow, c clock) string {
+	t := fmt.Sprintf("op %d at %s, %s: %s → %s", row.Op.ID, c.at(row.Op.Call), row.Op.Proc, strings.ReplaceAll(row.Does, "`", ""), row.Result)
 	if len(row.Breaks) > 0 {
 		t += " — breaks " + strings.Join(row.Breaks, ", ")
 	}
@@ -234,10 +305,10 @@ func fit(label string, width float64) string {
 	return string(runes[:chars-1]) + "…"
 }
 
-func faultMark(row checker.TimelineRow, a axis, laneY, limit float64, related bool) mark {
+func faultMark(row checker.TimelineRow, a axis, laneY, limit float64, related bool, c clock) mark {
 	op := row.Op
 	x := a.at(op.Call)
-	return mark{Op: op.ID, X: x, Y: laneY + boxTop, Class: string(op.Kind), Label: fit(faultLabel(row), limit-x-10), Title: title(row), Breaks: len(row.Breaks) > 0, Related: related}
+	return mark{Op: op.ID, X: x, Y: laneY + boxTop, Class: string(op.Kind), Label: fit(faultLabel(row), limit-x-10), Title: title(row, c), Breaks: len(row.Breaks) > 0, Related: related}
 }
 
 func faultLabel(row checker.TimelineRow) string {
@@ -273,7 +344,7 @@ func relatedOps(verdicts []checker.Verdict) map[int]bool {
 
 // sessionNotes write above each lane the epoch a process holds and the
 // generation it joined, where they change; a note stops short of the next
-// one in its lane.
+// one in its lane, and the lane's last note short of the right edge.
 func sessionNotes(rows []checker.TimelineRow, a axis, y map[string]float64) []note {
 	held := map[string]string{}
 	var notes []note
@@ -291,6 +362,10 @@ func sessionNotes(rows []checker.TimelineRow, a axis, y map[string]float64) []no
 		}
 		last[op.Proc] = len(notes)
 		notes = append(notes, note{X: x, Y: y[op.Proc] + boxTop - 3, Text: text})
+	}
+	right := a.x(a.end) + lastLabelRoom
+	for _, i := range last {
+		notes[i].Text = shortenBold(notes[i].Text, right-notes[i].X, noteSize)
 	}
 	return notes
 }

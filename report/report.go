@@ -2,7 +2,10 @@
 // a counterexample one can see: the timeline in the seeds' shape, the
 // processes' lanes, each partition's log as a strip of offsets, each group's
 // generations, and every violation beside the operations it names. The page
-// loads nothing: its style and its one small script are inline.
+// loads nothing: its style and its one small script are inline. A
+// recording's times (Unix milliseconds, or a "wall" clock) are written as
+// seconds after its first call, and its start once; a logical clock's
+// numbers as they are.
 package report
 
 import (
@@ -57,6 +60,7 @@ type page struct {
 	Logs      []strip
 	Groups    []groupView
 	Rows      []rowView
+	Clock     clock
 	Porcupine string
 }
 
@@ -64,15 +68,17 @@ func newPage(r checker.Report, opts Options, css template.CSS) page {
 	rows := checker.Timeline(r.History, r.Verdicts)
 	win := windowAround(rows, opts.Window)
 	shown := rows[win.From:win.To]
+	c := clockOf(rows, r.History.WallClock)
 	return page{
 		Name:      nameOf(r.History),
 		CSS:       css,
 		Verdicts:  verdictViews(r.Verdicts),
 		Window:    win,
-		Lanes:     drawLanes(shown, r.Verdicts),
+		Lanes:     drawLanes(shown, r.Verdicts, c),
 		Logs:      strips(checker.Logs(r.History), r.Verdicts),
 		Groups:    groupViews(shown),
-		Rows:      rowViews(shown, r.Verdicts),
+		Rows:      rowViews(shown, r.Verdicts, c),
+		Clock:     c,
 		Porcupine: opts.Porcupine,
 	}
 }

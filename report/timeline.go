@@ -55,18 +55,18 @@ func statusWord(s checker.Status) string {
 // why it breaks what it breaks.
 type rowView struct {
 	ID           int
-	Clock        int64
+	Clock        string // the call's time, as the page's clock writes it
 	Who          string
 	Does, Result string
 	Breaks       []string
 	Reasons      []string // "check: reason", one per violation the operation breaks
 }
 
-func rowViews(rows []checker.TimelineRow, verdicts []checker.Verdict) []rowView {
+func rowViews(rows []checker.TimelineRow, verdicts []checker.Verdict, c clock) []rowView {
 	reasons := reasonsByOp(verdicts)
 	views := make([]rowView, len(rows))
 	for i, row := range rows {
-		views[i] = rowView{ID: row.Op.ID, Clock: row.Op.Call, Who: row.Op.Proc, Does: row.Does, Result: strings.TrimSpace(row.Result), Breaks: row.Breaks, Reasons: reasons[row.Op.ID]}
+		views[i] = rowView{ID: row.Op.ID, Clock: c.at(row.Op.Call), Who: row.Op.Proc, Does: row.Does, Result: strings.TrimSpace(row.Result), Breaks: row.Breaks, Reasons: reasons[row.Op.ID]}
 	}
 	return views
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 )
 
 // Exit codes, as HISTORY.md fixes them.
@@ -18,61 +20,148 @@ const (
 	exitUsage    = 2
 )
 
-const usage = `fencecheck: a model checker for Kafka's fencing invariants.
+// command is one of fencecheck's commands. The top-level usage is made
+// from this list and from each command's own flag set, so that it names
+// every flag a command has.
+type command struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) int
+	// args are the arguments after the flags, as the synopsis writes them.
+	args string
+	// required are the flags the command refuses to run without; the
+	// synopsis writes them first, without brackets.
+	required []string
+	about    string
+}
 
-Usage:
-  fencecheck run [--target T] [--scenario S] [--seed N] [--time D | --checks N] [--parallel N] [--shard I/N] [--out DIR]
-  fencecheck check [--html FILE] [--timeline FILE] [--timeout D] HISTORY...
-  fencecheck replay BUNDLE
-  fencecheck report DIR...
-  fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--history FILE] [--control HOST:PORT]
-  fencecheck broker [--listen HOST:PORT]
+var commands = []command{
+	{name: "run", run: runRun, about: "explore random interleavings of producers and workers with zombies, " +
+		"restarts and rebalances against a broker; a violation is shrunk to a short timeline and saved as a bug report."},
+	{name: "check", run: runCheck, args: "HISTORY...", about: "judge history files (HISTORY.md format v1): " +
+		"linearizability against the reference broker, one live producer per transactional.id, " +
+		"exactly-once reads, no aborted reads, monotonic group offsets, and progress."},
+	{name: "replay", run: runReplay, args: "BUNDLE", about: "run a bug report's interleaving again."},
+	{name: "report", run: runReport, args: "DIR...", about: "merge the outputs of runs that explored one seed's shards."},
+	{name: "proxy", run: runProxy, required: []string{"upstream"}, about: "a Kafka-protocol proxy any client " +
+		"connects to unchanged, in front of a cluster: it records what the clients do as a history to check, " +
+		"and faults them (stall, crash, lost and late requests) on request."},
+	{name: "broker", run: runBroker, about: "the embedded cluster (kfake) on real ports, to try a client or the proxy against."},
+}
 
-Commands:
-  run     explore random interleavings of producers and workers with zombies,
-          restarts and rebalances against a broker; a violation is shrunk to
-          a short timeline and saved as a bug report.
-  check   judge history files (HISTORY.md format v1): linearizability against
-          the reference broker, one live producer per transactional.id,
-          exactly-once reads, no aborted reads, monotonic group offsets, and
-          progress.
-  replay  run a bug report's interleaving again.
-  report  merge the outputs of runs that explored one seed's shards.
-  proxy   a Kafka-protocol proxy any client connects to unchanged, in front of
-          a cluster: it records what the clients do as a history to check,
-          and faults them (stall, crash, lost and late requests) on request.
-  broker  the embedded cluster (kfake) on real ports, to try a client or the
-          proxy against.
+// usageWidth is the column the top-level usage wraps its lines at.
+const usageWidth = 80
 
-Run 'fencecheck COMMAND --help' for a command's flags.
-Exit status: 0 every check holds, 1 a check is violated, 2 unusable input.
-`
+// usage is the top-level usage: a synopsis of every command, with all
+// its flags, then what each command does.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("fencecheck: a model checker for Kafka's fencing invariants.\n\nUsage:\n")
+	for _, c := range commands {
+		b.WriteString(c.synopsis())
+	}
+	b.WriteString("\nCommands:\n")
+	for _, c := range commands {
+		b.WriteString(wrap(fmt.Sprintf("  %-7s ", c.name), strings.Fields(c.about)))
+	}
+	b.WriteString("\nRun 'fencecheck COMMAND --help' for a command's flags.\n" +
+		"Exit status: 0 every check holds, 1 a check is violated, 2 unusable input.\n")
+	return b.String()
+}
+
+// synopsis is the command's line of the top-level usage: its required
+// flags, its other flags in brackets, then its arguments.
+func (c command) synopsis() string {
+	var required, optional []string
+	c.flags().VisitAll(func(f *flag.Flag) {
+		word := "--" + f.Name + argName(f)
+		if slices.Contains(c.required, f.Name) {
+			required = append(required, word)
+			return
+		}
+		optional = append(optional, "["+word+"]")
+	})
+	words := append(required, optional...)
+	if c.args != "" {
+		words = append(words, c.args)
+	}
+	return wrap("  fencecheck "+c.name+" ", words)
+}
+
+// flags is the command's flag set, as the command itself makes it: the
+// command is asked for its --help with a flagProbe as its stderr.
+func (c command) flags() *flag.FlagSet {
+	probe := &flagProbe{}
+	c.run([]string{"--help"}, io.Discard, probe)
+	if probe.fs == nil {
+		// A command that makes no flag set with newCommand has no flags.
+		return flag.NewFlagSet(c.name, flag.ContinueOnError)
+	}
+	return probe.fs
+}
+
+// flagProbe is a stderr that discards what is written to it and keeps the
+// flag set newCommand makes with it.
+type flagProbe struct{ fs *flag.FlagSet }
+
+func (*flagProbe) Write(p []byte) (int, error) { return len(p), nil }
+
+// argName is what a synopsis writes after a flag's name: a space and the
+// name the flag's usage puts in backquotes, upper-cased, or one for its
+// type. A boolean flag takes no argument; one on by default is written
+// =false, the way it is used.
+func argName(f *flag.Flag) string {
+	name, _ := flag.UnquoteUsage(f)
+	switch name {
+	case "":
+		if f.DefValue == "true" {
+			return "=false"
+		}
+		return ""
+	case "duration":
+		return " D"
+	case "int", "uint", "int64", "uint64":
+		return " N"
+	case "string", "value", "float":
+		return " VALUE"
+	}
+	return " " + strings.ToUpper(name)
+}
+
+// wrap writes words after prefix, as many to a line as fit in
+// usageWidth, each further line indented as deep as prefix.
+func wrap(prefix string, words []string) string {
+	var b strings.Builder
+	line := prefix
+	indent := strings.Repeat(" ", len(prefix))
+	for _, w := range words {
+		if len(line) > len(indent) && len(line)+len(w) > usageWidth {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line = indent
+		}
+		line += w + " "
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+	return b.String()
+}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return exitUsage
 	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
 	switch args[0] {
-	case "check":
-		return runCheck(args[1:], stdout, stderr)
-	case "run":
-		return runRun(args[1:], stdout, stderr)
-	case "replay":
-		return runReplay(args[1:], stdout, stderr)
-	case "report":
-		return runReport(args[1:], stdout, stderr)
-	case "proxy":
-		return runProxy(args[1:], stdout, stderr)
-	case "broker":
-		return runBroker(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return exitHeld
 	}
-	fmt.Fprintf(stderr, "fencecheck: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "fencecheck: unknown command %q\n\n%s", args[0], usage())
 	return exitUsage
 }
 
@@ -103,6 +192,9 @@ func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) (code int
 func newCommand(name, usage string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if probe, ok := stderr.(*flagProbe); ok {
+		probe.fs = fs
+	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		hasFlags := false

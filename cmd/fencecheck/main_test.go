@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -165,6 +168,86 @@ func TestHelp(t *testing.T) {
 	for _, flag := range []string{"-report", "-html", "-timeline", "-timeout"} {
 		require.Contains(t, errOut, flag)
 	}
+}
+
+// TestUsageNamesEveryFlag: each command's line in the top-level usage
+// names every flag its own --help lists, and the usage fits its width.
+func TestUsageNamesEveryFlag(t *testing.T) {
+	code, top, _ := runCLI("--help")
+	require.Equal(t, exitHeld, code)
+	for _, c := range commands {
+		code, _, help := runCLI(c.name, "--help")
+		require.Equal(t, exitHeld, code, c.name)
+		synopsis := synopsisOf(t, top, c.name)
+		for _, name := range flagsListed(help) {
+			require.Regexp(t, `(^|[\[ ])--`+regexp.QuoteMeta(name)+`([ =\]]|$)`, synopsis, "fencecheck %s --%s", c.name, name)
+		}
+	}
+	_, _, help := runCLI("check", "--help")
+	require.Contains(t, flagsListed(help), "known", "the help's flags are read")
+	for _, line := range strings.Split(top, "\n") {
+		require.LessOrEqual(t, len(line), usageWidth, line)
+	}
+}
+
+// synopsisOf is the command's synopsis in the top-level usage, its
+// wrapped lines joined.
+func synopsisOf(t *testing.T, usage, name string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(usage, "\n  fencecheck "+name+" ")
+	if !ok {
+		_, rest, ok = strings.Cut(usage, "\n  fencecheck "+name+"\n")
+	}
+	require.True(t, ok, "no synopsis of %s in\n%s", name, usage)
+	var lines []string
+	for _, line := range strings.Split(rest, "\n") {
+		if line == "" || strings.HasPrefix(line, "  fencecheck ") {
+			break
+		}
+		lines = append(lines, strings.TrimSpace(line))
+	}
+	return strings.Join(lines, " ")
+}
+
+// flagsListed are the names of the flags a command's --help lists.
+func flagsListed(help string) []string {
+	var names []string
+	for _, m := range regexp.MustCompile(`(?m)^  -([\w-]+)`).FindAllStringSubmatch(help, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// A flag's argument is named as its usage names it, or after its type; a
+// boolean on by default is written as it is turned off.
+func TestSynopsisArgumentNames(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.String("upstream", "", "the cluster's addresses, `host:port,...`")
+	fs.Duration("timeout", 0, "give up after a while")
+	fs.Int("checks", 0, "how many")
+	fs.String("target", "", "the broker")
+	fs.Bool("swarm", true, "swarm testing")
+	fs.Bool("verbose", false, "say more")
+	want := map[string]string{"upstream": " HOST:PORT,...", "timeout": " D", "checks": " N", "target": " VALUE", "swarm": "=false", "verbose": ""}
+	fs.VisitAll(func(f *flag.Flag) { require.Equal(t, want[f.Name], argName(f), f.Name) })
+}
+
+// A synopsis writes the required flags first, the others in brackets, then
+// the arguments, wrapped under the first flag.
+func TestSynopsisOrderAndWrap(t *testing.T) {
+	c := command{name: "x", required: []string{"upstream"}, args: "FILE...", run: func(args []string, _, stderr io.Writer) int {
+		fs := newCommand("x", "", stderr)
+		fs.Bool("verbose", false, "say more")
+		fs.String("upstream", "", "the cluster's address, `host:port`")
+		code, _ := parseFlags(fs, args)
+		return code
+	}}
+	require.Equal(t, "  fencecheck x --upstream HOST:PORT [--verbose] FILE...\n", c.synopsis())
+
+	wrapped := wrap("  fencecheck x ", strings.Fields(strings.Repeat("[--abcdefghij] ", 12)))
+	require.Equal(t, "  fencecheck x [--abcdefghij] [--abcdefghij] [--abcdefghij] [--abcdefghij]\n"+
+		"               [--abcdefghij] [--abcdefghij] [--abcdefghij] [--abcdefghij]\n"+
+		"               [--abcdefghij] [--abcdefghij] [--abcdefghij] [--abcdefghij]\n", wrapped)
 }
 
 // TestRunWritesABundleThatReplays: a misconfiguration exits 1 with its bug

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// proxyRecording is a history fencecheck proxy recorded: its clock is Unix
+// milliseconds, its processes are named by client.id.
+var proxyRecording = filepath.Join("testdata", "proxy-recording.json")
+
+func rowsCalledAt(calls ...int64) []checker.TimelineRow {
+	rows := make([]checker.TimelineRow, len(calls))
+	for i, call := range calls {
+		rows[i].Op = histories.Op{ID: i, Call: call}
+	}
+	return rows
+}
+
+// A clock from 10^12 on is Unix milliseconds: seconds after the first
+// call, with the start as a date; below it, a logical clock, written as
+// it is; a wall clock of its own, seconds after the first call.
+func TestClockWritesTimes(t *testing.T) {
+	unix := clockOf(rowsCalledAt(1796465035150, 1796465036384), false)
+	require.Equal(t, "+0.000 s", unix.at(1796465035150))
+	require.Equal(t, "+1.234 s", unix.at(1796465036384))
+	require.Equal(t, "+61.005 s", unix.at(1796465035150+61005))
+	require.Equal(t, "Times are seconds after the first call, made at 2026-12-05T10:03:55.150Z (Unix time 1796465035150 ms).", unix.Legend())
+
+	logical := clockOf(rowsCalledAt(0, 990, 41001), false)
+	require.Equal(t, "990", logical.at(990))
+	require.Empty(t, logical.Legend())
+
+	justBelow := clockOf(rowsCalledAt(unixMillisFrom-1), false)
+	require.Equal(t, "999999999999", justBelow.at(unixMillisFrom-1))
+	require.Equal(t, "+0.000 s", clockOf(rowsCalledAt(unixMillisFrom), false).at(unixMillisFrom))
+
+	wall := clockOf(rowsCalledAt(20, 10050), true)
+	require.Equal(t, "+10.030 s", wall.at(10050))
+	require.Equal(t, "Times are seconds after the first call, made at 20 ms on the history's clock.", wall.Legend())
+
+	require.Empty(t, clockOf(nil, false).Legend(), "an empty history has a logical clock")
+}
+
+// The column of lane names is as wide as the longest name, within its
+// bounds; a name too long for the widest column is cut with an ellipsis
+// and still fits.
+func TestLaneNamesFit(t *testing.T) {
+	require.Equal(t, float64(minLaneNameColumn), laneNameColumn([]string{"P", "A", "B", "R"}))
+
+	names := []string{"trip-source", "fare-writer-outside", "fare-worker-1.2"}
+	column := laneNameColumn(names)
+	require.Greater(t, column, float64(minLaneNameColumn))
+	require.Less(t, column, float64(maxLaneNameColumn))
+	room := column - laneNameInset - laneNameGap
+	for _, name := range names {
+		require.Equal(t, name, shortenBold(name, room, laneNameSize), "a name the column was made for is whole")
+	}
+	// DejaVu Sans Bold draws "fare-writer-outside" 161 pixels wide at 15.
+	require.GreaterOrEqual(t, boldWidth("fare-writer-outside", laneNameSize), 161.0)
+
+	long := "consumer-fare-workers-1-7f3a9c2e-at-10.0.0.12:54321"
+	require.Equal(t, float64(maxLaneNameColumn), laneNameColumn([]string{"P", long}))
+	room = maxLaneNameColumn - laneNameInset - laneNameGap
+	label := shortenBold(long, room, laneNameSize)
+	require.True(t, strings.HasSuffix(label, "…"), label)
+	require.True(t, strings.HasPrefix(long, strings.TrimSuffix(label, "…")), label)
+	require.LessOrEqual(t, boldWidth(label, laneNameSize), room)
+	require.Greater(t, boldWidth(label+"x", laneNameSize), room, "the label takes the room there is")
+}
+
+// TestProxyRecordingPage: a recording's page gives times after the first
+// call and its start once, and each lane its whole name.
+func TestProxyRecordingPage(t *testing.T) {
+	h := load(t, proxyRecording)
+	page := render(t, h, Options{})
+	require.Contains(t, page, `id="clock-legend">Times are seconds after the first call, made at 2026-12-05T10:03:55.150Z`)
+	plus := `(\+|&#43;)` // html/template writes + as &#43;
+	require.Regexp(t, `<a href="#box-0">`+plus+`0\.000 s \(op 0\)</a>`, page)
+	require.Regexp(t, `<title>op 0 at `+plus+`0\.000 s, trip-source: `, page)
+	require.NotRegexp(t, `<td class="clock">.*1796465035`, page, "no raw Unix milliseconds in the timeline")
+	require.Contains(t, page, `>fare-writer-outside<title>fare-writer-outside</title></text>`)
+
+	for i := range h.Ops {
+		if h.Ops[i].Proc == "fare-writer-outside" {
+			h.Ops[i].Proc = "consumer-fare-workers-1-7f3a9c2e-at-10.0.0.12:54321"
+		}
+	}
+	page = render(t, h, Options{})
+	require.Regexp(t, `>consumer-fare-[^<]*…<title>consumer-fare-workers-1-7f3a9c2e-at-10.0.0.12:54321</title></text>`, page)
+}
