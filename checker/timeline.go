@@ -13,12 +13,19 @@ import (
 // WriteTimeline writes h as a Markdown table in the seeds' shape (Clock |
 // Who | Does | Result), one row per operation in call order, and below it
 // the verdict lines. A row of an operation that breaks a check starts with
-// "⚠" and names the checks it breaks.
+// "⚠" and names the checks it breaks. A recording's times, in
+// milliseconds, are written as seconds after its first call, with a line
+// before the table that says when that was (Clock).
 func WriteTimeline(w io.Writer, h histories.History, verdicts []Verdict) error {
 	var b strings.Builder
+	rows := Timeline(h, verdicts)
+	clock := ClockOf(rows, h.WallClock)
+	if legend := clock.Legend(); legend != "" {
+		b.WriteString(legend + "\n\n")
+	}
 	b.WriteString("| Clock | Who | Does | Result |\n|---|---|---|---|\n")
-	for _, row := range Timeline(h, verdicts) {
-		b.WriteString(row.markdown())
+	for _, row := range rows {
+		b.WriteString(row.markdown(clock))
 	}
 	b.WriteString("\n")
 	for _, v := range verdicts {
@@ -52,10 +59,10 @@ func Timeline(h histories.History, verdicts []Verdict) []TimelineRow {
 	return rows
 }
 
-// markdown is the row in a Markdown table.
-func (row TimelineRow) markdown() string {
+// markdown is the row in a Markdown table, its time as c writes it.
+func (row TimelineRow) markdown(c Clock) string {
 	op, result := row.Op, row.Result
-	clock := fmt.Sprintf("%d (op %d)", op.Call, op.ID)
+	clock := fmt.Sprintf("%s (op %d)", c.At(op.Call), op.ID)
 	if len(row.Breaks) > 0 {
 		clock = "⚠ " + clock
 		result += " — **breaks " + strings.Join(row.Breaks, ", ") + "**"

@@ -84,7 +84,7 @@ type band struct {
 	Class   string
 }
 
-func drawLanes(rows []checker.TimelineRow, verdicts []checker.Verdict, c clock) lanes {
+func drawLanes(rows []checker.TimelineRow, verdicts []checker.Verdict, c checker.Clock) lanes {
 	procs := procsOf(rows)
 	column := laneNameColumn(procs)
 	axis := newAxis(rows, column)
@@ -249,7 +249,7 @@ func nextCallInLane(rows []checker.TimelineRow, i int, a axis) float64 {
 	return a.x(a.end) + a.step
 }
 
-func requestBox(row checker.TimelineRow, a axis, laneY, limit float64, related bool, c clock) box {
+func requestBox(row checker.TimelineRow, a axis, laneY, limit float64, related bool, c checker.Clock) box {
 	x0, x1 := a.at(row.Op.Call), a.returnX(row)
 	w := max(x1-x0, a.step*0.6)
 	b := box{Op: row.Op.ID, X: x0, Y: laneY + boxTop, W: w, Class: outcomeClass(row, related), Title: title(row, c)}
@@ -284,8 +284,8 @@ func isFenced(code model.Code) bool {
 }
 
 // title is a box's tooltip: the operation in full, with when it was called.
-func title(row checker.TimelineRow, c clock) string {
-	t := fmt.Sprintf("op %d at %s, %s: %s → %s", row.Op.ID, c.at(row.Op.Call), row.Op.Proc, strings.ReplaceAll(row.Does, "`", ""), row.Result)
+func title(row checker.TimelineRow, c checker.Clock) string {
+	t := fmt.Sprintf("op %d at %s, %s: %s → %s", row.Op.ID, c.At(row.Op.Call), row.Op.Proc, strings.ReplaceAll(row.Does, "`", ""), row.Result)
 	if len(row.Breaks) > 0 {
 		t += " — breaks " + strings.Join(row.Breaks, ", ")
 	}
@@ -305,7 +305,7 @@ func fit(label string, width float64) string {
 	return string(runes[:chars-1]) + "…"
 }
 
-func faultMark(row checker.TimelineRow, a axis, laneY, limit float64, related bool, c clock) mark {
+func faultMark(row checker.TimelineRow, a axis, laneY, limit float64, related bool, c checker.Clock) mark {
 	op := row.Op
 	x := a.at(op.Call)
 	return mark{Op: op.ID, X: x, Y: laneY + boxTop, Class: string(op.Kind), Label: fit(faultLabel(row), limit-x-10), Title: title(row, c), Breaks: len(row.Breaks) > 0, Related: related}

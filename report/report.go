@@ -60,7 +60,7 @@ type page struct {
 	Logs      []strip
 	Groups    []groupView
 	Rows      []rowView
-	Clock     clock
+	Clock     checker.Clock
 	Porcupine string
 }
 
@@ -68,7 +68,7 @@ func newPage(r checker.Report, opts Options, css template.CSS) page {
 	rows := checker.Timeline(r.History, r.Verdicts)
 	win := windowAround(rows, opts.Window)
 	shown := rows[win.From:win.To]
-	c := clockOf(rows, r.History.WallClock)
+	c := checker.ClockOf(rows, r.History.WallClock)
 	return page{
 		Name:      nameOf(r.History),
 		CSS:       css,

@@ -62,11 +62,11 @@ type rowView struct {
 	Reasons      []string // "check: reason", one per violation the operation breaks
 }
 
-func rowViews(rows []checker.TimelineRow, verdicts []checker.Verdict, c clock) []rowView {
+func rowViews(rows []checker.TimelineRow, verdicts []checker.Verdict, c checker.Clock) []rowView {
 	reasons := reasonsByOp(verdicts)
 	views := make([]rowView, len(rows))
 	for i, row := range rows {
-		views[i] = rowView{ID: row.Op.ID, Clock: c.at(row.Op.Call), Who: row.Op.Proc, Does: row.Does, Result: strings.TrimSpace(row.Result), Breaks: row.Breaks, Reasons: reasons[row.Op.ID]}
+		views[i] = rowView{ID: row.Op.ID, Clock: c.At(row.Op.Call), Who: row.Op.Proc, Does: row.Does, Result: strings.TrimSpace(row.Result), Breaks: row.Breaks, Reasons: reasons[row.Op.ID]}
 	}
 	return views
 }

@@ -7,46 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencecheck/fencecheck/checker"
-	"github.com/fencecheck/fencecheck/histories"
 )
 
 // proxyRecording is a history fencecheck proxy recorded: its clock is Unix
 // milliseconds, its processes are named by client.id.
 var proxyRecording = filepath.Join("testdata", "proxy-recording.json")
-
-func rowsCalledAt(calls ...int64) []checker.TimelineRow {
-	rows := make([]checker.TimelineRow, len(calls))
-	for i, call := range calls {
-		rows[i].Op = histories.Op{ID: i, Call: call}
-	}
-	return rows
-}
-
-// A clock from 10^12 on is Unix milliseconds: seconds after the first
-// call, with the start as a date; below it, a logical clock, written as
-// it is; a wall clock of its own, seconds after the first call.
-func TestClockWritesTimes(t *testing.T) {
-	unix := clockOf(rowsCalledAt(1796465035150, 1796465036384), false)
-	require.Equal(t, "+0.000 s", unix.at(1796465035150))
-	require.Equal(t, "+1.234 s", unix.at(1796465036384))
-	require.Equal(t, "+61.005 s", unix.at(1796465035150+61005))
-	require.Equal(t, "Times are seconds after the first call, made at 2026-12-05T10:03:55.150Z (Unix time 1796465035150 ms).", unix.Legend())
-
-	logical := clockOf(rowsCalledAt(0, 990, 41001), false)
-	require.Equal(t, "990", logical.at(990))
-	require.Empty(t, logical.Legend())
-
-	justBelow := clockOf(rowsCalledAt(unixMillisFrom-1), false)
-	require.Equal(t, "999999999999", justBelow.at(unixMillisFrom-1))
-	require.Equal(t, "+0.000 s", clockOf(rowsCalledAt(unixMillisFrom), false).at(unixMillisFrom))
-
-	wall := clockOf(rowsCalledAt(20, 10050), true)
-	require.Equal(t, "+10.030 s", wall.at(10050))
-	require.Equal(t, "Times are seconds after the first call, made at 20 ms on the history's clock.", wall.Legend())
-
-	require.Empty(t, clockOf(nil, false).Legend(), "an empty history has a logical clock")
-}
 
 // The column of lane names is as wide as the longest name, within its
 // bounds; a name too long for the widest column is cut with an ellipsis
