@@ -3,7 +3,6 @@ package checker
 import (
 	"fmt"
 	"time"
-
 )
 
 // unixMillisFrom is the smallest clock reading taken for Unix

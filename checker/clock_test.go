@@ -42,7 +42,6 @@ func TestClockWritesTimes(t *testing.T) {
 	require.Empty(t, ClockOf(nil, false).Legend(), "an empty history has a logical clock")
 }
 
-
 // The Markdown timeline of a recording says when it began, once, and
 // writes each row's time as seconds after that.
 func TestTimelineWritesARecordingsTimesFromItsStart(t *testing.T) {

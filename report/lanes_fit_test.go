@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 // proxyRecording is a history fencecheck proxy recorded: its clock is Unix
