@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"regexp"
 	"strconv"
@@ -54,12 +53,11 @@ func TestFormatDocsShowWhatIsTrue(t *testing.T) {
 			for _, m := range outputMarker.FindAllSubmatchIndex(text, -1) {
 				args := strings.Fields(string(text[m[2]:m[3]]))
 				exit, _ := strconv.Atoi(string(text[m[4]:m[5]]))
-				var stdout, stderr bytes.Buffer
-				got := run(args, &stdout, &stderr)
-				want := blockAfter(t, text, m[1])
-				require.Equal(t, want, "$ fencecheck "+strings.Join(args, " ")+"\n"+stdout.String(),
-					"%s shows another output for fencecheck %s (stderr: %s)", doc, strings.Join(args, " "), stderr.String())
-				require.Equal(t, exit, got, "exit status of fencecheck %s", strings.Join(args, " "))
+				code, stdout, stderr := runCLI(args...)
+				command := "fencecheck " + strings.Join(args, " ")
+				require.Equal(t, blockAfter(t, text, m[1]), "$ "+command+"\n"+stdout,
+					"%s shows another output for %s (stderr: %s)", doc, command, stderr)
+				require.Equal(t, exit, code, "exit status of %s", command)
 			}
 		})
 	}

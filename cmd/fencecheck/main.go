@@ -11,7 +11,7 @@ import (
 	"os"
 )
 
-// Exit codes, as HISTORY.md fixes them.
+// Exit codes, as docs/history-format.md fixes them.
 const (
 	exitHeld     = 0
 	exitViolated = 1
@@ -32,10 +32,10 @@ Commands:
   run     explore random interleavings of producers and workers with zombies,
           restarts and rebalances against a broker; a violation is shrunk to
           a short timeline and saved as a bug report.
-  check   judge history files (HISTORY.md format v1): linearizability against
-          the reference broker, one live producer per transactional.id,
-          exactly-once reads, no aborted reads, monotonic group offsets, and
-          progress.
+  check   judge history files (format v1, docs/history-format.md):
+          linearizability against the reference broker, one live producer
+          per transactional.id, exactly-once reads, no aborted reads,
+          monotonic group offsets, progress and error codes.
   replay  run a bug report's interleaving again.
   report  merge the outputs of runs that explored one seed's shards.
   proxy   a Kafka-protocol proxy any client connects to unchanged, in front of
