@@ -44,7 +44,7 @@ var beyondSchema = map[string]string{
 }
 
 // historySchema is the compiled schema.
-func historySchema(t *testing.T) *jsonschema.Schema {
+func historySchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
 	f, err := os.Open(schemaPath)
 	require.NoError(t, err)
@@ -70,7 +70,7 @@ func validate(s *jsonschema.Schema, data []byte) error {
 
 // savedHistories are the paths of every *.json file in the repository
 // that says it is a v1 history.
-func savedHistories(t *testing.T) []string {
+func savedHistories(t testing.TB) []string {
 	t.Helper()
 	var paths []string
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
@@ -181,4 +181,24 @@ func TestSchemaNamesWhatLoadKnows(t *testing.T) {
 	for _, c := range model.Codes {
 		require.True(t, model.KnownCode(c), "model.Codes lists %s, which Load refuses", c)
 	}
+}
+
+// FuzzSchemaAcceptsWhatLoadAccepts: whatever Load accepts, the schema
+// accepts. (The converse does not hold: see beyondSchema.)
+func FuzzSchemaAcceptsWhatLoadAccepts(f *testing.F) {
+	for _, name := range []string{"example.json", "every-type.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	for _, d := range loadAccepts {
+		f.Add([]byte(d))
+	}
+	s := historySchema(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := Load(bytes.NewReader(data)); err != nil {
+			return
+		}
+		require.NoError(t, validate(s, data), "Load accepts it, the schema does not")
+	})
 }
