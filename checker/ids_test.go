@@ -11,17 +11,17 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// TestIdsAreNames: an operation's id is its name (HISTORY.md), not its
-// place in time, so a history judges the same whatever names its
+// TestIdsAreNames: an operation's id is its name (docs/history-format.md),
+// not its place in time, so a history judges the same whatever names its
 // operations carry: every saved history, its ids reversed, and with its
 // first successful end_txn named 0 (a tool may number operations in any
-// order, and 0 is a name like the others). Each check holds or breaks
-// alike, and breaks first at an operation called at the same time (among
-// operations called at one instant, the lowest id is named first). For
-// linearizable and error-codes, which judge by the model along a legal
-// order, only the status is compared: of several orders as long, the one
-// whose ids come first is taken (longestOf), so that the operation named
-// does not vary from run to run.
+// order, and 0 is a name like the others). Each check holds or breaks alike,
+// and breaks first at an operation called at the same time (among operations
+// called at one instant, the lowest id is named first). For linearizable and
+// error-codes, which judge by the model along a legal order, only the status
+// is compared: of several orders as long, the one whose ids come first is
+// taken (longestOf), so that the operation named does not vary from run to
+// run.
 func TestIdsAreNames(t *testing.T) {
 	var files []string
 	for _, dir := range []string{"canonical", "mutants", "clients", "kfake"} {

@@ -79,8 +79,8 @@ type Finding struct {
 	Consequences []string `json:"consequences,omitempty"`
 }
 
-// Known is a list of known findings (HISTORY.md's sibling format
-// fencecheck/known/v1), so that exploration counts what it meets again
+// Known is a list of known findings (format fencecheck/known/v1,
+// docs/known-format.md), so that exploration counts what it meets again
 // and goes on looking for what is new.
 type Known struct {
 	Findings []Finding

@@ -204,8 +204,9 @@ func check(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, 
 }
 
 // txnVersions are the protocols to try, the likelier first: a history that
-// does not say is judged under both (HISTORY.md), and an EndTxn answered with
-// a producer id and epoch is a sign of transactions v2.
+// does not say is judged under both (docs/history-format.md), and an
+// EndTxn answered with a producer id and epoch is a sign of transactions
+// v2.
 func txnVersions(h histories.History) []int {
 	if h.TransactionsVersion != 0 {
 		return []int{h.TransactionsVersion}

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The check names are fixed by HISTORY.md.
+// The check names are fixed by docs/history-format.md.
 const (
 	Linearizable     = "linearizable"
 	OneLiveProducer  = "one-live-producer"
@@ -52,7 +52,7 @@ type Verdict struct {
 	Reason     string      // when Unknown or Skipped
 }
 
-// String is the verdict line of HISTORY.md: "exactly-once: ok",
+// String is the verdict line of docs/history-format.md: "exactly-once: ok",
 // "one-live-producer: VIOLATED op 4 (...)", "linearizable: unknown (...)",
 // "progress: skipped".
 func (v Verdict) String() string {

@@ -152,8 +152,8 @@ var fetchedSlots = []slot[fetched]{
 }
 
 // reqSlots are the request fields of each type that has a "req", in the
-// order of HISTORY.md. session_timeout_ms (join_group) is the model's
-// addition; documents that leave it out get the broker's default.
+// order of docs/history-format.md. Documents that leave out
+// session_timeout_ms (join_group) get the broker's default.
 var reqSlots = map[model.Kind][]slot[request]{
 	model.InitProducerID: {qTxnID.opt(), qTimeoutMs.opt(), qProducerID.opt(), qEpoch.opt()},
 	model.AddPartitions:  {qTxnID.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},

@@ -1,5 +1,6 @@
-// Package histories is the history format v1 (HISTORY.md): the contract
-// between whatever records requests and responses and the checker.
+// Package histories is the history format v1 (docs/history-format.md):
+// the contract between whatever records requests and responses and the
+// checker.
 package histories
 
 import "github.com/fencecheck/fencecheck/model"
@@ -15,10 +16,9 @@ type History struct {
 	// document has no "trips" (progress is then skipped).
 	Trips []string
 	// OutputTopics are the topics whose committed records count as a trip
-	// processed, for progress; nil counts every topic. An extension of
-	// HISTORY.md ("output_topics"): a pipeline that reads trips from one
-	// topic and writes them to another has processed a trip only when it
-	// is in the second.
+	// processed, for progress ("output_topics"); nil counts every topic.
+	// A pipeline that reads trips from one topic and writes them to
+	// another has processed a trip only when it is in the second.
 	OutputTopics []string
 	// TransactionsVersion is 1 or 2 (KIP-890), or 0 when the document does
 	// not say (a history either version explains passes).
@@ -26,8 +26,8 @@ type History struct {
 	// WallClock: call and return are milliseconds of the clock the
 	// broker's timers run on (a recording of a real cluster, "clock":
 	// "wall"), so a transaction or session timeout fires at any moment
-	// after it is due, with no tick. An extension of HISTORY.md; without
-	// it timers fire at ticks only.
+	// after it is due, with no tick. Without it timers fire at ticks
+	// only.
 	WallClock bool
 }
 

@@ -35,8 +35,9 @@ func LoadFileWithProgress(path string, progress func(ops int)) (History, error) 
 }
 
 // Load reads one history document and checks it against every rule of
-// HISTORY.md. The error names the operation and the field. Fields the
-// format does not know are ignored; an unknown type or error code is not.
+// docs/history-format.md. The error names the operation and the field.
+// Fields the format does not know are ignored; an unknown type or error
+// code is not.
 //
 // Absent numbers hold the model's sentinels (model.NewRequest,
 // model.NewResponse) and empty lists load as nil, so a loaded history
@@ -492,8 +493,8 @@ func checkIDs(ops []Op) error {
 
 // checkOverlap reports two requests of one process that overlap in time:
 // one called before the other returned. A call at the very instant the
-// previous answer came back touches it and does not overlap (HISTORY.md
-// says nothing of clock resolution, and a millisecond clock does that all
+// previous answer came back touches it and does not overlap (the format
+// allows a clock of any resolution, and a millisecond clock does that all
 // the time). A request that never returned is exempt: its process goes on (a retry
 // after a lost response) while it stays pending for ever. Faults are
 // instants, and may strike a process while its request is in flight (it

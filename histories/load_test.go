@@ -25,152 +25,202 @@ func produce(req, tail string) string {
 
 const goodProduce = `, "partition": "fares-2", "sequence": 0, "records": [{"key": "trip-1"}]`
 
+// loadRejects are documents Load must refuse, with the error it gives.
+// TestSchemaRejectsWhatLoadRejects holds the schema to the same table.
+var loadRejects = []struct {
+	name, doc, err string
+}{
+	{"not json", `{"format":`, "not a JSON document: unexpected EOF"},
+	{"trailing data", doc() + ` {}`, "more data after the JSON document"},
+	{"not an object", `[]`, "document: must be an object, got an array"},
+	{"format missing", `{"ops": []}`, "format is required"},
+	{"format wrong", `{"format": "fencecheck/history/v2", "ops": []}`,
+		`format: must be "fencecheck/history/v1", got "fencecheck/history/v2"`},
+	{"format not a string", `{"format": 1, "ops": []}`, "format: must be a string, got 1"},
+	{"ops missing", `{"format": "fencecheck/history/v1"}`, "ops is required"},
+	{"ops not a list", `{"format": "fencecheck/history/v1", "ops": {}}`, "ops: must be an array, got an object"},
+	{"op null", doc(okInit, `null`), "ops[1]: must be an object, got null"},
+	{"name not a string", `{"format": "fencecheck/history/v1", "name": ["x"], "ops": []}`,
+		"name: must be a string, got an array"},
+	{"trips not strings", `{"format": "fencecheck/history/v1", "trips": ["trip-1", 2], "ops": []}`,
+		"trips[1]: must be a string, got 2"},
+	{"trips not a list", `{"format": "fencecheck/history/v1", "trips": "trip-1", "ops": []}`,
+		`trips: must be an array, got the string "trip-1"`},
+	{"transactions_version 3", `{"format": "fencecheck/history/v1", "transactions_version": 3, "ops": []}`,
+		"transactions_version: 3 is out of range 1..2"},
+	{"transactions_version a string", `{"format": "fencecheck/history/v1", "transactions_version": "2", "ops": []}`,
+		`transactions_version: must be an integer, got the string "2"`},
+
+	{"id missing", doc(`{"proc": "A", "call": 0, "type": "stall"}`), "ops[0]: id is required"},
+	{"id not an integer", doc(okInit, `{"id": 1.5, "proc": "A", "call": 0, "type": "stall"}`),
+		"ops[1]: id: must be an integer, got 1.5"},
+	{"id a string", doc(`{"id": "7", "proc": "A", "call": 0, "type": "stall"}`),
+		`ops[0]: id: must be an integer, got the string "7"`},
+	{"id too large", doc(`{"id": 99999999999999999999, "proc": "A", "call": 0, "type": "stall"}`),
+		"ops[0]: id: 99999999999999999999 is out of range"},
+	{"id used twice", doc(okInit, `{"id": 3, "proc": "B", "call": 0, "type": "stall"}`,
+		`{"id": 3, "proc": "C", "call": 0, "type": "stall"}`),
+		`ops[2]: "id" 3 is used twice (also ops[1])`},
+	{"proc missing", doc(`{"id": 2, "call": 0, "type": "stall"}`), "op 2: proc is required"},
+	{"proc empty", doc(`{"id": 2, "proc": "", "call": 0, "type": "stall"}`),
+		`op 2: proc is required, got "", which means absent`},
+	{"call missing", doc(`{"id": 2, "proc": "A", "type": "stall"}`), "op 2: call is required"},
+	{"call not an integer", doc(`{"id": 2, "proc": "A", "call": 1e3, "type": "stall"}`),
+		"op 2: call: must be an integer, got 1e3"},
+	{"return before call", doc(`{"id": 2, "proc": "A", "call": 10, "return": 9, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
+		"op 2: return: 9 is before call 10"},
+	{"return not an integer", doc(`{"id": 2, "proc": "A", "call": 10, "return": true, "type": "stall"}`),
+		"op 2: return: must be an integer, got a boolean"},
+	{"type missing", doc(`{"id": 2, "proc": "A", "call": 0}`), "op 2: type is required"},
+	{"type unknown", doc(`{"id": 2, "proc": "A", "call": 0, "type": "commit_txn"}`),
+		`op 2: type: unknown operation type "commit_txn"`},
+
+	{"req missing", doc(`{"id": 4, "proc": "A", "call": 0, "type": "produce"}`), "op 4: produce: req is required"},
+	{"req not an object", doc(`{"id": 4, "proc": "A", "call": 0, "type": "produce", "req": [1]}`),
+		"op 4: produce: req: must be an object, got an array"},
+	{"sequence missing", doc(produce(`, "partition": "fares-2", "records": []`, `, "resp": {}`)),
+		"op 4: produce: req.sequence is required"},
+	{"sequence beyond int32", doc(produce(`, "partition": "fares-2", "sequence": 2147483648, "records": []`, ``)),
+		"op 4: produce: req.sequence: 2147483648 is out of range -2147483648..2147483647"},
+	{"records not a list", doc(produce(`, "partition": "fares-2", "sequence": 0, "records": {}`, ``)),
+		"op 4: produce: req.records: must be an array, got an object"},
+	{"record without key", doc(produce(`, "partition": "fares-2", "sequence": 0, "records": [{"key": "a"}, {"value": "v"}]`, ``)),
+		"op 4: produce: req.records[1].key is required"},
+	{"partition not topic-N", doc(produce(`, "partition": "fares", "sequence": 0, "records": []`, ``)),
+		`op 4: produce: req.partition: "fares" is not a partition written "topic-N"`},
+	{"partitions entry not topic-N", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_partitions", "req": {` +
+		txnFields + `, "partitions": ["fares-2", "fares-x"]}}`),
+		`op 1: add_partitions: req.partitions[1]: "fares-x" is not a partition written "topic-N"`},
+	{"epoch out of range", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_offsets", "req": ` +
+		`{"transactional_id": "t", "producer_id": 1, "epoch": 32768, "group": "g"}}`),
+		"op 1: add_offsets: req.epoch: 32768 is out of range 0..32767 (or -1: absent)"},
+	{"epoch negative", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_offsets", "req": ` +
+		`{"transactional_id": "t", "producer_id": 1, "epoch": -2, "group": "g"}}`),
+		"op 1: add_offsets: req.epoch: -2 is out of range 0..32767 (or -1: absent)"},
+	{"producer_id missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "end_txn", "req": ` +
+		`{"transactional_id": "t", "epoch": 0, "commit": true}}`),
+		"op 1: end_txn: req.producer_id is required"},
+	{"commit not a boolean", doc(`{"id": 1, "proc": "A", "call": 0, "type": "end_txn", "req": {` +
+		txnFields + `, "commit": "yes"}}`),
+		`op 1: end_txn: req.commit: must be true or false, got the string "yes"`},
+	{"producer_id without epoch", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
+		`{"transactional_id": "t", "producer_id": 1}}`),
+		"op 1: init_producer_id: req.producer_id and req.epoch go together: both or neither"},
+	{"isolation unknown", doc(`{"id": 1, "proc": "R", "call": 0, "type": "fetch", "req": ` +
+		`{"partition": "fares-2", "offset": 0, "isolation": "read_uncommited"}}`),
+		`op 1: fetch: req.isolation: must be "read_committed" or "read_uncommitted", got "read_uncommited"`},
+	{"offsets keyed by a non-partition", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
+		txnFields + `, "group": "g", "offsets": {"trips-0": 3, "trips": 4}}}`),
+		`op 1: txn_offset_commit: req.offsets: key "trips" is not a partition written "topic-N"`},
+	{"offset negative", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
+		txnFields + `, "group": "g", "offsets": {"trips-0": -3}}}`),
+		"op 1: txn_offset_commit: req.offsets.trips-0: -3 is out of range 0..9223372036854775807"},
+	{"generation out of range", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
+		txnFields + `, "group": "g", "generation_id": -5, "offsets": {}}}`),
+		"op 1: txn_offset_commit: req.generation_id: -5 is out of range 0..2147483647 (or -1: absent)"},
+	{"fetched record without offset", doc(`{"id": 1, "proc": "R", "call": 0, "return": 1, "type": "fetch", "req": ` +
+		`{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}, "resp": {"records": [{"key": "k"}]}}`),
+		"op 1: fetch: resp.records[0].offset is required"},
+	{"resp not an object", doc(produce(goodProduce, `, "resp": 40`)),
+		"op 4: produce: resp: must be an object, got 40"},
+	{"resp base_offset a string", doc(produce(goodProduce, `, "resp": {"base_offset": "40"}`)),
+		`op 4: produce: resp.base_offset: must be an integer, got the string "40"`},
+
+	{"error code unknown", doc(produce(goodProduce, `, "error": "FOO"`)),
+		`op 4: produce: error: unknown error code "FOO"`},
+	{"error code empty", doc(produce(goodProduce, `, "error": ""`)),
+		`op 4: produce: error: unknown error code ""`},
+	{"error not a string", doc(produce(goodProduce, `, "error": 22`)),
+		"op 4: produce: error: must be a string, got 22"},
+	{"resp and error", doc(produce(goodProduce, `, "resp": {"base_offset": 40}, "error": "PRODUCER_FENCED"`)),
+		`op 4: produce: has both "resp" and "error"; an operation has one or neither`},
+	{"resp without return", doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {` + txnFields + goodProduce +
+		`}, "resp": {"base_offset": 40}}`),
+		`op 4: produce: has an answer ("resp" or "error") but no "return"; an operation that never returned has neither`},
+	{"error without return", doc(`{"id": 4, "proc": "A", "call": 10, "return": null, "type": "produce", "req": {` +
+		txnFields + goodProduce + `}, "error": "REQUEST_TIMED_OUT"}`),
+		`op 4: produce: has an answer ("resp" or "error") but no "return"; an operation that never returned has neither`},
+
+	{"fault with req", doc(`{"id": 3, "proc": "A", "call": 20, "type": "stall", "req": {}}`),
+		"op 3: stall: req: a stall has none"},
+	{"fault with resp", doc(`{"id": 3, "proc": "A", "call": 20, "type": "crash", "resp": {}}`),
+		"op 3: crash: resp: a crash has none"},
+	{"fault with return", doc(`{"id": 3, "proc": "A", "call": 20, "return": 21, "type": "restart"}`),
+		"op 3: restart: return: a fault has none"},
+	{"fault with error", doc(`{"id": 3, "proc": "A", "call": 20, "type": "wake", "error": "PRODUCER_FENCED"}`),
+		"op 3: wake: error: a fault has none"},
+	{"tick without req", doc(`{"id": 3, "proc": "broker", "call": 20, "type": "tick"}`),
+		"op 3: tick: req is required"},
+	{"tick backwards", doc(`{"id": 3, "proc": "broker", "call": 20, "type": "tick", "req": {"ms": -1}}`),
+		"op 3: tick: req.ms: -1 is out of range 0..9223372036854775807"},
+	{"timeout_abort without resp", doc(`{"id": 3, "proc": "coordinator", "call": 20, "type": "timeout_abort"}`),
+		"op 3: timeout_abort: resp is required"},
+	{"timeout_abort without epoch", doc(`{"id": 3, "proc": "coordinator", "call": 20, "type": "timeout_abort", ` +
+		`"resp": {"transactional_id": "t", "producer_id": 1}}`),
+		"op 3: timeout_abort: resp.epoch is required"},
+
+	{"format null", `{"format": null, "ops": []}`, "format is required"},
+	{"clock unknown", `{"format": "fencecheck/history/v1", "clock": "cpu", "ops": []}`,
+		`clock must be "wall" (the broker's timers ran on the ops' clock) or absent, got "cpu"`},
+	{"trips holding null", `{"format": "fencecheck/history/v1", "trips": ["trip-1", null], "ops": []}`,
+		"trips[1]: must be a string, got null"},
+	{"output_topics not a list", `{"format": "fencecheck/history/v1", "output_topics": "fares", "ops": []}`,
+		`output_topics: must be an array, got the string "fares"`},
+	{"client not a string", doc(`{"id": 2, "proc": "A", "client": 7, "call": 0, "type": "stall"}`),
+		"op 2: client: must be a string, got 7"},
+	{"req null", doc(`{"id": 4, "proc": "A", "call": 0, "type": "produce", "req": null}`), "op 4: produce: req is required"},
+	{"transactional_id empty where required", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_partitions", "req": ` +
+		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "partitions": []}}`),
+		`op 1: add_partitions: req.transactional_id is required, got "", which means absent`},
+	{"offsets missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` + txnFields + `, "group": "g"}}`),
+		"op 1: txn_offset_commit: req.offsets is required"},
+	{"join_group without member_id", doc(`{"id": 1, "proc": "A", "call": 0, "type": "join_group", "req": {"group": "g", "partitions": []}}`),
+		"op 1: join_group: req.member_id is required"},
+	{"heartbeat generation -1", doc(`{"id": 1, "proc": "A", "call": 0, "type": "heartbeat", "req": ` +
+		`{"group": "g", "member_id": "m", "generation_id": -1}}`),
+		"op 1: heartbeat: req.generation_id is required, got -1, which means absent"},
+	{"heartbeat member_id empty", doc(`{"id": 1, "proc": "A", "call": 0, "type": "heartbeat", "req": ` +
+		`{"group": "g", "member_id": "", "generation_id": 1}}`),
+		`op 1: heartbeat: req.member_id is required, got "", which means absent`},
+	{"fetch offset -1", doc(`{"id": 1, "proc": "R", "call": 0, "type": "fetch", "req": ` +
+		`{"partition": "fares-2", "offset": -1, "isolation": "read_committed"}}`),
+		"op 1: fetch: req.offset is required, got -1, which means absent"},
+	{"partition number beyond int32", doc(produce(`, "partition": "fares-2147483648", "sequence": 0, "records": []`, ``)),
+		`op 4: produce: req.partition: "fares-2147483648" is not a partition written "topic-N"`},
+	{"epoch without producer_id", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": {"epoch": 3}}`),
+		"op 1: init_producer_id: req.producer_id and req.epoch go together: both or neither"},
+	{"resp an array", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": ` +
+		`{"group": "g", "member_id": "m"}, "resp": []}`),
+		"op 1: leave_group: resp: must be an object, got an array"},
+	{"assignment not partitions", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "join_group", "req": ` +
+		`{"group": "g", "member_id": "", "partitions": []}, "resp": {"assignment": ["trips"]}}`),
+		`op 1: join_group: resp.assignment[0]: "trips" is not a partition written "topic-N"`},
+	{"fetched producer_id -2", doc(`{"id": 1, "proc": "R", "call": 0, "return": 1, "type": "fetch", "req": ` +
+		`{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}, "resp": {"records": [{"offset": 0, "key": "k", "producer_id": -2}]}}`),
+		"op 1: fetch: resp.records[0].producer_id: -2 is out of range 0..9223372036854775807 (or -1: absent)"},
+	{"tick with resp", doc(`{"id": 3, "proc": "broker", "call": 20, "type": "tick", "req": {"ms": 5}, "resp": {}}`),
+		"op 3: tick: resp: a tick has none"},
+	{"timeout_abort with req", doc(`{"id": 3, "proc": "coordinator", "call": 20, "type": "timeout_abort", "req": {}, ` +
+		`"resp": {"transactional_id": "t", "producer_id": 1, "epoch": 2}}`),
+		"op 3: timeout_abort: req: a timeout_abort has none"},
+	{"tick ms written 1.0", doc(`{"id": 3, "proc": "broker", "call": 20, "type": "tick", "req": {"ms": 1.0}}`),
+		"op 3: tick: req.ms: must be an integer, got 1.0"},
+
+	{"requests of one proc overlap", doc(okInit, produce(goodProduce, `, "resp": {"base_offset": 40}`),
+		`{"id": 7, "proc": "A", "call": 11, "return": 13, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
+		`op 7: proc "A": called at 11 while its op 4 (call 10, return 12) was running; a process's operations do not overlap`},
+	{"requests of one proc called together", doc(`{"id": 1, "proc": "A", "call": 10, "return": 11, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		produce(goodProduce, `, "resp": {"base_offset": 40}`)),
+		`op 4: proc "A": called at 10 while its op 1 (call 10, return 11) was running; a process's operations do not overlap`},
+	{"called together, one answered at once", doc(`{"id": 1, "proc": "A", "call": 10, "return": 10, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		`{"id": 2, "proc": "A", "call": 10, "return": 10, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		`{"id": 3, "proc": "A", "call": 10, "return": 11, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		produce(goodProduce, `, "resp": {"base_offset": 40}`)),
+		`op 4: proc "A": called at 10 while its op 3 (call 10, return 11) was running; a process's operations do not overlap`},
+}
+
 func TestLoadRejects(t *testing.T) {
-	cases := []struct {
-		name, doc, err string
-	}{
-		{"not json", `{"format":`, "not a JSON document: unexpected EOF"},
-		{"trailing data", doc() + ` {}`, "more data after the JSON document"},
-		{"not an object", `[]`, "document: must be an object, got an array"},
-		{"format missing", `{"ops": []}`, "format is required"},
-		{"format wrong", `{"format": "fencecheck/history/v2", "ops": []}`,
-			`format: must be "fencecheck/history/v1", got "fencecheck/history/v2"`},
-		{"format not a string", `{"format": 1, "ops": []}`, "format: must be a string, got 1"},
-		{"ops missing", `{"format": "fencecheck/history/v1"}`, "ops is required"},
-		{"ops not a list", `{"format": "fencecheck/history/v1", "ops": {}}`, "ops: must be an array, got an object"},
-		{"op null", doc(okInit, `null`), "ops[1]: must be an object, got null"},
-		{"name not a string", `{"format": "fencecheck/history/v1", "name": ["x"], "ops": []}`,
-			"name: must be a string, got an array"},
-		{"trips not strings", `{"format": "fencecheck/history/v1", "trips": ["trip-1", 2], "ops": []}`,
-			"trips[1]: must be a string, got 2"},
-		{"trips not a list", `{"format": "fencecheck/history/v1", "trips": "trip-1", "ops": []}`,
-			`trips: must be an array, got the string "trip-1"`},
-		{"transactions_version 3", `{"format": "fencecheck/history/v1", "transactions_version": 3, "ops": []}`,
-			"transactions_version: 3 is out of range 1..2"},
-		{"transactions_version a string", `{"format": "fencecheck/history/v1", "transactions_version": "2", "ops": []}`,
-			`transactions_version: must be an integer, got the string "2"`},
-
-		{"id missing", doc(`{"proc": "A", "call": 0, "type": "stall"}`), "ops[0]: id is required"},
-		{"id not an integer", doc(okInit, `{"id": 1.5, "proc": "A", "call": 0, "type": "stall"}`),
-			"ops[1]: id: must be an integer, got 1.5"},
-		{"id a string", doc(`{"id": "7", "proc": "A", "call": 0, "type": "stall"}`),
-			`ops[0]: id: must be an integer, got the string "7"`},
-		{"id too large", doc(`{"id": 99999999999999999999, "proc": "A", "call": 0, "type": "stall"}`),
-			"ops[0]: id: 99999999999999999999 is out of range"},
-		{"id used twice", doc(okInit, `{"id": 3, "proc": "B", "call": 0, "type": "stall"}`,
-			`{"id": 3, "proc": "C", "call": 0, "type": "stall"}`),
-			`ops[2]: "id" 3 is used twice (also ops[1])`},
-		{"proc missing", doc(`{"id": 2, "call": 0, "type": "stall"}`), "op 2: proc is required"},
-		{"proc empty", doc(`{"id": 2, "proc": "", "call": 0, "type": "stall"}`),
-			`op 2: proc is required, got "", which means absent`},
-		{"call missing", doc(`{"id": 2, "proc": "A", "type": "stall"}`), "op 2: call is required"},
-		{"call not an integer", doc(`{"id": 2, "proc": "A", "call": 1e3, "type": "stall"}`),
-			"op 2: call: must be an integer, got 1e3"},
-		{"return before call", doc(`{"id": 2, "proc": "A", "call": 10, "return": 9, "type": "stall"}`),
-			"op 2: return: 9 is before call 10"},
-		{"return not an integer", doc(`{"id": 2, "proc": "A", "call": 10, "return": true, "type": "stall"}`),
-			"op 2: return: must be an integer, got a boolean"},
-		{"type missing", doc(`{"id": 2, "proc": "A", "call": 0}`), "op 2: type is required"},
-		{"type unknown", doc(`{"id": 2, "proc": "A", "call": 0, "type": "commit_txn"}`),
-			`op 2: type: unknown operation type "commit_txn"`},
-
-		{"req missing", doc(`{"id": 4, "proc": "A", "call": 0, "type": "produce"}`), "op 4: produce: req is required"},
-		{"req not an object", doc(`{"id": 4, "proc": "A", "call": 0, "type": "produce", "req": [1]}`),
-			"op 4: produce: req: must be an object, got an array"},
-		{"sequence missing", doc(produce(`, "partition": "fares-2", "records": []`, `, "resp": {}`)),
-			"op 4: produce: req.sequence is required"},
-		{"sequence beyond int32", doc(produce(`, "partition": "fares-2", "sequence": 2147483648, "records": []`, ``)),
-			"op 4: produce: req.sequence: 2147483648 is out of range -2147483648..2147483647"},
-		{"records not a list", doc(produce(`, "partition": "fares-2", "sequence": 0, "records": {}`, ``)),
-			"op 4: produce: req.records: must be an array, got an object"},
-		{"record without key", doc(produce(`, "partition": "fares-2", "sequence": 0, "records": [{"key": "a"}, {"value": "v"}]`, ``)),
-			"op 4: produce: req.records[1].key is required"},
-		{"partition not topic-N", doc(produce(`, "partition": "fares", "sequence": 0, "records": []`, ``)),
-			`op 4: produce: req.partition: "fares" is not a partition written "topic-N"`},
-		{"partitions entry not topic-N", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_partitions", "req": {` +
-			txnFields + `, "partitions": ["fares-2", "fares-x"]}}`),
-			`op 1: add_partitions: req.partitions[1]: "fares-x" is not a partition written "topic-N"`},
-		{"epoch out of range", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_offsets", "req": ` +
-			`{"transactional_id": "t", "producer_id": 1, "epoch": 32768, "group": "g"}}`),
-			"op 1: add_offsets: req.epoch: 32768 is out of range 0..32767 (or -1: absent)"},
-		{"epoch negative", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_offsets", "req": ` +
-			`{"transactional_id": "t", "producer_id": 1, "epoch": -2, "group": "g"}}`),
-			"op 1: add_offsets: req.epoch: -2 is out of range 0..32767 (or -1: absent)"},
-		{"producer_id missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "end_txn", "req": ` +
-			`{"transactional_id": "t", "epoch": 0, "commit": true}}`),
-			"op 1: end_txn: req.producer_id is required"},
-		{"commit not a boolean", doc(`{"id": 1, "proc": "A", "call": 0, "type": "end_txn", "req": {` +
-			txnFields + `, "commit": "yes"}}`),
-			`op 1: end_txn: req.commit: must be true or false, got the string "yes"`},
-		{"producer_id without epoch", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
-			`{"transactional_id": "t", "producer_id": 1}}`),
-			"op 1: init_producer_id: req.producer_id and req.epoch go together: both or neither"},
-		{"isolation unknown", doc(`{"id": 1, "proc": "R", "call": 0, "type": "fetch", "req": ` +
-			`{"partition": "fares-2", "offset": 0, "isolation": "read_uncommited"}}`),
-			`op 1: fetch: req.isolation: must be "read_committed" or "read_uncommitted", got "read_uncommited"`},
-		{"offsets keyed by a non-partition", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
-			txnFields + `, "group": "g", "offsets": {"trips-0": 3, "trips": 4}}}`),
-			`op 1: txn_offset_commit: req.offsets: key "trips" is not a partition written "topic-N"`},
-		{"offset negative", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
-			txnFields + `, "group": "g", "offsets": {"trips-0": -3}}}`),
-			"op 1: txn_offset_commit: req.offsets.trips-0: -3 is out of range 0..9223372036854775807"},
-		{"generation out of range", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
-			txnFields + `, "group": "g", "generation_id": -5, "offsets": {}}}`),
-			"op 1: txn_offset_commit: req.generation_id: -5 is out of range 0..2147483647 (or -1: absent)"},
-		{"fetched record without offset", doc(`{"id": 1, "proc": "R", "call": 0, "return": 1, "type": "fetch", "req": ` +
-			`{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}, "resp": {"records": [{"key": "k"}]}}`),
-			"op 1: fetch: resp.records[0].offset is required"},
-		{"resp not an object", doc(produce(goodProduce, `, "resp": 40`)),
-			"op 4: produce: resp: must be an object, got 40"},
-		{"resp base_offset a string", doc(produce(goodProduce, `, "resp": {"base_offset": "40"}`)),
-			`op 4: produce: resp.base_offset: must be an integer, got the string "40"`},
-
-		{"error code unknown", doc(produce(goodProduce, `, "error": "FOO"`)),
-			`op 4: produce: error: unknown error code "FOO"`},
-		{"error code empty", doc(produce(goodProduce, `, "error": ""`)),
-			`op 4: produce: error: unknown error code ""`},
-		{"error not a string", doc(produce(goodProduce, `, "error": 22`)),
-			"op 4: produce: error: must be a string, got 22"},
-		{"resp and error", doc(produce(goodProduce, `, "resp": {"base_offset": 40}, "error": "PRODUCER_FENCED"`)),
-			`op 4: produce: has both "resp" and "error"; an operation has one or neither`},
-		{"resp without return", doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {` + txnFields + goodProduce +
-			`}, "resp": {"base_offset": 40}}`),
-			`op 4: produce: has an answer ("resp" or "error") but no "return"; an operation that never returned has neither`},
-		{"error without return", doc(`{"id": 4, "proc": "A", "call": 10, "return": null, "type": "produce", "req": {` +
-			txnFields + goodProduce + `}, "error": "REQUEST_TIMED_OUT"}`),
-			`op 4: produce: has an answer ("resp" or "error") but no "return"; an operation that never returned has neither`},
-
-		{"fault with req", doc(`{"id": 3, "proc": "A", "call": 20, "type": "stall", "req": {}}`),
-			"op 3: stall: req: a stall has none"},
-		{"fault with resp", doc(`{"id": 3, "proc": "A", "call": 20, "type": "crash", "resp": {}}`),
-			"op 3: crash: resp: a crash has none"},
-		{"fault with return", doc(`{"id": 3, "proc": "A", "call": 20, "return": 21, "type": "restart"}`),
-			"op 3: restart: return: a fault has none"},
-		{"fault with error", doc(`{"id": 3, "proc": "A", "call": 20, "type": "wake", "error": "PRODUCER_FENCED"}`),
-			"op 3: wake: error: a fault has none"},
-		{"tick without req", doc(`{"id": 3, "proc": "broker", "call": 20, "type": "tick"}`),
-			"op 3: tick: req is required"},
-		{"tick backwards", doc(`{"id": 3, "proc": "broker", "call": 20, "type": "tick", "req": {"ms": -1}}`),
-			"op 3: tick: req.ms: -1 is out of range 0..9223372036854775807"},
-		{"timeout_abort without resp", doc(`{"id": 3, "proc": "coordinator", "call": 20, "type": "timeout_abort"}`),
-			"op 3: timeout_abort: resp is required"},
-		{"timeout_abort without epoch", doc(`{"id": 3, "proc": "coordinator", "call": 20, "type": "timeout_abort", ` +
-			`"resp": {"transactional_id": "t", "producer_id": 1}}`),
-			"op 3: timeout_abort: resp.epoch is required"},
-
-		{"requests of one proc overlap", doc(okInit, produce(goodProduce, `, "resp": {"base_offset": 40}`),
-			`{"id": 7, "proc": "A", "call": 11, "return": 13, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
-			`op 7: proc "A": called at 11 while its op 4 (call 10, return 12) was running; a process's operations do not overlap`},
-		{"requests of one proc called together", doc(`{"id": 1, "proc": "A", "call": 10, "return": 11, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
-			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
-			`op 4: proc "A": called at 10 while its op 1 (call 10, return 11) was running; a process's operations do not overlap`},
-		{"called together, one answered at once", doc(`{"id": 1, "proc": "A", "call": 10, "return": 10, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
-			`{"id": 2, "proc": "A", "call": 10, "return": 10, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
-			`{"id": 3, "proc": "A", "call": 10, "return": 11, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
-			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
-			`op 4: proc "A": called at 10 while its op 3 (call 10, return 11) was running; a process's operations do not overlap`},
-	}
-	for _, c := range cases {
+	for _, c := range loadRejects {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Load(strings.NewReader(c.doc))
 			require.EqualError(t, err, c.err)
@@ -180,23 +230,40 @@ func TestLoadRejects(t *testing.T) {
 	}
 }
 
+// loadAccepts are documents Load must accept. TestSchemaAcceptsWhatLoadAccepts
+// holds the schema to the same table.
+var loadAccepts = map[string]string{
+	"empty":   doc(),
+	"good":    doc(okInit, produce(goodProduce, `, "resp": {"base_offset": 40}`)),
+	"pending": doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {`+txnFields+goodProduce+`}}`, `{"id": 5, "proc": "A", "call": 11, "return": 13, "type": "produce", "req": {`+txnFields+goodProduce+`}}`),
+	"a stall strikes mid-request": doc(produce(goodProduce, `, "resp": {"base_offset": 40}`),
+		`{"id": 7, "proc": "A", "call": 11, "type": "stall"}`),
+	"call at the return of the last (a coarse clock)": doc(`{"id": 1, "proc": "A", "call": 12, "return": 14, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		produce(goodProduce, `, "resp": {"base_offset": 40}`)),
+	"a run of answers on one tick": doc(`{"id": 1, "proc": "A", "call": 12, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		`{"id": 2, "proc": "A", "call": 12, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
+		`{"id": 3, "proc": "A", "call": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}}`,
+		produce(goodProduce, `, "resp": {"base_offset": 40}`)),
+	"other procs overlap": doc(produce(goodProduce, `, "error": "PRODUCER_FENCED"`),
+		`{"id": 5, "proc": "B", "call": 11, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
+	"null counts as absent": `{"format": "fencecheck/history/v1", "name": null, "transactions_version": null, "clock": null, ` +
+		`"trips": null, "output_topics": null, "ops": [` +
+		`{"id": 1, "proc": "A", "client": null, "call": 0, "return": null, "type": "stall", "req": null, "resp": null, "error": null},` +
+		`{"id": 2, "proc": "B", "call": 0, "return": null, "type": "init_producer_id", "req": ` +
+		`{"transactional_id": null, "timeout_ms": null, "producer_id": null, "epoch": null}, "resp": null, "error": null}]}`,
+	"members the format does not name": `{"format": "fencecheck/history/v1", "recorded_by": {"tool": "x"}, "ops": [` +
+		`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "note": 1, ` +
+		`"req": {"group": "g", "member_id": "m", "reason": "done"}, "resp": {"throttle_time_ms": 0}}]}`,
+	"clock wall":  `{"format": "fencecheck/history/v1", "clock": "wall", "ops": []}`,
+	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
+	"a topic with dashes, a partition with zeros": doc(produce(`, "partition": "fare-writes-007", "sequence": -5, `+
+		`"records": [{"key": "", "value": null}]`, ``)),
+	"negative ids and times":  doc(`{"id": -3, "proc": "A", "call": -10, "return": -2, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
+	"epoch -1 where optional": doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": {"producer_id": -1, "epoch": -1}}`),
+}
+
 func TestLoadAccepts(t *testing.T) {
-	for name, d := range map[string]string{
-		"empty":   doc(),
-		"good":    doc(okInit, produce(goodProduce, `, "resp": {"base_offset": 40}`)),
-		"pending": doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {`+txnFields+goodProduce+`}}`, `{"id": 5, "proc": "A", "call": 11, "return": 13, "type": "produce", "req": {`+txnFields+goodProduce+`}}`),
-		"a stall strikes mid-request": doc(produce(goodProduce, `, "resp": {"base_offset": 40}`),
-			`{"id": 7, "proc": "A", "call": 11, "type": "stall"}`),
-		"call at the return of the last (a coarse clock)": doc(`{"id": 1, "proc": "A", "call": 12, "return": 14, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
-			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
-		"a run of answers on one tick": doc(`{"id": 1, "proc": "A", "call": 12, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
-			`{"id": 2, "proc": "A", "call": 12, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`,
-			`{"id": 3, "proc": "A", "call": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}}`,
-			produce(goodProduce, `, "resp": {"base_offset": 40}`)),
-		"other procs overlap": doc(produce(goodProduce, `, "error": "PRODUCER_FENCED"`),
-			`{"id": 5, "proc": "B", "call": 11, "return": 12, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
-		"epoch -1 where optional": doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": {"producer_id": -1, "epoch": -1}}`),
-	} {
+	for name, d := range loadAccepts {
 		t.Run(name, func(t *testing.T) {
 			_, err := Load(strings.NewReader(d))
 			require.NoError(t, err)

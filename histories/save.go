@@ -17,9 +17,10 @@ func SaveFile(path string, h History) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-// Save writes h as a v1 document: fields in the order of HISTORY.md, absent
-// fields left out, map keys sorted and one operation per line, so that files
-// diff well. Only the fields of each operation's type are written.
+// Save writes h as a v1 document: fields in the order of
+// docs/history-format.md, absent fields left out, map keys sorted and one
+// operation per line, so that files diff well. Only the fields of each
+// operation's type are written.
 //
 // Save refuses a history that Load would refuse (overlapping operations of
 // one process, a request without its required fields...), so every file it
@@ -109,7 +110,7 @@ func (m member) write(b *bytes.Buffer) {
 	writeValue(b, m.val)
 }
 
-// encodeOp is op as an object in the order of HISTORY.md.
+// encodeOp is op as an object in the order of docs/history-format.md.
 func encodeOp(op *Op) object {
 	out := object{{"id", op.ID}, {"proc", op.Proc}}
 	if op.Client != "" {
@@ -142,7 +143,8 @@ type member struct {
 }
 
 // writeValue writes v (an object, a []any or a scalar) on one line, with a
-// space after each colon and comma so the line reads like HISTORY.md.
+// space after each colon and comma so the line reads like the examples of
+// docs/history-format.md.
 func writeValue(b *bytes.Buffer, v any) {
 	switch v := v.(type) {
 	case object:

@@ -120,8 +120,8 @@ func (b *Broker) Tick(ms int64) {
 }
 
 // Restart stops the broker and starts it again on its logs: every table is
-// dropped and rebuilt by replaying the logs (DESIGN: nothing acknowledged is
-// lost; Kafka's log recovery and coordinator loading).
+// dropped and rebuilt by replaying the logs (nothing acknowledged is lost:
+// Kafka's log recovery and coordinator loading).
 func (b *Broker) Restart() {
 	unlockTxns := b.lockAllTxnShards()
 	defer unlockTxns()

@@ -243,7 +243,7 @@ func leaderAmong(members map[string]member, leader string) string {
 }
 
 // nextGeneration is members in a new generation: none holds anything until
-// it rejoins (DESIGN, KIP-447). It writes members in place.
+// it rejoins (KIP-447). It writes members in place.
 func nextGeneration(members map[string]member) map[string]member {
 	for id, m := range members {
 		m.assignment = nil

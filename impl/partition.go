@@ -112,7 +112,7 @@ func (p *partition) apply(b batch, bugs mutantSet) {
 
 // applyMarker ends the producer's open transaction in this partition. A
 // marker moves the producer's epoch here to its own, and sequences belong
-// to a (producer id, epoch), so the new owner starts again at 0 (DESIGN).
+// to a (producer id, epoch), so the new owner starts again at 0.
 // An ABORT enters the aborted-transaction index.
 func (p *partition) applyMarker(b batch, bugs mutantSet) {
 	pe, _ := p.producer(b.producerID)
@@ -142,7 +142,7 @@ func (p *partition) producer(id int64) (pe *producerState, known bool) {
 }
 
 // recover rebuilds the derived tables from the log, as a restarted leader
-// does (DESIGN: producer state is rebuilt from the log). The
+// does (Kafka rebuilds producer state from the log). The
 // restart-loses-producer-state mutant forgets it all the same; the aborted
 // index stays, as Kafka keeps it in a file of its own.
 func (p *partition) recover(bugs mutantSet) {

@@ -14,7 +14,7 @@ import (
 // TestRestartRebuildsState restarts the broker after every request of the
 // differential property: every answer comes from tables rebuilt from the
 // logs, and must still be the model's (which treats a restart as nothing:
-// DESIGN, nothing acknowledged is lost).
+// nothing acknowledged is lost).
 func TestRestartRebuildsState(t *testing.T) { checkDifferential(t, true) }
 
 // TestEpochExhaustion bumps one transactional.id's epoch until it runs out,

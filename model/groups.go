@@ -251,7 +251,7 @@ func (g group) holder(p Partition, gen int32, id string) (string, bool) {
 }
 
 // nextGeneration moves g to generation gen: a member that has not rejoined
-// since holds nothing (DESIGN, KIP-447).
+// since holds nothing (KIP-447).
 func (g group) nextGeneration(gen int32) group {
 	g.generation = gen
 	members := map[string]member{}

@@ -128,7 +128,8 @@ type Disallowed struct {
 	Want, Got Class
 	// CodeOnly: the rule refuses and so did the broker, with another
 	// class. Nothing took effect either way, so the answer's effects are
-	// right and only its error code is wrong (HISTORY.md: error-codes).
+	// right and only its error code is wrong (docs/history-format.md:
+	// error-codes).
 	CodeOnly bool
 	Reason   string
 }
@@ -249,8 +250,7 @@ func (st *step) run() outcome {
 		st.tick(r.Ms)
 	case BrokerRestart:
 		// A restart keeps the logs, and producer state rebuilt from them
-		// is the state before (DESIGN; Kafka's log recovery): nothing
-		// changes.
+		// is the state before (Kafka's log recovery): nothing changes.
 		st.restartForgets()
 	}
 	return ok(NewResponse())

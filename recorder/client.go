@@ -1,13 +1,13 @@
 // Package recorder reads a Kafka client's requests and responses off its
 // connections and records them as operations of the history format
-// (HISTORY.md), whatever the client library: the frames hold every field
-// a history needs, where a library's own hooks see only a request's key
-// and size. It imposes the workload's faults at the same connections: a
-// stall holds what the client sends and receives until it wakes (a
-// garbage-collection pause: its heartbeats stop too), a crash drops its
-// connections with nothing said (no LeaveGroup), and a lost response is a
-// request that went out on a connection that closed before the answer
-// came back.
+// (docs/history-format.md), whatever the client library: the frames hold
+// every field a history needs, where a library's own hooks see only a
+// request's key and size. It imposes the workload's faults at the same
+// connections: a stall holds what the client sends and receives until it
+// wakes (a garbage-collection pause: its heartbeats stop too), a crash drops
+// its connections with nothing said (no LeaveGroup), and a lost response is
+// a request that went out on a connection that closed before the answer came
+// back.
 //
 // A Client is one process of the history. The Kafka target's franz-go
 // workers dial through one (Client.Dial), and the proxy taps the

@@ -91,7 +91,7 @@ const (
 
 // WriteBundle writes a counterexample as a bug report into dir (created if
 // missing; "" makes a fresh directory under the system's temporary one):
-// the history (HISTORY.md format), the timeline, the page that draws it,
+// the history (docs/history-format.md), the timeline, the page that draws it,
 // porcupine's HTML, the
 // actions rapid shrank it to, and how to replay it. It returns the
 // directory.

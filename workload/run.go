@@ -255,7 +255,7 @@ func (r *run) catchPanic(kind model.Kind) {
 // much as a broken check is, reported in its place, with the history up
 // to that operation.
 type TargetPanic struct {
-	Request string `json:"request"` // the operation's type (HISTORY.md): a request's, or a fault's
+	Request string `json:"request"` // the operation's type in the history format: a request's, or a fault's
 	Value   string `json:"value"`   // what it panicked with
 	Stack   string `json:"stack"`   // the goroutine's stack at the panic
 }

@@ -13,9 +13,12 @@ import (
 
 // The README and the guides show fencecheck at work in ```console blocks:
 // a line "$ fencecheck ARGS" runs the command, and the lines after it, up
-// to the next "$ " line, are what it prints on stdout. A line "..." stands
-// for any number of lines, and "..." within a line for any text. So every
-// transcript a reader copies is one this build prints.
+// to the next "$ " line, are what it prints on stdout (on stderr when it
+// prints nothing on stdout). A line "..." stands for any number of lines,
+// and "..." within a line for any text. The exit status must be the one
+// the output says: 2 for an error alone on stderr, 1 for a violation or an
+// unknown verdict, 0 otherwise. So every transcript a reader copies is one
+// this build prints.
 
 // docsWithTranscripts are the documents whose console blocks are run, from
 // the repository's root.
@@ -52,13 +55,30 @@ func TestDocsTranscripts(t *testing.T) {
 			if args[0] == "run" {
 				args = append(args[:1:1], append([]string{"--out", t.TempDir()}, args[1:]...)...)
 			}
-			_, stdout, stderr := runCLI(args...)
-			got := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+			code, stdout, stderr := runCLI(args...)
+			printed := stdout
+			if printed == "" {
+				printed = stderr
+			}
+			got := strings.Split(strings.TrimRight(printed, "\n"), "\n")
 			require.Truef(t, matchLines(tr.want, got),
 				"%s:%d: fencecheck %s printed\n%s\nwhere the document shows\n%s\n(stderr: %s)",
 				tr.doc, tr.line, strings.Join(tr.args, " "), stdout, strings.Join(tr.want, "\n"), stderr)
+			require.Equal(t, exitStatusShown(tr.want), code, "%s:%d: the exit status of fencecheck %s", tr.doc, tr.line, strings.Join(tr.args, " "))
 		})
 	}
+}
+
+// exitStatusShown is the exit status a transcript's output implies.
+func exitStatusShown(want []string) int {
+	text := strings.Join(want, "\n")
+	switch {
+	case strings.HasPrefix(text, "fencecheck "):
+		return exitUsage // an error, on stderr
+	case strings.Contains(text, "VIOLAT"), strings.Contains(text, ": unknown"):
+		return exitViolated
+	}
+	return exitHeld
 }
 
 // transcriptsOf reads the console blocks of a Markdown document.
@@ -170,4 +190,42 @@ func TestDocsLinksResolve(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NotZero(t, checked, "no relative links found: the walk read nothing")
+}
+
+// fileMarker, a comment before a code block, says the block shows a file
+// of the repository.
+var fileMarker = regexp.MustCompile(`<!-- file: (\S+) -->`)
+
+// A document that shows an example file shows it as it is.
+func TestDocsShowExampleFilesAsTheyAre(t *testing.T) {
+	t.Chdir("../..") // the paths in the documents are from the root
+	docs, err := filepath.Glob("docs/*.md")
+	require.NoError(t, err)
+	shown := 0
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range fileMarker.FindAllSubmatchIndex(text, -1) {
+			path := string(text[m[2]:m[3]])
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "%s shows %s", doc, path)
+			require.Equal(t, string(want), blockAfter(t, text, m[1]), "%s shows %s as it is not", doc, path)
+			shown++
+		}
+	}
+	require.NotZero(t, shown, "no document shows an example file")
+}
+
+// blockAfter is the content of the first fenced code block after offset
+// at in text.
+func blockAfter(t *testing.T, text []byte, at int) string {
+	t.Helper()
+	rest := string(text[at:])
+	open := strings.Index(rest, "```")
+	require.GreaterOrEqual(t, open, 0, "no code block after a marker")
+	rest = rest[open:]
+	body := rest[strings.Index(rest, "\n")+1:]
+	end := strings.Index(body, "```")
+	require.GreaterOrEqual(t, end, 0, "a code block does not end")
+	return body[:end]
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-// Exit codes, as HISTORY.md fixes them.
+// Exit codes, as docs/history-format.md fixes them.
 const (
 	exitHeld     = 0
 	exitViolated = 1
@@ -37,9 +37,9 @@ type command struct {
 var commands = []command{
 	{name: "run", run: runRun, about: "explore random interleavings of producers and workers with zombies, " +
 		"restarts and rebalances against a broker; a violation is shrunk to a short timeline and saved as a bug report."},
-	{name: "check", run: runCheck, args: "HISTORY...", about: "judge history files (HISTORY.md format v1): " +
+	{name: "check", run: runCheck, args: "HISTORY...", about: "judge history files (format v1, docs/history-format.md): " +
 		"linearizability against the reference broker, one live producer per transactional.id, " +
-		"exactly-once reads, no aborted reads, monotonic group offsets, and progress."},
+		"exactly-once reads, no aborted reads, monotonic group offsets, progress and error codes."},
 	{name: "replay", run: runReplay, args: "BUNDLE", about: "run a bug report's interleaving again."},
 	{name: "report", run: runReport, args: "DIR...", about: "merge the outputs of runs that explored one seed's shards."},
 	{name: "proxy", run: runProxy, required: []string{"upstream"}, about: "a Kafka-protocol proxy any client " +

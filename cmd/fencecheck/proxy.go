@@ -35,7 +35,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"read are forwarded untouched and logged on stderr as not understood.\n"+
 		"Plain TCP only (no TLS or SASL to the upstream yet).\n\n"+
 		"With --history, what every client does is written to FILE as a history\n"+
-		"(HISTORY.md) as the run goes, each client a process named by its client.id;\n"+
+		"(docs/history-format.md) as the run goes, each client a process named by\n"+
+		"its client.id; "+
 		"'fencecheck check FILE' judges it. --control serves the HTTP control API that\n"+
 		"faults a process by name (stall, wake, crash, restart, lose-response, delay)\n"+
 		"or pauses the upstream; --faults runs a seeded schedule of the same faults\n"+

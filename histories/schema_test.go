@@ -1,0 +1,224 @@
+package histories
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// The JSON Schema of the format, docs/history-format.schema.json, is for
+// tools other than fencecheck. These tests hold it and Load to agreement:
+// every saved history passes both, and the documents Load refuses the
+// schema refuses too, but for the rules a schema cannot state
+// (beyondSchema).
+
+const (
+	repoRoot   = ".."
+	schemaPath = repoRoot + "/docs/history-format.schema.json"
+)
+
+// beyondSchema are the cases of loadRejects that the schema accepts,
+// and why: rules that hold between two values, or between operations, or
+// on how a number is written. Load alone enforces them, and
+// docs/history-format.md lists them. (A document that is not JSON is no
+// exception: the validator cannot read it either.) The test checks that
+// the schema does accept each one, so that this list stays true.
+var beyondSchema = map[string]string{
+	"id used twice":                         "ids are unique across operations; uniqueItems compares whole operations",
+	"call not an integer":                   "1e3 is the integer 1000 to JSON Schema; Load wants integers written as integers",
+	"tick ms written 1.0":                   "1.0 is the integer 1 to JSON Schema",
+	"return before call":                    "a schema cannot compare two members",
+	"requests of one proc overlap":          "overlap is between operations, over time",
+	"requests of one proc called together":  "overlap is between operations, over time",
+	"called together, one answered at once": "overlap is between operations, over time",
+}
+
+// historySchema is the compiled schema.
+func historySchema(t testing.TB) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(schemaPath)
+	require.NoError(t, err)
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("history-format.schema.json", doc))
+	s, err := c.Compile("history-format.schema.json")
+	require.NoError(t, err)
+	return s
+}
+
+// validate is the schema's answer on the document data: nil, or why it
+// refuses it (not JSON included).
+func validate(s *jsonschema.Schema, data []byte) error {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return s.Validate(doc)
+}
+
+// unusableDir holds example files that are malformed on purpose, to show
+// the error a reader meets: Load and the schema must both refuse them.
+const unusableDir = "unusable"
+
+// savedHistories are the paths of every *.json file in the repository
+// that says it is a v1 history, those kept as unusable on purpose aside.
+func savedHistories(t testing.TB) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != repoRoot || d.Name() == unusableDir) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || filepath.Ext(path) != ".json" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var head struct{ Format string }
+		if json.Unmarshal(data, &head) == nil && head.Format == Format {
+			paths = append(paths, path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return paths
+}
+
+func TestSchemaAcceptsSavedHistories(t *testing.T) {
+	s := historySchema(t)
+	paths := savedHistories(t)
+	// The walk must find the histories of each place they are kept.
+	for _, dir := range []string{"histories/canonical", "histories/kfake", "histories/clients", "histories/mutants",
+		"histories/testdata", "docs/examples"} {
+		require.True(t, slices.ContainsFunc(paths, func(p string) bool {
+			return strings.HasPrefix(filepath.ToSlash(p), repoRoot+"/"+dir+"/")
+		}), "no history found under %s", dir)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimPrefix(filepath.ToSlash(path), repoRoot+"/"), func(t *testing.T) {
+			_, err := LoadFile(path)
+			require.NoError(t, err, "Load")
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.NoError(t, validate(s, data), "the schema")
+		})
+	}
+}
+
+func TestSchemaAndLoadRefuseTheUnusableExamples(t *testing.T) {
+	s := historySchema(t)
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "docs", "examples", unusableDir, "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths, "no unusable example found")
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			_, err := LoadFile(path)
+			require.Error(t, err, "Load")
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Error(t, validate(s, data), "the schema")
+		})
+	}
+}
+
+func TestSchemaAcceptsWhatLoadAccepts(t *testing.T) {
+	s := historySchema(t)
+	for name, d := range loadAccepts {
+		t.Run(name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(d))
+			require.NoError(t, err, "Load")
+			require.NoError(t, validate(s, []byte(d)), "the schema")
+		})
+	}
+}
+
+func TestSchemaRejectsWhatLoadRejects(t *testing.T) {
+	s := historySchema(t)
+	for _, c := range loadRejects {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(c.doc))
+			require.Error(t, err, "Load")
+			err = validate(s, []byte(c.doc))
+			if why, beyond := beyondSchema[c.name]; beyond {
+				require.NoError(t, err, "the schema now refuses this (%s): take it out of beyondSchema", why)
+				return
+			}
+			require.Error(t, err, "the schema accepts what Load refuses: %s", c.err)
+		})
+	}
+	for name := range beyondSchema {
+		require.True(t, slices.ContainsFunc(loadRejects, func(c struct{ name, doc, err string }) bool { return c.name == name }),
+			"beyondSchema names %q, which loadRejects does not have", name)
+	}
+}
+
+// TestSchemaNamesWhatLoadKnows: the schema's operation types and error
+// codes are the model's, which are what Load accepts.
+func TestSchemaNamesWhatLoadKnows(t *testing.T) {
+	data, err := os.ReadFile(schemaPath)
+	require.NoError(t, err)
+	var schema struct {
+		Defs map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"$defs"`
+	}
+	require.NoError(t, json.Unmarshal(data, &schema))
+	var kinds []string
+	for _, k := range model.Kinds {
+		kinds = append(kinds, string(k))
+	}
+	types := append(slices.Clone(schema.Defs["request_type"].Enum), schema.Defs["fault_type"].Enum...)
+	require.Equal(t, kinds, types)
+	var requests []string
+	for _, k := range model.Kinds {
+		if k.IsRequest() {
+			requests = append(requests, string(k))
+		}
+	}
+	require.Equal(t, requests, schema.Defs["request_type"].Enum)
+	var codes []string
+	for _, c := range model.Codes {
+		codes = append(codes, string(c))
+	}
+	require.Equal(t, codes, schema.Defs["error_code"].Enum)
+	for _, c := range model.Codes {
+		require.True(t, model.KnownCode(c), "model.Codes lists %s, which Load refuses", c)
+	}
+}
+
+// FuzzSchemaAcceptsWhatLoadAccepts: whatever Load accepts, the schema
+// accepts. (The converse does not hold: see beyondSchema.)
+func FuzzSchemaAcceptsWhatLoadAccepts(f *testing.F) {
+	for _, name := range []string{"example.json", "every-type.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	for _, d := range loadAccepts {
+		f.Add([]byte(d))
+	}
+	s := historySchema(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := Load(bytes.NewReader(data)); err != nil {
+			return
+		}
+		require.NoError(t, validate(s, data), "Load accepts it, the schema does not")
+	})
+}
