@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/proxy"
 	"github.com/fencecheck/fencecheck/workload"
 )
@@ -151,12 +152,18 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		"fencecheck's topics), on real ports until interrupted, so that a client or\n"+
 		"'fencecheck proxy' can be tried with nothing installed. The brokers listen\n"+
 		"on --listen's port and the two after it (port 0: any free ports); their\n"+
-		"addresses go to stdout. Its data lives in memory.\n", stderr)
+		"addresses go to stdout. Its data lives in memory.\n\n"+
+		"Each connection is guarded: a frame whose size prefix is below 8 bytes or\n"+
+		"above 100 MiB (Kafka's socket.request.max.bytes), or whose API key is\n"+
+		"unknown, closes that connection, with a line on stderr naming the client\n"+
+		"and the frame. The cluster goes on. kfake alone would crash on the unknown\n"+
+		"key, and would allocate whatever size the prefix claims.\n", stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "the first broker's address, `host:port`")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
-	opts, err := brokerOpts(*listen)
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck broker: "+format+"\n", args...) }
+	opts, err := brokerOpts(*listen, logf)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck broker: %v\n", err)
 		return exitUsage
@@ -174,8 +181,10 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	return exitHeld
 }
 
-// brokerOpts are the cluster's options for a first broker at listen.
-func brokerOpts(listen string) ([]kfake.Opt, error) {
+// brokerOpts are the cluster's options for a first broker at listen. Each
+// broker's listener is guarded (kafka.GuardListener): a client's bad frame
+// closes its connection, logged to logf, and the cluster goes on.
+func brokerOpts(listen string, logf func(string, ...any)) ([]kfake.Opt, error) {
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q is not host:port: %w", listen, err)
@@ -193,7 +202,11 @@ func brokerOpts(listen string) ([]kfake.Opt, error) {
 	opts := []kfake.Opt{kfake.NumBrokers(brokerCount), kfake.Ports(ports...),
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
 			_, p, _ := net.SplitHostPort(address)
-			return net.Listen(network, net.JoinHostPort(host, p))
+			ln, err := net.Listen(network, net.JoinHostPort(host, p))
+			if err != nil {
+				return nil, err
+			}
+			return kafka.GuardListener(ln, logf), nil
 		})}
 	for name, partitions := range workload.Topics {
 		opts = append(opts, kfake.SeedTopics(int32(partitions), name))
