@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -68,7 +69,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck proxy: "+format+"\n", args...) }
+	logf := linesTo(stderr, "fencecheck proxy: ")
 	cfg := proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen, Logf: logf}
 	var rec *recording
 	if *historyPath != "" {
@@ -86,6 +87,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "fencecheck proxy: history written to %s\n", *historyPath)
 	}
 	return code
+}
+
+// linesTo is a log function writing a line to w, after prefix, a line at
+// a time: connections log from goroutines of their own.
+func linesTo(w io.Writer, prefix string) func(format string, args ...any) {
+	locked := lockedWriter{w, &sync.Mutex{}}
+	return func(format string, args ...any) { fmt.Fprintf(locked, prefix+format+"\n", args...) }
 }
 
 // parseSchedule is the --faults schedule, nil without one.
@@ -162,7 +170,7 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck broker: "+format+"\n", args...) }
+	logf := linesTo(stderr, "fencecheck broker: ")
 	opts, err := brokerOpts(*listen, logf)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck broker: %v\n", err)
