@@ -29,13 +29,18 @@ var untilStopped = func() (context.Context, context.CancelFunc) {
 }
 
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--history FILE [--keys-from TOPIC]] [--control HOST:PORT]\n\n"+
+	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--broker-ports PORTS] [--history FILE [--keys-from TOPIC]] [--control HOST:PORT]\n\n"+
 		"A Kafka-protocol proxy for any client, in any language: point the client at\n"+
 		"--listen instead of the cluster. Every broker address the client learns is\n"+
 		"rewritten to one of the proxy's listeners (one per broker, on --listen's\n"+
 		"host), and every other frame is forwarded byte for byte. Frames it cannot\n"+
 		"read are forwarded untouched and logged on stderr as not understood.\n"+
 		"Plain TCP only (no TLS or SASL to the upstream yet).\n\n"+
+		"The brokers' listeners take any free ports, or, with --broker-ports, the\n"+
+		"ports given, bound at start (for a firewall rule): the first broker the\n"+
+		"cluster names gets the first port, and so on. Give as many ports as the\n"+
+		"cluster has brokers, as --broker-ports 19093-19095 for three. A broker\n"+
+		"named beyond them is logged and cannot be reached through the proxy.\n\n"+
 		"With --history, what every client does is written to FILE as a history\n"+
 		"(HISTORY.md) as the run goes, each client a process named by its client.id;\n"+
 		"'fencecheck check FILE' judges it. --control serves the HTTP control API that\n"+
@@ -45,6 +50,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"interrupted; the history is a whole document once it stops.\n", stderr)
 	upstream := fs.String("upstream", "", "the cluster's bootstrap addresses, `host:port,...`")
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
+	brokerPorts := fs.String("broker-ports", "", "pin the brokers' listeners to these `ports`, one per broker, as 19093-19095 or 19093,19094,19095 (default any free ports)")
 	historyPath := fs.String("history", "", "write the clients' history to `FILE` as the run goes")
 	keysFrom := fs.String("keys-from", "", "with --history: the keys produced to `TOPIC` are the trips every other topic must see committed exactly once")
 	control := fs.String("control", "127.0.0.1:19080", "serve the control API on `host:port` (\"\": none)")
@@ -69,8 +75,14 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	var ports []int
+	if *brokerPorts != "" {
+		if ports, err = proxy.ParsePorts(*brokerPorts); err != nil {
+			return fail("--broker-ports: %v", err)
+		}
+	}
 	logf := linesTo(stderr, "fencecheck proxy: ")
-	cfg := proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen, Logf: logf}
+	cfg := proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen, BrokerPorts: ports, Logf: logf}
 	var rec *recording
 	if *historyPath != "" {
 		var err error

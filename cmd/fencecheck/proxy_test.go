@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,6 +93,10 @@ func TestBrokerAndProxyCommands(t *testing.T) {
 }
 
 func TestProxyAndBrokerFlagErrors(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	_, takenPort, _ := net.SplitHostPort(taken.Addr().String())
 	for _, tc := range []struct {
 		args []string
 		says string
@@ -105,6 +110,9 @@ func TestProxyAndBrokerFlagErrors(t *testing.T) {
 		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall"}, "--faults: \"stall\": give KIND=EVERY"},
 		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall=1s", "--fault-length", "0s"}, "--fault-length 0s: give a duration from 1ms to 1h"},
 		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall=1s", "--fault-procs", "("}, "--fault-procs: error parsing regexp"},
+		{[]string{"proxy", "--upstream", "a:1", "--broker-ports", "19093-70000"}, `--broker-ports: "19093-70000": port "70000" is not a number from 1 to 65535`},
+		{[]string{"proxy", "--upstream", "a:1", "--broker-ports", "19095-19093"}, "a range goes from its lower port to its higher"},
+		{[]string{"proxy", "--upstream", "a:1", "--listen", "127.0.0.1:0", "--control", "", "--broker-ports", takenPort}, "a broker's listener on 127.0.0.1:" + takenPort},
 		{[]string{"broker", "--listen", "localhost"}, `--listen "localhost" is not host:port`},
 		{[]string{"broker", "--listen", "localhost:70000"}, "the port must be 0 to 65532"},
 	} {
