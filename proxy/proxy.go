@@ -19,6 +19,12 @@
 // recorder reads the frames). The faults of package recorder apply to a
 // process by its name (Proxy.Process, and the control API of Control).
 //
+// One proxy records one history, for as long as it runs. A history is
+// judged from an empty cluster: a second run through the same proxy
+// joins the first run's history, where its records count twice. For
+// another history, close the proxy, start the cluster afresh (or use new
+// topics, groups and transactional ids), and start a new proxy.
+//
 // Plain TCP only: TLS and SASL to the upstream are not supported yet.
 package proxy
 

@@ -47,7 +47,14 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"faults a process by name (stall, wake, crash, restart, lose-response, delay)\n"+
 		"or pauses the upstream; --faults runs a seeded schedule of the same faults\n"+
 		"unattended. It prints its addresses on stdout and runs until\n"+
-		"interrupted; the history is a whole document once it stops.\n", stderr)
+		"interrupted; the history is a whole document once it stops.\n\n"+
+		"One proxy session records one history, and a history is judged from an\n"+
+		"empty cluster. For another run, stop the proxy and start the cluster\n"+
+		"afresh (or use new topics, groups and transactional ids), then start the\n"+
+		"proxy again. A second run through one session joins the first's history:\n"+
+		"its trips count twice, and exactly-once reports a violation no run made.\n"+
+		"The proxy warns on stderr when it sees a trip produced again, or a\n"+
+		"partition's first produce land past offset 0.\n", stderr)
 	upstream := fs.String("upstream", "", "the cluster's bootstrap addresses, `host:port,...`")
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
 	brokerPorts := fs.String("broker-ports", "", "pin the brokers' listeners to these `ports`, one per broker, as 19093-19095 or 19093,19094,19095 (default any free ports)")
@@ -86,7 +93,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	var rec *recording
 	if *historyPath != "" {
 		var err error
-		if rec, err = startRecording(*historyPath, *keysFrom); err != nil {
+		if rec, err = startRecording(*historyPath, *keysFrom, logf); err != nil {
 			return fail("%v", err)
 		}
 		cfg.Record = rec
