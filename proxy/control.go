@@ -27,6 +27,9 @@ import (
 // faults of the process; a pause of the upstream as a stall and a wake of
 // process "upstream". A lost response or a delayed request shows as the
 // operation that never returned.
+//
+// No request starts a new history: the proxy records one for as long as
+// it runs, judged from an empty cluster (see the package doc).
 func (p *Proxy) Control() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /processes", p.listProcesses)

@@ -3,7 +3,8 @@
 // it would to the cluster, and the proxy talks to the cluster.
 //
 // It opens a listener for the bootstrap address and one for each broker
-// the cluster names, and rewrites every broker address a client learns
+// the cluster names (on a free port, or on the next of Config.BrokerPorts),
+// and rewrites every broker address a client learns
 // (Metadata, FindCoordinator, DescribeCluster) to the listener's, so that
 // the client never leaves the proxy. Every other frame is forwarded byte
 // for byte, at whatever version the client and the broker negotiate
@@ -17,6 +18,12 @@
 // every process does as operations of the history format (package
 // recorder reads the frames). The faults of package recorder apply to a
 // process by its name (Proxy.Process, and the control API of Control).
+//
+// One proxy records one history, for as long as it runs. A history is
+// judged from an empty cluster: a second run through the same proxy
+// joins the first run's history, where its records count twice. For
+// another history, close the proxy, start the cluster afresh (or use new
+// topics, groups and transactional ids), and start a new proxy.
 //
 // Plain TCP only: TLS and SASL to the upstream are not supported yet.
 package proxy
@@ -45,6 +52,13 @@ type Config struct {
 	// one). The brokers' listeners bind the same host, on ports of their
 	// own. Default 127.0.0.1:0.
 	Listen string
+	// BrokerPorts pins the brokers' listeners, so that a firewall can let
+	// them through: the first broker the cluster names is given the
+	// first port, the next the second, and so on. They are bound by New,
+	// so a port taken is New's error. A broker named beyond them cannot
+	// be reached through the proxy: its address goes to the client as it
+	// came, and the proxy logs why. Empty: any free ports.
+	BrokerPorts []int
 	// Dial connects to the upstream; default a net.Dialer.
 	Dial recorder.DialFunc
 	// Listener opens the proxy's listeners; default net.Listen.
@@ -76,6 +90,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	brokers map[string]*listener // upstream host:port -> its listener
+	spare   []net.Listener       // bound at BrokerPorts, for brokers not yet named
 	procs   map[string]*recorder.Client
 	closed  bool
 	wg      sync.WaitGroup
@@ -99,9 +114,15 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	host, _, err := net.SplitHostPort(cfg.Listen)
+	host, listenPort, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: listen address %q is not host:port: %w", cfg.Listen, err)
+	}
+	if err := checkPorts(cfg.BrokerPorts); err != nil {
+		return nil, fmt.Errorf("proxy: broker ports: %w", err)
+	}
+	if slices.Contains(cfg.BrokerPorts, atoi(listenPort)) {
+		return nil, fmt.Errorf("proxy: broker port %s is the listen address's port too", listenPort)
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = (&net.Dialer{}).DialContext
@@ -116,8 +137,12 @@ func New(cfg Config) (*Proxy, error) {
 	if p.cfg.Cluster == nil {
 		p.cfg.Cluster = &p.topics
 	}
+	if p.spare, err = p.bindBrokerPorts(host, cfg.BrokerPorts); err != nil {
+		return nil, err
+	}
 	p.bootstrap, err = p.listen(cfg.Listen, cfg.Upstream)
 	if err != nil {
+		p.closeSpare()
 		return nil, err
 	}
 	return p, nil
@@ -139,6 +164,7 @@ func (p *Proxy) Close() error {
 		all = append(all, l)
 	}
 	p.mu.Unlock()
+	p.closeSpare()
 	for _, l := range all {
 		l.close()
 	}
@@ -190,31 +216,58 @@ func (p *Proxy) Processes() []string {
 // opening a listener for it the first time it is named.
 func (p *Proxy) brokerAddr(host string, port int32) (string, int32, error) {
 	upstream := net.JoinHostPort(host, strconv.Itoa(int(port)))
-	p.mu.Lock()
-	l, ok := p.brokers[upstream]
-	closed := p.closed
-	p.mu.Unlock()
-	if !ok {
-		if closed {
-			return "", 0, errors.New("proxy: closed")
-		}
-		var err error
-		if l, err = p.listen(net.JoinHostPort(p.host, "0"), []string{upstream}); err != nil {
-			return "", 0, err
-		}
-		p.mu.Lock()
-		if other, ok := p.brokers[upstream]; ok { // opened meanwhile
-			p.mu.Unlock()
-			l.close()
-			l = other
-		} else {
-			p.brokers[upstream] = l
-			p.mu.Unlock()
-		}
+	l, err := p.brokerListener(upstream)
+	if err != nil {
+		return "", 0, err
 	}
 	h, portText, _ := net.SplitHostPort(l.addr)
-	n, _ := strconv.Atoi(portText)
-	return h, int32(n), nil
+	return h, int32(atoi(portText)), nil
+}
+
+// brokerListener is the listener for the upstream broker at address
+// upstream, opened (or taken from the spare ones) when first asked for.
+func (p *Proxy) brokerListener(upstream string) (*listener, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l, ok := p.brokers[upstream]; ok {
+		return l, nil
+	}
+	if p.closed {
+		return nil, errors.New("proxy: closed")
+	}
+	var ln net.Listener
+	switch {
+	case len(p.spare) > 0:
+		ln, p.spare = p.spare[0], p.spare[1:]
+	case len(p.cfg.BrokerPorts) > 0:
+		return nil, fmt.Errorf("proxy: the cluster names a broker at %s beyond the %d pinned broker ports %v: give one more port",
+			upstream, len(p.cfg.BrokerPorts), p.cfg.BrokerPorts)
+	default:
+		var err error
+		addr := net.JoinHostPort(p.host, "0")
+		if ln, err = p.cfg.Listener("tcp", addr); err != nil {
+			return nil, fmt.Errorf("proxy: listen on %s: %w", addr, err)
+		}
+	}
+	l := p.serve(ln, []string{upstream})
+	p.brokers[upstream] = l
+	return l, nil
+}
+
+// closeSpare closes the listeners bound for brokers never named.
+func (p *Proxy) closeSpare() {
+	p.mu.Lock()
+	spare := p.spare
+	p.spare = nil
+	p.mu.Unlock()
+	for _, ln := range spare {
+		ln.Close()
+	}
+}
+
+func atoi(text string) int {
+	n, _ := strconv.Atoi(text)
+	return n
 }
 
 // listener accepts clients for one upstream address (or, for the
@@ -234,10 +287,15 @@ func (p *Proxy) listen(addr string, upstream []string) (*listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: listen on %s: %w", addr, err)
 	}
+	return p.serve(ln, upstream), nil
+}
+
+// serve accepts clients on ln for upstream.
+func (p *Proxy) serve(ln net.Listener, upstream []string) *listener {
 	l := &listener{p: p, ln: ln, addr: ln.Addr().String(), upstream: upstream, conns: map[*conn]bool{}}
 	p.wg.Add(1)
 	go l.accept()
-	return l, nil
+	return l
 }
 
 func (l *listener) accept() {

@@ -343,9 +343,18 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // A produce with acks 0 is never answered: the proxy does not wait for
-// its response, so nothing stays in flight.
+// its response, so no produce stays in flight. The test waits until the
+// cluster has read the three produces, which the proxy noted before it
+// forwarded them; other requests the client sends meanwhile on other
+// connections (ApiVersions, GetTelemetrySubscriptions) may be in flight.
 func TestProduceWithoutAcksIsNotAwaited(t *testing.T) {
 	cluster := startCluster(t)
+	const produces = 3
+	arrived := make(chan struct{}, produces)
+	cluster.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		arrived <- struct{}{}
+		return nil, nil, false // kfake handles it as ever
+	})
 	p, l := startProxy(t, cluster.ListenAddrs())
 	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.DefaultProduceTopic("trips"),
 		kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
@@ -353,27 +362,41 @@ func TestProduceWithoutAcksIsNotAwaited(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for range 3 {
+	for range produces {
 		require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr())
 	}
-	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl) // answered after them
-	require.NoError(t, err)
+	for range produces {
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatal("the cluster did not get the three produces")
+		}
+	}
+	require.Zero(t, awaited(p, kmsg.Produce.Int16()), "produces left waiting for an answer")
+	require.NotContains(t, l.all(), "not understood")
+}
 
+// awaited is how many requests of API key key the proxy's connections
+// wait to see answered.
+func awaited(p *Proxy, key int16) int {
 	p.mu.Lock()
-	listeners := slices.Collect(maps.Values(p.brokers))
+	listeners := append(slices.Collect(maps.Values(p.brokers)), p.bootstrap)
 	p.mu.Unlock()
-	waiting := 0
-	for _, ln := range append(listeners, p.bootstrap) {
+	n := 0
+	for _, ln := range listeners {
 		ln.mu.Lock()
 		for c := range ln.conns {
 			c.mu.Lock()
-			waiting += len(c.inflight)
+			for _, av := range c.inflight {
+				if av.key == key {
+					n++
+				}
+			}
 			c.mu.Unlock()
 		}
 		ln.mu.Unlock()
 	}
-	require.Zero(t, waiting, "requests left waiting for an answer")
-	require.NotContains(t, l.all(), "not understood")
+	return n
 }
 
 // wallClock is a history's clock in milliseconds of wall time.

@@ -11,11 +11,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/proxy"
 	"github.com/fencecheck/fencecheck/workload"
 )
@@ -27,13 +29,18 @@ var untilStopped = func() (context.Context, context.CancelFunc) {
 }
 
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--history FILE [--keys-from TOPIC]] [--control HOST:PORT]\n\n"+
+	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--broker-ports PORTS] [--history FILE [--keys-from TOPIC]] [--control HOST:PORT]\n\n"+
 		"A Kafka-protocol proxy for any client, in any language: point the client at\n"+
 		"--listen instead of the cluster. Every broker address the client learns is\n"+
 		"rewritten to one of the proxy's listeners (one per broker, on --listen's\n"+
 		"host), and every other frame is forwarded byte for byte. Frames it cannot\n"+
 		"read are forwarded untouched and logged on stderr as not understood.\n"+
 		"Plain TCP only (no TLS or SASL to the upstream yet).\n\n"+
+		"The brokers' listeners take any free ports, or, with --broker-ports, the\n"+
+		"ports given, bound at start (for a firewall rule): the first broker the\n"+
+		"cluster names gets the first port, and so on. Give as many ports as the\n"+
+		"cluster has brokers, as --broker-ports 19093-19095 for three. A broker\n"+
+		"named beyond them is logged and cannot be reached through the proxy.\n\n"+
 		"With --history, what every client does is written to FILE as a history\n"+
 		"(docs/history-format.md) as the run goes, each client a process named by\n"+
 		"its client.id; "+
@@ -41,9 +48,17 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"faults a process by name (stall, wake, crash, restart, lose-response, delay)\n"+
 		"or pauses the upstream; --faults runs a seeded schedule of the same faults\n"+
 		"unattended. It prints its addresses on stdout and runs until\n"+
-		"interrupted; the history is a whole document once it stops.\n", stderr)
+		"interrupted; the history is a whole document once it stops.\n\n"+
+		"One proxy session records one history, and a history is judged from an\n"+
+		"empty cluster. For another run, stop the proxy and start the cluster\n"+
+		"afresh (or use new topics, groups and transactional ids), then start the\n"+
+		"proxy again. A second run through one session joins the first's history:\n"+
+		"its trips count twice, and exactly-once reports a violation no run made.\n"+
+		"The proxy warns on stderr when it sees a trip produced again, or a\n"+
+		"partition's first produce land past offset 0.\n", stderr)
 	upstream := fs.String("upstream", "", "the cluster's bootstrap addresses, `host:port,...`")
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
+	brokerPorts := fs.String("broker-ports", "", "pin the brokers' listeners to these `ports`, one per broker, as 19093-19095 or 19093,19094,19095 (default any free ports)")
 	historyPath := fs.String("history", "", "write the clients' history to `FILE` as the run goes")
 	keysFrom := fs.String("keys-from", "", "with --history: the keys produced to `TOPIC` are the trips every other topic must see committed exactly once")
 	control := fs.String("control", "127.0.0.1:19080", "serve the control API on `host:port` (\"\": none)")
@@ -68,12 +83,18 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "fencecheck proxy: "+format+"\n", args...) }
-	cfg := proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen, Logf: logf}
+	var ports []int
+	if *brokerPorts != "" {
+		if ports, err = proxy.ParsePorts(*brokerPorts); err != nil {
+			return fail("--broker-ports: %v", err)
+		}
+	}
+	logf := linesTo(stderr, "fencecheck proxy: ")
+	cfg := proxy.Config{Upstream: strings.Split(*upstream, ","), Listen: *listen, BrokerPorts: ports, Logf: logf}
 	var rec *recording
 	if *historyPath != "" {
 		var err error
-		if rec, err = startRecording(*historyPath, *keysFrom); err != nil {
+		if rec, err = startRecording(*historyPath, *keysFrom, logf); err != nil {
 			return fail("%v", err)
 		}
 		cfg.Record = rec
@@ -86,6 +107,13 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "fencecheck proxy: history written to %s\n", *historyPath)
 	}
 	return code
+}
+
+// linesTo is a log function writing a line to w, after prefix, a line at
+// a time: connections log from goroutines of their own.
+func linesTo(w io.Writer, prefix string) func(format string, args ...any) {
+	locked := lockedWriter{w, &sync.Mutex{}}
+	return func(format string, args ...any) { fmt.Fprintf(locked, prefix+format+"\n", args...) }
 }
 
 // parseSchedule is the --faults schedule, nil without one.
@@ -152,12 +180,18 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		"fencecheck's topics), on real ports until interrupted, so that a client or\n"+
 		"'fencecheck proxy' can be tried with nothing installed. The brokers listen\n"+
 		"on --listen's port and the two after it (port 0: any free ports); their\n"+
-		"addresses go to stdout. Its data lives in memory.\n", stderr)
+		"addresses go to stdout. Its data lives in memory.\n\n"+
+		"Each connection is guarded: a frame whose size prefix is below 8 bytes or\n"+
+		"above 100 MiB (Kafka's socket.request.max.bytes), or whose API key is\n"+
+		"unknown, closes that connection, with a line on stderr naming the client\n"+
+		"and the frame. The cluster goes on. kfake alone would crash on the unknown\n"+
+		"key, and would allocate whatever size the prefix claims.\n", stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "the first broker's address, `host:port`")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
-	opts, err := brokerOpts(*listen)
+	logf := linesTo(stderr, "fencecheck broker: ")
+	opts, err := brokerOpts(*listen, logf)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck broker: %v\n", err)
 		return exitUsage
@@ -175,8 +209,10 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	return exitHeld
 }
 
-// brokerOpts are the cluster's options for a first broker at listen.
-func brokerOpts(listen string) ([]kfake.Opt, error) {
+// brokerOpts are the cluster's options for a first broker at listen. Each
+// broker's listener is guarded (kafka.GuardListener): a client's bad frame
+// closes its connection, logged to logf, and the cluster goes on.
+func brokerOpts(listen string, logf func(string, ...any)) ([]kfake.Opt, error) {
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q is not host:port: %w", listen, err)
@@ -194,7 +230,11 @@ func brokerOpts(listen string) ([]kfake.Opt, error) {
 	opts := []kfake.Opt{kfake.NumBrokers(brokerCount), kfake.Ports(ports...),
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
 			_, p, _ := net.SplitHostPort(address)
-			return net.Listen(network, net.JoinHostPort(host, p))
+			ln, err := net.Listen(network, net.JoinHostPort(host, p))
+			if err != nil {
+				return nil, err
+			}
+			return kafka.GuardListener(ln, logf), nil
 		})}
 	for name, partitions := range workload.Topics {
 		opts = append(opts, kfake.SeedTopics(int32(partitions), name))

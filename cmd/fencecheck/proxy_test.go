@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,14 +28,28 @@ func started(t *testing.T, args ...string) (first string, stop func() int) {
 // it prints after them is in the stop's output.
 func startedLines(t *testing.T, n int, args ...string) (lines []string, stop func() int) {
 	t.Helper()
+	lines, _, stop = startedLogging(t, n, args...)
+	return lines, stop
+}
+
+// startedLogging is startedLines, with what the command has written to
+// stderr so far.
+func startedLogging(t *testing.T, n int, args ...string) (lines []string, stderr func() string, stop func() int) {
+	t.Helper()
+	var errMu sync.Mutex
+	var errOut strings.Builder
+	stderr = func() string {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return errOut.String()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	old := untilStopped
 	untilStopped = func() (context.Context, context.CancelFunc) { return ctx, cancel }
 	r, w := io.Pipe()
 	code := make(chan int, 1)
 	go func() {
-		var errOut strings.Builder
-		code <- run(args, w, &errOut)
+		code <- run(args, w, lockedWriter{&errOut, &errMu})
 		w.CloseWithError(io.EOF)
 	}()
 	out := bufio.NewReader(r)
@@ -57,7 +73,7 @@ func startedLines(t *testing.T, n int, args ...string) (lines []string, stop fun
 			stop()
 		}
 	})
-	return lines, stop
+	return lines, stderr, stop
 }
 
 // The README's try-it-with-nothing-installed path: fencecheck broker,
@@ -92,6 +108,10 @@ func TestBrokerAndProxyCommands(t *testing.T) {
 }
 
 func TestProxyAndBrokerFlagErrors(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	_, takenPort, _ := net.SplitHostPort(taken.Addr().String())
 	for _, tc := range []struct {
 		args []string
 		says string
@@ -105,6 +125,9 @@ func TestProxyAndBrokerFlagErrors(t *testing.T) {
 		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall"}, "--faults: \"stall\": give KIND=EVERY"},
 		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall=1s", "--fault-length", "0s"}, "--fault-length 0s: give a duration from 1ms to 1h"},
 		{[]string{"proxy", "--upstream", "a:1", "--faults", "stall=1s", "--fault-procs", "("}, "--fault-procs: error parsing regexp"},
+		{[]string{"proxy", "--upstream", "a:1", "--broker-ports", "19093-70000"}, `--broker-ports: "19093-70000": port "70000" is not a number from 1 to 65535`},
+		{[]string{"proxy", "--upstream", "a:1", "--broker-ports", "19095-19093"}, "a range goes from its lower port to its higher"},
+		{[]string{"proxy", "--upstream", "a:1", "--listen", "127.0.0.1:0", "--control", "", "--broker-ports", takenPort}, "a broker's listener on 127.0.0.1:" + takenPort},
 		{[]string{"broker", "--listen", "localhost"}, `--listen "localhost" is not host:port`},
 		{[]string{"broker", "--listen", "localhost:70000"}, "the port must be 0 to 65532"},
 	} {
@@ -119,6 +142,7 @@ func TestProxyAndBrokerFlagErrors(t *testing.T) {
 type recordedRun struct {
 	t                     *testing.T
 	addr, control, path   string
+	stderr                func() string // the proxy's, so far
 	stopProxy, stopBroker func() int
 }
 
@@ -127,14 +151,14 @@ func startRecordedRun(t *testing.T) *recordedRun {
 	brokers, ok := strings.CutPrefix(line, "fencecheck broker: listening on ")
 	require.True(t, ok, line)
 	path := filepath.Join(t.TempDir(), "recorded.json")
-	lines, stopProxy := startedLines(t, 2, "proxy", "--upstream", brokers, "--listen", "127.0.0.1:0",
+	lines, stderr, stopProxy := startedLogging(t, 2, "proxy", "--upstream", brokers, "--listen", "127.0.0.1:0",
 		"--control", "127.0.0.1:0", "--history", path, "--keys-from", "trips")
 	addr, ok := strings.CutPrefix(lines[0], "fencecheck proxy: listening on ")
 	require.True(t, ok, lines[0])
 	addr, _, _ = strings.Cut(addr, " ")
 	control, ok := strings.CutPrefix(lines[1], "fencecheck proxy: control API on ")
 	require.True(t, ok, lines[1])
-	return &recordedRun{t: t, addr: addr, control: control, path: path, stopProxy: stopProxy, stopBroker: stopBroker}
+	return &recordedRun{t: t, addr: addr, control: control, path: path, stderr: stderr, stopProxy: stopProxy, stopBroker: stopBroker}
 }
 
 // produceTrips writes trip-0 ... trip-(n-1) to trips, as client
@@ -217,6 +241,7 @@ func TestProxyRecordsAPipelineForCheck(t *testing.T) {
 			defer cancel()
 			run.produceTrips(ctx, 20)
 			fareWorker(t, ctx, run.addr, 20, tc.outsideTxn)
+			require.NotContains(t, run.stderr(), "warning:")
 			code, verdicts := run.check()
 			for _, line := range tc.want {
 				require.Contains(t, verdicts, line)
