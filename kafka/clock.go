@@ -481,7 +481,7 @@ func (c *clock) prune(h held, before time.Time) {
 // producer, too (FINDINGS.md, 24). A real cluster's ticks are its to
 // sleep: ms.
 func (t *Target) TickLength(ms int64) int64 {
-	if t.embedded == nil || ms <= 0 || t.clock.idle() {
+	if ms <= 0 || t.clock.idle() {
 		return ms
 	}
 	h, err := t.held()
@@ -506,7 +506,7 @@ func (t *Target) TickLength(ms int64) int64 {
 // while one does not fit. A real cluster is not restarted by the target,
 // and its ticks sleep their whole length: there it always fits.
 func (t *Target) WaitFits() bool {
-	if t.embedded == nil || t.clock.idle() {
+	if t.clock.idle() {
 		return true
 	}
 	ctx, cancel := t.requestCtx(context.Background())
@@ -535,10 +535,6 @@ func (t *Target) Tick(ms int64) {
 	whole := start.Add(t.realDuration(ms))
 	now := t.clock.advance(ms)
 	defer func() { t.clock.ticked(time.Now()) }()
-	if t.embedded == nil {
-		time.Sleep(t.realDuration(ms))
-		return
-	}
 	if t.clock.idle() {
 		return
 	}

@@ -213,6 +213,11 @@ func (t *Target) Restart() {
 	}
 }
 
+// RestartsBroker reports whether Restart restarts the broker: on kfake it
+// does; a real cluster's brokers are not this target's to restart, so the
+// workload does not draw a restart there.
+func (t *Target) RestartsBroker() bool { return t.embedded != nil }
+
 // openTxnsAround asks, just before or after a restart, which of the
 // target's transactions are open and when each began.
 func (t *Target) openTxnsAround(cl *kgo.Client, when string) map[string]openTxn {

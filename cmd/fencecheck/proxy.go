@@ -190,7 +190,7 @@ func brokerOpts(listen string) ([]kfake.Opt, error) {
 			ports[i] = port + i
 		}
 	}
-	opts := []kfake.Opt{kfake.NumBrokers(brokerCount), kfake.Ports(ports...),
+	opts := []kfake.Opt{kfake.NumBrokers(brokerCount), kfake.Ports(ports...), kfake.BrokerConfigs(map[string]string{"group.min.session.timeout.ms": "1"}),
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
 			_, p, _ := net.SplitHostPort(address)
 			return net.Listen(network, net.JoinHostPort(host, p))
