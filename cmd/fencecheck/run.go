@@ -101,7 +101,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		"counted and reported with the shortest history that showed it.\n"+
 		"Progress goes to stderr. Exit status: 0 nothing new was found, 1 a\n"+
 		"violation or an error-code difference that --known does not list (a\n"+
-		"misconfiguration is expected to give one), 2 bad flags.\n", stderr)
+		"misconfiguration is expected to give one), or an exploration that\n"+
+		"could not finish (a worker process died: its exit status, the end of its\n"+
+		"stderr and its batch's seed are printed); 2 unusable input: bad flags,\n"+
+		"an unreadable --known file, a cluster that cannot be reached or is set up\n"+
+		"unfit (see 'fencecheck broker --help').\n", stderr)
 	fs.StringVar(&f.target, "target", "impl", "the broker to explore: "+strings.Join(targetNames(), ", "))
 	fs.StringVar(&f.mutant, "mutant", "", "with --target impl: switch on a seeded bug, `NAME`[,NAME...] or all, each explored on its own: "+strings.Join(mutantNames(), ", "))
 	fs.StringVar(&f.scenario, "scenario", "correct", "the configurations to explore, `NAME`[,NAME...]: "+strings.Join(workload.ScenarioNames(), ", ")+"; correct (the correct ones: a broker must hold every check under them), or all")
