@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencecheck/fencecheck/kafka"
 )
 
 // started runs a long-running command until the test ends, and returns
@@ -67,7 +69,7 @@ func TestBrokerAndProxyCommands(t *testing.T) {
 	line, stopBroker := started(t, "broker", "--listen", "127.0.0.1:0")
 	brokers, ok := strings.CutPrefix(line, "fencecheck broker: listening on ")
 	require.True(t, ok, line)
-	require.Len(t, strings.Split(brokers, ","), brokerCount)
+	require.Len(t, strings.Split(brokers, ","), kafka.ListenBrokers)
 
 	line, stopProxy := started(t, "proxy", "--upstream", brokers, "--listen", "127.0.0.1:0", "--control", "")
 	addr, ok := strings.CutPrefix(line, "fencecheck proxy: listening on ")
