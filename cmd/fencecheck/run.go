@@ -113,7 +113,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.checks, "checks", 0, "how many interleavings to try; 0 explores for --time instead")
 	fs.DurationVar(&f.time, "time", workload.DefaultTime, "how long to explore each scenario (and mutant) when --checks is 0; shrinking a counterexample comes after")
 	fs.BoolVar(&f.swarm, "swarm", true, "each interleaving draws which kinds of fault it offers (swarm testing); --swarm=false offers every kind to every interleaving")
-	fs.IntVar(&f.parallel, "parallel", 0, "how many explorations run side by side, each in a worker process of its own; default the machine's cores, 4 times that for kfake and kafka, whose clients mostly wait")
+	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("how many explorations run side by side, each in a worker process of its own; default the machine's cores, %d times that for kfake and kafka, whose clients mostly wait", kafka.WaitingFactor))
 	fs.StringVar(&f.shardFlag, "shard", "", "explore only part `I/N` of the seed's interleavings, for N jobs of a CI matrix (same seed and flags, I from 1 to N); 'fencecheck report' merges their outputs")
 	fs.IntVar(&f.steps, "steps", workload.DefaultSteps, "how many actions an interleaving takes, on average")
 	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
