@@ -78,13 +78,15 @@ func Test(tb testing.TB, target model.NewTarget, opts Options) {
 		scenarios = append(scenarios, sc)
 	}
 	ex := workload.Exploration{Scenarios: scenarios, Target: target, TxnVersion: opts.TxnVersion, Known: opts.Known, Swarm: true,
-		Checks: opts.Checks, Time: opts.Time, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime, Logf: tb.Logf}
-	err := ex.Run(func(explored workload.Explored) {
-		tb.Helper()
-		judge(tb, explored, ex.Options(explored.Scenario).TxnVersion, opts.Out)
-	})
-	if err != nil {
+		Checks: opts.Checks, Time: opts.Time, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime}
+	// Judged once all have ended, here, so that tb places each line at
+	// the caller's call of Test rather than inside the exploration.
+	var all []workload.Explored
+	if err := ex.Run(func(explored workload.Explored) { all = append(all, explored) }); err != nil {
 		tb.Fatalf("fencecheck: %v", err)
+	}
+	for _, explored := range all {
+		judge(tb, explored, ex.Options(explored.Scenario).TxnVersion, opts.Out)
 	}
 }
 
