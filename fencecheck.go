@@ -15,7 +15,21 @@ import (
 	"github.com/fencecheck/fencecheck/workload"
 )
 
-// Options say how hard Test looks, and at what.
+// Options say how hard Test looks, and at what. Each zero value is the
+// default 'fencecheck run' has too (package workload states each once).
+//
+// Budget. Test explores each scenario for Time, or Checks interleavings,
+// then shrinks what it found for up to ShrinkTime. On the in-memory
+// targets an interleaving takes about a millisecond. On a Kafka cluster
+// (Brokers, or kafka.NewKfake) it takes 50 to 500 ms, and batches of
+// workload.RealTimeBatchChecks interleavings run to their end: a time
+// budget then ends within a batch's time of Time. go test's default
+// -timeout is 10 minutes for the whole package: with the two default
+// scenarios, a Time of 10 s on a cluster takes about half a minute when
+// nothing is found, and a counterexample adds up to ShrinkTime (2
+// minutes by default) per scenario that found one. A test that must stay
+// within a minute on a cluster gives Checks of about 20 and a ShrinkTime
+// of some 10 s.
 type Options struct {
 	// Scenarios are the configurations explored, by name (see
 	// 'fencecheck run --help'); default the correct ones, stable-id and
@@ -24,103 +38,87 @@ type Options struct {
 	// break broke: the broker let the test show nothing.
 	Scenarios []string
 	// TxnVersion is the transaction protocol the clients speak, 1 or 2
-	// (the default).
+	// (0 is workload.DefaultTxnVersion, 2).
 	TxnVersion int
-	// Time bounds each scenario's exploring (10 s if 0 and Checks is 0);
-	// Checks, when set, is a number of interleavings instead.
+	// Time bounds each scenario's exploring (workload.DefaultTime, 10 s,
+	// if 0 and Checks is 0); Checks, when set, is a number of
+	// interleavings instead.
 	Time   time.Duration
 	Checks int
 	// Seed is the exploration's seed; 0 picks one, logged.
 	Seed uint64
 	// ShrinkTime bounds shrinking a counterexample, and looking for a
-	// shorter one (2 minutes if 0, as 'fencecheck run' does): a job that
-	// only needs to know whether the broker fails can give less.
+	// shorter one (workload.DefaultShrinkTime, 2 minutes, if 0): a job
+	// that only needs to know whether the broker fails can give less.
 	ShrinkTime time.Duration
-	// Known are findings that do not fail the test (checker.LoadKnownFile
-	// reads a fencecheck/known/v1 file); they are logged.
+	// Known are findings that do not fail the test; they are logged.
+	// kafka.KnownFindings() are kfake's own (what 'fencecheck run --known
+	// kfake' goes past), for a kfake cluster by address; kafka.KnownNamed
+	// reads a fencecheck/known/v1 file.
 	Known checker.Known
 	// Out is where bug reports go; default a new directory under the
 	// system's temporary one, which outlives the test.
 	Out string
 }
 
-// Test explores target's broker the way 'fencecheck run' does, the
-// scenarios in turn, and fails tb with each counterexample's timeline and
-// the path of its bug report. An error-code difference that Known does
-// not list fails it too, with its history.
+// Test explores target's broker the way 'fencecheck run' does (one
+// workload.Exploration), the scenarios in turn, and fails tb with each
+// counterexample's timeline and the path of its bug report. An
+// error-code difference that Known does not list fails it too, with its
+// history. A target that cannot be made (an unreachable or misconfigured
+// cluster) fails it at once.
 func Test(tb testing.TB, target model.NewTarget, opts Options) {
 	tb.Helper()
-	names := opts.Scenarios
-	if len(names) == 0 {
-		names = []string{"stable-id", "adversary"}
-	}
-	if opts.TxnVersion == 0 {
-		opts.TxnVersion = 2
-	}
-	if opts.Time == 0 {
-		opts.Time = 10 * time.Second
-	}
-	budget := opts.budget(opts.Seed)
 	var scenarios []workload.Scenario
-	var campaigns []workload.Campaign
-	var runners [][]workload.Runner
-	for _, name := range names {
+	for _, name := range opts.Scenarios {
 		sc, err := workload.ScenarioNamed(name)
 		if err != nil {
 			tb.Fatalf("fencecheck: %v", err)
 		}
 		scenarios = append(scenarios, sc)
-		campaigns = append(campaigns, workload.Campaign{Name: sc.Name, Budget: budget, Time: opts.Time})
-		runners = append(runners, []workload.Runner{workload.InProcess(opts.workload(sc, target), budget.Steps, budget.ShrinkTime)})
 	}
-	workload.InTurn(campaigns, runners, nil, func(i int, out workload.CampaignOutcome, err error) {
-		tb.Helper()
-		if err != nil {
-			tb.Errorf("fencecheck: %s: %v", scenarios[i].Name, err)
-			return
-		}
-		judge(tb, target, scenarios[i], opts, out)
-	})
+	ex := workload.Exploration{Scenarios: scenarios, Target: target, TxnVersion: opts.TxnVersion, Known: opts.Known, Swarm: true,
+		Checks: opts.Checks, Time: opts.Time, Seed: opts.Seed, ShrinkTime: opts.ShrinkTime}
+	// Judged once all have ended, here, so that tb places each line at
+	// the caller's call of Test rather than inside the exploration.
+	var all []workload.Explored
+	if err := ex.Run(func(explored workload.Explored) { all = append(all, explored) }); err != nil {
+		tb.Fatalf("fencecheck: %v", err)
+	}
+	for _, explored := range all {
+		judge(tb, explored, ex.Options(explored.Scenario).TxnVersion, opts.Out)
+	}
 }
 
 // Brokers is a target for Test: a Kafka cluster by its bootstrap
-// addresses (fencecheck's topics are created there when missing).
+// addresses (fencecheck's topics are created there when missing). The
+// cluster must be set up as kafka.New documents; a setting it can read
+// that does not fit fails the test at once, naming the setting.
 func Brokers(addrs ...string) model.NewTarget {
 	return func() (model.Target, error) {
 		return kafka.New(kafka.Config{Brokers: addrs, Topics: workload.Topics, Logf: func(string, ...any) {}})
 	}
 }
 
-func (opts Options) workload(sc workload.Scenario, target model.NewTarget) workload.Options {
-	return workload.Options{Scenario: sc, Target: target, TxnVersion: opts.TxnVersion, Known: opts.Known, Swarm: true}
-}
-
-// budget is the exploration's from seed (a ShrinkTime of 0 is workload's
-// default).
-func (opts Options) budget(seed uint64) workload.Budget {
-	return workload.Budget{Checks: opts.Checks, Steps: 30, Seed: seed, ShrinkTime: opts.ShrinkTime}
-}
-
-// judge fails tb with what exploring sc found.
-func judge(tb testing.TB, target model.NewTarget, sc workload.Scenario, opts Options, out workload.CampaignOutcome) {
+// judge fails tb with what exploring a scenario found.
+func judge(tb testing.TB, ex workload.Explored, version int, dir string) {
 	tb.Helper()
-	version := opts.TxnVersion
+	sc, out := ex.Scenario, ex.Outcome
 	tb.Logf("fencecheck: %s (transactions v%d), seed %d: %d interleavings, %d operations", sc.Name, version, out.Seed, out.Checks, out.Ops)
+	if ex.Err != nil {
+		tb.Errorf("fencecheck: %s (seed %d): the exploration could not finish: %v", sc.Name, out.Seed, ex.Err)
+		return
+	}
 	failed := out.Failure != nil
 	if failed {
-		reportFailure(tb, sc, version, out, opts.Out)
+		reportFailure(tb, sc, version, out, dir)
 	}
-	all := out.Sightings.All()
-	if !failed {
-		// beside a violation, each keeps the shortest history seen
-		all = workload.ShrinkAll(opts.workload(sc, target), opts.budget(out.Seed), all)
-	}
-	for _, sg := range all {
+	for _, sg := range ex.Sightings {
 		if sg.Known != "" {
 			tb.Logf("fencecheck: %s: known finding %s met in %d interleavings", sc.Name, sg.Known, sg.Runs)
 			continue
 		}
-		path, err := save(opts.Out, sc.Name+"-error-code.json", func(path string) error { return histories.SaveFile(path, sg.History) })
+		path, err := save(dir, sc.Name+"-error-code.json", func(path string) error { return histories.SaveFile(path, sg.History) })
 		tb.Errorf("fencecheck: %s: error-code difference %s in %d interleavings (the refusal is right, its code is not Kafka's); history: %s%s",
 			sc.Name, sg.Signature, sg.Runs, path, errorNote(err))
 	}

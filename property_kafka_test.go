@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -166,12 +165,13 @@ func TestPropertyAdversary(t *testing.T) {
 
 // TestPropertyKafkaByAddress: `--target kafka --brokers` drives a cluster
 // it did not start, here a kfake cluster of its own with the settings
-// README asks of a real one (a low group.min.session.timeout.ms). The
+// kafka.New asks of a real one (kafka.StartListening: a low
+// group.min.session.timeout.ms, as a broker setting New can read). The
 // target creates its topics under its own prefix, and a misconfiguration
 // is caught there as on the embedded cluster (or one of kfake's known
 // divergences shows first).
 func TestPropertyKafkaByAddress(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.GroupMinSessionTimeout(time.Millisecond))
+	cluster, err := kafka.StartListening("127.0.0.1:0", nil, t.Logf)
 	require.NoError(t, err)
 	t.Cleanup(cluster.Close)
 	target := func() (model.Target, error) {

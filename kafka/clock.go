@@ -64,9 +64,14 @@ import (
 //
 // Every timer the model fires is fired, at the broker's own deadline, and
 // none that the model keeps. What is left out is the drift the whole
-// sleep added: on a real cluster, which is not the target's own and whose
-// timers run on intervals of their own (Kafka looks for expired
-// transactions every 10 s), a Tick sleeps its whole length.
+// sleep added. A cluster by address is followed the same way: every
+// request the clock sends is a Kafka one (ListTransactions,
+// DescribeTransactions, DescribeGroups). It must fire its timers on time
+// (Kafka looks for expired transactions every 10 s unless told otherwise:
+// see Settings in the package documentation), and its clock must agree
+// with this machine's. A sleep of the whole tick there met kfake aborting
+// transactions the model kept, from the real time the requests between
+// ticks took.
 
 // clock is the target's account of the model's time and of the requests
 // that start broker timers.
@@ -478,10 +483,9 @@ func (c *clock) prune(h held, before time.Time) {
 // runs while the requests after the tick are answered and while a restart
 // reloads the cluster, would abort it between ticks, where the model
 // cannot: kfake's reload aborts an expired transaction without fencing its
-// producer, too (FINDINGS.md, 24). A real cluster's ticks are its to
-// sleep: ms.
+// producer, too (FINDINGS.md, 24).
 func (t *Target) TickLength(ms int64) int64 {
-	if t.embedded == nil || ms <= 0 || t.clock.idle() {
+	if ms <= 0 || t.clock.idle() {
 		return ms
 	}
 	h, err := t.held()
@@ -503,10 +507,10 @@ func (t *Target) TickLength(ms int64) int64 {
 // tick ran out the 100 ms it left a transaction (FINDINGS.md, round 9),
 // and so did five joins that each waited 50 ms for stalled members
 // (round 10). The workload neither restarts the broker nor sends a join
-// while one does not fit. A real cluster is not restarted by the target,
-// and its ticks sleep their whole length: there it always fits.
+// while one does not fit. A cluster by address is not restarted by the
+// target, but a join there waits as on kfake.
 func (t *Target) WaitFits() bool {
-	if t.embedded == nil || t.clock.idle() {
+	if t.clock.idle() {
 		return true
 	}
 	ctx, cancel := t.requestCtx(context.Background())
@@ -525,8 +529,8 @@ func (t *Target) WaitFits() bool {
 	return true
 }
 
-// Tick lets ms of model time pass. On a real cluster it sleeps ms*TimeScale.
-// On kfake it waits for the timers the model fires (see above).
+// Tick lets ms of model time pass: it waits for the timers the model
+// fires (see above).
 func (t *Target) Tick(ms int64) {
 	if ms <= 0 {
 		return
@@ -535,10 +539,6 @@ func (t *Target) Tick(ms int64) {
 	whole := start.Add(t.realDuration(ms))
 	now := t.clock.advance(ms)
 	defer func() { t.clock.ticked(time.Now()) }()
-	if t.embedded == nil {
-		time.Sleep(t.realDuration(ms))
-		return
-	}
 	if t.clock.idle() {
 		return
 	}

@@ -21,9 +21,8 @@
 //
 // Time. The model's clock is in milliseconds; a Kafka broker's is the wall
 // clock. Config.TimeScale converts: transaction and session timeouts are
-// sent scaled (60 s becomes 600 ms at the default 0.01). On a real cluster
-// Tick(ms) sleeps ms*TimeScale; on kfake it waits until the broker has
-// fired the timers the model fires at that tick, and while a transaction
+// sent scaled (60 s becomes 600 ms at the default 0.01). Tick(ms) waits
+// until the broker has fired the timers the model fires at that tick, and while a transaction
 // the model keeps is open it sleeps until the transaction's time on the
 // broker has caught up with the model's; with nothing due and nothing
 // open it returns at once (clock.go). Real time also passes between
@@ -50,4 +49,33 @@
 // SessionConfig.Proxy the worker goes through a fencecheck proxy in front
 // of the cluster instead (NewProxy), recorded and faulted there as any
 // client is.
+//
+// Settings. A cluster reached by its address (New) must be set up for
+// what the target sends. The timeouts are scaled (Config.TimeScale, 0.01
+// by default), so the cluster must accept short ones, and its timers must
+// fire on time, as the model's do. At the default scale a broker needs:
+//
+//   - group.min.session.timeout.ms at most 450 (the scaled 45 s session
+//     timeout; Kafka's default, 6000, refuses every join);
+//   - group.max.session.timeout.ms at least 450;
+//   - transaction.max.timeout.ms at least 9000 (the scaled 15 minutes,
+//     the longest transaction timeout a run sends);
+//   - group.initial.rebalance.delay.ms 0: the first join of a new group
+//     would otherwise wait 3 s, and the open transactions run out;
+//   - transaction.abort.timed.out.transaction.cleanup.interval.ms at most
+//     10: a transaction must be aborted at its deadline, not up to 10 s
+//     after it;
+//   - transaction.state.log.replication.factor, transaction.state.log.min.isr
+//     and offsets.topic.replication.factor at most its number of brokers
+//     (1 on a one-broker cluster), or no coordinator is ever available;
+//   - transactional.id.expiration.ms and producer.id.expiration.ms of at
+//     least a day: the model never forgets a transactional or producer id.
+//
+// New reads each broker's settings (DescribeConfigs) and refuses a
+// cluster whose settings do not fit, naming each: the setting, its value
+// and the value needed. A setting the broker does not report (kfake
+// reports few) is not checked. What cannot be checked: that the brokers'
+// clocks agree with this machine's (the target compares the start times
+// the broker reports with its own clock), and that nothing else uses the
+// topics, ids and groups under the run's prefix.
 package kafka

@@ -191,3 +191,56 @@ func (e *embedded) removeDir() error {
 	}
 	return os.RemoveAll(e.dir)
 }
+
+// ListenBrokers is how many brokers StartListening runs: enough for
+// partition leaders and coordinators to sit on different brokers, as
+// NewKfake's do.
+const ListenBrokers = kfakeBrokers
+
+// StartListening starts a kfake cluster of ListenBrokers brokers on real
+// ports, the first at listen and the others on the ports after it (port
+// 0: any free ports), with topics seeded under their own names. It is set
+// up as New needs a cluster by address to be (see Settings), so that
+// New(Config{Brokers: cluster.ListenAddrs()}) explores it; its data lives
+// in memory. Close stops it. Each listener is guarded (GuardListener): a
+// frame kfake would crash on closes its connection, logged to logf (nil:
+// nowhere), and the cluster goes on.
+func StartListening(listen string, topics map[string]int32, logf func(format string, args ...any)) (*kfake.Cluster, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	host, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not host:port: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535-ListenBrokers {
+		return nil, fmt.Errorf("%q: the port must be 0 to %d", listen, 65535-ListenBrokers)
+	}
+	ports := make([]int, ListenBrokers)
+	for i := range ports {
+		if port != 0 {
+			ports[i] = port + i
+		}
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(ListenBrokers), kfake.Ports(ports...),
+		// A broker setting, not GroupMinSessionTimeout, so that
+		// DescribeConfigs tells New the value that holds.
+		kfake.BrokerConfigs(map[string]string{"group.min.session.timeout.ms": strconv.Itoa(int(kfakeMinSession.Milliseconds()))}),
+		kfake.ListenFn(func(network, address string) (net.Listener, error) {
+			_, p, _ := net.SplitHostPort(address)
+			ln, err := net.Listen(network, net.JoinHostPort(host, p))
+			if err != nil {
+				return nil, err
+			}
+			return GuardListener(ln, logf), nil
+		})}
+	for _, name := range slices.Sorted(maps.Keys(topics)) {
+		opts = append(opts, kfake.SeedTopics(topics[name], name))
+	}
+	cluster, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: starting kfake: %w", listen, err)
+	}
+	return cluster, nil
+}

@@ -22,3 +22,22 @@ func KnownFindings() checker.Known {
 	}
 	return known
 }
+
+// KnownNamed reads a --known argument, the one reading 'fencecheck run'
+// and 'fencecheck check' share: "kfake" is KnownFindings, "none" no
+// finding, anything else a known-findings file (fencecheck/known/v1).
+func KnownNamed(name string) (checker.Known, error) {
+	switch name {
+	case KfakeKnown:
+		return KnownFindings(), nil
+	case NoKnown:
+		return checker.Known{}, nil
+	}
+	return checker.LoadKnownFile(name)
+}
+
+// The names KnownNamed reads as lists rather than files.
+const (
+	KfakeKnown = "kfake"
+	NoKnown    = "none"
+)

@@ -117,7 +117,10 @@ type Target struct {
 var _ model.Target = (*Target)(nil)
 
 // New connects to the cluster at cfg.Brokers, creating the topics of
-// cfg.Topics under the target's prefix where they are missing.
+// cfg.Topics under the target's prefix where they are missing. It
+// refuses a cluster whose settings do not fit what the target sends,
+// naming each (see Settings in settings.go). Its clock follows the
+// broker's timers as on kfake (clock.go); its Restart only reconnects.
 func New(cfg Config) (*Target, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, errors.New("kafka: no bootstrap brokers; NewKfake runs an embedded cluster")
@@ -127,6 +130,10 @@ func New(cfg Config) (*Target, error) {
 	}
 	t, err := connect(cfg.withDefaults(), nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkSettings(); err != nil {
+		t.Close()
 		return nil, err
 	}
 	if err := t.createTopics(); err != nil {
@@ -212,6 +219,11 @@ func (t *Target) Restart() {
 		t.clock.restarted(before, t.openTxnsAround(cl, "after"))
 	}
 }
+
+// RestartsBroker reports whether Restart restarts the broker: on kfake it
+// does; a real cluster's brokers are not this target's to restart, so the
+// workload does not draw a restart there.
+func (t *Target) RestartsBroker() bool { return t.embedded != nil }
 
 // openTxnsAround asks, just before or after a restart, which of the
 // target's transactions are open and when each began.

@@ -22,8 +22,19 @@ var tickSizes = []int64{1_000, 50_000, 61_000}
 // can choose the same impossible action that often.
 func (r *run) actions() map[string]func(*rapid.T) {
 	_, exact := r.target.(exactClock)
-	return r.actionsOn(exact)
+	acts := r.actionsOn(exact)
+	if b, ok := r.target.(restartsBroker); ok && !b.RestartsBroker() {
+		delete(acts, "RestartBroker")
+	}
+	return acts
 }
+
+// restartsBroker is a target that says whether its Restart restarts the
+// broker. A Kafka cluster reached by its address is not the target's to
+// restart: its Restart only reconnects, and the model's broker_restart
+// would record a restart that never happened. On such a target
+// RestartBroker is not offered.
+type restartsBroker interface{ RestartsBroker() bool }
 
 // actionsOn are the actions of the run's scenario on a target whose clock
 // is exact, or not (see exactClock).

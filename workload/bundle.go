@@ -139,6 +139,10 @@ func bundleDir(dir, scenario string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
+// installCommand installs the fencecheck command a bug report's README
+// replays with.
+const installCommand = "go install github.com/fencecheck/fencecheck/cmd/fencecheck@latest"
+
 func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, panicked *TargetPanic, dir string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Counterexample: %s on %s\n\n", run.Scenario, run.Target)
@@ -150,9 +154,10 @@ func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, pa
 		fmt.Fprintf(&b, "    %s\n", v)
 	}
 	fmt.Fprintf(&b, "\nOpen %s in a browser: the timeline, the processes' lanes, the partitions' logs and each violation on one page. The timeline is also in %s, porcupine's view in %s, the history in %s: the run up to the moment its first broken check broke (%s is the whole run).\n\n", BundleHTML, BundleTimeline, BundlePorcupine, BundleHistory, BundleWholeHistory)
-	fmt.Fprintf(&b, "## Replay\n\n    go run ./cmd/fencecheck check %s\n", filepath.Join(dir, BundleHistory))
-	fmt.Fprintf(&b, "    go run ./cmd/fencecheck replay %s\n\n", dir)
-	b.WriteString("The first judges the recorded history again; the second runs the same interleaving against the target again.\n\n")
+	fmt.Fprintf(&b, "## Replay\n\n    fencecheck check %s\n", filepath.Join(dir, BundleHistory))
+	fmt.Fprintf(&b, "    fencecheck replay %s\n\n", dir)
+	b.WriteString("The first judges the recorded history again; the second runs the same interleaving against the target again.\n")
+	fmt.Fprintf(&b, "Without fencecheck installed: `%s`.\n\n", installCommand)
 	b.WriteString("## Actions, as rapid shrank them\n\n")
 	for _, s := range steps {
 		fmt.Fprintf(&b, "- %s\n", s)

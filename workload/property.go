@@ -491,7 +491,7 @@ func boundActions(acts map[string]func(*rapid.T)) map[string]func(*rapid.T) {
 // maxActions is five times rapid's average number of steps: a run of
 // random draws rarely comes near it.
 func maxActions() int {
-	steps := 30 // rapid's default
+	steps := DefaultSteps // rapid's default
 	if f := flag.Lookup("rapid.steps"); f != nil {
 		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
 			steps = n

@@ -75,10 +75,7 @@ func checkOptions(f checkFlags, stderr io.Writer, file string) checker.Options {
 // knownAllowed are the options that allow the known findings of path, or
 // of kfake's own list.
 func knownAllowed(path string) (checker.Options, error) {
-	if path == "kfake" {
-		return kafka.KnownFindings().Allowed(), nil
-	}
-	known, err := checker.LoadKnownFile(path)
+	known, err := kafka.KnownNamed(path)
 	if err != nil {
 		return checker.Options{}, fmt.Errorf("--known: %w", err)
 	}

@@ -265,6 +265,10 @@ func TestRunWritesABundleThatReplays(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	require.NoError(t, err)
 	require.Contains(t, string(page), `href="porcupine.html"`)
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "    fencecheck check "+filepath.Join(dir, "history.json"), "the replay works outside fencecheck's clone")
+	require.Contains(t, string(readme), "go install github.com/fencecheck/fencecheck/cmd/fencecheck@latest")
 
 	code, replayed, _ := runCLI("replay", dir)
 	require.Equal(t, exitViolated, code, replayed)

@@ -14,7 +14,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/workload"
 )
 
@@ -70,6 +72,11 @@ type processRunner struct {
 	out   *bufio.Scanner
 	dir   string // the worker's working directory, where rapid writes
 	errMu *sync.Mutex
+	// lastWords keeps the end of the worker's stderr, to say why it died.
+	lastWords *tail
+	// killed is set when a cancelled batch killed the worker: the next
+	// batch needs a fresh one.
+	killed bool
 }
 
 func newProcessRunner(args []string, stderr io.Writer) *processRunner {
@@ -87,7 +94,8 @@ func (p *processRunner) start() error {
 	p.cmd = exec.Command(exe, p.args...)
 	p.cmd.Dir = p.dir
 	p.cmd.Env = append(os.Environ(), workerEnv+"=1")
-	p.cmd.Stderr = lockedWriter{p.stderr, p.errMu}
+	p.lastWords = &tail{max: lastWordsSize}
+	p.cmd.Stderr = io.MultiWriter(lockedWriter{p.stderr, p.errMu}, p.lastWords)
 	if p.in, err = p.cmd.StdinPipe(); err != nil {
 		return err
 	}
@@ -106,6 +114,9 @@ func (p *processRunner) start() error {
 func (p *processRunner) Run(ctx context.Context, b workload.Batch, progress func(workload.BatchProgress)) (workload.BatchResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.killed {
+		p.stop()
+	}
 	if p.cmd == nil {
 		if err := p.start(); err != nil {
 			return workload.BatchResult{}, err
@@ -113,21 +124,10 @@ func (p *processRunner) Run(ctx context.Context, b workload.Batch, progress func
 	}
 	line, _ := json.Marshal(b)
 	if _, err := fmt.Fprintf(p.in, "%s\n", line); err != nil {
-		return workload.BatchResult{}, p.failed(fmt.Errorf("sending batch %d to its worker: %w", b.Index, err))
+		return workload.BatchResult{}, p.died(fmt.Sprintf("sending it batch %d: %v", b.Index, err))
 	}
-	done, worker := make(chan struct{}), p.cmd.Process
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			select {
-			case <-done: // the batch ended first: the worker goes on to the next
-			default:
-				_ = worker.Kill() // the read below ends
-			}
-		case <-done:
-		}
-	}()
+	stopKilling := p.killOnCancel(ctx)
+	defer stopKilling()
 	for p.out.Scan() {
 		var msg workerMessage
 		if err := json.Unmarshal(p.out.Bytes(), &msg); err != nil {
@@ -145,7 +145,106 @@ func (p *processRunner) Run(ctx context.Context, b workload.Batch, progress func
 	if ctx.Err() != nil {
 		return workload.BatchResult{}, p.failed(ctx.Err())
 	}
-	return workload.BatchResult{}, p.failed(fmt.Errorf("batch %d: its worker ended without a result (%v)", b.Index, p.out.Err()))
+	how := "it ended without a result"
+	if err := p.out.Err(); err != nil {
+		how = fmt.Sprintf("reading its answer: %v", err)
+	}
+	return workload.BatchResult{}, p.died(how)
+}
+
+// killOnCancel kills the worker when ctx is cancelled while its batch
+// runs; the function it returns ends that watch. The campaign cancels a
+// batch's context once the batch has ended too: the kill and the watch's
+// end exclude each other, so that a worker that has answered is never
+// killed, and one that was killed is replaced before its next batch.
+func (p *processRunner) killOnCancel(ctx context.Context) (stop func()) {
+	var mu sync.Mutex
+	ended, killedIt := false, false
+	worker := p.cmd.Process
+	stopWatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			killedIt = true
+			_ = worker.Kill() // the read in Run ends
+		}
+	})
+	return func() {
+		stopWatch()
+		mu.Lock()
+		defer mu.Unlock()
+		ended = true
+		p.killed = p.killed || killedIt
+	}
+}
+
+// died stops a worker that stopped answering, and says why it died: its
+// exit status and the end of its stderr (a panic's message and stack).
+func (p *processRunner) died(how string) error {
+	pid := p.cmd.Process.Pid
+	_ = p.in.Close()
+	waited := make(chan error, 1)
+	go func() { waited <- p.cmd.Wait() }()
+	var status string
+	select {
+	case err := <-waited:
+		status = exitStatus(err)
+	case <-time.After(workerExitWait):
+		_ = p.cmd.Process.Kill()
+		status = exitStatus(<-waited) + " (killed: it did not exit once its stdin closed)"
+	}
+	words := p.lastWords.String()
+	_ = os.RemoveAll(p.dir)
+	p.cmd = nil
+	msg := fmt.Sprintf("its worker process %d died: %s; %s", pid, how, status)
+	if words != "" {
+		msg += "; the end of its stderr:\n" + indent(words)
+	}
+	return errors.New(msg)
+}
+
+// workerExitWait is how long a worker that stopped answering is given to
+// exit, so that its exit status can be told.
+const workerExitWait = 5 * time.Second
+
+// exitStatus says how a worker's process ended, from its Wait.
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error() // "exit status 2", "signal: killed"
+}
+
+func indent(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+// lastWordsSize is how much of a worker's stderr is kept to say why it
+// died: a panic's message and the top of its stack.
+const lastWordsSize = 4 << 10
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }
 
 // failed stops the worker, so that the next batch gets a fresh one.
@@ -155,6 +254,7 @@ func (p *processRunner) failed(err error) error {
 }
 
 func (p *processRunner) stop() {
+	p.killed = false
 	if p.cmd == nil {
 		return
 	}
@@ -196,7 +296,7 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 func workerArgs(args []string, f runFlags, scenario string) ([]string, error) {
 	out := append([]string{"run"}, args...)
 	out = append(out, "--scenario", scenario, "--mutant", mutantList(f.mutants), "--parallel", "1")
-	if f.knownFile != "" && f.knownFile != "none" {
+	if f.knownFile != "" && f.knownFile != kafka.NoKnown && f.knownFile != kafka.KfakeKnown {
 		abs, err := filepath.Abs(f.knownFile)
 		if err != nil {
 			return nil, err

@@ -3,9 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/workload"
 )
 
 // exploreInto runs one exploration of a seeded bug into a fresh directory
@@ -81,4 +84,17 @@ func TestScenarioLists(t *testing.T) {
 	require.Len(t, names("all,correct"), 6)
 	_, err := scenariosNamed("stable-id,nope")
 	require.ErrorContains(t, err, `unknown scenario "nope"`)
+}
+
+// A worker process that dies is reported with its exit status and the
+// end of its stderr, and the campaign names the batch and its seed.
+func TestWorkerDeathIsReported(t *testing.T) {
+	var stderr strings.Builder
+	dying := newProcessRunner([]string{"run", "--steps", "0"}, &stderr) // the worker refuses its flags and exits 2
+	campaign := workload.Campaign{Name: "stable-id", Budget: workload.Budget{Checks: 1, Steps: 30, Seed: 7}}
+	_, err := campaign.Run([]workload.Runner{dying}, nil)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "batch 0 (seed 7)")
+	require.Contains(t, err.Error(), "died: it ended without a result; exit status 2")
+	require.Contains(t, err.Error(), "--steps must be at least 1")
 }

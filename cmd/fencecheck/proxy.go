@@ -9,13 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/proxy"
@@ -169,18 +166,16 @@ func serveProxy(cfg proxy.Config, control string, schedule *proxy.Schedule, stdo
 	return exitHeld
 }
 
-// brokerCount is how many brokers `fencecheck broker` runs: enough for
-// partition leaders and coordinators to sit on different brokers, as the
-// embedded target's do.
-const brokerCount = 3
-
 func runBroker(args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("broker", "Usage: fencecheck broker [--listen HOST:PORT]\n\n"+
 		"The embedded Kafka-protocol cluster (franz-go's kfake, three brokers, with\n"+
-		"fencecheck's topics), on real ports until interrupted, so that a client or\n"+
-		"'fencecheck proxy' can be tried with nothing installed. The brokers listen\n"+
-		"on --listen's port and the two after it (port 0: any free ports); their\n"+
-		"addresses go to stdout. Its data lives in memory.\n\n"+
+		"fencecheck's topics), on real ports until interrupted, so that a client,\n"+
+		"'fencecheck proxy' or 'fencecheck run --target kafka' can be tried with\n"+
+		"nothing installed. The brokers listen on --listen's port and the two after\n"+
+		"it (port 0: any free ports). The first line on stdout gives their\n"+
+		"addresses, the second the 'fencecheck run' command that explores them\n"+
+		"(with --known kfake: kfake's known divergences from Kafka are counted,\n"+
+		"not failed). Its data lives in memory.\n\n"+
 		"Each connection is guarded: a frame whose size prefix is below 8 bytes or\n"+
 		"above 100 MiB (Kafka's socket.request.max.bytes), or whose API key is\n"+
 		"unknown, closes that connection, with a line on stderr naming the client\n"+
@@ -190,54 +185,17 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
-	logf := linesTo(stderr, "fencecheck broker: ")
-	opts, err := brokerOpts(*listen, logf)
+	cluster, err := kafka.StartListening(*listen, workload.Topics, linesTo(stderr, "fencecheck broker: "))
 	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck broker: %v\n", err)
-		return exitUsage
-	}
-	cluster, err := kfake.NewCluster(opts...)
-	if err != nil {
-		fmt.Fprintf(stderr, "fencecheck broker: %v\n", err)
+		fmt.Fprintf(stderr, "fencecheck broker: --listen %v\n", err)
 		return exitUsage
 	}
 	ctx, stop := untilStopped()
 	defer stop()
-	fmt.Fprintf(stdout, "fencecheck broker: listening on %s\n", strings.Join(cluster.ListenAddrs(), ","))
+	addrs := cluster.ListenAddrs()
+	fmt.Fprintf(stdout, "fencecheck broker: listening on %s\n", strings.Join(addrs, ","))
+	fmt.Fprintf(stdout, "fencecheck broker: explore it with: fencecheck run --target kafka --brokers %s --known %s\n", addrs[0], kafka.KfakeKnown)
 	<-ctx.Done()
 	cluster.Close()
 	return exitHeld
-}
-
-// brokerOpts are the cluster's options for a first broker at listen. Each
-// broker's listener is guarded (kafka.GuardListener): a client's bad frame
-// closes its connection, logged to logf, and the cluster goes on.
-func brokerOpts(listen string, logf func(string, ...any)) ([]kfake.Opt, error) {
-	host, portText, err := net.SplitHostPort(listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %q is not host:port: %w", listen, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil || port < 0 || port > 65535-brokerCount {
-		return nil, fmt.Errorf("--listen %q: the port must be 0 to %d", listen, 65535-brokerCount)
-	}
-	ports := make([]int, brokerCount)
-	for i := range ports {
-		if port != 0 {
-			ports[i] = port + i
-		}
-	}
-	opts := []kfake.Opt{kfake.NumBrokers(brokerCount), kfake.Ports(ports...),
-		kfake.ListenFn(func(network, address string) (net.Listener, error) {
-			_, p, _ := net.SplitHostPort(address)
-			ln, err := net.Listen(network, net.JoinHostPort(host, p))
-			if err != nil {
-				return nil, err
-			}
-			return kafka.GuardListener(ln, logf), nil
-		})}
-	for name, partitions := range workload.Topics {
-		opts = append(opts, kfake.SeedTopics(int32(partitions), name))
-	}
-	return opts, nil
 }

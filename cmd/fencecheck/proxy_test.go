@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencecheck/fencecheck/kafka"
 )
 
 // started runs a long-running command until the test ends, and returns
@@ -83,7 +85,7 @@ func TestBrokerAndProxyCommands(t *testing.T) {
 	line, stopBroker := started(t, "broker", "--listen", "127.0.0.1:0")
 	brokers, ok := strings.CutPrefix(line, "fencecheck broker: listening on ")
 	require.True(t, ok, line)
-	require.Len(t, strings.Split(brokers, ","), brokerCount)
+	require.Len(t, strings.Split(brokers, ","), kafka.ListenBrokers)
 
 	line, stopProxy := started(t, "proxy", "--upstream", brokers, "--listen", "127.0.0.1:0", "--control", "")
 	addr, ok := strings.CutPrefix(line, "fencecheck proxy: listening on ")
@@ -253,4 +255,20 @@ func TestProxyRecordsAPipelineForCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The by-address journey: 'fencecheck broker' prints the run command that
+// explores it, and that command holds on a correct configuration, kfake's
+// known divergences from Kafka counted.
+func TestRunExploresTheBrokerCommand(t *testing.T) {
+	lines, _ := startedLines(t, 2, "broker", "--listen", "127.0.0.1:0")
+	command, ok := strings.CutPrefix(lines[1], "fencecheck broker: explore it with: fencecheck ")
+	require.True(t, ok, lines[1])
+	args := append(strings.Fields(command), "--checks", "20", "--seed", "5", "--shrink-time", "10s")
+	require.Contains(t, args, "kfake")
+	code, out, errOut := runCLI(args...)
+	require.Equal(t, exitHeld, code, "%s\n%s", out, errOut)
+	require.Contains(t, out, "no violation of safety or progress over 20 interleavings")
+	require.Contains(t, out, "known finding ")
+	require.NotContains(t, out, "broker restarts")
 }

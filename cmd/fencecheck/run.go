@@ -64,11 +64,6 @@ func (f runFlags) kafkaConfig() kafka.Config {
 	return cfg
 }
 
-// defaultTime is --time's default: enough, measured, for the default
-// scenario to catch every named bug of impl's from a random seed (see
-// README, "How fast the named bugs are caught").
-const defaultTime = 10 * time.Second
-
 type runFlags struct {
 	target, scenario, out string
 	brokers, kafkaVersion string
@@ -106,22 +101,26 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		"counted and reported with the shortest history that showed it.\n"+
 		"Progress goes to stderr. Exit status: 0 nothing new was found, 1 a\n"+
 		"violation or an error-code difference that --known does not list (a\n"+
-		"misconfiguration is expected to give one), 2 bad flags.\n", stderr)
+		"misconfiguration is expected to give one), or an exploration that\n"+
+		"could not finish (a worker process died: its exit status, the end of its\n"+
+		"stderr and its batch's seed are printed); 2 unusable input: bad flags,\n"+
+		"an unreadable --known file, a cluster that cannot be reached or is set up\n"+
+		"unfit (see --brokers).\n", stderr)
 	fs.StringVar(&f.target, "target", "impl", "the broker to explore: "+strings.Join(targetNames(), ", "))
 	fs.StringVar(&f.mutant, "mutant", "", "with --target impl: switch on a seeded bug, `NAME`[,NAME...] or all, each explored on its own: "+strings.Join(mutantNames(), ", "))
 	fs.StringVar(&f.scenario, "scenario", "correct", "the configurations to explore, `NAME`[,NAME...]: "+strings.Join(workload.ScenarioNames(), ", ")+"; correct (the correct ones: a broker must hold every check under them), or all")
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
 	fs.IntVar(&f.checks, "checks", 0, "how many interleavings to try; 0 explores for --time instead")
-	fs.DurationVar(&f.time, "time", defaultTime, "how long to explore each scenario (and mutant) when --checks is 0; shrinking a counterexample comes after")
+	fs.DurationVar(&f.time, "time", workload.DefaultTime, "how long to explore each scenario (and mutant) when --checks is 0; shrinking a counterexample comes after")
 	fs.BoolVar(&f.swarm, "swarm", true, "each interleaving draws which kinds of fault it offers (swarm testing); --swarm=false offers every kind to every interleaving")
-	fs.IntVar(&f.parallel, "parallel", 0, "how many explorations run side by side, each in a worker process of its own; default the machine's cores, 4 times that for kfake and kafka, whose clients mostly wait")
+	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("how many explorations run side by side, each in a worker process of its own; default the machine's cores, %d times that for kfake and kafka, whose clients mostly wait", kafka.WaitingFactor))
 	fs.StringVar(&f.shardFlag, "shard", "", "explore only part `I/N` of the seed's interleavings, for N jobs of a CI matrix (same seed and flags, I from 1 to N); 'fencecheck report' merges their outputs")
-	fs.IntVar(&f.steps, "steps", 30, "how many actions an interleaving takes, on average")
+	fs.IntVar(&f.steps, "steps", workload.DefaultSteps, "how many actions an interleaving takes, on average")
 	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
-	fs.IntVar(&f.txnVersion, "txn-version", 2, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
-	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`")
+	fs.IntVar(&f.txnVersion, "txn-version", workload.DefaultTxnVersion, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
+	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`. Its brokers must take fencecheck's scaled timeouts and fire their timers on time: group.min.session.timeout.ms <= 450, group.initial.rebalance.delay.ms 0, transaction.abort.timed.out.transaction.cleanup.interval.ms <= 10, transaction.max.timeout.ms >= 9000, replication factors of the internal topics within the brokers, id expirations of a day or more ('go doc github.com/fencecheck/fencecheck/kafka' lists them); a setting a broker reports that does not fit stops the run at start. 'fencecheck broker' is such a cluster")
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
-	fs.StringVar(&f.knownFile, "known", "", "a known-findings `FILE` (fencecheck/known/v1): violations it lists are counted and reported, and exploring goes on; default for --target kfake its own list (kafka/known.json), none elsewhere; 'none' for none")
+	fs.StringVar(&f.knownFile, "known", "", "the known findings, `FILE` (fencecheck/known/v1), 'kfake' for kfake's own list (kafka/known.json) or 'none': violations they list are counted and reported, and exploring goes on; default 'kfake' for --target kfake, 'none' elsewhere (give 'kfake' for a 'fencecheck broker' by --brokers)")
 	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -136,7 +135,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv(workerEnv) == "1" {
 		// A worker's flags pin one scenario and one set of mutants.
 		f.mutants = mutantRuns(f.mutant)[0]
-		return serveBatches(workload.InProcess(f.options(scenarios[0]), f.steps, f.shrinkTime), os.Stdin, stdout)
+		ex := f.exploration(scenarios, stderr)
+		return serveBatches(ex.InProcess(ex.Options(scenarios[0])), os.Stdin, stdout)
 	}
 	exit := exitHeld
 	var sum summary
@@ -239,11 +239,7 @@ func scenariosNamed(names string) ([]workload.Scenario, error) {
 		case "all":
 			scenarios = append(scenarios, workload.Scenarios...)
 		case "correct":
-			for _, sc := range workload.Scenarios {
-				if sc.Correct() {
-					scenarios = append(scenarios, sc)
-				}
-			}
+			scenarios = append(scenarios, workload.CorrectScenarios()...)
 		default:
 			sc, err := workload.ScenarioNamed(name)
 			if err != nil {
@@ -287,72 +283,63 @@ func (f *runFlags) settleKafkaVersion() error {
 	return nil
 }
 
-// loadKnown reads --known: kfake's own list by default.
+// loadKnown reads --known (kafka.KnownNamed): kfake's own list by
+// default for --target kfake, and none elsewhere.
 func (f *runFlags) loadKnown() error {
-	switch {
-	case f.knownFile == "none":
-		return nil
-	case f.knownFile != "":
-		var err error
-		f.known, err = checker.LoadKnownFile(f.knownFile)
-		return err
-	case f.target == "kfake":
-		f.known = kafka.KnownFindings()
+	name := f.knownFile
+	if name == "" {
+		name = kafka.NoKnown
+		if f.target == "kfake" {
+			name = kafka.KfakeKnown
+		}
 	}
-	return nil
+	var err error
+	f.known, err = kafka.KnownNamed(name)
+	return err
 }
 
-func (f runFlags) options(sc workload.Scenario) workload.Options {
-	return workload.Options{Scenario: sc, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm}
+// exploration is the run's exploration of scenarios, with f's mutants.
+func (f runFlags) exploration(scenarios []workload.Scenario, stderr io.Writer) workload.Exploration {
+	return workload.Exploration{Scenarios: scenarios, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm,
+		Checks: f.checks, Time: f.time, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime, Shard: f.shard,
+		Runners:  f.runners,
+		Progress: workload.NewProgress(stderr, isTerminal(stderr)),
+		Logf:     func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }}
 }
 
-// exploreInTurn explores the scenarios in turn (workload.InTurn: a bug
-// that only the last meets is found in its first slice, not after every
-// other scenario's --time) and reports each exploration: one that found
-// a violation as soon as it ends, the others once all have ended, in the
-// order given.
+// exploreInTurn explores the scenarios (workload.Exploration: in turn, a
+// bug that only the last meets is found in its first slice, not after
+// every other scenario's --time) and reports each exploration: one that
+// found a violation as soon as it ends, the others once all have ended,
+// in the order given.
 func exploreInTurn(scenarios []workload.Scenario, f runFlags, stdout, stderr io.Writer) (int, []exploration) {
-	var campaigns []workload.Campaign
-	var runners [][]workload.Runner
-	for _, sc := range scenarios {
-		r, err := f.runners(f.options(sc), sc)
-		if err != nil {
-			fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
-			return exitUsage, nil
-		}
-		runners = append(runners, r)
-		campaigns = append(campaigns, workload.Campaign{Name: sc.Name, Time: f.time, Shard: f.shard, BatchChecks: f.batchChecks(),
-			Budget: workload.Budget{Checks: f.checks, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime}})
-	}
-	exit, explored := exitHeld, make([]exploration, len(scenarios))
-	outcomes := make([]*workload.CampaignOutcome, len(scenarios))
-	report := func(i int) {
-		code, ex := f.report(scenarios[i], *outcomes[i], len(scenarios) > 1, stdout, stderr)
-		exit, explored[i] = max(exit, code), ex
-	}
-	workload.InTurn(campaigns, runners, workload.NewProgress(stderr, isTerminal(stderr)), func(i int, out workload.CampaignOutcome, err error) {
-		if err != nil {
-			fmt.Fprintf(stderr, "fencecheck run: %s: %v\n", scenarios[i].Name, err)
-			exit = exitUsage
-			return
-		}
-		outcomes[i] = &out
-		if out.Failure != nil {
-			report(i)
+	exit := exitHeld
+	var explored []exploration
+	err := f.exploration(scenarios, stderr).Run(func(ex workload.Explored) {
+		code, summary := f.report(ex, len(scenarios) > 1, stdout, stderr)
+		exit = max(exit, code)
+		if summary.Run.Scenario != "" {
+			explored = append(explored, summary)
 		}
 	})
-	for i, out := range outcomes {
-		if out != nil && out.Failure == nil {
-			report(i)
-		}
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck run: %v\n", err)
+		return exitUsage, nil
 	}
-	return exit, slices.DeleteFunc(explored, func(ex exploration) bool { return ex.Run.Scenario == "" })
+	return exit, explored
 }
 
-// report prints what exploring sc found, and saves its bug report and
-// histories: under --out itself, or, when several explorations share
-// --out, under a directory of their own.
-func (f runFlags) report(sc workload.Scenario, out workload.CampaignOutcome, shared bool, stdout, stderr io.Writer) (int, exploration) {
+// report prints what exploring a scenario found, and saves its bug
+// report and histories: under --out itself, or, when several
+// explorations share --out, under a directory of their own. An
+// exploration that could not finish is exitViolated: it is no proof that
+// every check holds.
+func (f runFlags) report(ex workload.Explored, shared bool, stdout, stderr io.Writer) (int, exploration) {
+	sc, out := ex.Scenario, ex.Outcome
+	if ex.Err != nil {
+		fmt.Fprintf(stderr, "fencecheck run: %s (seed %d): the exploration could not finish: %v\n", sc.Name, out.Seed, ex.Err)
+		return exitViolated, exploration{}
+	}
 	if f.out != "" && (shared || len(mutantRuns(f.mutant)) > 1) {
 		f.out = filepath.Join(f.out, explorationDir(sc.Name, f.mutants))
 	}
@@ -360,24 +347,16 @@ func (f runFlags) report(sc workload.Scenario, out workload.CampaignOutcome, sha
 	run := workload.Run{Scenario: sc.Name, Target: f.target, TxnVersion: f.txnVersion, Seed: out.Seed, Batch: out.FailedBatch.Index, Swarm: f.swarm,
 		KafkaVersion: f.kafkaVersion, Brokers: f.brokers, Mutants: slices.Sorted(maps.Keys(f.mutants)), Known: f.knownFile}
 	exit, bundle := reportOutcome(out, f, run, stdout, stderr)
-	all := out.Sightings.All()
-	// Error-code differences are shrunk when nothing worse was found; beside
-	// a violation each keeps the shortest history that showed it.
-	if out.Failure == nil && len(all) > 0 && all[0].Known == "" {
-		fmt.Fprintln(stderr, "fencecheck: shrinking each error-code difference")
-		shrink := workload.Budget{Checks: workload.DefaultBatchChecks, Steps: f.steps, Seed: out.Seed, ShrinkTime: f.shrinkTime}
-		all = workload.ShrinkAll(f.options(sc), shrink, all)
-	}
-	code, saved := reportSightings(all, f.out, sc.Name, stdout, stderr)
-	return max(exit, code), summarize(run, f, out, bundle, all, saved)
+	code, saved := reportSightings(ex.Sightings, f.out, sc.Name, stdout, stderr)
+	return max(exit, code), summarize(run, f, out, bundle, ex.Sightings, saved)
 }
 
-// runners are the campaign's: this process alone, or --parallel workers.
-func (f runFlags) runners(opts workload.Options, sc workload.Scenario) ([]workload.Runner, error) {
+// runners are a scenario's: this process alone, or --parallel workers.
+func (f runFlags) runners(opts workload.Options) ([]workload.Runner, error) {
 	if f.parallel == 1 {
-		return []workload.Runner{workload.InProcess(opts, f.steps, f.shrinkTime)}, nil
+		return []workload.Runner{f.exploration(nil, f.stderr).InProcess(opts)}, nil
 	}
-	args, err := workerArgs(f.args, f, sc.Name)
+	args, err := workerArgs(f.args, f, opts.Scenario.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -386,15 +365,6 @@ func (f runFlags) runners(opts workload.Options, sc workload.Scenario) ([]worklo
 		runners = append(runners, newProcessRunner(args, f.stderr))
 	}
 	return runners, nil
-}
-
-// batchChecks is a batch's size: smaller on the targets that run in real
-// time, where a batch of the in-memory size takes minutes.
-func (f runFlags) batchChecks() int {
-	if f.target == "kfake" || f.target == "kafka" {
-		return 10
-	}
-	return workload.DefaultBatchChecks
 }
 
 // isTerminal reports whether w is a terminal, where a progress line can
@@ -545,7 +515,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	opts := workload.Options{Scenario: sc, Target: targets[run.Target](f), TxnVersion: run.TxnVersion, Known: f.known, Swarm: run.Swarm}
-	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: 30}, nil)
+	out, err := workload.Explore(opts, workload.Budget{Replay: filepath.Join(dir, workload.BundleFailFile), Steps: workload.DefaultSteps}, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck replay: %v\n", err)
 		return exitUsage

@@ -1,0 +1,109 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// neededSetting is a broker setting the target relies on, and the
+// values that fit.
+type neededSetting struct {
+	name string
+	fits func(v int64) bool
+	need string // the values that fit, said in words
+}
+
+// dayMs is a day in milliseconds: longer than any run.
+const dayMs = 24 * 60 * 60 * 1000
+
+// neededSettings are the settings a cluster of brokers brokers needs.
+func (t *Target) neededSettings(brokers int) []neededSetting {
+	session := int64(t.scaledMs(model.DefaultSessionTimeoutMs))
+	longestTxn := int64(t.scaledMs(maxTimeoutMs))
+	atMost := func(name string, max int64, why string) neededSetting {
+		return neededSetting{name, func(v int64) bool { return v <= max }, fmt.Sprintf("at most %d (%s)", max, why)}
+	}
+	atLeast := func(name string, min int64, why string) neededSetting {
+		return neededSetting{name, func(v int64) bool { return v >= min }, fmt.Sprintf("at least %d (%s)", min, why)}
+	}
+	replicas := fmt.Sprintf("the cluster has %d brokers", brokers)
+	return []neededSetting{
+		atMost("group.min.session.timeout.ms", session, "the scaled session timeout"),
+		atLeast("group.max.session.timeout.ms", session, "the scaled session timeout"),
+		atLeast("transaction.max.timeout.ms", longestTxn, "the longest scaled transaction timeout a run sends"),
+		atMost("group.initial.rebalance.delay.ms", 0, "a new group's first join must not wait"),
+		atMost("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10, "a transaction must be aborted at its deadline"),
+		atMost("transaction.state.log.replication.factor", int64(brokers), replicas),
+		atMost("transaction.state.log.min.isr", int64(brokers), replicas),
+		atMost("offsets.topic.replication.factor", int64(brokers), replicas),
+		atLeast("transactional.id.expiration.ms", dayMs, "the model never forgets a transactional id"),
+		atLeast("producer.id.expiration.ms", dayMs, "the model never forgets a producer id"),
+	}
+}
+
+// checkSettings reads every broker's settings and says which do not fit.
+func (t *Target) checkSettings() error {
+	ctx, cancel := t.requestCtx(context.Background())
+	defer cancel()
+	cl := t.routes.client()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("kafka: asking the cluster for its brokers: %w", err)
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, b := range meta.Brokers {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, strconv.Itoa(int(b.NodeID))
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("kafka: reading the brokers' settings (DescribeConfigs): %w", err)
+	}
+	var misfits []string
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return fmt.Errorf("kafka: reading broker %s's settings (DescribeConfigs): %w", r.ResourceName, err)
+		}
+		values := map[string]string{}
+		for _, c := range r.Configs {
+			if c.Value != nil {
+				values[c.Name] = *c.Value
+			}
+		}
+		misfits = append(misfits, misfitting(r.ResourceName, values, t.neededSettings(len(meta.Brokers)))...)
+	}
+	if len(misfits) > 0 {
+		return errors.New("kafka: the cluster is not set up for fencecheck (see the kafka package documentation, Settings):\n  " + strings.Join(misfits, "\n  "))
+	}
+	return nil
+}
+
+// misfitting says which of broker's values do not fit the needed
+// settings; a setting the broker does not report is not checked.
+func misfitting(broker string, values map[string]string, needed []neededSetting) []string {
+	var misfits []string
+	for _, s := range needed {
+		text, ok := values[s.name]
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			misfits = append(misfits, fmt.Sprintf("broker %s: %s is %q, not a number; it must be %s", broker, s.name, text, s.need))
+			continue
+		}
+		if !s.fits(v) {
+			misfits = append(misfits, fmt.Sprintf("broker %s: %s is %d; it must be %s", broker, s.name, v, s.need))
+		}
+	}
+	return misfits
+}

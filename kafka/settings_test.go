@@ -1,0 +1,26 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// A cluster by address whose settings do not fit is refused at start,
+// with the setting, its value and the value needed.
+func TestNewRefusesAClusterSetUpUnfit(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "1000"}))
+	require.NoError(t, err)
+	t.Cleanup(cluster.Close)
+	_, err = New(Config{Brokers: cluster.ListenAddrs(), Topics: map[string]int32{"fares": 1}, Logf: t.Logf})
+	require.ErrorContains(t, err, "broker 0: group.min.session.timeout.ms is 6000; it must be at most 450 (the scaled session timeout)")
+	require.ErrorContains(t, err, "broker 0: transaction.max.timeout.ms is 1000; it must be at least 9000")
+
+	fit, err := StartListening("127.0.0.1:0", map[string]int32{"fares": 1}, t.Logf)
+	require.NoError(t, err)
+	t.Cleanup(fit.Close)
+	target, err := New(Config{Brokers: fit.ListenAddrs(), Topics: map[string]int32{"fares": 1}, Logf: t.Logf})
+	require.NoError(t, err)
+	require.NoError(t, target.Close())
+}
