@@ -418,6 +418,8 @@ func decodeBody(m map[string]json.RawMessage, op *Op) error {
 		return err
 	}
 	switch {
+	case code != "" && !model.Answers(op.Kind, code):
+		return fmt.Errorf("Kafka does not answer a %s with %s", op.Kind.APIName(), code)
 	case has(m, "resp") && code != "":
 		return errors.New(`has both "resp" and "error"; an operation has one or neither`)
 	case (has(m, "resp") || code != "") && !op.Returned:
