@@ -240,9 +240,12 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		if op.Result.Undecided() && readOnly(op.Kind) {
 			continue // a read nobody saw the answer of changes nothing
 		}
+		if noEffect(op) {
+			continue // Kafka refused it before it wrote: any state allows it
+		}
 		ret := op.Call
 		switch {
-		case op.Kind.IsRequest() && op.Result.Undecided():
+		case op.Kind.IsRequest() && (op.Result.Undecided() || model.PartlyEffective(op.Kind, op.Result)):
 			ret = never
 		case op.Returned:
 			ret = op.Return
@@ -252,6 +255,12 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		ops = append(ops, porcupine.Operation{ClientId: procs[op.Proc], Input: op, Call: op.Call, Output: &op.Result, Return: ret})
 	}
 	return ops
+}
+
+// noEffect reports whether the broker refused op before it wrote anything,
+// with nothing that may have come first (model.PartlyEffective).
+func noEffect(op *histories.Op) bool {
+	return op.Result.Answered && model.ClassOf(op.Result.Err) == model.NoEffect && !model.PartlyEffective(op.Kind, op.Result)
 }
 
 // readOnly reports whether a request kind never changes the broker.

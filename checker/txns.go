@@ -194,7 +194,7 @@ func (r *txnReplay) join(op histories.Op) {
 	t := r.open[key]
 	if t == nil {
 		if op.Kind == model.EndTxn {
-			if op.Req.Commit && (!op.Returned || op.Result.Succeeded()) {
+			if op.Req.Commit && (!op.Returned || op.Result.Succeeded() || op.Result.Undecided()) {
 				r.lateCommits[key] = op
 			}
 			return // ends a transaction that is already over, or an empty one
@@ -202,7 +202,7 @@ func (r *txnReplay) join(op histories.Op) {
 		t = &txn{transactionalID: key.transactionalID, producerID: key.producerID, epoch: key.epoch, endedBy: -1}
 		if late, ok := r.lateCommits[key]; ok {
 			t.commitCalled, t.commitCall = true, late.Call
-			if late.Returned {
+			if late.Returned && late.Result.Succeeded() {
 				// Its answer, a success, ends this transaction.
 				t.ops = append(t.ops, late.ID)
 				r.txnOf[late.ID] = t
@@ -222,7 +222,7 @@ func (r *txnReplay) end(op histories.Op) {
 	switch op.Kind {
 	case model.EndTxn:
 		r.endByEndTxn(op)
-		if late, ok := r.lateCommits[r.keyOf(op)]; ok && late.ID == op.ID {
+		if late, ok := r.lateCommits[r.keyOf(op)]; ok && late.ID == op.ID && !op.Result.Undecided() {
 			delete(r.lateCommits, r.keyOf(op)) // answered: it acts no more
 		}
 	case model.InitProducerID:

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -217,4 +218,48 @@ func TestTxnCommittedByACommitSentBeforeItBegan(t *testing.T) {
 	// begins after its answer is not its to commit.
 	b.op(commit).Return = 15
 	require.False(t, analyze(b.h).txnOf[written].commitCalled)
+}
+
+// A commit answered with a code Kafka may send after its append
+// (TransactionStateManager.appendTransactionToLog) is undecided, like a
+// time-out; one answered before anything was written leaves the
+// transaction open.
+func TestCommitAnswersByClass(t *testing.T) {
+	for _, c := range []struct {
+		code model.Code
+		fate fate
+	}{
+		{model.CoordinatorNotAvailable, fateUnknown},
+		{model.NotCoordinator, fateUnknown},
+		{model.CoordinatorLoadInProgress, fateUnknown},
+		{model.TransactionalIDAuthorizationFailed, fateUnknown},
+	} {
+		b := &historyBuilder{}
+		w := b.produce("A", 0, 1, fw0, "fares-2", 0, "trip-1")
+		end := b.fail(b.endTxn("A", 2, 3, fw0, true), c.code)
+		a := analyze(b.h)
+		require.Equal(t, c.fate, a.txnOf[w].fate, c.code)
+		require.Equal(t, model.ClassOf(c.code) == model.Undecided, a.txnOf[w].commitCalled, c.code)
+		require.Equal(t, model.ClassOf(c.code) == model.NoEffect, refused(*b.op(end)), c.code)
+	}
+}
+
+// A produce refused with no effect wrote nothing: a fetch that returns
+// its record breaks linearizability; one that may have taken effect
+// does not.
+func TestProduceAnswersByClass(t *testing.T) {
+	for code, holds := range map[model.Code]bool{
+		model.NotEnoughReplicas:            false,
+		model.TopicAuthorizationFailed:     false,
+		model.NotEnoughReplicasAfterAppend: true,
+		model.NotLeaderOrFollower:          true,
+	} {
+		b := &historyBuilder{}
+		b.initTxns("A", 0, 1, fw0)
+		b.addPartitions("A", 2, 3, fw0, "fares-2")
+		b.fail(b.produce("A", 4, 5, fw0, "fares-2", 0, "trip-1"), code)
+		b.fetch("R", 6, 7, "fares-2", 0, model.ReadUncommitted, rec(0, "trip-1", 4001))
+		got := checkLinearizable(b.h, Options{Timeout: time.Minute}).verdict
+		require.Equal(t, holds, got.Held(), "%s: %v", code, got)
+	}
 }

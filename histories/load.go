@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -418,6 +419,8 @@ func decodeBody(m map[string]json.RawMessage, op *Op) error {
 		return err
 	}
 	switch {
+	case code != "" && !model.Answers(op.Kind, code):
+		return fmt.Errorf("Kafka does not answer %s with %s", withArticle(op.Kind.APIName()), code)
 	case has(m, "resp") && code != "":
 		return errors.New(`has both "resp" and "error"; an operation has one or neither`)
 	case (has(m, "resp") || code != "") && !op.Returned:
@@ -554,4 +557,12 @@ func endOf(op *Op) int64 {
 		return op.Return
 	}
 	return op.Call
+}
+
+// withArticle is name after "a" or "an", as it is spoken.
+func withArticle(name string) string {
+	if name != "" && strings.ContainsRune("AEIOU", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
 }

@@ -1,10 +1,13 @@
 package histories
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // doc is a v1 document whose ops are the given JSON objects.
@@ -132,6 +135,11 @@ var loadRejects = []struct {
 		`op 4: produce: error: unknown error code ""`},
 	{"error not a string", doc(produce(goodProduce, `, "error": 22`)),
 		"op 4: produce: error: must be a string, got 22"},
+	{"error code the request cannot get", doc(produce(goodProduce, `, "error": "GROUP_AUTHORIZATION_FAILED"`)),
+		`op 4: produce: Kafka does not answer a Produce with GROUP_AUTHORIZATION_FAILED`},
+	{"error code a coordinator turns into another", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "end_txn", "req": {` +
+		txnFields + `, "commit": true}, "error": "NOT_ENOUGH_REPLICAS"}`),
+		`op 1: end_txn: Kafka does not answer an EndTxn with NOT_ENOUGH_REPLICAS`},
 	{"resp and error", doc(produce(goodProduce, `, "resp": {"base_offset": 40}, "error": "PRODUCER_FENCED"`)),
 		`op 4: produce: has both "resp" and "error"; an operation has one or neither`},
 	{"resp without return", doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {` + txnFields + goodProduce +
@@ -258,7 +266,12 @@ var loadAccepts = map[string]string{
 	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
 	"a topic with dashes, a partition with zeros": doc(produce(`, "partition": "fare-writes-007", "sequence": -5, `+
 		`"records": [{"key": "", "value": null}]`, ``)),
-	"negative ids and times":  doc(`{"id": -3, "proc": "A", "call": -10, "return": -2, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
+	"negative ids and times":            doc(`{"id": -3, "proc": "A", "call": -10, "return": -2, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),
+	"produce refused before its append": doc(produce(goodProduce, `, "error": "NOT_ENOUGH_REPLICAS"`)),
+	"commit answered by a coordinator that lost its log": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "end_txn", "req": {` +
+		txnFields + `, "commit": true}, "error": "COORDINATOR_NOT_AVAILABLE"}`),
+	"fetch out of range": doc(`{"id": 1, "proc": "R", "call": 0, "return": 1, "type": "fetch", "req": ` +
+		`{"partition": "fares-2", "offset": 9, "isolation": "read_committed"}, "error": "OFFSET_OUT_OF_RANGE"}`),
 	"epoch -1 where optional": doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": {"producer_id": -1, "epoch": -1}}`),
 }
 
@@ -268,6 +281,42 @@ func TestLoadAccepts(t *testing.T) {
 			_, err := Load(strings.NewReader(d))
 			require.NoError(t, err)
 		})
+	}
+}
+
+// requestOf is a minimal request of each kind, answered with code.
+func requestOf(k model.Kind, code model.Code) string {
+	reqs := map[model.Kind]string{
+		model.InitProducerID:  `{"transactional_id": "t"}`,
+		model.AddPartitions:   `{` + txnFields + `, "partitions": ["fares-2"]}`,
+		model.Produce:         `{` + txnFields + goodProduce + `}`,
+		model.AddOffsets:      `{` + txnFields + `, "group": "g"}`,
+		model.TxnOffsetCommit: `{` + txnFields + `, "group": "g", "offsets": {"trips-0": 3}}`,
+		model.EndTxn:          `{` + txnFields + `, "commit": true}`,
+		model.JoinGroup:       `{"group": "g", "member_id": "", "partitions": ["trips-0"]}`,
+		model.LeaveGroup:      `{"group": "g", "member_id": "m"}`,
+		model.OffsetFetch:     `{"group": "g", "partition": "trips-0"}`,
+		model.Fetch:           `{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}`,
+		model.Heartbeat:       `{"group": "g", "member_id": "m", "generation_id": 1}`,
+	}
+	return fmt.Sprintf(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": %q, "req": %s, "error": %q}`, k, reqs[k], code)
+}
+
+// Load takes a code for exactly the requests Kafka answers with it, and
+// names the request and the code otherwise.
+func TestLoadTakesACodeForTheRequestsThatGetIt(t *testing.T) {
+	for _, k := range model.Kinds {
+		if !k.IsRequest() {
+			continue
+		}
+		for _, code := range model.Codes {
+			_, err := Load(strings.NewReader(doc(requestOf(k, code))))
+			if model.Answers(k, code) {
+				require.NoError(t, err, "%s answered %s", k, code)
+				continue
+			}
+			require.EqualError(t, err, fmt.Sprintf("op 1: %s: Kafka does not answer %s with %s", k, withArticle(k.APIName()), code))
+		}
 	}
 }
 

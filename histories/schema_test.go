@@ -201,6 +201,13 @@ func TestSchemaNamesWhatLoadKnows(t *testing.T) {
 	for _, c := range model.Codes {
 		require.True(t, model.KnownCode(c), "model.Codes lists %s, which Load refuses", c)
 	}
+	for _, k := range requests {
+		var codes []string
+		for _, c := range model.CodesFor(model.Kind(k)) {
+			codes = append(codes, string(c))
+		}
+		require.Equal(t, codes, schema.Defs["error_"+k].Enum, "the codes of a %s", k)
+	}
 }
 
 // FuzzSchemaAcceptsWhatLoadAccepts: whatever Load accepts, the schema

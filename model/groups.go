@@ -439,7 +439,7 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 			t = st.begin(t)
 			t.groups = addSorted(t.groups, r.Group)
 			st.s.setTxn(r.TransactionalID, t)
-			st.begun = true
+			st.markBegun()
 		}
 		return *fencedConsumer
 	}
@@ -450,6 +450,9 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 		// KIP-890: the commit adds its group implicitly.
 		t = st.begin(t)
 		t.groups = addSorted(t.groups, r.Group)
+		added := st.s
+		added.setTxn(r.TransactionalID, t)
+		st.added = &added
 	}
 	pending := maps.Clone(t.pending)
 	if pending == nil {

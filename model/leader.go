@@ -141,7 +141,7 @@ func (st *step) verifyTxnWrite(r Request) *outcome {
 	t = st.begin(t)
 	t.partitions = addSorted(t.partitions, r.Partition)
 	st.s.setTxn(r.TransactionalID, t)
-	st.begun = true
+	st.markBegun()
 	return nil
 }
 

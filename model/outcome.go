@@ -1,9 +1,12 @@
 package model
 
+import "slices"
+
 // Code is a Kafka error code name.
 type Code string
 
-// The error codes the history format knows.
+// The error codes the history format knows. Their names are Kafka's
+// (org.apache.kafka.common.protocol.Errors).
 const (
 	ProducerFenced           Code = "PRODUCER_FENCED"
 	InvalidProducerEpoch     Code = "INVALID_PRODUCER_EPOCH"
@@ -20,55 +23,278 @@ const (
 	TransactionAbortable     Code = "TRANSACTION_ABORTABLE"
 	RequestTimedOut          Code = "REQUEST_TIMED_OUT"
 	OperationNotAttempted    Code = "OPERATION_NOT_ATTEMPTED"
-)
 
-// Codes lists the error codes a history may carry.
-var Codes = []Code{
-	ProducerFenced, InvalidProducerEpoch, InvalidTxnState, ConcurrentTransactions,
-	OutOfOrderSequenceNumber, DuplicateSequenceNumber, UnknownProducerID,
-	InvalidProducerIDMapping, IllegalGeneration, UnknownMemberID, FencedInstanceID,
-	UnstableOffsetCommit, TransactionAbortable, RequestTimedOut, OperationNotAttempted,
-}
+	// Refusals with no effect.
+	TransactionalIDAuthorizationFailed Code = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+	GroupAuthorizationFailed           Code = "GROUP_AUTHORIZATION_FAILED"
+	TopicAuthorizationFailed           Code = "TOPIC_AUTHORIZATION_FAILED"
+	ClusterAuthorizationFailed         Code = "CLUSTER_AUTHORIZATION_FAILED"
+	InvalidRequest                     Code = "INVALID_REQUEST"
+	UnsupportedVersion                 Code = "UNSUPPORTED_VERSION"
+	InvalidTransactionTimeout          Code = "INVALID_TRANSACTION_TIMEOUT"
+	NotEnoughReplicas                  Code = "NOT_ENOUGH_REPLICAS"
+	UnknownTopicOrPartition            Code = "UNKNOWN_TOPIC_OR_PARTITION"
+	UnknownTopicID                     Code = "UNKNOWN_TOPIC_ID"
+	MessageTooLarge                    Code = "MESSAGE_TOO_LARGE"
+	RecordListTooLarge                 Code = "RECORD_LIST_TOO_LARGE"
+	CorruptMessage                     Code = "CORRUPT_MESSAGE"
+	InvalidRecord                      Code = "INVALID_RECORD"
+	InvalidTimestamp                   Code = "INVALID_TIMESTAMP"
+	InvalidRequiredAcks                Code = "INVALID_REQUIRED_ACKS"
+	InvalidGroupID                     Code = "INVALID_GROUP_ID"
+	GroupIDNotFound                    Code = "GROUP_ID_NOT_FOUND"
+	InvalidSessionTimeout              Code = "INVALID_SESSION_TIMEOUT"
+	InconsistentGroupProtocol          Code = "INCONSISTENT_GROUP_PROTOCOL"
+	GroupMaxSizeReached                Code = "GROUP_MAX_SIZE_REACHED"
+	MemberIDRequired                   Code = "MEMBER_ID_REQUIRED"
+	UnreleasedInstanceID               Code = "UNRELEASED_INSTANCE_ID"
+	OffsetMetadataTooLarge             Code = "OFFSET_METADATA_TOO_LARGE"
+	InvalidCommitOffsetSize            Code = "INVALID_COMMIT_OFFSET_SIZE"
+	OffsetOutOfRange                   Code = "OFFSET_OUT_OF_RANGE"
+	FencedLeaderEpoch                  Code = "FENCED_LEADER_EPOCH"
+	UnknownLeaderEpoch                 Code = "UNKNOWN_LEADER_EPOCH"
+	ReplicaNotAvailable                Code = "REPLICA_NOT_AVAILABLE"
+	InconsistentTopicID                Code = "INCONSISTENT_TOPIC_ID"
+	UnsupportedCompressionType         Code = "UNSUPPORTED_COMPRESSION_TYPE"
+	FetchSessionIDNotFound             Code = "FETCH_SESSION_ID_NOT_FOUND"
+	InvalidFetchSessionEpoch           Code = "INVALID_FETCH_SESSION_EPOCH"
+
+	// Answers that may follow an effect.
+	NotCoordinator               Code = "NOT_COORDINATOR"
+	CoordinatorNotAvailable      Code = "COORDINATOR_NOT_AVAILABLE"
+	CoordinatorLoadInProgress    Code = "COORDINATOR_LOAD_IN_PROGRESS"
+	NotLeaderOrFollower          Code = "NOT_LEADER_OR_FOLLOWER"
+	NotEnoughReplicasAfterAppend Code = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+	KafkaStorageError            Code = "KAFKA_STORAGE_ERROR"
+	UnknownServerError           Code = "UNKNOWN_SERVER_ERROR"
+	NetworkException             Code = "NETWORK_EXCEPTION"
+	RebalanceInProgress          Code = "REBALANCE_IN_PROGRESS"
+)
 
 // Class groups the codes that brokers answer for the same refusal. Brokers
 // differ in which code of a class they send (Kafka itself changed several
-// across versions), so answers are compared by class. This table is the one
-// place where the classes are written down.
+// across versions), so answers are compared by class. The table below is
+// the one place where codes are classified.
 type Class string
 
 const (
-	Success          Class = "success"
-	FencedProducer   Class = "fenced producer"   // KIP-98; KIP-588 renamed INVALID_PRODUCER_EPOCH to PRODUCER_FENCED outside produce
-	FencedConsumer   Class = "fenced consumer"   // KIP-447: a stale generation, member or static instance
-	BadTxnState      Class = "invalid txn state" // KIP-98; KIP-890 answers TRANSACTION_ABORTABLE where v1 said INVALID_TXN_STATE
-	Busy             Class = "retriable"         // CONCURRENT_TRANSACTIONS: try again, nothing happened
-	OutOfOrder       Class = "out of order"      // KIP-98; KIP-360 answers UNKNOWN_PRODUCER_ID where the leader lost the producer
-	Duplicate        Class = "duplicate"         // the batch is already in the log: the producer takes it as success
-	WrongProducerID  Class = "wrong producer id"
-	Unstable         Class = "unstable offsets" // KIP-447
-	Undecided        Class = "undecided"        // no answer: may or may not have taken effect
+	Success         Class = "success"
+	FencedProducer  Class = "fenced producer"   // KIP-98; KIP-588 renamed INVALID_PRODUCER_EPOCH to PRODUCER_FENCED outside produce
+	FencedConsumer  Class = "fenced consumer"   // KIP-447: a stale generation, member or static instance
+	BadTxnState     Class = "invalid txn state" // KIP-98; KIP-890 answers TRANSACTION_ABORTABLE where v1 said INVALID_TXN_STATE
+	Busy            Class = "retriable"         // CONCURRENT_TRANSACTIONS: try again, nothing happened
+	OutOfOrder      Class = "out of order"      // KIP-98; KIP-360 answers UNKNOWN_PRODUCER_ID where the leader lost the producer
+	Duplicate       Class = "duplicate"         // the batch is already in the log: the producer takes it as success
+	WrongProducerID Class = "wrong producer id"
+	Unstable        Class = "unstable offsets" // KIP-447
+	// NoEffect: Kafka answers it before it writes anything (authorization,
+	// validation, a replica check ahead of the append). Any state allows
+	// it, and it changes nothing. A produce or TxnOffsetCommit is the one
+	// exception: under transactions v2 the coordinator's implicit add
+	// (KIP-890) may come first, so that add may or may not have happened.
+	NoEffect Class = "no effect"
+	// Undecided: no answer, or one Kafka may send after it wrote (a failed
+	// or unconfirmed append): may or may not have taken effect.
+	Undecided        Class = "undecided"
 	UnknownErrorCode Class = "unknown error"
 )
 
-var classes = map[Code]Class{
-	"":                       Success,
-	ProducerFenced:           FencedProducer,
-	InvalidProducerEpoch:     FencedProducer,
-	InvalidTxnState:          BadTxnState,
-	TransactionAbortable:     BadTxnState,
-	ConcurrentTransactions:   Busy,
-	OutOfOrderSequenceNumber: OutOfOrder,
-	UnknownProducerID:        OutOfOrder,
-	DuplicateSequenceNumber:  Duplicate,
-	InvalidProducerIDMapping: WrongProducerID,
-	IllegalGeneration:        FencedConsumer,
-	UnknownMemberID:          FencedConsumer,
-	FencedInstanceID:         FencedConsumer,
-	UnstableOffsetCommit:     Unstable,
-	RequestTimedOut:          Undecided,
+// The requests by who answers them.
+var (
+	txnCoordinator   = []Kind{InitProducerID, AddPartitions, AddOffsets, EndTxn}
+	groupCoordinator = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}
+	coordinators     = slices.Concat(txnCoordinator, groupCoordinator)
+	txnWrites        = slices.Concat(txnCoordinator, []Kind{Produce, TxnOffsetCommit})
+	groupMembers     = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit}
+	allRequests      = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
+)
+
+// codeInfo is one row of the table: a code's class, and the requests
+// Kafka (or, for a client's own codes, the client) answers with it.
+type codeInfo struct {
+	code  Code
+	class Class
+	kinds []Kind
+}
+
+// table classifies every code the history format knows. Sources are
+// Kafka 3.9 and 4.0 (apache/kafka, core/ and group-coordinator/). The
+// transaction coordinator's TransactionStateManager.appendTransactionToLog
+// and the group coordinator's
+// CoordinatorOperationExceptionHelper.handleOperationException (and
+// GroupMetadataManager.storeOffsets/storeGroup before 4.0) turn a failed
+// or unconfirmed log append into NOT_COORDINATOR or
+// COORDINATOR_NOT_AVAILABLE; appendTransactionToLog answers
+// COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR even after a
+// successful append when the cache moved meanwhile (getTransactionState).
+// So those codes are undecided from every coordinator.
+var table = []codeInfo{
+	// TransactionCoordinator.handleInitProducerId, handleAddPartitionsToTransaction,
+	// handleEndTransaction: a fenced or stale epoch (KIP-98, KIP-588). The
+	// leader's ProducerStateManager answers INVALID_PRODUCER_EPOCH to a produce.
+	{ProducerFenced, FencedProducer, txnWrites},
+	{InvalidProducerEpoch, FencedProducer, txnWrites},
 	// Under transactions v2 a client library reports a fenced producer's
-	// batch as not attempted; nothing was written.
-	OperationNotAttempted: FencedProducer,
+	// batch as not attempted; KafkaApis.handleAddPartitionsToTxnRequest puts
+	// it on the partitions it skipped because another failed. Nothing was
+	// written.
+	{OperationNotAttempted, FencedProducer, []Kind{Produce, AddPartitions, TxnOffsetCommit}},
+	// TransactionCoordinator.logInvalidStateTransitionAndReturnError;
+	// ReplicaManager.handleProduceAppend for a partition not in the
+	// transaction (KIP-890 verification).
+	{InvalidTxnState, BadTxnState, txnWrites},
+	{TransactionAbortable, BadTxnState, txnWrites},
+	// TransactionCoordinator: a pending transition (also from
+	// the group coordinator's verification of a TxnOffsetCommit).
+	{ConcurrentTransactions, Busy, txnWrites},
+	// UnifiedLog.appendAsLeader via ProducerStateManager (KIP-98, KIP-360).
+	{OutOfOrderSequenceNumber, OutOfOrder, []Kind{Produce}},
+	{UnknownProducerID, OutOfOrder, []Kind{Produce}},
+	{DuplicateSequenceNumber, Duplicate, []Kind{Produce}},
+	// TransactionCoordinator: the producer id is not the transactional
+	// id's; ReplicaManager.handleProduceAppend: two producer ids in one
+	// produce.
+	{InvalidProducerIDMapping, WrongProducerID, txnWrites},
+	// GroupMetadataManager.validateClassicGroupHeartbeat,
+	// OffsetMetadataManager.validateTransactionalOffsetCommit (KIP-447).
+	{IllegalGeneration, FencedConsumer, groupMembers},
+	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}},
+	{FencedInstanceID, FencedConsumer, groupMembers},
+	// OffsetFetch with require_stable (KIP-447).
+	{UnstableOffsetCommit, Unstable, []Kind{OffsetFetch}},
+
+	// (a) No effect: answered before anything is written.
+	//
+	// KafkaApis.handleInitProducerIdRequest, handleAddPartitionsToTxnRequest,
+	// handleAddOffsetsToTxnRequest, handleEndTxnRequest, handleProduceRequest,
+	// handleTxnOffsetCommitRequest authorize the transactional id first.
+	{TransactionalIDAuthorizationFailed, NoEffect, txnWrites},
+	// KafkaApis.handleAddOffsetsToTxnRequest, handleTxnOffsetCommitRequest,
+	// handleJoinGroupRequest, handleHeartbeatRequest, handleLeaveGroupRequest,
+	// handleOffsetFetchRequest authorize the group first.
+	{GroupAuthorizationFailed, NoEffect, []Kind{AddOffsets, TxnOffsetCommit, JoinGroup, Heartbeat, LeaveGroup, OffsetFetch}},
+	// KafkaApis.handleProduceRequest, handleFetchRequest,
+	// handleAddPartitionsToTxnRequest, handleTxnOffsetCommitRequest,
+	// handleOffsetFetchRequest filter the topics by authorization first.
+	{TopicAuthorizationFailed, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetFetch}},
+	// KafkaApis.handleInitProducerIdRequest: IDEMPOTENT_WRITE on the cluster
+	// for a producer with no transactional id.
+	{ClusterAuthorizationFailed, NoEffect, []Kind{InitProducerID}},
+	// TransactionCoordinator.handleInitProducerId (empty transactional id),
+	// handleAddPartitionsToTransaction, handleEndTransaction;
+	// KafkaApis.handleProduceRequest (ProduceRequest.validateRecords);
+	// GroupMetadataManager (InvalidRequestException in the join and leave
+	// checks); request parsing for any request.
+	{InvalidRequest, NoEffect, allRequests},
+	// SocketServer/KafkaApis: a version the broker does not support.
+	{UnsupportedVersion, NoEffect, allRequests},
+	// TransactionCoordinator.handleInitProducerId, before any lookup.
+	{InvalidTransactionTimeout, NoEffect, []Kind{InitProducerID}},
+	// Partition.appendRecordsToLeader checks min.insync.replicas before
+	// UnifiedLog.appendAsLeader; ReplicaManager.handleProduceAppend answers
+	// it where the transaction's verification failed (KIP-890), before the
+	// append. The coordinators turn it into COORDINATOR_NOT_AVAILABLE.
+	{NotEnoughReplicas, NoEffect, []Kind{Produce}},
+	// KafkaApis.handleProduceRequest, handleFetchRequest,
+	// handleAddPartitionsToTxnRequest, handleTxnOffsetCommitRequest check
+	// the metadata cache; ReplicaManager.getPartitionOrException before
+	// an append or a read.
+	{UnknownTopicOrPartition, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetFetch}},
+	{UnknownTopicID, NoEffect, []Kind{Fetch}},
+	// UnifiedLog.appendAsLeader and LogValidator refuse the batch before it
+	// is written (ReplicaManager.appendToLocalLog).
+	{MessageTooLarge, NoEffect, []Kind{Produce}},
+	{RecordListTooLarge, NoEffect, []Kind{Produce}},
+	{CorruptMessage, NoEffect, []Kind{Produce, Fetch}},
+	{InvalidRecord, NoEffect, []Kind{Produce}},
+	{InvalidTimestamp, NoEffect, []Kind{Produce}},
+	// ReplicaManager.appendRecords: acks other than -1, 0 or 1.
+	{InvalidRequiredAcks, NoEffect, []Kind{Produce}},
+	// GroupCoordinatorService: an empty or null group id, before the runtime.
+	{InvalidGroupID, NoEffect, groupCoordinator},
+	// GroupMetadataManager: a group of another type (KIP-848), or none.
+	{GroupIDNotFound, NoEffect, []Kind{TxnOffsetCommit, OffsetFetch, Heartbeat, LeaveGroup}},
+	// GroupCoordinatorService.joinGroup: a session timeout out of bounds.
+	{InvalidSessionTimeout, NoEffect, []Kind{JoinGroup}},
+	// GroupMetadataManager.classicGroupJoin: a protocol the group does
+	// not share; KafkaApis.handleJoinGroupRequest.
+	{InconsistentGroupProtocol, NoEffect, []Kind{JoinGroup, Heartbeat}},
+	// GroupMetadataManager.classicGroupJoin removes the member it refuses.
+	{GroupMaxSizeReached, NoEffect, []Kind{JoinGroup}},
+	// GroupMetadataManager.classicGroupJoinNewMember (KIP-394): the new id
+	// is only pending, not a member, until the client joins with it.
+	{MemberIDRequired, NoEffect, []Kind{JoinGroup}},
+	// GroupMetadataManager.throwIfStaticMemberIsUnknown and
+	// classicGroupLeave: a static member with another member id.
+	{UnreleasedInstanceID, NoEffect, []Kind{JoinGroup, LeaveGroup}},
+	// OffsetMetadataManager.commitTransactionalOffset refuses the metadata
+	// before it builds a record; GroupMetadataManager.storeOffsets (before
+	// 4.0) turns MESSAGE_TOO_LARGE into INVALID_COMMIT_OFFSET_SIZE, which
+	// the log answers before the append.
+	{OffsetMetadataTooLarge, NoEffect, []Kind{TxnOffsetCommit}},
+	{InvalidCommitOffsetSize, NoEffect, []Kind{TxnOffsetCommit}},
+	// ReplicaManager.readFromLog: a fetch changes nothing, whatever it answers.
+	{OffsetOutOfRange, NoEffect, []Kind{Fetch}},
+	{FencedLeaderEpoch, NoEffect, []Kind{Fetch}},
+	{UnknownLeaderEpoch, NoEffect, []Kind{Fetch}},
+	{ReplicaNotAvailable, NoEffect, []Kind{Fetch}},
+	{InconsistentTopicID, NoEffect, []Kind{Fetch}},
+	{UnsupportedCompressionType, NoEffect, []Kind{Fetch}},
+	{FetchSessionIDNotFound, NoEffect, []Kind{Fetch}},
+	{InvalidFetchSessionEpoch, NoEffect, []Kind{Fetch}},
+
+	// (b) Undecided: may follow a write whose outcome is unknown.
+	//
+	// A client's own time-out, or DelayedProduce.onExpiration: the records
+	// are in the leader's log but not yet on enough replicas.
+	{RequestTimedOut, Undecided, allRequests},
+	// The client lost the connection: a client's own code.
+	{NetworkException, Undecided, allRequests},
+	// TransactionStateManager.appendTransactionToLog,
+	// CoordinatorOperationExceptionHelper.handleOperationException: a
+	// failed or unconfirmed append (see above). DelayedProduce.tryComplete
+	// answers NOT_LEADER_OR_FOLLOWER to a produce already in the log when
+	// the leader moved while it waited for the replicas.
+	{NotCoordinator, Undecided, coordinators},
+	{CoordinatorNotAvailable, Undecided, coordinators},
+	{CoordinatorLoadInProgress, Undecided, coordinators},
+	{NotLeaderOrFollower, Undecided, []Kind{Produce, Fetch}},
+	// Partition.checkEnoughReplicasReachOffset: the ISR shrank after the
+	// records were appended.
+	{NotEnoughReplicasAfterAppend, Undecided, []Kind{Produce}},
+	// ReplicaManager.appendToLocalLog: the log directory failed, perhaps
+	// during the write.
+	{KafkaStorageError, Undecided, []Kind{Produce, Fetch}},
+	// Any unexpected exception, anywhere, including after an append
+	// (appendTransactionToLog turns MESSAGE_TOO_LARGE into it).
+	{UnknownServerError, Undecided, allRequests},
+	// GroupMetadataManager.classicGroupHeartbeatToClassicGroup renews the
+	// session, then answers it; convertToConsumerGroup answers it to a
+	// member already joined.
+	{RebalanceInProgress, Undecided, []Kind{JoinGroup, Heartbeat}},
+}
+
+var classes, answerable = index(table)
+
+func index(rows []codeInfo) (map[Code]Class, map[Code][]Kind) {
+	cls := map[Code]Class{"": Success}
+	kinds := map[Code][]Kind{}
+	for _, row := range rows {
+		cls[row.code] = row.class
+		kinds[row.code] = row.kinds
+	}
+	return cls, kinds
+}
+
+// Codes lists the error codes a history may carry, in the table's order.
+var Codes = codesOf(table)
+
+func codesOf(rows []codeInfo) []Code {
+	out := make([]Code, len(rows))
+	for i, row := range rows {
+		out[i] = row.code
+	}
+	return out
 }
 
 // ClassOf is the class of an error code ("" is success).
@@ -81,3 +307,45 @@ func ClassOf(c Code) Class {
 
 // KnownCode reports whether c is a code the history format knows.
 func KnownCode(c Code) bool { _, ok := classes[c]; return ok && c != "" }
+
+// Answers reports whether Kafka (or the client, for a client's own
+// codes) may answer a request of kind k with the known code c.
+func Answers(k Kind, c Code) bool { return slices.Contains(answerable[c], k) }
+
+// CodesFor lists the codes a request of kind k may be answered with.
+func CodesFor(k Kind) []Code {
+	var out []Code
+	for _, row := range table {
+		if slices.Contains(row.kinds, k) {
+			out = append(out, row.code)
+		}
+	}
+	return out
+}
+
+// APIName is Kafka's name of the request a kind sends ("Produce"), or
+// the kind itself for a fault.
+func (k Kind) APIName() string {
+	if name, ok := apiNames[k]; ok {
+		return name
+	}
+	return string(k)
+}
+
+var apiNames = map[Kind]string{
+	InitProducerID: "InitProducerId", AddPartitions: "AddPartitionsToTxn", AddOffsets: "AddOffsetsToTxn",
+	Produce: "Produce", TxnOffsetCommit: "TxnOffsetCommit", EndTxn: "EndTxn", JoinGroup: "JoinGroup",
+	Heartbeat: "Heartbeat", LeaveGroup: "LeaveGroup", OffsetFetch: "OffsetFetch", Fetch: "Fetch",
+}
+
+// mayBeginImplicitly reports whether a request of kind k adds to its
+// transaction by itself under transactions v2 (KIP-890), before the
+// checks that may refuse it.
+func mayBeginImplicitly(k Kind) bool { return k == Produce || k == TxnOffsetCommit }
+
+// PartlyEffective reports whether r refused a request of kind k with no
+// effect but the implicit add (KIP-890) that may have come before: such
+// an answer is placed, like an undecided one, anywhere after its call.
+func PartlyEffective(k Kind, r Result) bool {
+	return r.Answered && ClassOf(r.Err) == NoEffect && mayBeginImplicitly(k)
+}

@@ -71,6 +71,16 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 	st := newStep(s, op, &got)
 	st.ctx = ctx
 	out := st.run()
+	if got.Answered && ClassOf(got.Err) == NoEffect {
+		// Kafka refused before it wrote: legal in any state. Only a
+		// transactions v2 implicit add may have come first; the checker
+		// places such an answer anywhere after its call, or last, which
+		// is the same as without the add (PartlyEffective).
+		if st.added != nil {
+			return *st.added, nil
+		}
+		return s, nil
+	}
 	if got.Undecided() {
 		// Its effect, if the rules allow one; what the broker chose for it
 		// (a producer id) stays unknown until a later answer shows it.
@@ -197,6 +207,17 @@ type step struct {
 	// coordinator's implicit add comes before the leader's and the
 	// group's checks).
 	begun bool
+	// added is the state right after such an implicit add: what a refusal
+	// with no effect (NoEffect) may leave behind.
+	added *State
+}
+
+// markBegun records that the request began or added to its transaction by
+// itself, with the state that add left.
+func (st *step) markBegun() {
+	st.begun = true
+	added := st.s
+	st.added = &added
 }
 
 func newStep(s State, op Op, got *Result) *step {
