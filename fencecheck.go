@@ -10,19 +10,19 @@ import (
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // Options say how hard Test looks, and at what. Each zero value is the
-// default 'fencecheck run' has too (package workload states each once).
+// default 'fencecheck run' has too (one exploration states each once).
 //
 // Budget. Test explores each scenario for Time, or Checks interleavings,
 // then shrinks what it found for up to ShrinkTime. On the in-memory
 // targets an interleaving takes about a millisecond. On a Kafka cluster
-// (Brokers, or kafka.NewKfake) it takes 50 to 500 ms, and batches of
-// workload.RealTimeBatchChecks interleavings run to their end: a time
+// (Brokers, or kafka.NewKfake) it takes 50 to 500 ms, and batches of 10
+// interleavings run to their end: a time
 // budget then ends within a batch's time of Time. go test's default
 // -timeout is 10 minutes for the whole package: with the two default
 // scenarios, a Time of 10 s on a cluster takes about half a minute when
@@ -38,9 +38,9 @@ type Options struct {
 	// break broke: the broker let the test show nothing.
 	Scenarios []string
 	// TxnVersion is the transaction protocol the clients speak, 1 or 2
-	// (0 is workload.DefaultTxnVersion, 2).
+	// (0 is the default, 2).
 	TxnVersion int
-	// Time bounds each scenario's exploring (workload.DefaultTime, 10 s,
+	// Time bounds each scenario's exploring (10 s,
 	// if 0 and Checks is 0); Checks, when set, is a number of
 	// interleavings instead.
 	Time   time.Duration
@@ -48,7 +48,7 @@ type Options struct {
 	// Seed is the exploration's seed; 0 picks one, logged.
 	Seed uint64
 	// ShrinkTime bounds shrinking a counterexample, and looking for a
-	// shorter one (workload.DefaultShrinkTime, 2 minutes, if 0): a job
+	// shorter one (2 minutes if 0): a job
 	// that only needs to know whether the broker fails can give less.
 	ShrinkTime time.Duration
 	// Known are findings that do not fail the test; they are logged.
@@ -61,8 +61,8 @@ type Options struct {
 	Out string
 }
 
-// Test explores target's broker the way 'fencecheck run' does (one
-// workload.Exploration), the scenarios in turn, and fails tb with each
+// Test explores target's broker the way 'fencecheck run' does (the same
+// exploration), the scenarios in turn, and fails tb with each
 // counterexample's timeline and the path of its bug report. An
 // error-code difference that Known does not list fails it too, with its
 // history. A target that cannot be made (an unreachable or misconfigured

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck"
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/kafka"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // fencecheck.Test against a cluster by address, here kfake on real ports

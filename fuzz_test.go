@@ -12,7 +12,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
-	"github.com/fencecheck/fencecheck/workload"
+	"github.com/fencecheck/fencecheck/internal/workload"
 )
 
 // FuzzHistoryLoad feeds arbitrary documents to load and check: none may make

@@ -9,8 +9,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencecheck/fencecheck/impl"
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // TestPropertyDifferential runs one interleaving against the reference

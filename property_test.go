@@ -10,8 +10,8 @@ import (
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // The properties run against the reference model here; the other targets

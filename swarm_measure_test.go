@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/impl"
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // TestMeasureSwarm measures what swarm runs do to the interleavings it

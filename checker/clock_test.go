@@ -45,7 +45,7 @@ func TestClockWritesTimes(t *testing.T) {
 // The Markdown timeline of a recording says when it began, once, and
 // writes each row's time as seconds after that.
 func TestTimelineWritesARecordingsTimesFromItsStart(t *testing.T) {
-	h, err := histories.LoadFile("../report/testdata/proxy-recording.json")
+	h, err := histories.LoadFile("../internal/report/testdata/proxy-recording.json")
 	require.NoError(t, err)
 	var b strings.Builder
 	require.NoError(t, WriteTimeline(&b, h, Check(h, Options{}).Verdicts))

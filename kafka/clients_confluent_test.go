@@ -5,11 +5,11 @@ package kafka
 import (
 	"testing"
 
-	"github.com/fencecheck/fencecheck/clients/confluent"
+	"github.com/fencecheck/fencecheck/internal/clients/confluent"
 )
 
 // TestPropertyClientLoopsConfluent: each of confluent-kafka-go's loops
-// (package clients/confluent, librdkafka through cgo: go test -tags
+// (package internal/clients/confluent, librdkafka through cgo: go test -tags
 // confluent) under the session's faults, through a proxy on TCP, under
 // each transaction protocol. See checkClientLoops.
 func TestPropertyClientLoopsConfluent(t *testing.T) {

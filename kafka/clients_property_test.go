@@ -13,13 +13,13 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencecheck/fencecheck/checker"
-	"github.com/fencecheck/fencecheck/clients"
-	"github.com/fencecheck/fencecheck/clients/sarama"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/clients"
+	"github.com/fencecheck/fencecheck/internal/clients/sarama"
 )
 
 // TestPropertyClientLoopsSarama: each of sarama's loops (package
-// clients/sarama) under the session's faults, through the proxy, under
+// internal/clients/sarama) under the session's faults, through the proxy, under
 // each transaction protocol. See checkClientLoops.
 func TestPropertyClientLoopsSarama(t *testing.T) {
 	checkClientLoops(t, sarama.Loops)

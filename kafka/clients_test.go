@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/checker"
-	"github.com/fencecheck/fencecheck/clients"
-	"github.com/fencecheck/fencecheck/clients/sarama"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/clients"
+	"github.com/fencecheck/fencecheck/internal/clients/sarama"
 	"github.com/fencecheck/fencecheck/model"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net"
 
-	"github.com/fencecheck/fencecheck/proxy"
-	"github.com/fencecheck/fencecheck/recorder"
+	"github.com/fencecheck/fencecheck/internal/proxy"
+	"github.com/fencecheck/fencecheck/internal/recorder"
 )
 
 // clusterOf is the target's cluster as a recording of its sessions' own

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/clients"
-	"github.com/fencecheck/fencecheck/proxy"
-	"github.com/fencecheck/fencecheck/recorder"
+	"github.com/fencecheck/fencecheck/internal/clients"
+	"github.com/fencecheck/fencecheck/internal/proxy"
+	"github.com/fencecheck/fencecheck/internal/recorder"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 

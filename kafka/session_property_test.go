@@ -15,10 +15,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencecheck/fencecheck/checker"
-	"github.com/fencecheck/fencecheck/clients"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/clients"
+	"github.com/fencecheck/fencecheck/internal/recorder"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/recorder"
 )
 
 // The properties' budgets: each interleaving is a kfake cluster and real

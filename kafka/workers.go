@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/fencecheck/fencecheck/clients"
+	"github.com/fencecheck/fencecheck/internal/clients"
 )
 
 // StartWorker starts an instance of a client library's loop (package

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/fencecheck/fencecheck/clients"
+	"github.com/fencecheck/fencecheck/internal/clients"
 )
 
 // TestWorkerThatDialsItself: a loop whose library opens its own

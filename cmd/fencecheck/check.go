@@ -12,8 +12,8 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/internal/files"
+	"github.com/fencecheck/fencecheck/internal/report"
 	"github.com/fencecheck/fencecheck/kafka"
-	"github.com/fencecheck/fencecheck/report"
 )
 
 type checkFlags struct {

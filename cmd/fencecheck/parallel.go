@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/kafka"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // --parallel runs batches in worker processes: rapid keeps its settings

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fencecheck/fencecheck/workload"
+	"github.com/fencecheck/fencecheck/internal/workload"
 )
 
 // exploreInto runs one exploration of a seeded bug into a fresh directory

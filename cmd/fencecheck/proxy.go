@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fencecheck/fencecheck/internal/proxy"
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/kafka"
-	"github.com/fencecheck/fencecheck/proxy"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // untilStopped is the context the long-running commands (proxy, broker)

@@ -15,9 +15,9 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/impl"
+	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/kafka"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/workload"
 )
 
 // targets are the brokers fencecheck can explore, by name: each makes a

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/internal/files"
-	"github.com/fencecheck/fencecheck/workload"
+	"github.com/fencecheck/fencecheck/internal/workload"
 )
 
 // A run with --out writes summary.json beside its bug reports: what each

@@ -34,7 +34,7 @@ func load(t *testing.T, path string) histories.History {
 // fares-2's log with the ABORT at 41 and the COMMIT at 43, the violating
 // rows with their reasons, porcupine's page linked.
 func TestSeed000Page(t *testing.T) {
-	page := render(t, load(t, filepath.Join("..", "histories", "canonical", seed000)), Options{Porcupine: "porcupine.html"})
+	page := render(t, load(t, filepath.Join("..", "..", "histories", "canonical", seed000)), Options{Porcupine: "porcupine.html"})
 	for _, proc := range []string{"P", "A", "B", "R"} {
 		require.Contains(t, page, fmt.Sprintf(`id="lane-%s" data-proc="%s"`, proc, proc))
 	}
@@ -52,7 +52,7 @@ func TestSeed000Page(t *testing.T) {
 
 // TestPageLoadsNothing: the page is one file; nothing in it is fetched.
 func TestPageLoadsNothing(t *testing.T) {
-	page := render(t, load(t, filepath.Join("..", "histories", "canonical", seed000)), Options{})
+	page := render(t, load(t, filepath.Join("..", "..", "histories", "canonical", seed000)), Options{})
 	for _, external := range []*regexp.Regexp{
 		regexp.MustCompile(`<script[^>]+src=`),
 		regexp.MustCompile(`<link[^>]+href=`),
@@ -68,7 +68,7 @@ func TestPageLoadsNothing(t *testing.T) {
 // and all, gives a page, and every verdict appears on it.
 func TestEveryHistoryRenders(t *testing.T) {
 	for _, dir := range []string{"canonical", "mutants"} {
-		files, err := filepath.Glob(filepath.Join("..", "histories", dir, "*.json"))
+		files, err := filepath.Glob(filepath.Join("..", "..", "histories", dir, "*.json"))
 		require.NoError(t, err)
 		require.NotEmpty(t, files)
 		for _, file := range files {
@@ -87,14 +87,14 @@ func TestEveryHistoryRenders(t *testing.T) {
 
 // TestTwoRecordsOneOffsetRenders marks the offset two records claim.
 func TestTwoRecordsOneOffsetRenders(t *testing.T) {
-	page := render(t, load(t, filepath.Join("..", "histories", "canonical", "two-records-one-offset.json")), Options{})
+	page := render(t, load(t, filepath.Join("..", "..", "histories", "canonical", "two-records-one-offset.json")), Options{})
 	require.Contains(t, page, " conflict")
 }
 
 // TestLargeHistoryIsWindowed draws the operations around the first
 // violation and says how many it left out.
 func TestLargeHistoryIsWindowed(t *testing.T) {
-	h := load(t, filepath.Join("..", "histories", "canonical", seed000))
+	h := load(t, filepath.Join("..", "..", "histories", "canonical", seed000))
 	h = padded(h, 500)
 	page := render(t, h, Options{Window: 100})
 	require.Contains(t, page, `id="window"`)

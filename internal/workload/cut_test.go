@@ -14,7 +14,7 @@ import (
 // the cut is a prefix, breaks the same check, and a progress violation is
 // kept whole.
 func TestCutAt(t *testing.T) {
-	files, err := filepath.Glob("../histories/canonical/*.json")
+	files, err := filepath.Glob("../../histories/canonical/*.json")
 	require.NoError(t, err)
 	shortened := 0
 	for _, file := range files {

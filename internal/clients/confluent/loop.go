@@ -12,7 +12,7 @@ import (
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 
-	"github.com/fencecheck/fencecheck/clients"
+	"github.com/fencecheck/fencecheck/internal/clients"
 )
 
 // worker is the loop confluent-kafka-go teaches. The transactional calls

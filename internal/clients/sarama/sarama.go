@@ -25,7 +25,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/fencecheck/fencecheck/clients"
+	"github.com/fencecheck/fencecheck/internal/clients"
 )
 
 // library names the library in the loops.

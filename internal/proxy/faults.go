@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/internal/recorder"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/recorder"
 )
 
 // processFaults are the faults a process takes, and the history's type

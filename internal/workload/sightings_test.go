@@ -172,7 +172,7 @@ func TestKnownDeviationsExplainConsequences(t *testing.T) {
 // explains every answer exactly, the commit's placed after the bump that
 // fenced it (judged on the effects alone, it sat before).
 func TestEachWrongCodeIsJudgedAlone(t *testing.T) {
-	h, err := histories.LoadFile("../histories/kfake/zombie-produce-invalid-txn-state-stalled-commit-txn-v1.json")
+	h, err := histories.LoadFile("../../histories/kfake/zombie-produce-invalid-txn-state-stalled-commit-txn-v1.json")
 	require.NoError(t, err)
 	var commit, produce checker.Signature
 	for _, v := range violationsOf(checker.Check(h, checker.Options{})) {

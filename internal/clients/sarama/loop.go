@@ -8,7 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/fencecheck/fencecheck/clients"
+	"github.com/fencecheck/fencecheck/internal/clients"
 )
 
 // worker is the loop sarama's documentation teaches: a consumer group

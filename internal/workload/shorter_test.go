@@ -17,7 +17,7 @@ const shorterSeed = 8
 // TestShorterCounts: while a counterexample is looked for again, only one
 // with fewer operations counts.
 func TestShorterCounts(t *testing.T) {
-	h, err := histories.LoadFile("../histories/canonical/fresh-id-per-start.json")
+	h, err := histories.LoadFile("../../histories/canonical/fresh-id-per-start.json")
 	require.NoError(t, err)
 	require.True(t, (&run{}).counts(h), "with nothing to beat, every counterexample counts")
 	require.True(t, (&run{shorterThan: len(h.Ops) + 1}).counts(h))
@@ -83,7 +83,7 @@ func TestExplorationsKeepTheirOwnFailFiles(t *testing.T) {
 // one to beat is decided (nothing it could still break would count), and
 // its actions left do nothing; a run that breaks a check is decided too.
 func TestLongRunsEndWhileLookingForShorter(t *testing.T) {
-	h, err := histories.LoadFile("../histories/canonical/seed-000-zombie-fenced.json")
+	h, err := histories.LoadFile("../../histories/canonical/seed-000-zombie-fenced.json")
 	require.NoError(t, err)
 	judged := func(shorterThan int) *run {
 		r := &run{h: h, answers: 1, shorterThan: shorterThan}
@@ -99,7 +99,7 @@ func TestLongRunsEndWhileLookingForShorter(t *testing.T) {
 	long.untilDecided(map[string]func(*rapid.T){"A": func(*rapid.T) { ran = true }})["A"](nil)
 	require.False(t, ran, "an action of a decided run did something")
 
-	bad, err := histories.LoadFile("../histories/canonical/fresh-id-per-start.json")
+	bad, err := histories.LoadFile("../../histories/canonical/fresh-id-per-start.json")
 	require.NoError(t, err)
 	broken := &run{h: bad, answers: 1}
 	broken.checkSoFar()

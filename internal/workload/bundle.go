@@ -13,7 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/internal/files"
-	"github.com/fencecheck/fencecheck/report"
+	"github.com/fencecheck/fencecheck/internal/report"
 )
 
 // Run names what was explored, so that a bundle can be replayed.

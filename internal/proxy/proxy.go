@@ -39,8 +39,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fencecheck/fencecheck/internal/recorder"
 	"github.com/fencecheck/fencecheck/model"
-	"github.com/fencecheck/fencecheck/recorder"
 )
 
 // Config says where the cluster is and where the proxy listens.

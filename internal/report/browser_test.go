@@ -48,7 +48,7 @@ func chromium(t *testing.T, page string, args ...string) string {
 
 func writePage(t *testing.T, dir string) string {
 	t.Helper()
-	h := load(t, filepath.Join("..", "histories", "canonical", seed000))
+	h := load(t, filepath.Join("..", "..", "histories", "canonical", seed000))
 	r := checker.Check(h, checker.Options{Visualize: true})
 	page, porcupine := filepath.Join(dir, "report.html"), filepath.Join(dir, "porcupine.html")
 	f, err := os.Create(page)
