@@ -24,8 +24,7 @@ type checkFlags struct {
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
-	fs := newCommand("check", "Usage: fencecheck check [--report FILE] [--html FILE] [--timeline FILE] [--timeout D] [--known FILE] HISTORY...\n\n"+
-		"Checks each history file and prints one line per check:\n"+
+	fs := newCommand("check", "Checks each history file and prints one line per check:\n"+
 		"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
 		"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
 		"  or skipped. With several files, each file's lines follow '== FILE'.\n"+

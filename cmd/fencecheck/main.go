@@ -34,18 +34,25 @@ type command struct {
 	about    string
 }
 
-var commands = []command{
-	{name: "run", run: runRun, about: "explore random interleavings of producers and workers with zombies, " +
-		"restarts and rebalances against a broker; a violation is shrunk to a short timeline and saved as a bug report."},
-	{name: "check", run: runCheck, args: "HISTORY...", about: "judge history files (format v1, docs/history-format.md): " +
-		"linearizability against the reference broker, one live producer per transactional.id, " +
-		"exactly-once reads, no aborted reads, monotonic group offsets, progress and error codes."},
-	{name: "replay", run: runReplay, args: "BUNDLE", about: "run a bug report's interleaving again."},
-	{name: "report", run: runReport, args: "DIR...", about: "merge the outputs of runs that explored one seed's shards."},
-	{name: "proxy", run: runProxy, required: []string{"upstream"}, about: "a Kafka-protocol proxy any client " +
-		"connects to unchanged, in front of a cluster: it records what the clients do as a history to check, " +
-		"and faults them (stall, crash, lost and late requests) on request."},
-	{name: "broker", run: runBroker, about: "the embedded cluster (kfake) on real ports, to try a client or the proxy against."},
+// commands are fencecheck's commands. They are set in init: a command's
+// --help writes its synopsis from this list, and a list that named the
+// commands' functions in its own initializer would refer to itself.
+var commands []command
+
+func init() {
+	commands = []command{
+		{name: "run", run: runRun, about: "explore random interleavings of producers and workers with zombies, " +
+			"restarts and rebalances against a broker; a violation is shrunk to a short timeline and saved as a bug report."},
+		{name: "check", run: runCheck, args: "HISTORY...", about: "judge history files (format v1, docs/history-format.md): " +
+			"linearizability against the reference broker, one live producer per transactional.id, " +
+			"exactly-once reads, no aborted reads, monotonic group offsets, progress and error codes."},
+		{name: "replay", run: runReplay, args: "BUNDLE", about: "run a bug report's interleaving again."},
+		{name: "report", run: runReport, args: "DIR...", about: "merge the outputs of runs that explored one seed's shards."},
+		{name: "proxy", run: runProxy, required: []string{"upstream"}, about: "a Kafka-protocol proxy any client " +
+			"connects to unchanged, in front of a cluster: it records what the clients do as a history to check, " +
+			"and faults them (stall, crash, lost and late requests) on request."},
+		{name: "broker", run: runBroker, about: "the embedded cluster (kfake) on real ports, to try a client or the proxy against."},
+	}
 }
 
 // usageWidth is the column the top-level usage wraps its lines at.
@@ -70,9 +77,12 @@ func usage() string {
 
 // synopsis is the command's line of the top-level usage: its required
 // flags, its other flags in brackets, then its arguments.
-func (c command) synopsis() string {
+func (c command) synopsis() string { return c.synopsisOf(c.flags()) }
+
+// synopsisOf is the synopsis for the flags of fs.
+func (c command) synopsisOf(fs *flag.FlagSet) string {
 	var required, optional []string
-	c.flags().VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *flag.Flag) {
 		word := "--" + f.Name + argName(f)
 		if slices.Contains(c.required, f.Name) {
 			required = append(required, word)
@@ -144,6 +154,17 @@ func wrap(prefix string, words []string) string {
 	return b.String()
 }
 
+// commandNamed is the command of that name; a flag set of no command (a
+// test's) is a command with no arguments.
+func commandNamed(name string) command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return command{name: name}
+}
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -196,7 +217,7 @@ func newCommand(name, usage string, stderr io.Writer) *flag.FlagSet {
 		probe.fs = fs
 	}
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, "Usage:\n"+commandNamed(name).synopsisOf(fs)+"\n"+usage)
 		hasFlags := false
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {

@@ -26,8 +26,7 @@ var untilStopped = func() (context.Context, context.CancelFunc) {
 }
 
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("proxy", "Usage: fencecheck proxy --upstream HOST:PORT[,...] [--listen HOST:PORT] [--broker-ports PORTS] [--history FILE [--keys-from TOPIC]] [--control HOST:PORT]\n\n"+
-		"A Kafka-protocol proxy for any client, in any language: point the client at\n"+
+	fs := newCommand("proxy", "A Kafka-protocol proxy for any client, in any language: point the client at\n"+
 		"--listen instead of the cluster. Every broker address the client learns is\n"+
 		"rewritten to one of the proxy's listeners (one per broker, on --listen's\n"+
 		"host), and every other frame is forwarded byte for byte. Frames it cannot\n"+
@@ -167,8 +166,7 @@ func serveProxy(cfg proxy.Config, control string, schedule *proxy.Schedule, stdo
 }
 
 func runBroker(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("broker", "Usage: fencecheck broker [--listen HOST:PORT]\n\n"+
-		"The embedded Kafka-protocol cluster (franz-go's kfake, three brokers, with\n"+
+	fs := newCommand("broker", "The embedded Kafka-protocol cluster (franz-go's kfake, three brokers, with\n"+
 		"fencecheck's topics), on real ports until interrupted, so that a client,\n"+
 		"'fencecheck proxy' or 'fencecheck run --target kafka' can be tried with\n"+
 		"nothing installed. The brokers listen on --listen's port and the two after\n"+

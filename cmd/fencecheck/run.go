@@ -86,8 +86,7 @@ type runFlags struct {
 
 func runRun(args []string, stdout, stderr io.Writer) int {
 	var f runFlags
-	fs := newCommand("run", "Usage: fencecheck run [flags]\n\n"+
-		"Explores random interleavings of fare writers and consume-transform-produce\n"+
+	fs := newCommand("run", "Explores random interleavings of fare writers and consume-transform-produce\n"+
 		"workers, with zombies, restarts and rebalances, against a broker, and checks\n"+
 		"every history. A violation is shrunk to a short timeline, printed, and saved\n"+
 		"as a bug report that 'fencecheck check' and 'fencecheck replay' replay.\n"+
@@ -106,7 +105,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		"stderr and its batch's seed are printed); 2 unusable input: bad flags,\n"+
 		"an unreadable --known file, a cluster that cannot be reached or is set up\n"+
 		"unfit (see --brokers).\n", stderr)
-	fs.StringVar(&f.target, "target", "impl", "the broker to explore: "+strings.Join(targetNames(), ", "))
+	fs.StringVar(&f.target, "target", "impl", "the `TARGET` broker to explore: "+strings.Join(targetNames(), ", "))
 	fs.StringVar(&f.mutant, "mutant", "", "with --target impl: switch on a seeded bug, `NAME`[,NAME...] or all, each explored on its own: "+strings.Join(mutantNames(), ", "))
 	fs.StringVar(&f.scenario, "scenario", "correct", "the configurations to explore, `NAME`[,NAME...]: "+strings.Join(workload.ScenarioNames(), ", ")+"; correct (the correct ones: a broker must hold every check under them), or all")
 	fs.Uint64Var(&f.seed, "seed", 0, "rapid's seed; 0 picks one and prints it (the same seed and flags replay the same interleavings)")
@@ -119,7 +118,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
 	fs.IntVar(&f.txnVersion, "txn-version", workload.DefaultTxnVersion, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
 	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`. Its brokers must take fencecheck's scaled timeouts and fire their timers on time: group.min.session.timeout.ms <= 450, group.initial.rebalance.delay.ms 0, transaction.abort.timed.out.transaction.cleanup.interval.ms <= 10, transaction.max.timeout.ms >= 9000, replication factors of the internal topics within the brokers, id expirations of a day or more ('go doc github.com/fencecheck/fencecheck/kafka' lists them); a setting a broker reports that does not fit stops the run at start. 'fencecheck broker' is such a cluster")
-	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka release, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
+	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka `RELEASE`, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
 	fs.StringVar(&f.knownFile, "known", "", "the known findings, `FILE` (fencecheck/known/v1), 'kfake' for kfake's own list (kafka/known.json) or 'none': violations they list are counted and reported, and exploring goes on; default 'kfake' for --target kfake, 'none' elsewhere (give 'kfake' for a 'fencecheck broker' by --brokers)")
 	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -476,8 +475,7 @@ func (f runFlags) budgetNote(out workload.CampaignOutcome) string {
 }
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("replay", "Usage: fencecheck replay BUNDLE\n\n"+
-		"Runs a saved counterexample's interleaving against its target again and\n"+
+	fs := newCommand("replay", "Runs a saved counterexample's interleaving against its target again and\n"+
 		"checks the new history. Exit status: 1 it still fails, 0 it no longer does,\n"+
 		"2 the bundle is unusable.\n", stderr)
 	if code, ok := parseFlags(fs, args); !ok {

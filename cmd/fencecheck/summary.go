@@ -126,8 +126,7 @@ func explorationDir(scenario string, mutants map[string]bool) string {
 }
 
 func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("report", "Usage: fencecheck report DIR...\n\n"+
-		"Merges the outputs of 'fencecheck run --out DIR' (each holds summary.json),\n"+
+	fs := newCommand("report", "Merges the outputs of 'fencecheck run --out DIR' (each holds summary.json),\n"+
 		"typically the jobs of a CI matrix that explored the shards of one seed\n"+
 		"(--shard I/N): per exploration, the interleavings all shards ran, the\n"+
 		"first violation (the lowest batch that failed, the one a single job\n"+
