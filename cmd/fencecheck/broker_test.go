@@ -83,19 +83,26 @@ func TestBrokerSurvivesBadFrames(t *testing.T) {
 		}
 	}
 
+	commitAndReadBack(t, strings.Split(brokers, ",")...)
+	require.Equal(t, exitHeld, stopBroker())
+}
+
+// commitAndReadBack is a transactional client at seeds: it commits one
+// record and reads it back read_committed.
+func commitAndReadBack(t *testing.T, seeds ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.TransactionalID("fare-writer-0"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("fare-writer-0"),
 		kgo.DefaultProduceTopic("fares"), kgo.ConsumeTopics("fares"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	require.NoError(t, err)
+	defer cl.Close()
 	require.NoError(t, cl.BeginTransaction())
 	require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("trip-101")).FirstErr())
 	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
 	fetches := cl.PollFetches(ctx)
 	require.NoError(t, ctx.Err())
 	require.Equal(t, []string{"trip-101"}, recordValues(fetches))
-	cl.Close()
-	require.Equal(t, exitHeld, stopBroker())
 }
 
 func recordValues(fetches kgo.Fetches) []string {

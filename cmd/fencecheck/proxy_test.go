@@ -92,18 +92,7 @@ func TestBrokerAndProxyCommands(t *testing.T) {
 	require.True(t, ok, line)
 	addr, _, _ = strings.Cut(addr, " ")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("fare-writer-0"), kgo.DefaultProduceTopic("fares"),
-		kgo.ConsumeTopics("fares"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	require.NoError(t, err)
-	require.NoError(t, cl.BeginTransaction())
-	require.NoError(t, cl.ProduceSync(ctx, kgo.StringRecord("trip-101")).FirstErr())
-	require.NoError(t, cl.EndTransaction(ctx, kgo.TryCommit))
-	fetches := cl.PollFetches(ctx)
-	require.NoError(t, ctx.Err())
-	require.Equal(t, "trip-101", string(fetches.Records()[0].Value))
-	cl.Close()
+	commitAndReadBack(t, addr)
 
 	require.Equal(t, exitHeld, stopProxy())
 	require.Equal(t, exitHeld, stopBroker())
