@@ -36,25 +36,39 @@ func TestTranscripts(t *testing.T) {
 			}
 			op := parseOp(t, td)
 			if got, judged := parseGot(t, td); judged {
-				next, err := model.Check(s, op, got)
-				var d *model.Disallowed
-				switch {
-				case errors.As(err, &d) && d.CodeOnly:
-					s = next // a rightful refusal, with the wrong code
-					return fmt.Sprintf("wrong code (%s): %s", d.Rule, d.Reason)
-				case errors.As(err, &d):
-					return fmt.Sprintf("refused (%s): %s", d.Rule, d.Reason)
-				case err != nil:
-					t.Fatalf("%s: not a *model.Disallowed: %v", td.Pos, err)
+				next, verdict := judge(t, td, s, op, got)
+				if isConformance(path) {
+					if mismatch := conformanceMismatch(td, verdict); mismatch != "" {
+						t.Error(mismatch)
+					}
 				}
-				s = next
-				return "accepted"
+				if !td.HasArg("probe") {
+					s = next
+				}
+				return verdict
 			}
 			var res model.Result
 			s, res = model.Apply(s, op)
 			return render(op.Kind, res)
 		})
 	})
+}
+
+// judge is the model's verdict on a broker's answer, and the state after
+// it. A refusal with only the wrong code still moves the state on: the
+// request was rightly refused.
+func judge(t *testing.T, td *datadriven.TestData, s model.State, op model.Op, got model.Result) (model.State, string) {
+	next, err := model.Check(s, op, got)
+	var d *model.Disallowed
+	switch {
+	case errors.As(err, &d) && d.CodeOnly:
+		return next, fmt.Sprintf("wrong code (%s): %s", d.Rule, d.Reason)
+	case errors.As(err, &d):
+		return s, fmt.Sprintf("refused (%s): %s", d.Rule, d.Reason)
+	case err != nil:
+		t.Fatalf("%s: not a *model.Disallowed: %v", td.Pos, err)
+	}
+	return next, "accepted"
 }
 
 // requireEqualAgrees holds model.Equal to model.EqualByReflection on each

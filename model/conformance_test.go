@@ -1,0 +1,278 @@
+package model_test
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+)
+
+// The conformance suite: Apache Kafka's own unit tests, written down as
+// transcripts under testdata/kafka/, one file per test class. See
+// testdata/kafka/README.md for the conventions.
+//
+// TestTranscripts replays these files like every other. The functions
+// here hold what makes them a conformance suite: every answer a Kafka
+// test shows is accepted, every answer it shows cannot happen is refused,
+// and every method of the class is accounted for exactly once.
+
+const conformanceDir = "testdata/kafka"
+
+// conformanceMismatch holds one judged command of a conformance transcript
+// to what Kafka's test says. An answer the test shows is accepted; one
+// marked never is refused. A line marked model-wrong is a disagreement
+// not yet fixed: it must still be one, so that fixing it removes the mark.
+func conformanceMismatch(td *datadriven.TestData, verdict string) string {
+	accepted := verdict == "accepted"
+	want := !td.HasArg("never")
+	if td.HasArg("model-wrong") {
+		want = !want
+	}
+	switch {
+	case accepted == want:
+		return ""
+	case td.HasArg("model-wrong"):
+		return fmt.Sprintf("%s: the model now agrees with Kafka here (%s): remove model-wrong", td.Pos, verdict)
+	case td.HasArg("never"):
+		return fmt.Sprintf("%s: Kafka's test shows this answer cannot happen, but the model accepts it", td.Pos)
+	default:
+		return fmt.Sprintf("%s: Kafka's test shows this answer, but the model says %s", td.Pos, verdict)
+	}
+}
+
+// isConformance reports whether a transcript is part of the Kafka suite.
+func isConformance(path string) bool {
+	return filepath.Base(filepath.Dir(path)) == filepath.Base(conformanceDir)
+}
+
+// classFile is what one conformance transcript says of its test class.
+type classFile struct {
+	Class     string // the test class, for example TransactionCoordinatorTest
+	Source    string // its path in Apache Kafka's repository
+	ReadAt    string // the Kafka versions it was read at
+	Methods   int    // test methods in the class, across those versions
+	Ported    []string
+	Internal  map[string]string // method: why no client can observe it
+	NotYet    map[string]string // method: why it cannot be written yet
+	Judged    int               // judged commands (got=)
+	Never     int               // of those, answers Kafka's test rules out
+	WrongOnes int               // of those, lines marked model-wrong
+}
+
+var (
+	headerLine  = regexp.MustCompile(`^# (class|source|read at|methods): (.+)$`)
+	methodLine  = regexp.MustCompile(`^# ([A-Za-z]+Test)#([A-Za-z0-9_]+) \(([^)]+)\)$`)
+	leftOutLine = regexp.MustCompile(`^# (internal|not yet): ([A-Za-z0-9_]+): (.+)$`)
+)
+
+// readClassFile parses a conformance transcript's headers and counts its
+// judged commands.
+func readClassFile(path string) (classFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return classFile{}, err
+	}
+	defer f.Close()
+	c := classFile{Internal: map[string]string{}, NotYet: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if err := c.read(line); err != nil {
+			return c, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+	}
+	return c, sc.Err()
+}
+
+func (c *classFile) read(line string) error {
+	if m := headerLine.FindStringSubmatch(line); m != nil {
+		return c.readHeader(m[1], m[2])
+	}
+	if m := methodLine.FindStringSubmatch(line); m != nil {
+		if m[1] != c.Class {
+			return fmt.Errorf("method %s#%s in the file of %s", m[1], m[2], c.Class)
+		}
+		c.Ported = append(c.Ported, m[2])
+		return nil
+	}
+	if m := leftOutLine.FindStringSubmatch(line); m != nil {
+		if m[1] == "internal" {
+			c.Internal[m[2]] = m[3]
+		} else {
+			c.NotYet[m[2]] = m[3]
+		}
+		return nil
+	}
+	if strings.HasPrefix(line, "#") || !strings.Contains(line, " got=") {
+		return nil
+	}
+	c.Judged++
+	if strings.Contains(line, " never") {
+		c.Never++
+	}
+	if strings.Contains(line, " model-wrong") {
+		c.WrongOnes++
+	}
+	return nil
+}
+
+func (c *classFile) readHeader(key, value string) error {
+	switch key {
+	case "class":
+		c.Class = value
+	case "source":
+		c.Source = value
+	case "read at":
+		c.ReadAt = value
+	case "methods":
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			return fmt.Errorf("methods: %q is not a number", value)
+		}
+		c.Methods = n
+	}
+	return nil
+}
+
+// accountFor checks that each method of the class is ported or left out
+// with a reason, exactly once, and that the counts add up.
+func (c classFile) accountFor() error {
+	if c.Class == "" || c.Source == "" || c.ReadAt == "" || c.Methods == 0 {
+		return fmt.Errorf("a conformance transcript starts with # class:, # source:, # read at: and # methods:")
+	}
+	seen := map[string]string{}
+	note := func(method, how string) error {
+		if before, dup := seen[method]; dup {
+			return fmt.Errorf("%s#%s is %s and %s: each method is accounted for once", c.Class, method, before, how)
+		}
+		seen[method] = how
+		return nil
+	}
+	for _, m := range c.Ported {
+		if err := note(m, "ported"); err != nil {
+			return err
+		}
+	}
+	for m := range c.Internal {
+		if err := note(m, "internal"); err != nil {
+			return err
+		}
+	}
+	for m := range c.NotYet {
+		if err := note(m, "not yet"); err != nil {
+			return err
+		}
+	}
+	if len(seen) != c.Methods {
+		return fmt.Errorf("%s has %d methods, but %d are accounted for", c.Class, c.Methods, len(seen))
+	}
+	return nil
+}
+
+func readClassFiles(t *testing.T) []classFile {
+	paths, err := filepath.Glob(filepath.Join(conformanceDir, "*.txt"))
+	require.NoError(t, err)
+	var files []classFile
+	for _, p := range paths {
+		c, err := readClassFile(p)
+		require.NoError(t, err)
+		require.NoError(t, c.accountFor(), p)
+		files = append(files, c)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Class < files[j].Class })
+	return files
+}
+
+// TestConformanceAccountsForEveryMethod holds each class file to its
+// header, and the table in testdata/kafka/README.md to the files. Run
+// with -rewrite to regenerate the table.
+func TestConformanceAccountsForEveryMethod(t *testing.T) {
+	files := readClassFiles(t)
+	readme := filepath.Join(conformanceDir, "README.md")
+	body, err := os.ReadFile(readme)
+	require.NoError(t, err)
+	updated, err := replaceTable(string(body), conformanceTable(files))
+	require.NoError(t, err, readme)
+	if rewrite := flag.Lookup("rewrite"); rewrite != nil && rewrite.Value.String() == "true" {
+		require.NoError(t, os.WriteFile(readme, []byte(updated), 0o644))
+		return
+	}
+	require.Equal(t, string(body), updated, "%s: the table is out of date; run go test ./model/ -run TestConformance -rewrite", readme)
+}
+
+const (
+	tableStart = "<!-- table: generated by TestConformanceAccountsForEveryMethod -->"
+	tableEnd   = "<!-- end of table -->"
+)
+
+func replaceTable(doc, table string) (string, error) {
+	before, rest, ok1 := strings.Cut(doc, tableStart)
+	_, after, ok2 := strings.Cut(rest, tableEnd)
+	if !ok1 || !ok2 {
+		return "", fmt.Errorf("no %q ... %q markers", tableStart, tableEnd)
+	}
+	return before + tableStart + "\n" + table + tableEnd + after, nil
+}
+
+// conformanceTable is the per-class table: how many methods a client can
+// observe, how many are ported, and why the rest are left out.
+func conformanceTable(files []classFile) string {
+	var b strings.Builder
+	b.WriteString("\n| class | read at | methods | client-observable | ported | not yet | answers judged | ruled out | model wrong |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range files {
+		observable := len(c.Ported) + len(c.NotYet)
+		fmt.Fprintf(&b, "| [%s](%s.txt) | %s | %d | %d | %d | %d | %d | %d | %d |\n",
+			c.Class, c.Class, c.ReadAt, c.Methods, observable, len(c.Ported), len(c.NotYet), c.Judged, c.Never, c.WrongOnes)
+	}
+	for _, c := range files {
+		if len(c.NotYet) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nNot yet ported from %s:\n\n", c.Class)
+		for _, m := range sortedKeys(c.NotYet) {
+			fmt.Fprintf(&b, "- `%s`: %s\n", m, c.NotYet[m])
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TestConformanceCatchesAFlippedAnswer shows the suite can fail: a Kafka
+// answer the model refuses, and a ruled-out answer it accepts, are both
+// reported, and so is a model-wrong mark that no longer holds.
+func TestConformanceCatchesAFlippedAnswer(t *testing.T) {
+	cases := []struct {
+		line, verdict string
+	}{
+		{"init txn=t got=ok got-pid=1 got-epoch=0", "refused (x): y"},
+		{"init txn=t got=ok got-pid=1 got-epoch=0 never", "accepted"},
+		{"init txn=t got=ok got-pid=1 got-epoch=0 model-wrong", "accepted"},
+	}
+	for _, c := range cases {
+		mismatch := ""
+		datadriven.RunTestFromString(t, c.line+"\n----\n"+c.verdict+"\n", func(t *testing.T, td *datadriven.TestData) string {
+			mismatch = conformanceMismatch(td, c.verdict)
+			return c.verdict
+		})
+		require.NotEmpty(t, mismatch, "%q answered %q was not reported", c.line, c.verdict)
+	}
+}
