@@ -42,7 +42,7 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) mod
 // leader does not know; txnV2 says the write is transactional under
 // transactions v2.
 func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs mutantSet, txn, txnV2 bool) model.Result {
-	lastSeq := r.Sequence + int32(max(len(r.Records), 1)) - 1
+	lastSeq := model.BatchOf(*r).LastSeq
 	fresh := pe == nil || pe.epoch == model.NoEpoch
 	newEpoch := pe == nil || r.Epoch > pe.epoch
 	if pe != nil && (!newEpoch || bugs.has(dedupIgnoresEpoch)) {

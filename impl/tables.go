@@ -1,6 +1,10 @@
 package impl
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/fencecheck/fencecheck/model"
+)
 
 // dedupWindow is how many batches per producer a leader remembers for
 // duplicate detection (KIP-98, max.in.flight.requests.per.connection=5).
@@ -48,7 +52,7 @@ func (pe *producerState) nextSeq() int32 {
 	if pe.n == 0 {
 		return 0
 	}
-	return pe.window[pe.n-1].lastSeq + 1
+	return model.IncrementSequence(pe.window[pe.n-1].lastSeq, 1)
 }
 
 // openTxns is the partition's open transactions in the order they began,

@@ -254,6 +254,15 @@ func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 
 func (st *step) endTxn(r Request) outcome {
 	t, known := st.s.txns[r.TransactionalID]
+	if known && st.stillCompleting(t) && (st.isEndTxnRetry(t, r) || st.isOtherOutcomeAtRetryEpoch(t, r)) {
+		// Kafka answers EndTxn once PrepareCommit or PrepareAbort is
+		// logged; until the markers are written, a retry of it (and,
+		// under KIP-890, an EndTxn at the epoch before the bump) is
+		// CONCURRENT_TRANSACTIONS (TransactionCoordinator.endTransaction,
+		// the PrepareCommit and PrepareAbort cases, 3.9.0 to 4.x;
+		// TransactionCoordinatorTest#shouldReturnConcurrentTransactionsOnEndTxnRequestWhenStatusIsPrepareCommit).
+		return refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
+	}
 	if known && st.isEndTxnRetry(t, r) {
 		// KIP-98: a retried EndTxn of the transaction that just completed
 		// the same way succeeds again; under KIP-890 it carries the epoch

@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Partition leaders: one log and one producer-state table per partition.
 
@@ -138,6 +141,15 @@ func (st *step) verifyTxnWrite(r Request) *outcome {
 		out := refuse("partition-not-in-txn", InvalidTxnState, "%s is not in %s's ongoing transaction (KIP-890 verification, KAFKA-14402)", r.Partition, r.TransactionalID)
 		return &out
 	}
+	if st.stillCompleting(t) {
+		// KIP-890's implicit add waits for the last transaction's
+		// markers: TransactionCoordinator.handleAddPartitionsToTransaction
+		// answers CONCURRENT_TRANSACTIONS while PrepareCommit or
+		// PrepareAbort is pending (TransactionCoordinatorTest#
+		// shouldReturnConcurrentTxnOnAddPartitionsIfEndTxnV2EpochOverflowAndNotComplete).
+		out := refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
+		return &out
+	}
 	t = st.begin(t)
 	t.partitions = addSorted(t.partitions, r.Partition)
 	st.s.setTxn(r.TransactionalID, t)
@@ -173,7 +185,21 @@ func BatchOf(r Request) Batch {
 }
 
 // lastSequence is the sequence of a produce request's last record.
-func lastSequence(r Request) int32 { return r.Sequence + int32(max(len(r.Records), 1)) - 1 }
+// Sequences wrap past Integer.MAX_VALUE to 0
+// (DefaultRecordBatch.incrementSequence; ProducerStateManagerTest#
+// testProducerSequenceWithWrapAroundBatchRecord).
+func lastSequence(r Request) int32 {
+	return IncrementSequence(r.Sequence, int32(max(len(r.Records), 1))-1)
+}
+
+// IncrementSequence is seq moved on by n, wrapping past math.MaxInt32 to 0
+// as Kafka's DefaultRecordBatch.incrementSequence does.
+func IncrementSequence(seq, n int32) int32 {
+	if seq > math.MaxInt32-n {
+		return n - (math.MaxInt32 - seq) - 1
+	}
+	return seq + n
+}
 
 func (pe producerEntry) duplicate(first, last int32) (batch, bool) {
 	for _, b := range pe.batches {
@@ -189,7 +215,7 @@ func nextSeq(pe producerEntry) int32 {
 	if len(pe.batches) == 0 {
 		return 0
 	}
-	return pe.batches[len(pe.batches)-1].lastSeq + 1
+	return IncrementSequence(pe.batches[len(pe.batches)-1].lastSeq, 1)
 }
 
 func (st *step) appendBatch(r Request, pe producerEntry, lastSeq int32) outcome {
