@@ -37,6 +37,9 @@ func (st *step) initProducerID(r Request) outcome {
 			// KIP-360: a retry of the producer's own bump gets the same
 			// answer, as does (Kafka 4) a bump carrying the epoch a v2
 			// EndTxn or the coordinator's own abort moved on from.
+			if out, rotated := st.rotatedByOwnAbort(r.TransactionalID, t); rotated {
+				return out
+			}
 			out := st.answerGrant(t.pid, t.epoch)
 			if t.abortedOnItsOwn {
 				out.also = FencedProducer // Kafka 4.0.0 (KAFKA-19367)
@@ -182,6 +185,29 @@ func RetriesGrant(retryKind Kind, retry Request, firstKind Kind, first Request) 
 	return false
 }
 
+// rotatedByOwnAbort takes a retry's answer naming a fresh producer id at
+// epoch 0 after the coordinator's own abort exhausted the epoch under
+// KIP-890. Newer Kafka writes that abort's PrepareAbort with the next
+// producer id, and CompleteAbort moves the transactional id to it; the
+// retry is answered with it (TransactionCoordinator.abortTimedOutTransactions
+// and the fencing InitProducerId; TransactionCoordinatorTest#
+// shouldHandleTimeoutAtEpochOverflowBoundaryCorrectlyAndLateClientAbortRequestTV2,
+// shouldRotateProducerIdWhenInitPidFencesOngoingTxnAtEpochOverflowBoundaryTV2).
+// Older 4.x releases keep the producer id at the exhausted epoch, which
+// answerGrant accepts, so both are accepted.
+func (st *step) rotatedByOwnAbort(id string, t txnMeta) (outcome, bool) {
+	got := st.observed()
+	if !t.abortedOnItsOwn || t.epoch < math.MaxInt16 || got == nil || got.ProducerID == t.pid {
+		return outcome{}, false
+	}
+	out := st.grantFresh()
+	if out.bad == nil {
+		t.pid, t.epoch = out.resp.ProducerID, 0
+		st.s.setTxn(id, t)
+	}
+	return out, true
+}
+
 // answerGrant answers a retry with the producer's current (pid, epoch).
 func (st *step) answerGrant(pid int64, epoch int16) outcome {
 	if got := st.observed(); got != nil && (got.ProducerID != pid || got.Epoch != epoch) {
@@ -267,6 +293,9 @@ func (st *step) endTxn(r Request) outcome {
 		// KIP-98: a retried EndTxn of the transaction that just completed
 		// the same way succeeds again; under KIP-890 it carries the epoch
 		// from before the bump and gets the current one back.
+		if out, rotated := st.rotatedByOwnAbort(r.TransactionalID, t); rotated {
+			return out
+		}
 		out := st.answerEndTxn(t)
 		if t.abortedOnItsOwn {
 			// Kafka 4.0.0 bumped twice on its own abort (KAFKA-19367),
