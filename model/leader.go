@@ -2,7 +2,9 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 )
 
 // Partition leaders: one log and one producer-state table per partition.
@@ -51,6 +53,12 @@ func (st *step) produce(r Request) outcome {
 		pe.epoch, pe.batches = r.Epoch, nil
 	default:
 		if b, dup := pe.duplicate(r.Sequence, lastSeq); dup {
+			if b.snapshotted && st.answered(OutOfOrderSequenceNumber) {
+				// ProducerStateManagerTest#testRecoverFromSnapshotUnfinishedTransaction:
+				// after a clean restart the snapshot holds only the last
+				// batch, and checkSequence refuses a retry of an older one.
+				return refuse("sequence-gap", OutOfOrderSequenceNumber, "producer %d's batch at sequence %d came before a restart, whose producer snapshot keeps only the last batch (ProducerStateManager.writeSnapshot)", r.ProducerID, r.Sequence)
+			}
 			// KIP-98: a retry of one of the last 5 batches gets the
 			// original offset and writes nothing; a broker that lost the
 			// batch's metadata says DUPLICATE_SEQUENCE_NUMBER instead.
@@ -318,4 +326,24 @@ func (st *step) fetch(r Request) outcome {
 
 func describeRecord(r FetchedRecord) string {
 	return fmt.Sprintf("%s@%d (producer %d)", r.Key, r.Offset, r.ProducerID)
+}
+
+// restartKeepsLastBatches marks every batch but each producer's last as
+// one a restart may have forgotten (batch.snapshotted).
+func (st *step) restartKeepsLastBatches() {
+	for _, p := range slices.Sorted(maps.Keys(st.s.parts)) {
+		ps := st.s.parts[p]
+		for _, pid := range slices.Sorted(maps.Keys(ps.producers)) {
+			pe := ps.producers[pid]
+			if len(pe.batches) < 2 {
+				continue
+			}
+			pe.batches = slices.Clone(pe.batches)
+			for i := range pe.batches[:len(pe.batches)-1] {
+				pe.batches[i].snapshotted = true
+			}
+			ps = ps.withProducer(pid, pe)
+		}
+		st.s.setPart(p, ps)
+	}
 }

@@ -125,6 +125,12 @@ type abortedTxn struct {
 type batch struct {
 	firstSeq, lastSeq int32
 	baseOffset        int64
+	// snapshotted: a broker restart came after this batch, and it was not
+	// its producer's last. A clean shutdown's producer snapshot keeps only
+	// each producer's last batch (ProducerStateManager.writeSnapshot), so a
+	// retry of this one may find no duplicate; log recovery after an
+	// unclean one may rebuild it.
+	snapshotted bool
 }
 
 // producerEntry is what a partition leader knows of one producer id.

@@ -271,7 +271,9 @@ func (st *step) run() outcome {
 		st.tick(r.Ms)
 	case BrokerRestart:
 		// A restart keeps the logs, and producer state rebuilt from them
-		// is the state before (Kafka's log recovery): nothing changes.
+		// is the state before (Kafka's log recovery), but for the batches
+		// a clean shutdown's snapshot drops.
+		st.restartKeepsLastBatches()
 		st.restartForgets()
 	}
 	return ok(NewResponse())
