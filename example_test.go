@@ -28,7 +28,7 @@ func ExampleTest() {
 	fmt.Println(t.errors[0])
 	// Output:
 	// failed: true
-	// fencecheck: stable-id: VIOLATION, shrunk to 12 operations
+	// fencecheck: stable-id: VIOLATION, shrunk to 8 operations
 }
 
 // firstLines is a testing.TB that keeps the first clause of each error.

@@ -72,7 +72,7 @@ func exploreMutant(t *testing.T, mutant string) (workload.Outcome, string) {
 	for _, version := range []int{2, 1} {
 		for _, name := range []string{"stable-id", "adversary"} {
 			target := func() (model.Target, error) {
-				return impl.New(impl.Config{TxnVersion: version, Mutants: map[string]bool{mutant: true}, SegmentSize: impl.ExploringSegmentSize}), nil
+				return impl.New(impl.Config{TxnVersion: version, Mutants: map[string]bool{mutant: true}, SegmentSize: impl.ExploringSegmentSize, AsyncMarkers: true}), nil
 			}
 			var err error
 			out, err = workload.Explore(workload.Options{Scenario: scenario(t, name), Target: target, TxnVersion: version},

@@ -25,7 +25,7 @@ func TestPropertyDifferential(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
 					var pair *twin
 					target := func() (model.Target, error) {
-						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version}), impl: impl.New(impl.Config{TxnVersion: version, SegmentSize: impl.ExploringSegmentSize})}
+						pair = &twin{model: model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: true}), impl: impl.New(impl.Config{TxnVersion: version, SegmentSize: impl.ExploringSegmentSize, AsyncMarkers: true})}
 						pair.BrokerFunc = pair.both
 						return pair, nil
 					}
@@ -64,6 +64,21 @@ func (w *twin) both(_ context.Context, kind model.Kind, r model.Request) model.R
 func (w *twin) Tick(ms int64) { w.model.Tick(ms); w.impl.Tick(ms) }
 
 // ExactClock: both clocks move only by Tick.
-func (w *twin) ExactClock()  {}
-func (w *twin) Restart()     { w.model.Restart(); w.impl.Restart() }
+func (w *twin) ExactClock() {}
+func (w *twin) Restart()    { w.model.Restart(); w.impl.Restart() }
+
+// LandMarkers writes both brokers' markers in flight; both must agree on
+// whether any are.
+func (w *twin) LandMarkers() {
+	w.model.(model.MarkerWriter).LandMarkers()
+	w.impl.(model.MarkerWriter).LandMarkers()
+}
+
+func (w *twin) MarkersInFlight() bool {
+	inFlight := w.model.(model.MarkerWriter).MarkersInFlight()
+	if inFlight != w.impl.(model.MarkerWriter).MarkersInFlight() {
+		panic(fmt.Sprintf("markers in flight: model %v, impl %v", inFlight, !inFlight))
+	}
+	return inFlight
+}
 func (w *twin) Close() error { return w.impl.Close() }

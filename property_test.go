@@ -20,7 +20,9 @@ import (
 // unlike -rapid.* flags.
 
 func modelTarget(version int) model.NewTarget {
-	return func() (model.Target, error) { return model.NewBroker(model.Options{TxnVersion: version}), nil }
+	return func() (model.Target, error) {
+		return model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: true}), nil
+	}
 }
 
 func scenario(t testing.TB, name string) workload.Scenario {

@@ -46,13 +46,20 @@ type Config struct {
 	// exploration's logs are a few dozen entries long, so a broker under
 	// exploration runs with small segments to roll them.
 	SegmentSize int
+	// AsyncMarkers answers EndTxn before its markers are written, as
+	// Kafka does: they stay in flight until LandMarkers, or until a
+	// request of the transaction's id needs them (model.Options.AsyncMarkers).
+	AsyncMarkers bool
 }
 
 // Broker is the optimised broker. It answers every request as the reference
 // model would, and is safe for concurrent use.
 type Broker struct {
-	v2   bool
-	bugs mutantSet
+	v2    bool
+	async bool
+	// queuedMarkers counts the markers in flight (markers.go).
+	queuedMarkers atomic.Int64
+	bugs          mutantSet
 	// segmentSize is Config.SegmentSize, 0 made the default.
 	segmentSize int
 
@@ -79,7 +86,7 @@ var _ model.Target = (*Broker)(nil)
 
 // New is a fresh broker: empty logs, no producers, no groups.
 func New(cfg Config) *Broker {
-	b := &Broker{v2: cfg.TxnVersion >= 2, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize)}
+	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize)}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)
 	for i := range b.txns {
@@ -129,6 +136,9 @@ func (b *Broker) Restart() {
 	defer unlockGroups()
 	unlockParts := b.parts.lockAll()
 	defer unlockParts()
+	// A coordinator that loads a transaction in PrepareCommit or
+	// PrepareAbort sends its markers again: they land here.
+	b.landAllLocked()
 	for i := range b.txns {
 		b.txns[i].recover()
 	}

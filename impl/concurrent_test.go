@@ -25,13 +25,17 @@ import (
 // that fences it, an idempotent producer, a reader that restarts the
 // broker), then a sequential suffix that lets every timeout fire and reads
 // everything. The recorded history must pass every check: linearizable
-// against the model, and every invariant.
+// against the model, and every invariant. Half the seeds run with the
+// marker window (Config.AsyncMarkers): the reader writes the markers in
+// flight at moments the history does not record, and the checker must
+// find where they landed.
 func TestPropertyLinearizable(t *testing.T) {
 	for seed := range concurrentSeeds() {
 		version := 1 + int(seed%2)
-		t.Run(fmt.Sprintf("seed-%d-v%d", seed, version), func(t *testing.T) {
+		async := seed%4 >= 2
+		t.Run(fmt.Sprintf("seed-%d-v%d-async-%v", seed, version, async), func(t *testing.T) {
 			t.Parallel()
-			h := runConcurrently(seed, Config{TxnVersion: version})
+			h := runConcurrently(seed, Config{TxnVersion: version, AsyncMarkers: async})
 			report := checker.Check(h, checker.Options{Timeout: 20 * time.Second})
 			if !report.Held() {
 				var timeline strings.Builder
@@ -265,11 +269,13 @@ func (c *client) produceIdempotent(budget int) {
 func (c *client) read(budget int, b *Broker) {
 	c.budget = budget
 	for c.budget > 0 {
-		switch c.rng.IntN(5) {
+		switch c.rng.IntN(6) {
 		case 0:
 			c.budget--
 			c.rec.Fault(c.name, model.BrokerRestart, model.NewRequest())
 			b.Restart()
+		case 5:
+			b.LandMarkers() // the broker's own doing: not in the history
 		case 1:
 			c.send(model.OffsetFetch, offsetFetchReq(theGroup, inputs[c.rng.IntN(len(inputs))], c.rng.IntN(2) == 0))
 		default:
@@ -286,7 +292,7 @@ func (c *client) read(budget int, b *Broker) {
 // for the lock order (it must end).
 func TestConcurrentTicksAndRestarts(t *testing.T) {
 	for seed := range uint64(10) {
-		b := New(Config{TxnVersion: 1 + int(seed%2)})
+		b := New(Config{TxnVersion: 1 + int(seed%2), AsyncMarkers: seed%4 >= 2})
 		rec := histories.NewRecorder(b, nil)
 		rng := rand.New(rand.NewPCG(seed, 2))
 		var wg sync.WaitGroup
@@ -300,6 +306,9 @@ func TestConcurrentTicksAndRestarts(t *testing.T) {
 				b.Tick(int64(500 * (i % 7)))
 				if i%5 == 0 {
 					b.Restart()
+				}
+				if i%3 == 0 {
+					b.LandMarkers()
 				}
 			}
 		})

@@ -43,6 +43,9 @@ type txnMeta struct {
 	// endedEpoch is the epoch whose EndTxn completed the last transaction,
 	// so that a retried EndTxn is answered again (KIP-98; KIP-890 bumps).
 	endedEpoch int16
+	// flight is the ended transaction's markers not written yet
+	// (Config.AsyncMarkers; markers.go).
+	flight inFlight
 }
 
 // epochExhausted is the last epoch a producer id may be bumped to; then the
@@ -99,6 +102,7 @@ func (b *Broker) initProducerID(r model.Request) model.Result {
 	}
 	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
+	b.landOwn(sh, r.TransactionalID)
 	t, known := sh.txns[r.TransactionalID]
 	if !known {
 		return b.initFirst(sh, r)
@@ -116,7 +120,7 @@ func (b *Broker) initProducerID(r model.Request) model.Result {
 			return model.Fail(model.ProducerFenced)
 		}
 	}
-	next := b.fence(t)
+	next := b.fence(r.TransactionalID, t)
 	next.prevProducerID, next.prevEpoch = model.NoProducerID, model.NoEpoch
 	if ownBump {
 		next.prevProducerID, next.prevEpoch = t.producerID, t.epoch
@@ -140,7 +144,7 @@ func (b *Broker) initFirst(sh *txnShard, r model.Request) model.Result {
 // fence hands a known transactional.id to a new owner: a higher epoch, and
 // the open transaction of the old one aborted with ABORT markers carrying
 // the new epoch (KIP-98, seed 000).
-func (b *Broker) fence(t txnMeta) txnMeta {
+func (b *Broker) fence(id string, t txnMeta) txnMeta {
 	producerID, epoch := b.bump(t)
 	if b.bugs.has(reinitKeepsEpoch) && producerID == t.producerID {
 		epoch = t.epoch
@@ -150,7 +154,7 @@ func (b *Broker) fence(t txnMeta) txnMeta {
 		return t
 	}
 	if t.phase == model.Ongoing {
-		t = b.complete(t, false, epoch)
+		t = b.complete(id, t, false, epoch)
 	}
 	t.producerID, t.epoch, t.phase = producerID, epoch, model.Empty
 	return t
@@ -202,6 +206,7 @@ func (b *Broker) addOffsets(r model.Request) model.Result {
 func (b *Broker) addToTxn(r model.Request, add func(txnMeta) txnMeta) model.Result {
 	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
+	b.landOwn(sh, r.TransactionalID)
 	t, refused := sh.owner(r)
 	if refused != "" {
 		return model.Fail(refused)

@@ -26,7 +26,10 @@ func checkDifferential(t *testing.T, restartAlways bool) {
 	for _, version := range []int{1, 2} {
 		t.Run(fmt.Sprintf("txn-v%d", version), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
-				d := newDifferential(version)
+				// A restart writes the markers in flight, and restartAlways
+				// restarts the broker alone: the window is explored apart.
+				async := !restartAlways && rapid.Bool().Draw(rt, "asyncMarkers")
+				d := newDifferential(version, async)
 				d.restartAlways = restartAlways
 				rt.Repeat(d.actions())
 			})
@@ -71,10 +74,10 @@ type joined struct {
 	gen int32
 }
 
-func newDifferential(version int) *differential {
+func newDifferential(version int, asyncMarkers bool) *differential {
 	return &differential{
-		ref:      model.NewBroker(model.Options{TxnVersion: version}),
-		impl:     New(Config{TxnVersion: version}),
+		ref:      model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: asyncMarkers}),
+		impl:     New(Config{TxnVersion: version, AsyncMarkers: asyncMarkers}),
 		sessions: map[string][]session{},
 		next:     map[seqKey]int32{},
 	}
@@ -107,6 +110,7 @@ func (d *differential) actions() map[string]func(*rapid.T) {
 		"FetchOffsets":   d.offsetFetch,
 		"Tick":           d.tick,
 		"RestartBroker":  func(*rapid.T) { d.ref.Restart(); d.impl.Restart() },
+		"LandMarkers":    func(*rapid.T) { d.ref.LandMarkers(); d.impl.LandMarkers() },
 		"":               func(t *rapid.T) { d.logsAgree(t) },
 	}
 }

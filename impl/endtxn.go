@@ -13,6 +13,7 @@ import (
 func (b *Broker) endTxn(r model.Request) model.Result {
 	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
+	b.landOwn(sh, r.TransactionalID)
 	if t, known := sh.txns[r.TransactionalID]; known && b.isEndTxnRetry(t, r) {
 		// KIP-98: a retried EndTxn of the transaction that just completed
 		// the same way succeeds again; under KIP-890 it carries the epoch
@@ -43,7 +44,7 @@ func (b *Broker) endTxn(r model.Request) model.Result {
 		markerEpoch = r.Epoch
 	}
 	ended := t.epoch
-	t = b.complete(t, r.Commit, markerEpoch)
+	t = b.complete(r.TransactionalID, t, r.Commit, markerEpoch)
 	t.prevProducerID, t.prevEpoch = model.NoProducerID, model.NoEpoch
 	if b.v2 {
 		// Kafka 4 keeps the epoch before a v2 bump for a retry's bump.
@@ -99,22 +100,26 @@ func (b *Broker) staleAbort(t txnMeta, r model.Request, refused model.Code) bool
 // dropped by an ABORT (KIP-98, KIP-447). The markers are written with every
 // partition and group involved locked at once: no reader sees half a
 // commit. The caller holds t's shard.
-func (b *Broker) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
+func (b *Broker) complete(id string, t txnMeta, commit bool, markerEpoch int16) txnMeta {
 	unlockGroups := b.lockGroupShards(t.groups)
 	defer unlockGroups()
 	parts, unlockParts := b.parts.lockSorted(t.partitions)
 	defer unlockParts()
-	return b.completeLocked(t, parts, commit, markerEpoch)
+	return b.completeLocked(id, t, parts, commit, markerEpoch)
 }
 
 // completeLocked is complete with the groups' shards and the partitions
 // (parts, in t.partitions' order) already locked.
-func (b *Broker) completeLocked(t txnMeta, parts []*partition, commit bool, markerEpoch int16) txnMeta {
-	for _, p := range parts {
-		p.writeMarker(t.producerID, markerEpoch, commit, b.bugs)
-	}
-	for _, name := range t.groups {
-		b.groupShard(name).write(txnMarker{group: name, producerID: t.producerID, commit: commit})
+func (b *Broker) completeLocked(id string, t txnMeta, parts []*partition, commit bool, markerEpoch int16) txnMeta {
+	if b.async {
+		t.flight = b.queueMarkers(id, t, parts, markerEpoch, commit)
+	} else {
+		for _, p := range parts {
+			p.writeMarker(t.producerID, markerEpoch, commit, b.bugs)
+		}
+		for _, name := range t.groups {
+			b.groupShard(name).write(txnMarker{group: name, producerID: t.producerID, commit: commit})
+		}
 	}
 	t.partitions, t.groups = nil, nil
 	t.phase = model.CompleteAbort
@@ -150,7 +155,7 @@ func (b *Broker) expireTxns() {
 		if !b.bugs.has(timeoutAbortKeepsEpoch) {
 			t.epoch = model.Bumped(t.epoch)
 		}
-		t = b.completeLocked(t, pick(parts, touched, t.partitions), false, t.epoch)
+		t = b.completeLocked(id, t, pick(parts, touched, t.partitions), false, t.epoch)
 		// Under v1 the epoch before is forgotten; under v2 Kafka 4.0.1+
 		// answers requests shaped as retries at it as retries.
 		t.prevProducerID, t.prevEpoch, t.endedEpoch = model.NoProducerID, model.NoEpoch, model.NoEpoch

@@ -18,6 +18,10 @@ type groupShard struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	log    segmented[groupRecord]
+	// queued are, per group, the markers of ended transactions not
+	// written yet, in the order the transactions ended
+	// (Config.AsyncMarkers).
+	queued map[string][]queuedMarker
 }
 
 type group struct {
@@ -49,6 +53,7 @@ var noGroup = &group{}
 func (s *groupShard) reset(segmentSize int) {
 	s.groups = map[string]*group{}
 	s.log = newSegmented[groupRecord](segmentSize)
+	s.queued = map[string][]queuedMarker{}
 }
 
 // lookup is the named group, or noGroup; it must not be written.

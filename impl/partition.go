@@ -23,6 +23,9 @@ type partition struct {
 	producers map[int64]*producerState
 	open      openTxns
 	aborted   abortedIndex
+	// queued are the markers of ended transactions not written here yet,
+	// in the order the transactions ended (Config.AsyncMarkers).
+	queued []queuedMarker
 
 	// The padding keeps partitions that sit side by side in memory off
 	// each other's cache lines, so writers to two partitions share nothing.

@@ -15,9 +15,12 @@ import (
 func (b *Broker) produceTxn(r model.Request) model.Result {
 	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
+	// Before the partition is locked: the markers may go to it.
+	b.landOwn(sh, r.TransactionalID)
 	p := b.parts.open(r.Partition)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	b.writeQueuedBefore(p)
 	return p.produce(&r, b.bugs, &txnWrite{b: b, sh: sh, r: r})
 }
 
@@ -79,9 +82,11 @@ func (w *txnWrite) add() {
 func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
 	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
+	b.landOwn(sh, r.TransactionalID)
 	t, fencedProducer := sh.owner(r)
 	gs := b.lockGroupShard(r.Group)
 	defer gs.mu.Unlock()
+	b.writeQueuedGroupBefore(gs, r.Group)
 	var fencedConsumer model.Code
 	if !b.bugs.has(offsetsIgnoreGeneration) {
 		fencedConsumer = gs.lookup(r.Group).generationRefusal(r)

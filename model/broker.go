@@ -125,3 +125,31 @@ func (b *RefBroker) Restart() { b.apply(BrokerRestart, Request{}) }
 func (b *RefBroker) Close() error { return nil }
 
 var _ Target = (*RefBroker)(nil)
+
+// LandMarkers writes every marker in flight (Options.AsyncMarkers).
+func (b *RefBroker) LandMarkers() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.state = LandMarkers(b.state)
+}
+
+// MarkerWriter is a target that answers EndTxn before it writes the
+// markers, and writes them when asked: the exploration then runs requests
+// inside the window between the two (model.Options.AsyncMarkers,
+// impl.Config.AsyncMarkers). A real cluster writes them on its own.
+type MarkerWriter interface {
+	LandMarkers()
+	// MarkersInFlight reports whether an ended transaction's markers
+	// are still to be written.
+	MarkersInFlight() bool
+}
+
+// MarkersInFlight reports whether an ended transaction's markers are
+// still to be written.
+func (b *RefBroker) MarkersInFlight() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return MarkersInFlight(b.state)
+}
+
+var _ MarkerWriter = (*RefBroker)(nil)

@@ -28,8 +28,9 @@ func (st *step) initProducerID(r Request) outcome {
 		}
 		return out
 	}
-	if st.stillCompleting(t) {
-		return refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
+	t, busy := st.waitForMarkers(r.TransactionalID, t)
+	if busy != nil {
+		return *busy
 	}
 	ownBump := r.ProducerID != NoProducerID
 	if ownBump && !st.staleBump(t, r) {
@@ -242,6 +243,11 @@ func (st *step) owner(r Request) (txnMeta, *outcome) {
 
 // begin moves a transaction to Ongoing, remembering when, for its timeout.
 func (st *step) begin(t txnMeta) txnMeta {
+	if t.markersInFlight() {
+		// A transaction begins only once the last one's markers are
+		// written (a broker deviation may begin one sooner).
+		t = st.land(t, t.unwritten, t.unsettled)
+	}
 	if t.phase != Ongoing {
 		t.phase, t.startedAt = Ongoing, st.s.now
 	}
@@ -271,8 +277,9 @@ func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 	if refused != nil {
 		return *refused
 	}
-	if st.stillCompleting(t) {
-		return refuse("markers-pending", ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+	t, busy := st.waitForMarkers(r.TransactionalID, t)
+	if busy != nil {
+		return *busy
 	}
 	st.s.setTxn(r.TransactionalID, add(st.begin(t)))
 	return ok(NewResponse())
@@ -280,14 +287,17 @@ func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 
 func (st *step) endTxn(r Request) outcome {
 	t, known := st.s.txns[r.TransactionalID]
-	if known && st.stillCompleting(t) && (st.isEndTxnRetry(t, r) || st.isOtherOutcomeAtRetryEpoch(t, r)) {
+	if known && (st.isEndTxnRetry(t, r) || st.isOtherOutcomeAtRetryEpoch(t, r)) {
 		// Kafka answers EndTxn once PrepareCommit or PrepareAbort is
 		// logged; until the markers are written, a retry of it (and,
 		// under KIP-890, an EndTxn at the epoch before the bump) is
 		// CONCURRENT_TRANSACTIONS (TransactionCoordinator.endTransaction,
 		// the PrepareCommit and PrepareAbort cases, 3.9.0 to 4.x;
 		// TransactionCoordinatorTest#shouldReturnConcurrentTransactionsOnEndTxnRequestWhenStatusIsPrepareCommit).
-		return refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
+		var busy *outcome
+		if t, busy = st.waitForMarkers(r.TransactionalID, t); busy != nil {
+			return *busy
+		}
 	}
 	if known && st.isEndTxnRetry(t, r) {
 		// KIP-98: a retried EndTxn of the transaction that just completed
@@ -324,8 +334,9 @@ func (st *step) endTxn(r Request) outcome {
 	if refused != nil {
 		return *refused
 	}
-	if st.stillCompleting(t) {
-		return refuse("markers-pending", ConcurrentTransactions, "the last transaction may still be writing its markers (KIP-98)")
+	t, busy := st.waitForMarkers(r.TransactionalID, t)
+	if busy != nil {
+		return *busy
 	}
 	if t.phase != Ongoing && !st.emptyAbort(r) {
 		if st.emptyEndAccepted(t, r) {
@@ -405,25 +416,22 @@ func (st *step) answerEndTxn(t txnMeta) outcome {
 // carrying markerEpoch, and its pending offsets made real by a COMMIT or
 // dropped by an ABORT (KIP-98, KIP-447).
 func (st *step) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
-	for _, p := range t.partitions {
-		st.writeMarker(p, t.pid, markerEpoch, commit)
+	if t.markersInFlight() {
+		t = st.land(t, t.unwritten, t.unsettled)
 	}
-	for _, name := range slices.Sorted(maps.Keys(t.pending)) {
-		g := st.s.groups[name]
-		if commit {
-			g.committed = maps.Clone(g.committed)
-			if g.committed == nil {
-				g.committed = map[Partition]int64{}
-			}
-			maps.Copy(g.committed, t.pending[name])
-		}
-		g = g.settling(t.pending[name])
-		st.s.setGroup(name, g)
-	}
-	t.partitions, t.groups, t.pending = nil, nil, nil
+	t.unwritten, t.unsettled = t.partitions, slices.Sorted(maps.Keys(t.pending))
+	t.markerPID, t.markerEpoch = t.pid, markerEpoch
+	t.completedAt = st.s.lastCompletion() + 1
+	t.partitions, t.groups = nil, nil
 	t.phase = CompleteAbort
 	if commit {
 		t.phase = CompleteCommit
+	}
+	if len(t.unsettled) == 0 {
+		t.unsettled, t.pending = nil, nil
+	}
+	if !st.lazyMarkers() {
+		t = st.land(t, t.unwritten, t.unsettled)
 	}
 	return t
 }
@@ -503,6 +511,7 @@ func (s State) dueTimers(op Op) []State {
 	}
 	fire := func(txns []string, member *string, allMembers bool) State {
 		st := newStep(s, op, nil)
+		st.judging = true
 		for _, id := range txns {
 			st.s.setTxn(id, st.abortOnItsOwn(st.s.txns[id]))
 		}

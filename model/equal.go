@@ -29,6 +29,8 @@ func (t txnMeta) equal(o txnMeta) bool {
 		t.phase == o.phase && t.startedAt == o.startedAt && t.timeoutMs == o.timeoutMs &&
 		t.abortedOnItsOwn == o.abortedOnItsOwn && t.endedEpoch == o.endedEpoch &&
 		slicesEqual(t.partitions, o.partitions, same) && slicesEqual(t.groups, o.groups, same) &&
+		slicesEqual(t.unwritten, o.unwritten, same) && slicesEqual(t.unsettled, o.unsettled, same) &&
+		t.markerPID == o.markerPID && t.markerEpoch == o.markerEpoch && t.completedAt == o.completedAt &&
 		mapsEqual(t.pending, o.pending, func(x, y map[Partition]int64) bool { return mapsEqual(x, y, same) })
 }
 

@@ -413,6 +413,12 @@ func (st *step) heartbeat(r Request) outcome {
 // pending until the COMMIT marker (KIP-98, KIP-447).
 func (st *step) txnOffsetCommit(r Request) outcome {
 	t, fencedProducer := st.owner(r)
+	if fencedProducer == nil {
+		var busy *outcome
+		if t, busy = st.waitForMarkers(r.TransactionalID, t); busy != nil {
+			return *busy
+		}
+	}
 	fencedConsumer := st.checkGeneration(r)
 	switch {
 	case fencedProducer != nil && fencedConsumer != nil:

@@ -22,6 +22,10 @@ func (st *step) produce(r Request) outcome {
 		if out := st.verifyTxnWrite(r); out != nil {
 			return *out
 		}
+		// Verification may have landed the last transaction's markers
+		// here (waitForMarkers), which moves the producer's state.
+		ps = st.s.parts[r.Partition]
+		pe, known = ps.producer(r.ProducerID)
 	} else if pe.txnFirst != NoOffset {
 		// KIP-98: a producer with a transaction open in this partition
 		// cannot write outside it.
@@ -149,14 +153,14 @@ func (st *step) verifyTxnWrite(r Request) *outcome {
 		out := refuse("partition-not-in-txn", InvalidTxnState, "%s is not in %s's ongoing transaction (KIP-890 verification, KAFKA-14402)", r.Partition, r.TransactionalID)
 		return &out
 	}
-	if st.stillCompleting(t) {
-		// KIP-890's implicit add waits for the last transaction's
-		// markers: TransactionCoordinator.handleAddPartitionsToTransaction
-		// answers CONCURRENT_TRANSACTIONS while PrepareCommit or
-		// PrepareAbort is pending (TransactionCoordinatorTest#
-		// shouldReturnConcurrentTxnOnAddPartitionsIfEndTxnV2EpochOverflowAndNotComplete).
-		out := refuse("markers-pending", ConcurrentTransactions, "the last transaction of %s may still be writing its markers (KIP-98)", r.TransactionalID)
-		return &out
+	// KIP-890's implicit add waits for the last transaction's markers:
+	// TransactionCoordinator.handleAddPartitionsToTransaction answers
+	// CONCURRENT_TRANSACTIONS while PrepareCommit or PrepareAbort is
+	// pending (TransactionCoordinatorTest#
+	// shouldReturnConcurrentTxnOnAddPartitionsIfEndTxnV2EpochOverflowAndNotComplete).
+	t, busy := st.waitForMarkers(r.TransactionalID, t)
+	if busy != nil {
+		return busy
 	}
 	t = st.begin(t)
 	t.partitions = addSorted(t.partitions, r.Partition)

@@ -29,7 +29,11 @@ func TestTranscripts(t *testing.T) {
 			defer func() { states = append(states, s) }()
 			switch td.Cmd {
 			case "reset":
-				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"), Allow: allowArg(t, td)})
+				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"),
+					Allow: allowArg(t, td), AsyncMarkers: td.HasArg("async-markers")})
+				return ""
+			case "land-markers":
+				s = model.LandMarkers(s)
 				return ""
 			case "state":
 				return strings.ReplaceAll(s.String(), "; ", "\n")

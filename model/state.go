@@ -29,6 +29,11 @@ type Options struct {
 	// is allowed: a known finding's, so that its consequences are told
 	// from a new finding. Kafka is allowed none.
 	Allow Deviation
+	// AsyncMarkers: the model's own answers leave an ended transaction's
+	// markers in flight until LandMarkers, or until a request of
+	// its transactional id needs them (markers.go). Judging a broker, the
+	// model always allows the window.
+	AsyncMarkers bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -104,6 +109,17 @@ type txnMeta struct {
 	// endedEpoch is the epoch whose EndTxn completed the last transaction,
 	// so that a retried EndTxn is answered again (KIP-98; KIP-890 bumps).
 	endedEpoch int16
+	// unwritten are the partitions whose marker of the ended transaction
+	// has not landed yet, and unsettled the groups whose offsets (still in
+	// pending) it has not settled yet; markerPID and markerEpoch are what
+	// the markers carry (markers.go).
+	unwritten   []Partition
+	unsettled   []string
+	markerPID   int64
+	markerEpoch int16
+	// completedAt orders the transactions with markers in flight by when
+	// they ended, from 1; 0 once none is (markers.go).
+	completedAt int64
 }
 
 // entry is one offset of a partition log: a record or a control marker.
@@ -200,7 +216,11 @@ func (s State) String() string {
 	var b strings.Builder
 	for _, id := range slices.Sorted(maps.Keys(s.txns)) {
 		t := s.txns[id]
-		fmt.Fprintf(&b, "%s: pid %d epoch %d %s %v; ", id, t.pid, t.epoch, t.phase, t.partitions)
+		fmt.Fprintf(&b, "%s: pid %d epoch %d %s %v", id, t.pid, t.epoch, t.phase, t.partitions)
+		if t.markersInFlight() {
+			fmt.Fprintf(&b, " markers in flight to %v %v", t.unwritten, t.unsettled)
+		}
+		b.WriteString("; ")
 	}
 	for _, p := range slices.Sorted(maps.Keys(s.parts)) {
 		ps := s.parts[p]

@@ -8,8 +8,15 @@ import (
 // Apply answers op the way the reference broker does, and returns the state
 // that follows. Faults other than Tick and BrokerRestart leave it unchanged.
 func Apply(s State, op Op) (State, Result) {
-	s = s.atCall(op)
+	return apply(s, op, false)
+}
+
+// apply is Apply; judging, the markers of a transaction that ends (a
+// timeout's abort) stay in flight (markers.go).
+func apply(s State, op Op, judging bool) (State, Result) {
+	s = s.atCall(op).landedBefore(op)
 	st := newStep(s, op, nil)
+	st.judging = judging
 	out := st.run()
 	if out.refuse != "" {
 		if out.effects {
@@ -38,20 +45,47 @@ func Check(s State, op Op, got Result) (State, error) {
 // rule's refusal: nothing took effect either way.
 func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error) {
 	if !op.Kind.IsRequest() {
-		next, _ := Apply(s, op)
+		next, _ := apply(s, op, true)
 		return next, nil
 	}
 	s = s.atCall(op)
-	next, err := check(ctx, s, op, got)
+	next, err := checkLanding(ctx, s, op, got)
 	if err == nil || !s.opts.WallClock {
 		return next, err
 	}
 	// On a wall clock a due timer may have fired by the time the op took
 	// effect: the answer stands if it is right once one did.
 	for _, fired := range s.dueTimers(op) {
-		if next, again := check(ctx, fired, op, got); again == nil {
+		if next, again := checkLanding(ctx, fired, op, got); again == nil {
 			return next, nil
 		}
+	}
+	return next, err
+}
+
+// checkLanding is check, tried again with the markers in flight that op
+// touches landed when the answer is wrong without them: markers land at
+// any moment, so as late as the answers allow (markers.go).
+func checkLanding(ctx context.Context, s State, op Op, got Result) (State, error) {
+	if got.Undecided() {
+		// A lost answer says nothing of when the markers landed; it
+		// takes the timing the model's own answers take.
+		s = s.landedAhead(op)
+	}
+	next, err := check(ctx, s, op, got)
+	if err == nil {
+		return next, nil
+	}
+	landings := s.landings(op)
+	for _, landed := range landings[min(1, len(landings)):] {
+		if next, again := check(ctx, landed, op, got); again == nil {
+			return next, nil
+		}
+	}
+	if len(landings) > 0 {
+		// Refused every way: the reason is given with every marker
+		// landed, as a reader of the history expects them.
+		return check(ctx, landings[0], op, got)
 	}
 	return next, err
 }
@@ -202,6 +236,9 @@ type step struct {
 	s   State
 	op  Op
 	got *Result
+	// judging: the step is part of judging a broker's answers, so an
+	// ending transaction's markers stay in flight (markers.go).
+	judging bool
 	// begun: the request began a transaction, or added to it, before a
 	// later check refused it, and the refusal keeps that (KIP-890: the
 	// coordinator's implicit add comes before the leader's and the
@@ -272,7 +309,14 @@ func (st *step) run() outcome {
 	case BrokerRestart:
 		// A restart keeps the logs, and producer state rebuilt from them
 		// is the state before (Kafka's log recovery), but for the batches
-		// a clean shutdown's snapshot drops.
+		// a clean shutdown's snapshot drops. The coordinator sends the
+		// markers of the transactions it was ending again
+		// (TransactionStateManager.loadTransactionsForTxnTopicPartition):
+		// the model's own answers have them land now; judging, they may
+		// land later still.
+		if st.s.opts.AsyncMarkers && !st.judging {
+			st.landAll()
+		}
 		st.restartKeepsLastBatches()
 		st.restartForgets()
 	}

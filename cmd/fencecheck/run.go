@@ -24,11 +24,13 @@ import (
 // fresh broker per interleaving.
 var targets = map[string]func(f runFlags) model.NewTarget{
 	"model": func(f runFlags) model.NewTarget {
-		return func() (model.Target, error) { return model.NewBroker(model.Options{TxnVersion: f.txnVersion}), nil }
+		return func() (model.Target, error) {
+			return model.NewBroker(model.Options{TxnVersion: f.txnVersion, AsyncMarkers: true}), nil
+		}
 	},
 	"impl": func(f runFlags) model.NewTarget {
 		return func() (model.Target, error) {
-			return impl.New(impl.Config{TxnVersion: f.txnVersion, Mutants: f.mutants, SegmentSize: impl.ExploringSegmentSize}), nil
+			return impl.New(impl.Config{TxnVersion: f.txnVersion, Mutants: f.mutants, SegmentSize: impl.ExploringSegmentSize, AsyncMarkers: true}), nil
 		}
 	},
 	"kfake": func(f runFlags) model.NewTarget {

@@ -59,6 +59,9 @@ func (r *run) actionsOn(exact bool) map[string]func(*rapid.T) {
 		acts["TickToDeadline"] = r.TickToDeadline
 		acts["ExhaustEpoch"] = r.ExhaustEpoch
 	}
+	if _, ok := r.target.(model.MarkerWriter); ok {
+		acts["LandMarkers"] = r.LandMarkers
+	}
 	if r.sc.workers {
 		acts["JoinWorker"] = r.JoinWorker
 		acts["LeaveWorker"] = r.LeaveWorker
@@ -348,6 +351,23 @@ func (r *run) waitFits() bool {
 		r.waitBlocked = !w.WaitFits()
 	}
 	return !r.waitBlocked
+}
+
+// inMarkerWindow is the coverage line of requests sent while a
+// transaction's markers were in flight.
+const inMarkerWindow = "request in marker window"
+
+// LandMarkers has a target that answers EndTxn before its markers
+// (model.MarkerWriter) write the markers in flight. The history does not
+// say when: a real cluster's does not either, so the checker must find
+// where they landed from the answers.
+func (r *run) LandMarkers(t *rapid.T) {
+	w := r.target.(model.MarkerWriter)
+	if !w.MarkersInFlight() {
+		return
+	}
+	r.did("LandMarkers", nil, "")
+	r.strike("land_markers", w.LandMarkers)
 }
 
 // RestartBroker restarts the broker on its logs.

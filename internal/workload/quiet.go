@@ -44,6 +44,7 @@ func (r *run) quiesce() {
 	if r.panicked != nil || r.outgrown() {
 		return // the target is not asked again, or nothing more counts
 	}
+	r.writeMarkers()
 	if rivals {
 		r.readOutputs() // what the replicas fencing each other left: no timeout changes it
 		return
@@ -63,7 +64,19 @@ func (r *run) quiesce() {
 	r.stuck = 0
 	r.settle()
 	if !r.outgrown() {
+		r.writeMarkers()
 		r.readOutputs()
+	}
+}
+
+// writeMarkers has a target that holds markers in flight write them, as
+// a cluster does on its own: in the quiet phase, before each round and
+// before the final reads, so that a worker waiting on another's markers
+// (UNSTABLE_OFFSET_COMMIT) goes on, and a commit counts as a trip
+// processed.
+func (r *run) writeMarkers() {
+	if w, ok := r.target.(model.MarkerWriter); ok && r.panicked == nil {
+		r.strike("land_markers", w.LandMarkers)
 	}
 }
 
@@ -97,6 +110,7 @@ func (r *run) settle() (rivals bool) {
 			return false // restarts or rebalances without a commit: no progress
 		}
 		r.idleRounds++
+		r.writeMarkers() // a cluster writes them on its own, in the end
 		if !r.round(func(p *proc) bool { return !p.c.idle() }) &&
 			!r.round(func(p *proc) bool { return p.c.idle() && pollsGroup(p) && p.sawGroup < r.groupChanges }) {
 			return false

@@ -223,6 +223,11 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 		return model.Result{}, nil // a target that panicked is not asked again
 	}
 	defer r.catchPanic(op.Kind)
+	if w, ok := r.target.(model.MarkerWriter); ok && w.MarkersInFlight() {
+		// Coverage: a request inside the marker window, between an
+		// EndTxn's answer and its markers.
+		r.cov.count(inMarkerWindow, false)
+	}
 	res, err = model.Send(context.Background(), r.target, op)
 	if mayEndTxn(op) {
 		r.txnMayEnd()

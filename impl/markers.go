@@ -1,0 +1,156 @@
+package impl
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// The marker window (model/markers.go). With Config.AsyncMarkers an ended
+// transaction's markers stay in flight: EndTxn is answered first, as
+// Kafka answers it once PrepareCommit or PrepareAbort is logged. Each
+// waits in its partition's queue, or its group's, in the order the
+// transactions ended. They land as the model's own answers have them land:
+// a partition's queue before the next write to it, a group's before the
+// next offset commit to it, a transaction's own before the next request
+// of its transactional id, and every one at LandMarkers and at a restart.
+
+// inFlight is which partitions and groups hold an ended transaction's
+// markers still to be written.
+type inFlight struct {
+	partitions []model.Partition
+	groups     []string
+}
+
+func (f inFlight) pending() bool { return len(f.partitions)+len(f.groups) > 0 }
+
+// queuedMarker is a marker waiting in a partition's or a group's queue.
+type queuedMarker struct {
+	txnID      string
+	producerID int64
+	epoch      int16
+	commit     bool
+}
+
+// queueMarkers puts t's markers in the queues of parts (t.partitions,
+// locked) and of its groups, whose shards the caller holds.
+func (b *Broker) queueMarkers(id string, t txnMeta, parts []*partition, epoch int16, commit bool) inFlight {
+	m := queuedMarker{txnID: id, producerID: t.producerID, epoch: epoch, commit: commit}
+	for _, p := range parts {
+		p.queued = append(p.queued, m)
+	}
+	for _, name := range t.groups {
+		gs := b.groupShard(name)
+		gs.queued[name] = append(gs.queued[name], m)
+	}
+	b.queuedMarkers.Add(int64(len(parts) + len(t.groups)))
+	return inFlight{partitions: t.partitions, groups: t.groups}
+}
+
+// writeQueued writes p's queued markers of the transactions keep selects,
+// in queue order; p is locked.
+func (b *Broker) writeQueued(p *partition, keep func(queuedMarker) bool) {
+	p.queued = slices.DeleteFunc(p.queued, func(m queuedMarker) bool {
+		if keep(m) {
+			p.writeMarker(m.producerID, m.epoch, m.commit, b.bugs)
+			b.queuedMarkers.Add(-1)
+			return true
+		}
+		return false
+	})
+}
+
+// writeQueuedGroup writes group name's queued markers of the transactions
+// keep selects, in queue order; its shard is locked.
+func (b *Broker) writeQueuedGroup(gs *groupShard, name string, keep func(queuedMarker) bool) {
+	gs.queued[name] = slices.DeleteFunc(gs.queued[name], func(m queuedMarker) bool {
+		if keep(m) {
+			gs.write(txnMarker{group: name, producerID: m.producerID, commit: m.commit})
+			b.queuedMarkers.Add(-1)
+			return true
+		}
+		return false
+	})
+	if len(gs.queued[name]) == 0 {
+		delete(gs.queued, name)
+	}
+}
+
+// writeQueuedBefore writes p's queued markers before a write to p, which
+// the caller has locked: the model's own answers put other producers'
+// records after them.
+func (b *Broker) writeQueuedBefore(p *partition) { b.writeQueued(p, all) }
+
+// writeQueuedGroupBefore writes group name's queued markers before an
+// offset commit to it; its shard is locked.
+func (b *Broker) writeQueuedGroupBefore(gs *groupShard, name string) {
+	b.writeQueuedGroup(gs, name, all)
+}
+
+func all(queuedMarker) bool { return true }
+
+func ofTxn(id string) func(queuedMarker) bool {
+	return func(m queuedMarker) bool { return m.txnID == id }
+}
+
+// landOwn writes the markers in flight of id, whose shard the caller
+// holds (and no group shard or partition), before a request of id is
+// answered.
+func (b *Broker) landOwn(sh *txnShard, id string) {
+	t, known := sh.txns[id]
+	if !known || !t.flight.pending() {
+		return
+	}
+	unlockGroups := b.lockGroupShards(t.flight.groups)
+	parts, unlockParts := b.parts.lockSorted(t.flight.partitions)
+	for _, p := range parts {
+		b.writeQueued(p, ofTxn(id))
+	}
+	for _, name := range t.flight.groups {
+		b.writeQueuedGroup(b.groupShard(name), name, ofTxn(id))
+	}
+	unlockParts()
+	unlockGroups()
+	t.flight = inFlight{}
+	sh.write(id, t)
+}
+
+// LandMarkers writes every marker in flight.
+func (b *Broker) LandMarkers() {
+	unlockTxns := b.lockAllTxnShards()
+	defer unlockTxns()
+	unlockGroups := b.lockAllGroupShards()
+	defer unlockGroups()
+	unlockParts := b.parts.lockAll()
+	defer unlockParts()
+	b.landAllLocked()
+}
+
+// landAllLocked is LandMarkers with every shard and partition locked.
+func (b *Broker) landAllLocked() {
+	for _, p := range b.parts.all() {
+		b.writeQueued(p, all)
+	}
+	for i := range b.groups {
+		gs := &b.groups[i]
+		for _, name := range slices.Sorted(maps.Keys(gs.queued)) {
+			b.writeQueuedGroup(gs, name, all)
+		}
+	}
+	for i := range b.txns {
+		sh := &b.txns[i]
+		for _, id := range slices.Sorted(maps.Keys(sh.txns)) {
+			if t := sh.txns[id]; t.flight.pending() {
+				t.flight = inFlight{}
+				sh.write(id, t)
+			}
+		}
+	}
+}
+
+// MarkersInFlight reports whether an ended transaction's markers are
+// still to be written.
+func (b *Broker) MarkersInFlight() bool { return b.queuedMarkers.Load() > 0 }
+
+var _ model.MarkerWriter = (*Broker)(nil)
