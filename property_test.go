@@ -100,8 +100,9 @@ func breaksOneOf(report checker.Report, checks []string) bool {
 }
 
 // TestPropertyCoverage: over 300 interleavings per protocol, every action
-// runs (but ExhaustEpoch, about once in a thousand) and every fault strikes
-// a process in the middle of a transaction. A generator that never stalls
+// runs (but ExhaustEpoch, about once in a thousand), requests are sent
+// inside the marker window (an EndTxn answered, its markers in flight),
+// and every fault strikes a process in the middle of a transaction. A generator that never stalls
 // anyone mid-transaction would prove nothing. (At 100 a protocol, seeds 1
 // to 6 replaced a stalled process mid-transaction 0 to 2 times each before
 // TickToDeadline, ExhaustEpoch and RejoinWorker were added, 0 to 4 after:
@@ -116,7 +117,8 @@ func TestPropertyCoverage(t *testing.T) {
 	}
 	t.Logf("coverage over the default budget:\n%s", cov)
 	for _, action := range []string{"StepProcess", "StallProcess", "WakeProcess", "CrashProcess", "ReplaceStalledProcess",
-		"LoseResponse", "Tick", "TickToDeadline", "RestartBroker", "JoinWorker", "LeaveWorker", "RejoinWorker"} {
+		"LoseResponse", "Tick", "TickToDeadline", "RestartBroker", "JoinWorker", "LeaveWorker", "RejoinWorker",
+		"LandMarkers", workload.InMarkerWindow} {
 		require.Positive(t, cov.Ran(action), "%s never ran", action)
 	}
 	for _, fault := range append(workload.Faults, "Tick", "RestartBroker") {

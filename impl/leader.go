@@ -11,7 +11,7 @@ func (b *Broker) produce(r model.Request) model.Result {
 	p := b.parts.open(r.Partition)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b.writeQueuedBefore(p)
+	b.writeQueuedBefore(p, r.ProducerID)
 	return p.produce(&r, b.bugs, nil)
 }
 

@@ -77,10 +77,16 @@ func (b *Broker) writeQueuedGroup(gs *groupShard, name string, keep func(queuedM
 	}
 }
 
-// writeQueuedBefore writes p's queued markers before a write to p, which
-// the caller has locked: the model's own answers put other producers'
-// records after them.
-func (b *Broker) writeQueuedBefore(p *partition) { b.writeQueued(p, all) }
+// writeQueuedBefore writes p's queued markers before a write of
+// producerID's to p, which the caller has locked: the model's own answers
+// put every record after them.
+func (b *Broker) writeQueuedBefore(p *partition, producerID int64) {
+	if b.bugs.has(nextTxnBeforeMarkers) {
+		b.writeQueued(p, func(m queuedMarker) bool { return m.producerID != producerID })
+		return
+	}
+	b.writeQueued(p, all)
+}
 
 // writeQueuedGroupBefore writes group name's queued markers before an
 // offset commit to it; its shard is locked.
@@ -99,7 +105,7 @@ func ofTxn(id string) func(queuedMarker) bool {
 // answered.
 func (b *Broker) landOwn(sh *txnShard, id string) {
 	t, known := sh.txns[id]
-	if !known || !t.flight.pending() {
+	if !known || !t.flight.pending() || b.bugs.has(nextTxnBeforeMarkers) {
 		return
 	}
 	unlockGroups := b.lockGroupShards(t.flight.groups)

@@ -24,6 +24,7 @@ var Mutants = map[string]string{
 	"late-endtxn-hits-next-txn":     "under transactions v2 an EndTxn carrying the previous epoch ends the ongoing transaction (KAFKA-17754)",
 	"marker-matches-pid-only":       "an EndTxn(abort) of an older epoch is matched by producer id alone: its ABORT markers, carrying the old epoch, close the current transaction",
 	"hanging-txn":                   "partition leaders accept a transactional write for a partition the coordinator does not have in the transaction (KAFKA-14402)",
+	"next-txn-before-markers":       "with markers in flight, a producer's next transaction begins and writes before the markers of its last one are written",
 }
 
 // mutant is one seeded bug, as the code paths test for it.
@@ -43,6 +44,7 @@ const (
 	lateEndTxnHitsNextTxn
 	markerMatchesPIDOnly
 	hangingTxn
+	nextTxnBeforeMarkers
 	mutantCount
 )
 
@@ -58,6 +60,7 @@ var mutantNames = [mutantCount]string{
 	restartLosesProducerState:  "restart-loses-producer-state",
 	reinitKeepsEpoch:           "reinit-keeps-epoch",
 	lateEndTxnHitsNextTxn:      "late-endtxn-hits-next-txn",
+	nextTxnBeforeMarkers:       "next-txn-before-markers",
 	markerMatchesPIDOnly:       "marker-matches-pid-only",
 	hangingTxn:                 "hanging-txn",
 }

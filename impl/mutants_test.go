@@ -15,7 +15,7 @@ import (
 func TestParseMutants(t *testing.T) {
 	all, err := ParseMutants("all")
 	require.NoError(t, err)
-	require.Len(t, all, 13)
+	require.Len(t, all, 14)
 	require.ElementsMatch(t, slices.Collect(maps.Keys(Mutants)), mutantNames[:])
 
 	some, err := ParseMutants(" hanging-txn, no-epoch-check ,")
@@ -38,6 +38,10 @@ type mutantCase struct {
 	version int
 	script  func(b model.Target) model.Result
 }
+
+// insideMarkerWindow are the cases that run with the marker window
+// (Config.AsyncMarkers): their mutant bites only there.
+var insideMarkerWindow = map[string]bool{"next-txn-before-markers": true}
 
 var p0 = model.Partition("out-0")
 
@@ -142,6 +146,13 @@ var mutantCases = map[string]mutantCase{
 		send(b, model.AddPartitions, addPartitionsReq("t", s, "out-1"))
 		return send(b, model.Produce, produceReq("t", s, p0, 0, "a"))
 	}},
+	// The next transaction's write lands before the last one's marker.
+	"next-txn-before-markers": {2, func(b model.Target) model.Result {
+		s := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))
+		send(b, model.Produce, produceReq("t", s, p0, 0, "a"))
+		next := sessionOf(send(b, model.EndTxn, endTxnReq("t", s, true)))
+		return send(b, model.Produce, produceReq("t", next, p0, 0, "b"))
+	}},
 }
 
 // TestEachMutantIsLive shows that each switch changes an answer where it
@@ -150,10 +161,11 @@ func TestEachMutantIsLive(t *testing.T) {
 	require.Len(t, mutantCases, len(Mutants))
 	for name, c := range mutantCases {
 		t.Run(name, func(t *testing.T) {
-			want := c.script(model.NewBroker(model.Options{TxnVersion: c.version}))
-			correct := c.script(New(Config{TxnVersion: c.version}))
+			async := insideMarkerWindow[name]
+			want := c.script(model.NewBroker(model.Options{TxnVersion: c.version, AsyncMarkers: async}))
+			correct := c.script(New(Config{TxnVersion: c.version, AsyncMarkers: async}))
 			require.Equal(t, want, correct, "without the mutant the broker answers as the model")
-			mutated := c.script(New(Config{TxnVersion: c.version, Mutants: map[string]bool{name: true}}))
+			mutated := c.script(New(Config{TxnVersion: c.version, AsyncMarkers: async, Mutants: map[string]bool{name: true}}))
 			require.NotEqual(t, classOrAnswer(correct), classOrAnswer(mutated), "%s changes nothing here", name)
 		})
 	}

@@ -20,7 +20,7 @@ func (b *Broker) produceTxn(r model.Request) model.Result {
 	p := b.parts.open(r.Partition)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b.writeQueuedBefore(p)
+	b.writeQueuedBefore(p, r.ProducerID)
 	return p.produce(&r, b.bugs, &txnWrite{b: b, sh: sh, r: r})
 }
 

@@ -419,7 +419,7 @@ func (st *step) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
 	if t.markersInFlight() {
 		t = st.land(t, t.unwritten, t.unsettled)
 	}
-	t.unwritten, t.unsettled = t.partitions, slices.Sorted(maps.Keys(t.pending))
+	t.unwritten, t.unsettled = t.partitions, t.groups
 	t.markerPID, t.markerEpoch = t.pid, markerEpoch
 	t.completedAt = st.s.lastCompletion() + 1
 	t.partitions, t.groups = nil, nil

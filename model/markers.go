@@ -75,7 +75,9 @@ func (st *step) land(t txnMeta, parts []Partition, groups []string) txnMeta {
 	}
 	pending := maps.Clone(t.pending)
 	for _, name := range groups {
-		st.settle(name, pending[name], commit)
+		if len(pending[name]) > 0 {
+			st.settle(name, pending[name], commit)
+		}
 		delete(pending, name)
 	}
 	t.unwritten = without(t.unwritten, parts)

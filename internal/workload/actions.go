@@ -353,9 +353,9 @@ func (r *run) waitFits() bool {
 	return !r.waitBlocked
 }
 
-// inMarkerWindow is the coverage line of requests sent while a
+// InMarkerWindow is the coverage line of requests sent while a
 // transaction's markers were in flight.
-const inMarkerWindow = "request in marker window"
+const InMarkerWindow = "sent in marker window"
 
 // LandMarkers has a target that answers EndTxn before its markers
 // (model.MarkerWriter) write the markers in flight. The history does not

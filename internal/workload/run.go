@@ -226,7 +226,7 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 	if w, ok := r.target.(model.MarkerWriter); ok && w.MarkersInFlight() {
 		// Coverage: a request inside the marker window, between an
 		// EndTxn's answer and its markers.
-		r.cov.count(inMarkerWindow, false)
+		r.cov.count(InMarkerWindow, false)
 	}
 	res, err = model.Send(context.Background(), r.target, op)
 	if mayEndTxn(op) {
