@@ -65,7 +65,10 @@ func (w *twin) Tick(ms int64) { w.model.Tick(ms); w.impl.Tick(ms) }
 
 // ExactClock: both clocks move only by Tick.
 func (w *twin) ExactClock() {}
-func (w *twin) Restart()    { w.model.Restart(); w.impl.Restart() }
+
+// AsyncMarkers: both brokers answer EndTxn before its markers land.
+func (w *twin) AsyncMarkers() bool { return true }
+func (w *twin) Restart()           { w.model.Restart(); w.impl.Restart() }
 
 // LandMarkers writes both brokers' markers in flight; both must agree on
 // whether any are.

@@ -29,7 +29,17 @@ type History struct {
 	// after it is due, with no tick. Without it timers fire at ticks
 	// only.
 	WallClock bool
+	// AsyncMarkers: the broker may answer EndTxn before its markers land
+	// ("markers": "async"), as Kafka does, so the checker allows the
+	// marker window (model/markers.go). A wall-clock history allows it
+	// always. Without either, markers land at once, as in kfake, impl's
+	// default and the model's own answers; the search is cheaper then.
+	AsyncMarkers bool
 }
+
+// asyncMarkers is the "markers" of a history whose broker answers EndTxn
+// before its markers land.
+const asyncMarkers = "async"
 
 // wallClock is the "clock" of a history whose timers ran on its clock.
 const wallClock = "wall"

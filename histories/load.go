@@ -358,6 +358,14 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 		return bad("", "clock must be %q (the broker's timers ran on the ops' clock) or absent, got %q", wallClock, clock)
 	}
 	h.WallClock = clock == wallClock
+	var markers string
+	if err := take(m, "", "markers", optional, text[string]{p: &markers}); err != nil {
+		return err
+	}
+	if markers != "" && markers != asyncMarkers {
+		return bad("", "markers must be %q (the broker answers EndTxn before its markers land) or absent, got %q", asyncMarkers, markers)
+	}
+	h.AsyncMarkers = markers == asyncMarkers
 	if has(m, "trips") && h.Trips == nil {
 		// "trips": [] says there was nothing to process, which is not
 		// the same as not saying.

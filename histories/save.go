@@ -57,6 +57,9 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.WallClock {
 		writeMember(b, member{"clock", wallClock})
 	}
+	if h.AsyncMarkers {
+		writeMember(b, member{"markers", asyncMarkers})
+	}
 	writeKeySets(b, h)
 	b.WriteString(`  "ops": [`)
 }

@@ -121,6 +121,11 @@ func (b *Broker) Tick(ms int64) {
 	// Every reader of the clock holds a shard, so the clock moves only once
 	// Tick holds them all: no request sees the new time before the
 	// timeouts it brings have fired.
+	// The markers in flight land before the clock moves on, as the
+	// model has them (a tick is seconds).
+	unlockParts := b.parts.lockAll()
+	b.landAllLocked()
+	unlockParts()
 	b.now.Add(ms)
 	b.expireTxns()
 	b.expireMembers()

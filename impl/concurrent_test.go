@@ -86,6 +86,7 @@ func runConcurrently(seed uint64, cfg Config) histories.History {
 	}
 	h := rec.History()
 	h.TransactionsVersion = version
+	h.AsyncMarkers = cfg.AsyncMarkers
 	return h
 }
 

@@ -159,4 +159,9 @@ func (b *Broker) landAllLocked() {
 // still to be written.
 func (b *Broker) MarkersInFlight() bool { return b.queuedMarkers.Load() > 0 }
 
+// AsyncMarkers reports whether the broker answers EndTxn before its
+// markers land (Config.AsyncMarkers), so that its histories are judged
+// with the marker window.
+func (b *Broker) AsyncMarkers() bool { return b.async }
+
 var _ model.MarkerWriter = (*Broker)(nil)

@@ -225,6 +225,11 @@ func (t *Target) Restart() {
 // workload does not draw a restart there.
 func (t *Target) RestartsBroker() bool { return t.embedded != nil }
 
+// AsyncMarkers reports whether the broker may answer EndTxn before its
+// markers land: a real cluster does (TransactionMarkerChannelManager);
+// kfake writes them at once.
+func (t *Target) AsyncMarkers() bool { return t.embedded == nil }
+
 // openTxnsAround asks, just before or after a restart, which of the
 // target's transactions are open and when each began.
 func (t *Target) openTxnsAround(cl *kgo.Client, when string) map[string]openTxn {

@@ -152,4 +152,8 @@ func (b *RefBroker) MarkersInFlight() bool {
 	return MarkersInFlight(b.state)
 }
 
+// AsyncMarkers reports whether the model answers EndTxn before its
+// markers land (Options.AsyncMarkers).
+func (b *RefBroker) AsyncMarkers() bool { return b.state.opts.AsyncMarkers }
+
 var _ MarkerWriter = (*RefBroker)(nil)

@@ -462,6 +462,9 @@ func (st *step) tick(ms int64) {
 	if st.s.opts.WallClock {
 		return
 	}
+	// A tick is the clock moving by seconds: the markers in flight have
+	// landed by then (the coordinator retries them until they do).
+	st.landAll()
 	st.s.now += ms
 	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 		if t := st.s.txns[id]; t.expiredBy(st.s.now) {

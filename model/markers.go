@@ -47,7 +47,10 @@ func (t txnMeta) markersInFlight() bool { return len(t.unwritten) > 0 || len(t.u
 
 // lazyMarkers reports whether an ended transaction's markers stay in
 // flight rather than land at once.
-func (st *step) lazyMarkers() bool { return st.got != nil || st.judging || st.s.opts.AsyncMarkers }
+func (st *step) lazyMarkers() bool {
+	o := st.s.opts
+	return o.AsyncMarkers || ((st.got != nil || st.judging) && (o.MarkerWindow || o.WallClock))
+}
 
 // waitForMarkers is what a request of t's transactional id meets while
 // markers are in flight: CONCURRENT_TRANSACTIONS, if the broker said so,

@@ -22,7 +22,7 @@ func TestTranscripts(t *testing.T) {
 		if !strings.HasSuffix(path, ".txt") {
 			return
 		}
-		s := model.Init(model.Options{TxnVersion: 1})
+		s := model.Init(model.Options{TxnVersion: 1, MarkerWindow: true})
 		states := []model.State{s}
 		defer func() { requireEqualAgrees(t, states) }()
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
@@ -30,7 +30,7 @@ func TestTranscripts(t *testing.T) {
 			switch td.Cmd {
 			case "reset":
 				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"),
-					Allow: allowArg(t, td), AsyncMarkers: td.HasArg("async-markers")})
+					Allow: allowArg(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once")})
 				return ""
 			case "land-markers":
 				s = model.LandMarkers(s)

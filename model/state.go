@@ -29,6 +29,10 @@ type Options struct {
 	// is allowed: a known finding's, so that its consequences are told
 	// from a new finding. Kafka is allowed none.
 	Allow Deviation
+	// MarkerWindow: judging a broker, an ended transaction's markers may
+	// land after EndTxn's answer, each on its own (markers.go). A wall
+	// clock allows the window too. Without either, markers land at once.
+	MarkerWindow bool
 	// AsyncMarkers: the model's own answers leave an ended transaction's
 	// markers in flight until LandMarkers, or until a request of
 	// its transactional id needs them (markers.go). Judging a broker, the

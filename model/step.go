@@ -72,11 +72,20 @@ func checkLanding(ctx context.Context, s State, op Op, got Result) (State, error
 		// takes the timing the model's own answers take.
 		s = s.landedAhead(op)
 	}
+	landings := s.landings(op)
+	if len(landings) > 0 && op.Kind == Produce && got.Succeeded() {
+		// A produce's offset says whether the markers before it landed,
+		// so trying them landed first changes no verdict; and it keeps
+		// the search's states what they are when markers land at once,
+		// which is how most brokers answer.
+		if next, err := check(ctx, landings[0], op, got); err == nil {
+			return next, nil
+		}
+	}
 	next, err := check(ctx, s, op, got)
 	if err == nil {
 		return next, nil
 	}
-	landings := s.landings(op)
 	for _, landed := range landings[min(1, len(landings)):] {
 		if next, again := check(ctx, landed, op, got); again == nil {
 			return next, nil

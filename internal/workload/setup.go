@@ -25,6 +25,11 @@ func newRun(t *rapid.T, sc Scenario, target model.Target, v2 bool, cov *Coverage
 		r.h.TransactionsVersion = 2
 	}
 	r.h.Trips = []string{}
+	if a, ok := target.(interface{ AsyncMarkers() bool }); ok && a.AsyncMarkers() {
+		// The broker answers EndTxn before its markers land: the history
+		// says so, and is judged with the marker window.
+		r.h.AsyncMarkers = true
+	}
 	writers, workers := sc.writers != noWriters, sc.workers
 	if writers && workers {
 		// Both kinds of pipeline, or one: rapid shrinks toward the one
