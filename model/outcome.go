@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -551,4 +552,25 @@ func wrongForVersion(op Op, rule string, refused, got Code) *Disallowed {
 			Reason: fmt.Sprintf("%s %s gets %s: %s", op.Kind.APIName(), op.APIVersion, want, gets)}
 	}
 	return nil
+}
+
+// versionNoteKey keys the room a recorder leaves in a request's context
+// for the broker to note the API version it sent the request at.
+type versionNoteKey struct{}
+
+// WithVersionNote is ctx with room for a Broker to note the API version
+// it sends a request at (NoteVersion); the Version it returns reads what
+// was noted once the request is answered, and is unknown if nothing was.
+func WithVersionNote(ctx context.Context) (context.Context, *Version) {
+	v := new(Version)
+	return context.WithValue(ctx, versionNoteKey{}, v), v
+}
+
+// NoteVersion notes in ctx the API version n a Broker sent a request at,
+// for the recorder that left room for it (WithVersionNote). A Broker
+// that speaks no wire protocol, such as the reference broker, notes none.
+func NoteVersion(ctx context.Context, n int16) {
+	if v, ok := ctx.Value(versionNoteKey{}).(*Version); ok {
+		*v = AtVersion(n)
+	}
 }
