@@ -174,14 +174,22 @@ func refusedBeforeLeader(code Code) bool {
 	return false
 }
 
-// restartForgetsVerification drops every entry: they live in memory
-// only, and a restarted leader rebuilds its producer state from snapshots
-// and the log (ProducerStateManager.truncateAndReload), with none.
+// restartForgetsVerification makes every entry unsure: they live in
+// memory only, and a restarted leader rebuilds its producer state from
+// snapshots and the log (ProducerStateManager.truncateAndReload), with
+// none. The model's own answers treat a restart as nothing, as they still
+// find the duplicates a snapshot drops (restartKeepsLastBatches), and so
+// keep the entries; judging, either is taken.
 func (st *step) restartForgetsVerification() {
 	for p, ps := range st.s.parts {
-		if ps.verifying != nil {
-			ps.verifying = nil
-			st.s.setPart(p, ps)
+		if len(ps.verifying) == 0 {
+			continue
 		}
+		ps.verifying = maps.Clone(ps.verifying)
+		for pid, v := range ps.verifying {
+			v.unsure = true
+			ps.verifying[pid] = v
+		}
+		st.s.setPart(p, ps)
 	}
 }
