@@ -28,7 +28,6 @@ func (st *step) produce(r Request) outcome {
 		// coordinator, and a refusal leaves it (verification.go).
 		st.startVerification(r, pe)
 		if verified != nil {
-			verified.effects = verified.effects || st.verified != nil
 			return *verified
 		}
 		ps = st.s.parts[r.Partition]

@@ -295,7 +295,7 @@ func (st *step) run() outcome {
 	case AddOffsets:
 		return st.addOffsets(r)
 	case Produce:
-		return st.produceDeviations(r, st.keepBegun(st.produce(r)))
+		return st.produceDeviations(r, st.keepVerified(st.keepBegun(st.produce(r))))
 	case TxnOffsetCommit:
 		return st.keepBegun(st.txnOffsetCommit(r))
 	case EndTxn:

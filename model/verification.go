@@ -139,8 +139,17 @@ func (st *step) verificationRefusal(r Request, pe producerEntry, lastSeq int32) 
 		return nil
 	}
 	out := refuse("verification-sequence", OutOfOrderSequenceNumber, "producer %d's batch at sequence %d is above sequence %d, the lowest at epoch %d that the leader of %s began verifying and has seen no transactional write of the producer land since (ProducerAppendInfo.checkSequence against the VerificationStateEntry, Kafka 3.6+)", r.ProducerID, r.Sequence, v.lowest, v.epoch, r.Partition)
-	out.effects = st.verified != nil
 	return &out
+}
+
+// keepVerified is out with the entry the produce made or moved kept, when
+// a check after it refused the produce: the coordinator's refusal, or the
+// leader's own sequence and epoch checks, come after the entry is made.
+func (st *step) keepVerified(out outcome) outcome {
+	if st.verified != nil && out.refuse != "" {
+		out.effects = true
+	}
+	return out
 }
 
 // mayHaveVerified is next with the entry r's step made kept as unsure: the
