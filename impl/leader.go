@@ -12,11 +12,12 @@ func (b *Broker) produce(r model.Request) model.Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b.writeQueuedBefore(p, r.ProducerID)
-	return p.produce(&r, b.bugs, nil)
+	return p.produce(&r, b.bugs, nil, b.now.Load())
 }
 
 // produce answers a write; txn is nil for a write outside a transaction.
-func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) model.Result {
+// now is the broker's clock, for the verification entries.
+func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite, now int64) model.Result {
 	pe, known := p.producers[r.ProducerID]
 	if known && r.Epoch < pe.epoch && !bugs.has(noEpochCheck) {
 		// KIP-98, seed 000: the leader learnt a newer epoch (from a batch
@@ -25,7 +26,11 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) mod
 		return model.Fail(model.InvalidProducerEpoch)
 	}
 	if txn != nil {
-		if code := txn.verify(); code != "" {
+		code := txn.verify()
+		// The leader made its entry before it asked the coordinator, so
+		// a refusal leaves it (verification.go).
+		p.startVerification(r, now)
+		if code != "" {
 			return model.Fail(code)
 		}
 		txn.add()
@@ -34,7 +39,7 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) mod
 		// outside it.
 		return model.Fail(model.InvalidTxnState)
 	}
-	return p.appendInSequence(r, pe, bugs, txn != nil, txn != nil && txn.b.v2)
+	return p.appendInSequence(r, pe, bugs, txn != nil, txn != nil && txn.b.v2, now)
 }
 
 // appendInSequence appends the batch when its sequence is the next one of
@@ -42,7 +47,7 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite) mod
 // the original offset (KIP-98 idempotence). pe is nil for a producer the
 // leader does not know; txnV2 says the write is transactional under
 // transactions v2.
-func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs mutantSet, txn, txnV2 bool) model.Result {
+func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs mutantSet, txn, txnV2 bool, now int64) model.Result {
 	lastSeq := model.BatchOf(*r).LastSeq
 	fresh := pe == nil || pe.epoch == model.NoEpoch
 	newEpoch := pe == nil || r.Epoch > pe.epoch
@@ -53,6 +58,10 @@ func (p *partition) appendInSequence(r *model.Request, pe *producerState, bugs m
 		}
 	}
 	switch {
+	case p.verificationRefuses(r, now):
+		// The verification entry a refused transactional batch left
+		// (ProducerAppendInfo.checkSequence, Kafka 3.6+).
+		return model.Fail(model.OutOfOrderSequenceNumber)
 	case fresh && txnV2 && r.Sequence != 0:
 		// A producer with no state here may start at any sequence
 		// (ProducerAppendInfo.checkSequence), but not a transactional

@@ -26,6 +26,9 @@ type partition struct {
 	// queued are the markers of ended transactions not written here yet,
 	// in the order the transactions ended (Config.AsyncMarkers).
 	queued []queuedMarker
+	// verifying are the leader's verification entries by producer id,
+	// held in memory only (verification.go).
+	verifying map[int64]verifyEntry
 
 	// The padding keeps partitions that sit side by side in memory off
 	// each other's cache lines, so writers to two partitions share nothing.
@@ -81,6 +84,11 @@ func (p *partition) appendBatch(b batch, records []model.Record, bugs mutantSet)
 	p.records.Append(records...)
 	p.batches.Append(b)
 	p.apply(b, bugs)
+	if b.txn || b.control {
+		// UnifiedLog.updateProducers clears the producer's verification
+		// entry when a transactional batch or a marker lands.
+		delete(p.verifying, b.producerID)
+	}
 }
 
 // writeMarker appends a COMMIT or ABORT marker for producerID carrying
@@ -152,6 +160,9 @@ func (p *partition) recover(bugs mutantSet) {
 	p.producers = map[int64]*producerState{}
 	p.open = openTxns{}
 	p.aborted = abortedIndex{}
+	// p.verifying stays: a restarted Kafka leader has none (they live in
+	// memory only), but the model's own answers treat a restart as
+	// nothing and keep them, and judging takes either.
 	for _, b := range p.batches.All {
 		p.apply(b, bugs)
 	}

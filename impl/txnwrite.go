@@ -21,7 +21,7 @@ func (b *Broker) produceTxn(r model.Request) model.Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b.writeQueuedBefore(p, r.ProducerID)
-	return p.produce(&r, b.bugs, &txnWrite{b: b, sh: sh, r: r})
+	return p.produce(&r, b.bugs, &txnWrite{b: b, sh: sh, r: r}, b.now.Load())
 }
 
 // txnWrite is the transaction coordinator's say in one transactional

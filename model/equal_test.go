@@ -12,7 +12,7 @@ func TestEqualNamesEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type]int{
 		reflect.TypeFor[State]():         9,
 		reflect.TypeFor[txnMeta]():       17,
-		reflect.TypeFor[partState]():     3,
+		reflect.TypeFor[partState]():     4,
 		reflect.TypeFor[producerEntry](): 3,
 		reflect.TypeFor[group]():         6,
 		reflect.TypeFor[member]():        7,

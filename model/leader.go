@@ -19,19 +19,27 @@ func (st *step) produce(r Request) outcome {
 		return refuse("leader-epoch-fence", InvalidProducerEpoch, "epoch %d is older than epoch %d, the newest the leader of %s has seen from producer %d (KIP-98 fencing)", r.Epoch, pe.epoch, r.Partition, r.ProducerID)
 	}
 	if r.TransactionalID != "" {
-		if out := st.verifyTxnWrite(r); out != nil {
-			return *out
-		}
+		verified := st.verifyTxnWrite(r)
 		// Verification may have landed the last transaction's markers
 		// here (waitForMarkers), which moves the producer's state.
 		ps = st.s.parts[r.Partition]
 		pe, known = ps.producer(r.ProducerID)
+		// The leader made its verification entry before it asked the
+		// coordinator, and a refusal leaves it (verification.go).
+		st.startVerification(r, pe)
+		if verified != nil {
+			return *verified
+		}
+		ps = st.s.parts[r.Partition]
 	} else if pe.txnFirst != NoOffset {
 		// KIP-98: a producer with a transaction open in this partition
 		// cannot write outside it.
 		return refuse("write-outside-open-txn", InvalidTxnState, "producer %d has a transaction open in %s since offset %d (KIP-98)", r.ProducerID, r.Partition, pe.txnFirst)
 	}
 	lastSeq := lastSequence(r)
+	if out := st.verificationRefusal(r, pe, lastSeq); out != nil {
+		return *out
+	}
 	switch {
 	case pe.epoch == NoEpoch || st.markerOnly(pe, known, r):
 		// The partition has no state for this producer: no batch and no
@@ -100,12 +108,9 @@ func (st *step) produce(r Request) outcome {
 //     no release as of 4.3.1) refuses it on a partition whose log never
 //     held a record, so that answer is accepted there too.
 //
-// Not modelled: a transactional write refused by verification leaves a
-// VerificationStateEntry holding its sequence, and the producer's writes
-// of that epoch at a higher sequence are refused until one of its
-// transactional batches or markers lands ("appendFirstSeq >
-// verificationStateEntry.lowestSequence()", 3.6+); model/README.md lists
-// it.
+// A transactional write refused on the way leaves a VerificationStateEntry
+// holding its sequence, which refuses the producer's higher sequences
+// before this rule is asked (verification.go).
 func (st *step) freshSequence(r Request, ps partState) *outcome {
 	var out outcome
 	switch {
@@ -243,7 +248,11 @@ func (st *step) appendBatch(r Request, pe producerEntry, lastSeq int32) outcome 
 	if r.TransactionalID != "" && pe.txnFirst == NoOffset {
 		pe.txnFirst = base
 	}
-	st.s.setPart(r.Partition, ps.withProducer(r.ProducerID, pe))
+	ps = ps.withProducer(r.ProducerID, pe)
+	if r.TransactionalID != "" {
+		ps = ps.withoutVerification(r.ProducerID)
+	}
+	st.s.setPart(r.Partition, ps)
 	resp := NewResponse()
 	resp.BaseOffset = base
 	return ok(resp)
@@ -275,7 +284,7 @@ func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
 		pe.epoch, pe.batches = epoch, nil
 	}
 	pe.txnFirst = NoOffset
-	st.s.setPart(p, ps.withProducer(pid, pe))
+	st.s.setPart(p, ps.withProducer(pid, pe).withoutVerification(pid))
 }
 
 // fetch returns records from an offset: read_committed only below the last

@@ -167,6 +167,9 @@ type partState struct {
 	log       vec[entry]
 	aborted   vec[abortedTxn]
 	producers map[int64]producerEntry
+	// verifying are the leader's VerificationStateEntry by producer id
+	// (verification.go).
+	verifying map[int64]verification
 }
 
 type member struct {
@@ -228,7 +231,15 @@ func (s State) String() string {
 	}
 	for _, p := range slices.Sorted(maps.Keys(s.parts)) {
 		ps := s.parts[p]
-		fmt.Fprintf(&b, "%s: end %d lso %d; ", p, ps.log.Len(), ps.lastStable())
+		fmt.Fprintf(&b, "%s: end %d lso %d", p, ps.log.Len(), ps.lastStable())
+		for _, pid := range slices.Sorted(maps.Keys(ps.verifying)) {
+			v := ps.verifying[pid]
+			fmt.Fprintf(&b, " verifying producer %d from sequence %d epoch %d", pid, v.lowest, v.epoch)
+			if v.unsure {
+				b.WriteString(" (maybe)")
+			}
+		}
+		b.WriteString("; ")
 	}
 	for _, g := range slices.Sorted(maps.Keys(s.groups)) {
 		gr := s.groups[g]

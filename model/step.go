@@ -119,10 +119,12 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 		// transactions v2 implicit add may have come first; the checker
 		// places such an answer anywhere after its call, or last, which
 		// is the same as without the add (PartlyEffective).
+		// The leader may have made a verification entry first
+		// (verification.go).
 		if st.added != nil {
-			return *st.added, nil
+			return st.mayHaveVerified(*st.added), nil
 		}
-		return s, nil
+		return st.mayHaveVerified(s), nil
 	}
 	if got.Undecided() {
 		// Its effect, if the rules allow one; what the broker chose for it
@@ -262,6 +264,10 @@ type step struct {
 	// added is the state right after such an implicit add: what a refusal
 	// with no effect (NoEffect) may leave behind.
 	added *State
+	// verified is the verification entry a transactional produce made or
+	// moved at its partition's leader, which stays whatever the answer
+	// (verification.go).
+	verified *verification
 }
 
 // markBegun records that the request began or added to its transaction by
@@ -304,7 +310,7 @@ func (st *step) run() outcome {
 	case AddOffsets:
 		return st.addOffsets(r)
 	case Produce:
-		return st.produceDeviations(r, st.keepBegun(st.produce(r)))
+		return st.produceDeviations(r, st.keepVerified(st.keepBegun(st.produce(r))))
 	case TxnOffsetCommit:
 		return st.keepBegun(st.txnOffsetCommit(r))
 	case EndTxn:
@@ -333,6 +339,7 @@ func (st *step) run() outcome {
 			st.landAll()
 		}
 		st.restartKeepsLastBatches()
+		st.restartForgetsVerification()
 		st.restartForgets()
 	}
 	return ok(NewResponse())
