@@ -29,6 +29,11 @@ type History struct {
 	// after it is due, with no tick. Without it timers fire at ticks
 	// only.
 	WallClock bool
+	// Expiry is the broker's expiry intervals, from "broker_config"
+	// (Kafka's transactional.id.expiration.ms and the others of
+	// model.ExpiryConfigs); a zero field, absent from the document, is
+	// Kafka's default.
+	Expiry model.Expiry
 }
 
 // wallClock is the "clock" of a history whose timers ran on its clock.

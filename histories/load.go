@@ -358,6 +358,9 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 		return bad("", "clock must be %q (the broker's timers ran on the ops' clock) or absent, got %q", wallClock, clock)
 	}
 	h.WallClock = clock == wallClock
+	if err := take(m, "", "broker_config", optional, brokerConfig{&h.Expiry}); err != nil {
+		return err
+	}
 	if has(m, "trips") && h.Trips == nil {
 		// "trips": [] says there was nothing to process, which is not
 		// the same as not saying.

@@ -57,6 +57,9 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.WallClock {
 		writeMember(b, member{"clock", wallClock})
 	}
+	if c := (brokerConfig{&h.Expiry}); !c.absent() {
+		writeMember(b, member{"broker_config", c.encode()})
+	}
 	writeKeySets(b, h)
 	b.WriteString(`  "ops": [`)
 }
