@@ -102,7 +102,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	unknown := Verdict{Status: Unknown, Reason: fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)}
 	gaveUp := false
 	for _, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow}, true, opts.AllowCodes)
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow, Expiry: h.Expiry}, true, opts.AllowCodes)
 		switch search := checkWindowed(m, ops, timeout, opts.Progress); search.result {
 		case porcupine.Ok:
 			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
@@ -117,7 +117,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	var first linearizability
 	var firstSearch windowedResult
 	for i, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow}, false, opts.AllowCodes)
+		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow, Expiry: h.Expiry}, false, opts.AllowCodes)
 		search := checkWindowed(m, ops, timeout, nil)
 		lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 		if opts.only != Linearizable {

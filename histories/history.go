@@ -35,6 +35,11 @@ type History struct {
 	// always. Without either, markers land at once, as in kfake, impl's
 	// default and the model's own answers; the search is cheaper then.
 	AsyncMarkers bool
+	// Expiry is the broker's expiry intervals, from "broker_config"
+	// (Kafka's transactional.id.expiration.ms and the others of
+	// model.ExpiryConfigs); a zero field, absent from the document, is
+	// Kafka's default.
+	Expiry model.Expiry
 }
 
 // asyncMarkers is the "markers" of a history whose broker answers EndTxn

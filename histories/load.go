@@ -367,6 +367,9 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 		return bad("", "markers must be %q (the broker answers EndTxn before its markers land) or absent, got %q", asyncMarkers, markers)
 	}
 	h.AsyncMarkers = markers == asyncMarkers
+	if err := take(m, "", "broker_config", optional, brokerConfig{&h.Expiry}); err != nil {
+		return err
+	}
 	if has(m, "trips") && h.Trips == nil {
 		// "trips": [] says there was nothing to process, which is not
 		// the same as not saying.

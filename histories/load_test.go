@@ -188,6 +188,12 @@ var loadRejects = []struct {
 	{"format null", `{"format": null, "ops": []}`, "format is required"},
 	{"clock unknown", `{"format": "fencecheck/history/v1", "clock": "cpu", "ops": []}`,
 		`clock must be "wall" (the broker's timers ran on the ops' clock) or absent, got "cpu"`},
+	{"broker_config not an object", `{"format": "fencecheck/history/v1", "broker_config": 7, "ops": []}`,
+		"broker_config: must be an object, got 7"},
+	{"expiry interval 0", `{"format": "fencecheck/history/v1", "broker_config": {"producer.id.expiration.ms": 0}, "ops": []}`,
+		"broker_config.producer.id.expiration.ms: 0 is out of range 1..2147483647"},
+	{"expiry interval as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transactional.id.expiration.ms": "1000"}, "ops": []}`,
+		`broker_config.transactional.id.expiration.ms: must be an integer, got the string "1000"`},
 	{"trips holding null", `{"format": "fencecheck/history/v1", "trips": ["trip-1", null], "ops": []}`,
 		"trips[1]: must be a string, got null"},
 	{"output_topics not a list", `{"format": "fencecheck/history/v1", "output_topics": "fares", "ops": []}`,
@@ -286,6 +292,8 @@ var loadAccepts = map[string]string{
 		`"req": {"group": "g", "member_id": "m", "reason": "done"}, "resp": {"throttle_time_ms": 0}}]}`,
 	"clock wall":  `{"format": "fencecheck/history/v1", "clock": "wall", "ops": []}`,
 	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
+	"broker_config with names the checker does not read": `{"format": "fencecheck/history/v1", "broker_config": ` +
+		`{"transactional.id.expiration.ms": 1000, "log.retention.ms": "-1", "min.insync.replicas": 2}, "ops": []}`,
 	"a topic with dashes, a partition with zeros": doc(produce(`, "partition": "fare-writes-007", "sequence": -5, `+
 		`"records": [{"key": "", "value": null}]`, ``)),
 	"negative ids and times":            doc(`{"id": -3, "proc": "A", "call": -10, "return": -2, "type": "leave_group", "req": {"group": "g", "member_id": "m"}, "resp": {}}`),

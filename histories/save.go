@@ -60,6 +60,9 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.AsyncMarkers {
 		writeMember(b, member{"markers", asyncMarkers})
 	}
+	if c := (brokerConfig{&h.Expiry}); !c.absent() {
+		writeMember(b, member{"broker_config", c.encode()})
+	}
 	writeKeySets(b, h)
 	b.WriteString(`  "ops": [`)
 }

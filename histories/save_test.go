@@ -132,6 +132,18 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	require.Equal(t, h, got)
 }
 
+// The broker's expiry intervals survive a save and a load; those left at
+// Kafka's default are not written.
+func TestSaveLoadBrokerConfig(t *testing.T) {
+	h := History{Expiry: model.Expiry{TransactionalIDMs: 60_000, ProducerIDCheckMs: 1_000}}
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	require.Contains(t, buf.String(), `"broker_config": {"producer.id.expiration.check.interval.ms": 1000, "transactional.id.expiration.ms": 60000}`)
+	got, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h.Expiry, got.Expiry)
+}
+
 // The golden file shows what Save writes; a change to it is a change to
 // every saved history, so it must be deliberate.
 func TestSaveGolden(t *testing.T) {

@@ -50,6 +50,9 @@ type Config struct {
 	// Kafka does: they stay in flight until LandMarkers, or until a
 	// request of the transaction's id needs them (model.Options.AsyncMarkers).
 	AsyncMarkers bool
+	// Expiry is how long the broker keeps an idle transactional id and an
+	// idle producer's state (model.Options.Expiry; expiry.go).
+	Expiry model.Expiry
 }
 
 // Broker is the optimised broker. It answers every request as the reference
@@ -62,6 +65,12 @@ type Broker struct {
 	bugs          mutantSet
 	// segmentSize is Config.SegmentSize, 0 made the default.
 	segmentSize int
+	// expiry is Config.Expiry (expiry.go).
+	expiry model.Expiry
+	// landings is when each transaction's last counted marker landed, by
+	// transactional id, until the id's metadata records it (expiry.go).
+	landings   map[string]int64
+	landingsMu sync.Mutex
 
 	// now is the broker's clock in ms, moved by Tick. Tick writes it
 	// holding every coordinator shard; readers hold at least one.
@@ -86,7 +95,7 @@ var _ model.Target = (*Broker)(nil)
 
 // New is a fresh broker: empty logs, no producers, no groups.
 func New(cfg Config) *Broker {
-	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize)}
+	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)
 	for i := range b.txns {
@@ -96,6 +105,10 @@ func New(cfg Config) *Broker {
 		b.groups[i].reset(b.segmentSize)
 	}
 	b.parts.reset(b.segmentSize)
+	b.parts.clock, b.parts.expiry = &b.now, b.expiry
+	for i := range b.txns {
+		b.txns[i].clock = &b.now
+	}
 	return b
 }
 
@@ -118,15 +131,19 @@ func (b *Broker) Tick(ms int64) {
 	defer unlockTxns()
 	unlockGroups := b.lockAllGroupShards()
 	defer unlockGroups()
-	// Every reader of the clock holds a shard, so the clock moves only once
-	// Tick holds them all: no request sees the new time before the
-	// timeouts it brings have fired.
+	// Every reader of the clock holds a shard or a partition (a write
+	// outside a transaction holds only its partition), so the clock moves
+	// only once Tick holds them all: no request sees the new time before
+	// the timeouts and expiries it brings have fired. What has expired is
+	// forgotten before the timeouts' markers are written, as the model
+	// does it after: the markers make their producers current either way.
+	unlockParts := b.parts.lockAll()
 	// The markers in flight land before the clock moves on, as the
 	// model has them (a tick is seconds).
-	unlockParts := b.parts.lockAll()
 	b.landAllLocked()
-	unlockParts()
 	b.now.Add(ms)
+	b.expireIdle(b.parts.all())
+	unlockParts()
 	b.expireTxns()
 	b.expireMembers()
 }

@@ -3,6 +3,7 @@ package impl
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -15,6 +16,8 @@ type txnShard struct {
 	mu   sync.Mutex
 	txns map[string]txnMeta
 	log  segmented[txnRecord]
+	// clock is the broker's, for each write's timestamp (expiry.go).
+	clock *atomic.Int64
 }
 
 // txnRecord is one entry of the shard's log: the whole state of one
@@ -24,6 +27,8 @@ type txnShard struct {
 type txnRecord struct {
 	id   string
 	meta txnMeta
+	// removed: a tombstone, the id expired (expiry.go).
+	removed bool
 }
 
 // txnMeta is the coordinator's record of one transactional.id.
@@ -46,6 +51,9 @@ type txnMeta struct {
 	// flight is the ended transaction's markers not written yet
 	// (Config.AsyncMarkers; markers.go).
 	flight inFlight
+	// updatedAt is when the id's metadata was last written
+	// (txnLastUpdateTimestamp; expiry.go).
+	updatedAt int64
 }
 
 // epochExhausted is the last epoch a producer id may be bumped to; then the
@@ -59,6 +67,13 @@ func (s *txnShard) reset(segmentSize int) {
 
 // write logs the new state of id and applies it.
 func (s *txnShard) write(id string, t txnMeta) {
+	// Each write is a transition, and sets txnLastUpdateTimestamp.
+	t.updatedAt = s.clock.Load()
+	s.put(id, t)
+}
+
+// put logs and applies t as it is, its updatedAt kept (expiry.go).
+func (s *txnShard) put(id string, t txnMeta) {
 	s.log.Append(txnRecord{id: id, meta: t})
 	s.txns[id] = t
 }
@@ -69,6 +84,9 @@ func (s *txnShard) recover() {
 	s.txns = map[string]txnMeta{}
 	for _, rec := range s.log.All {
 		s.txns[rec.id] = rec.meta
+		if rec.removed {
+			delete(s.txns, rec.id)
+		}
 	}
 }
 

@@ -29,7 +29,13 @@ func checkDifferential(t *testing.T, restartAlways bool) {
 				// A restart writes the markers in flight, and restartAlways
 				// restarts the broker alone: the window is explored apart.
 				async := !restartAlways && rapid.Bool().Draw(rt, "asyncMarkers")
-				d := newDifferential(version, async)
+				var expiry model.Expiry
+				if rapid.Bool().Draw(rt, "shortExpiry") {
+					// Intervals a few ticks long, so that ids and
+					// producers expire, and retries meet them gone.
+					expiry = shortExpiry
+				}
+				d := newDifferential(version, async, expiry)
 				d.restartAlways = restartAlways
 				rt.Repeat(d.actions())
 			})
@@ -44,6 +50,7 @@ var (
 	theGroup    = "g"
 	isolations  = []model.Isolation{model.ReadCommitted, model.ReadUncommitted}
 	tickLengths = []int64{100, 1_000, 5_000, 20_000, 60_000}
+	shortExpiry = model.Expiry{TransactionalIDMs: 30_000, TransactionalIDCleanupMs: 5_000, ProducerIDMs: 20_000, ProducerIDCheckMs: 1_000}
 )
 
 // differential is one run: both brokers, and what clients learnt from the
@@ -74,10 +81,10 @@ type joined struct {
 	gen int32
 }
 
-func newDifferential(version int, asyncMarkers bool) *differential {
+func newDifferential(version int, asyncMarkers bool, expiry model.Expiry) *differential {
 	return &differential{
-		ref:      model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: asyncMarkers}),
-		impl:     New(Config{TxnVersion: version, AsyncMarkers: asyncMarkers}),
+		ref:      model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry}),
+		impl:     New(Config{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry}),
 		sessions: map[string][]session{},
 		next:     map[seqKey]int32{},
 	}

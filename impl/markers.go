@@ -53,6 +53,7 @@ func (b *Broker) queueMarkers(id string, t txnMeta, parts []*partition, epoch in
 func (b *Broker) writeQueued(p *partition, keep func(queuedMarker) bool) {
 	p.queued = slices.DeleteFunc(p.queued, func(m queuedMarker) bool {
 		if keep(m) {
+			b.noteLanding(m.txnID, p.now())
 			p.writeMarker(m.producerID, m.epoch, m.commit, b.bugs)
 			b.queuedMarkers.Add(-1)
 			return true
@@ -66,6 +67,9 @@ func (b *Broker) writeQueued(p *partition, keep func(queuedMarker) bool) {
 func (b *Broker) writeQueuedGroup(gs *groupShard, name string, keep func(queuedMarker) bool) {
 	gs.queued[name] = slices.DeleteFunc(gs.queued[name], func(m queuedMarker) bool {
 		if keep(m) {
+			if _, held := gs.lookup(name).pending[m.producerID]; held {
+				b.noteLanding(m.txnID, b.now.Load())
+			}
 			gs.write(txnMarker{group: name, producerID: m.producerID, commit: m.commit})
 			b.queuedMarkers.Add(-1)
 			return true
@@ -110,6 +114,7 @@ func (b *Broker) landOwn(sh *txnShard, id string) {
 	}
 	unlockGroups := b.lockGroupShards(t.flight.groups)
 	parts, unlockParts := b.parts.lockSorted(t.flight.partitions)
+	owed := b.markersOwed(id, t)
 	for _, p := range parts {
 		b.writeQueued(p, ofTxn(id))
 	}
@@ -119,7 +124,7 @@ func (b *Broker) landOwn(sh *txnShard, id string) {
 	unlockParts()
 	unlockGroups()
 	t.flight = inFlight{}
-	sh.write(id, t)
+	b.landed(sh, id, t, owed)
 }
 
 // LandMarkers writes every marker in flight.
@@ -135,6 +140,12 @@ func (b *Broker) LandMarkers() {
 
 // landAllLocked is LandMarkers with every shard and partition locked.
 func (b *Broker) landAllLocked() {
+	owed := map[string]bool{}
+	for i := range b.txns {
+		for id, t := range b.txns[i].txns {
+			owed[id] = t.flight.pending() && b.markersOwed(id, t)
+		}
+	}
 	for _, p := range b.parts.all() {
 		b.writeQueued(p, all)
 	}
@@ -149,7 +160,7 @@ func (b *Broker) landAllLocked() {
 		for _, id := range slices.Sorted(maps.Keys(sh.txns)) {
 			if t := sh.txns[id]; t.flight.pending() {
 				t.flight = inFlight{}
-				sh.write(id, t)
+				b.landed(sh, id, t, owed[id])
 			}
 		}
 	}

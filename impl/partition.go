@@ -3,6 +3,7 @@ package impl
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -30,6 +31,11 @@ type partition struct {
 	// held in memory only (verification.go).
 	verifying map[int64]verifyEntry
 
+	// clock and expiry are the broker's: a write's timestamp, and when a
+	// producer's state expires (expiry.go).
+	clock  *atomic.Int64
+	expiry model.Expiry
+
 	// The padding keeps partitions that sit side by side in memory off
 	// each other's cache lines, so writers to two partitions share nothing.
 	_ [64]byte
@@ -47,6 +53,9 @@ type batch struct {
 	txn        bool // written in a transaction
 	control    bool // a COMMIT or ABORT marker
 	commit     bool // for a marker: COMMIT
+	// timestamp is the broker's clock when the batch was written
+	// (Kafka's maxTimestamp of a batch, the timestamp of a marker).
+	timestamp int64
 }
 
 func newPartition(segmentSize int) *partition {
@@ -80,7 +89,7 @@ func (p *partition) stableUpTo(end int64) int64 {
 // appendBatch writes b with records to the log and applies it to the
 // derived tables; the leader has accepted it.
 func (p *partition) appendBatch(b batch, records []model.Record, bugs mutantSet) {
-	b.base, b.recordsAt = p.end(), p.records.Len()
+	b.base, b.recordsAt, b.timestamp = p.end(), p.records.Len(), p.now()
 	p.records.Append(records...)
 	p.batches.Append(b)
 	p.apply(b, bugs)
@@ -101,6 +110,8 @@ func (p *partition) writeMarker(producerID int64, epoch int16, commit bool, bugs
 // or replayed by recover: both go through here, so a rebuilt table is the
 // table that was lost.
 func (p *partition) apply(b batch, bugs mutantSet) {
+	p.replayExpiry(b)
+	defer p.stamp(b)
 	if b.control {
 		p.applyMarker(b, bugs)
 		return
@@ -166,6 +177,7 @@ func (p *partition) recover(bugs mutantSet) {
 	for _, b := range p.batches.All {
 		p.apply(b, bugs)
 	}
+	p.expireProducers(p.now())
 	if bugs.has(restartLosesProducerState) {
 		p.producers = map[int64]*producerState{}
 		p.open = openTxns{}

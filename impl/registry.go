@@ -19,6 +19,9 @@ type registry struct {
 	byName atomic.Pointer[map[model.Partition]*partition]
 	// segmentSize is the segment size of new partitions' logs.
 	segmentSize int
+	// clock and expiry are the broker's, for new partitions (expiry.go).
+	clock  *atomic.Int64
+	expiry model.Expiry
 }
 
 func (r *registry) reset(segmentSize int) {
@@ -40,7 +43,7 @@ func (r *registry) open(p model.Partition) *partition {
 		return part
 	}
 	byName := maps.Clone(*r.byName.Load())
-	byName[p] = newPartition(r.segmentSize)
+	byName[p] = newPartition(r.segmentSize).setClock(r.clock, r.expiry)
 	r.byName.Store(&byName)
 	return byName[p]
 }

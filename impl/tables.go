@@ -18,6 +18,9 @@ type producerState struct {
 	n      int
 	// txnFirst is the first offset of the open transaction, or NoOffset.
 	txnFirst int64
+	// lastTimestamp is when its last batch or marker was written here
+	// (expiry.go).
+	lastTimestamp int64
 }
 
 // batchSeq is what the leader remembers of one batch.

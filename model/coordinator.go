@@ -456,7 +456,8 @@ func (st *step) abortOnItsOwn(t txnMeta) txnMeta {
 }
 
 // tick moves the broker's clock; transactions and group members whose
-// timeouts passed are expired. On a wall clock the ops' own times are the
+// timeouts passed are expired, and then what has certainly been idle too
+// long is forgotten (expiry.go). On a wall clock the ops' own times are the
 // clock, and a tick moves nothing.
 func (st *step) tick(ms int64) {
 	if st.s.opts.WallClock {
@@ -476,6 +477,7 @@ func (st *step) tick(ms int64) {
 	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
 		st.expireMembers(name, st.s.now, nil)
 	}
+	st.expireIdle()
 }
 
 // expiredBy reports whether t's transaction is past its timeout at now,

@@ -31,6 +31,7 @@ func (t txnMeta) equal(o txnMeta) bool {
 		slicesEqual(t.partitions, o.partitions, same) && slicesEqual(t.groups, o.groups, same) &&
 		slicesEqual(t.unwritten, o.unwritten, same) && slicesEqual(t.unsettled, o.unsettled, same) &&
 		t.markerPID == o.markerPID && t.markerEpoch == o.markerEpoch && t.completedAt == o.completedAt &&
+		t.updatedAt == o.updatedAt &&
 		mapsEqual(t.pending, o.pending, func(x, y map[Partition]int64) bool { return mapsEqual(x, y, same) })
 }
 
@@ -87,7 +88,8 @@ func (ps partState) abortedRead(from int) []abortedTxn {
 }
 
 func (pe producerEntry) equal(o producerEntry) bool {
-	return pe.epoch == o.epoch && pe.txnFirst == o.txnFirst && slicesEqual(pe.batches, o.batches, same)
+	return pe.epoch == o.epoch && pe.txnFirst == o.txnFirst && pe.lastTimestamp == o.lastTimestamp &&
+		slicesEqual(pe.batches, o.batches, same)
 }
 
 func (g group) equal(o group) bool {

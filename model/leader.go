@@ -248,6 +248,7 @@ func (st *step) appendBatch(r Request, pe producerEntry, lastSeq int32) outcome 
 	if r.TransactionalID != "" && pe.txnFirst == NoOffset {
 		pe.txnFirst = base
 	}
+	pe.lastTimestamp = st.s.now // ProducerStateEntry.addBatch (expiry.go)
 	ps = ps.withProducer(r.ProducerID, pe)
 	if r.TransactionalID != "" {
 		ps = ps.withoutVerification(r.ProducerID)
@@ -284,6 +285,7 @@ func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
 		pe.epoch, pe.batches = epoch, nil
 	}
 	pe.txnFirst = NoOffset
+	pe.lastTimestamp = st.s.now // ProducerAppendInfo.appendEndTxnMarker (expiry.go)
 	st.s.setPart(p, ps.withProducer(pid, pe).withoutVerification(pid))
 }
 

@@ -30,7 +30,7 @@ func TestTranscripts(t *testing.T) {
 			switch td.Cmd {
 			case "reset":
 				s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"),
-					Allow: allowArg(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once")})
+					Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once")})
 				return ""
 			case "land-markers":
 				s = model.LandMarkers(s)
@@ -314,4 +314,16 @@ func allowArg(t *testing.T, td *datadriven.TestData) model.Deviation {
 		}
 	}
 	return allow
+}
+
+// expiryArgs is the expiry intervals a transcript's reset sets, each under
+// its Kafka broker config name (transactional.id.expiration.ms=MS...).
+func expiryArgs(t *testing.T, td *datadriven.TestData) model.Expiry {
+	var e model.Expiry
+	for _, c := range model.ExpiryConfigs {
+		if ms := intArg(t, td, c.Name, 0); ms != 0 {
+			*c.Field(&e) = int64(ms)
+		}
+	}
+	return e
 }

@@ -38,6 +38,10 @@ type Options struct {
 	// its transactional id needs them (markers.go). Judging a broker, the
 	// model always allows the window.
 	AsyncMarkers bool
+	// Expiry is how long the broker keeps an idle transactional id and
+	// an idle producer's state (expiry.go); zero fields are Kafka's
+	// defaults.
+	Expiry Expiry
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -113,6 +117,9 @@ type txnMeta struct {
 	// endedEpoch is the epoch whose EndTxn completed the last transaction,
 	// so that a retried EndTxn is answered again (KIP-98; KIP-890 bumps).
 	endedEpoch int16
+	// updatedAt is when the coordinator last wrote this metadata
+	// (txnLastUpdateTimestamp), for the id's expiry (expiry.go).
+	updatedAt int64
 	// unwritten are the partitions whose marker of the ended transaction
 	// has not landed yet, and unsettled the groups whose offsets (still in
 	// pending) it has not settled yet; markerPID and markerEpoch are what
@@ -161,6 +168,9 @@ type producerEntry struct {
 	// txnFirst is the first offset of the producer's open transaction in this
 	// partition, or NoOffset.
 	txnFirst int64
+	// lastTimestamp is when its last batch or marker was written here, for
+	// the expiry of its state (expiry.go).
+	lastTimestamp int64
 }
 
 type partState struct {
@@ -289,6 +299,9 @@ func (ps partState) isAborted(pid, offset int64) bool {
 // here are small (a few ids, partitions, groups), logs are shared.
 
 func (s *State) setTxn(id string, t txnMeta) {
+	// Every write of the metadata is a transition, and each one sets
+	// txnLastUpdateTimestamp (TransactionMetadata.prepareTransitionTo).
+	t.updatedAt = s.now
 	s.txns = maps.Clone(s.txns)
 	if s.txns == nil {
 		s.txns = map[string]txnMeta{}

@@ -1,0 +1,233 @@
+package model
+
+import (
+	"maps"
+	"slices"
+)
+
+// Expiry. Kafka forgets two things once they have been idle long enough.
+//
+// The transaction coordinator removes a transactional id whose state is
+// Empty, CompleteCommit or CompleteAbort, with no transition pending, once
+// txnLastUpdateTimestamp <= now - transactional.id.expiration.ms
+// (TransactionStateManager.shouldExpire and removeExpiredTransactionalIds,
+// 3.9.0 to trunk of 2024-10-25). Every transition sets that timestamp
+// (TransactionMetadata.prepareTransitionTo's updateTimestamp), so the
+// model keeps it as txnMeta.updatedAt, set whenever it writes the id's
+// metadata (setTxn). The sweep runs every
+// transaction.remove.expired.transaction.cleanup.interval.ms
+// (enableTransactionalIdExpiration). Once the id is gone, EndTxn and
+// AddPartitionsToTxn of its old producer are INVALID_PRODUCER_ID_MAPPING
+// (TransactionCoordinator.endTransaction and
+// handleAddPartitionsToTransaction, case None), and InitProducerId hands
+// out a fresh producer id at epoch 0 (handleInitProducerId, case None):
+// the model's rules for an id it never knew.
+// TransactionStateManagerTest#shouldRemoveCompleteCommitExpiredTransactionalIds,
+// shouldRemoveCompleteAbortExpiredTransactionalIds and
+// shouldRemoveEmptyExpiredTransactionalIds.
+//
+// A partition leader removes a producer's state once it has no open
+// transaction there and currentTimeMs - lastTimestamp >=
+// producer.id.expiration.ms (ProducerStateManager.isProducerExpired and
+// removeExpiredProducers, 3.9.0 to 4.x). lastTimestamp is the max
+// timestamp of the producer's last batch, or the timestamp of its last
+// marker (ProducerAppendInfo.appendDataBatch, appendEndTxnMarker); the
+// model takes the broker's clock at the write for both
+// (producerEntry.lastTimestamp). The check runs every
+// producer.id.expiration.check.interval.ms (UnifiedLog's
+// PeriodicProducerExpirationCheck). Once the state is gone, the producer
+// has no state at the partition: any first sequence is taken (leader.go,
+// produce), and a retry of its old batch is written again.
+// ProducerStateManagerTest#testPidExpirationTimeout.
+//
+// Both are timers as the model's others are. On a tick, an expiry past
+// its interval and one whole sweep interval more has certainly happened,
+// and the model removes it: that is the model's own answer (Apply), the
+// latest moment Kafka's sweep can take. One past its interval but not
+// the sweep's may or may not have happened: judging (Check), when an
+// answer is wrong with the state kept, it is tried again with the state
+// removed (dueExpiries). On a wall clock, where a tick moves nothing, an
+// expiry may happen at any moment once its interval has passed, and only
+// that second way.
+
+// Expiry is how long Kafka keeps what has been idle, and how often it
+// looks. A zero field is Kafka's default.
+type Expiry struct {
+	// TransactionalIDMs is transactional.id.expiration.ms (7 days).
+	TransactionalIDMs int64
+	// TransactionalIDCleanupMs is
+	// transaction.remove.expired.transaction.cleanup.interval.ms (1 hour).
+	TransactionalIDCleanupMs int64
+	// ProducerIDMs is producer.id.expiration.ms (1 day).
+	ProducerIDMs int64
+	// ProducerIDCheckMs is producer.id.expiration.check.interval.ms (10
+	// minutes).
+	ProducerIDCheckMs int64
+}
+
+// Kafka's defaults for Expiry (TransactionStateManagerConfigs and
+// TransactionLogConfigs, 3.9.0).
+const (
+	DefaultTransactionalIDExpirationMs = 604_800_000
+	DefaultTransactionalIDCleanupMs    = 3_600_000
+	DefaultProducerIDExpirationMs      = 86_400_000
+	DefaultProducerIDCheckMs           = 600_000
+)
+
+// ExpiryConfig names one field of Expiry as Kafka's broker config does.
+type ExpiryConfig struct {
+	Name    string
+	Default int64
+	Field   func(*Expiry) *int64
+}
+
+// ExpiryConfigs are Expiry's fields under their Kafka names, in the order
+// a history writes them.
+var ExpiryConfigs = []ExpiryConfig{
+	{"producer.id.expiration.check.interval.ms", DefaultProducerIDCheckMs, func(e *Expiry) *int64 { return &e.ProducerIDCheckMs }},
+	{"producer.id.expiration.ms", DefaultProducerIDExpirationMs, func(e *Expiry) *int64 { return &e.ProducerIDMs }},
+	{"transaction.remove.expired.transaction.cleanup.interval.ms", DefaultTransactionalIDCleanupMs, func(e *Expiry) *int64 { return &e.TransactionalIDCleanupMs }},
+	{"transactional.id.expiration.ms", DefaultTransactionalIDExpirationMs, func(e *Expiry) *int64 { return &e.TransactionalIDMs }},
+}
+
+// Resolved is e with every zero field at Kafka's default.
+func (e Expiry) Resolved() Expiry {
+	for _, c := range ExpiryConfigs {
+		if f := c.Field(&e); *f == 0 {
+			*f = c.Default
+		}
+	}
+	return e
+}
+
+// TransactionalIDDue reports whether a transactional id last updated at
+// updatedAt is past transactional.id.expiration.ms at now (at it counts:
+// TransactionStateManager.shouldExpire takes txnLastUpdateTimestamp <=
+// currentTimeMs - transactionalIdExpirationMs). With sure, it is also
+// past one whole sweep interval more, so the sweep has run since. A
+// state that allows expiry (Empty, CompleteCommit, CompleteAbort with no
+// marker in flight) is the caller's to check.
+func (e Expiry) TransactionalIDDue(updatedAt, now int64, sure bool) bool {
+	e = e.Resolved()
+	if sure {
+		return now-updatedAt > e.TransactionalIDMs+e.TransactionalIDCleanupMs
+	}
+	return now-updatedAt >= e.TransactionalIDMs
+}
+
+// ProducerIDDue reports whether a producer whose last write at a
+// partition was at lastTimestamp is past producer.id.expiration.ms at now
+// (at it counts: ProducerStateManager.isProducerExpired takes
+// currentTimeMs - lastTimestamp >= producerIdExpirationMs). With sure, it
+// is also past one whole check interval more. Whether the producer has a
+// transaction open there is the caller's to check.
+func (e Expiry) ProducerIDDue(lastTimestamp, now int64, sure bool) bool {
+	e = e.Resolved()
+	if sure {
+		return now-lastTimestamp > e.ProducerIDMs+e.ProducerIDCheckMs
+	}
+	return now-lastTimestamp >= e.ProducerIDMs
+}
+
+// idleBy reports whether t's transactional id may be removed at now, or
+// with sure, certainly has been.
+func (t txnMeta) idleBy(e Expiry, now int64, sure bool) bool {
+	expirable := t.phase == Empty || t.phase == CompleteCommit || t.phase == CompleteAbort
+	return expirable && e.TransactionalIDDue(t.updatedAt, now, sure)
+}
+
+// idleBy reports whether the producer's state at a partition may be
+// removed at now, or with sure, certainly has been.
+func (pe producerEntry) idleBy(e Expiry, now int64, sure bool) bool {
+	return pe.txnFirst == NoOffset && e.ProducerIDDue(pe.lastTimestamp, now, sure)
+}
+
+// expireIdle removes, on a tick, what has certainly expired: transactional
+// ids first, then producer state, each in sorted order.
+func (st *step) expireIdle() {
+	e, now := st.s.opts.Expiry, st.s.now
+	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
+		if t := st.s.txns[id]; !t.markersInFlight() && t.idleBy(e, now, true) {
+			st.s.deleteTxn(id)
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(st.s.parts)) {
+		ps := st.s.parts[p]
+		for _, pid := range slices.Sorted(maps.Keys(ps.producers)) {
+			if ps.producers[pid].idleBy(e, now, true) {
+				st.s.setPart(p, st.s.parts[p].withoutProducer(pid))
+			}
+		}
+	}
+}
+
+// dueExpiries is s with each expiry that may have happened by the time op
+// took effect and that its answer depends on: its transactional id's, and
+// for a produce its producer's state at its partition; one at a time, then
+// both. A transactional id whose markers are in flight has them landed
+// first, and counts from the moment its transaction ended, as if they had
+// landed at once: that is the earliest it may expire.
+func (s State) dueExpiries(op Op) []State {
+	r := op.Req
+	e, at := s.opts.Expiry, s.now
+	if s.opts.WallClock {
+		at = max(at, op.Span.To)
+	}
+	var out []State
+	t, known := s.txns[r.TransactionalID]
+	idDue := known && r.TransactionalID != "" && t.idleBy(e, at, false)
+	pe, hasState := s.parts[r.Partition].producers[r.ProducerID]
+	pidDue := op.Kind == Produce && hasState && pe.idleBy(e, at, false)
+	forgetID := func(s State) State {
+		if t.markersInFlight() {
+			s = s.landedInOrder(op, []string{r.TransactionalID})
+		}
+		s.deleteTxn(r.TransactionalID)
+		return s
+	}
+	forgetProducer := func(s State) State {
+		s.setPart(r.Partition, s.parts[r.Partition].withoutProducer(r.ProducerID))
+		return s
+	}
+	if idDue {
+		out = append(out, forgetID(s))
+	}
+	if pidDue {
+		out = append(out, forgetProducer(s))
+	}
+	if idDue && pidDue {
+		out = append(out, forgetProducer(forgetID(s)))
+	}
+	return out
+}
+
+// mayHaveFired is s with each timer that may have fired by the time op
+// took effect, when op's answer is wrong with none: on a wall clock any
+// due timer (dueTimers), and on any clock a due expiry (dueExpiries).
+func (s State) mayHaveFired(op Op) []State {
+	var out []State
+	if s.opts.WallClock {
+		out = s.dueTimers(op)
+	}
+	return append(out, s.dueExpiries(op)...)
+}
+
+// deleteTxn removes a transactional id: the coordinator knows it no more.
+// The producer ids it held stay handed out.
+func (s *State) deleteTxn(id string) {
+	s.txns = maps.Clone(s.txns)
+	delete(s.txns, id)
+	if len(s.txns) == 0 {
+		s.txns = nil
+	}
+}
+
+// withoutProducer is ps with no state for pid.
+func (ps partState) withoutProducer(pid int64) partState {
+	ps.producers = maps.Clone(ps.producers)
+	delete(ps.producers, pid)
+	if len(ps.producers) == 0 {
+		ps.producers = nil
+	}
+	return ps
+}
