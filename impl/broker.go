@@ -152,12 +152,7 @@ func (b *Broker) Tick(ms int64) {
 // dropped and rebuilt by replaying the logs (nothing acknowledged is lost:
 // Kafka's log recovery and coordinator loading).
 func (b *Broker) Restart() {
-	unlockTxns := b.lockAllTxnShards()
-	defer unlockTxns()
-	unlockGroups := b.lockAllGroupShards()
-	defer unlockGroups()
-	unlockParts := b.parts.lockAll()
-	defer unlockParts()
+	defer b.lockEverything()()
 	// A coordinator that loads a transaction in PrepareCommit or
 	// PrepareAbort sends its markers again: they land here.
 	b.landAllLocked()
@@ -171,6 +166,19 @@ func (b *Broker) Restart() {
 	b.nextMember.Store(highest + 1)
 	for _, p := range b.parts.all() {
 		p.recover(b.bugs)
+	}
+}
+
+// lockEverything locks every coordinator shard and every partition, in
+// the broker's lock order: the whole broker stops.
+func (b *Broker) lockEverything() (unlock func()) {
+	unlockTxns := b.lockAllTxnShards()
+	unlockGroups := b.lockAllGroupShards()
+	unlockParts := b.parts.lockAll()
+	return func() {
+		unlockParts()
+		unlockGroups()
+		unlockTxns()
 	}
 }
 

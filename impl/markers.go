@@ -129,12 +129,7 @@ func (b *Broker) landOwn(sh *txnShard, id string) {
 
 // LandMarkers writes every marker in flight.
 func (b *Broker) LandMarkers() {
-	unlockTxns := b.lockAllTxnShards()
-	defer unlockTxns()
-	unlockGroups := b.lockAllGroupShards()
-	defer unlockGroups()
-	unlockParts := b.parts.lockAll()
-	defer unlockParts()
+	defer b.lockEverything()()
 	b.landAllLocked()
 }
 
