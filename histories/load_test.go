@@ -54,24 +54,6 @@ var loadRejects = []struct {
 	{"transactions_version a string", `{"format": "fencecheck/history/v1", "transactions_version": "2", "ops": []}`,
 		`transactions_version: must be an integer, got the string "2"`},
 
-	{"api_version above the newest", doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 6, "req": {`+txnFields+`, "commit": true}, "resp": {}}`),
-		"op 1: api_version: EndTxn has versions 0 to 5; 6 is none of them"},
-	{"api_version negative", doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": -1, "req": {`+txnFields+`, "commit": true}, "resp": {}}`),
-		"op 1: api_version: EndTxn has versions 0 to 5; -1 is none of them"},
-	{"api_version beyond an int16", doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 40000, "req": {`+txnFields+`, "commit": true}, "resp": {}}`),
-		"op 1: api_version: 40000 is not an API version (an int16)"},
-	{"api_version not an integer", doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": "3", "req": {`+txnFields+`, "commit": true}, "resp": {}}`),
-		`op 1: api_version: must be an integer, got the string "3"`},
-	{"api_version on a fault", doc(`{"id": 0, "proc": "A", "call": 0, "type": "stall", "api_version": 1}`),
-		"op 0: api_version: a stall is a fault, not a request, and has no API version"},
-	{"PRODUCER_FENCED to EndTxn v1", doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 1, "req": {`+txnFields+`, "commit": true}, "error": "PRODUCER_FENCED"}`),
-		"op 1: end_txn: Kafka does not answer EndTxn v1 with PRODUCER_FENCED: versions below v2 get INVALID_PRODUCER_EPOCH instead (KafkaApis.handleEndTxnRequest: version < 2)"},
-	{"TRANSACTION_ABORTABLE to Produce v10", doc(okInit, produce(goodProduce, `, "api_version": 10, "error": "TRANSACTION_ABORTABLE"`)),
-		"op 4: produce: Kafka does not answer Produce v10 with TRANSACTION_ABORTABLE: versions below v11 get INVALID_TXN_STATE instead (" +
-			"AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation (DEFAULT_ERROR up to v10; " +
-			"KafkaApis.handleProduceRequest: apiVersion > 10 in 3.8 and 3.9) and the verification callback: " +
-			"TRANSACTION_ABORTABLE becomes INVALID_TXN_STATE for DEFAULT_ERROR)"},
-
 	{"id missing", doc(`{"proc": "A", "call": 0, "type": "stall"}`), "ops[0]: id is required"},
 	{"id not an integer", doc(okInit, `{"id": 1.5, "proc": "A", "call": 0, "type": "stall"}`),
 		"ops[1]: id: must be an integer, got 1.5"},
@@ -265,11 +247,7 @@ func TestLoadRejects(t *testing.T) {
 // loadAccepts are documents Load must accept. TestSchemaAcceptsWhatLoadAccepts
 // holds the schema to the same table.
 var loadAccepts = map[string]string{
-	"empty": doc(),
-	"api_version on requests": doc(`{"id": 0, "proc": "A", "call": 0, "return": 5, "type": "init_producer_id", "api_version": 4, "req": {"transactional_id": "t"}, "resp": {"producer_id": 1, "epoch": 0}}`,
-		`{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 1, "req": {`+txnFields+`, "commit": true}, "error": "INVALID_PRODUCER_EPOCH"}`,
-		`{"id": 2, "proc": "A", "call": 9, "return": 10, "type": "end_txn", "api_version": 3, "req": {`+txnFields+`, "commit": true}, "error": "PRODUCER_FENCED"}`,
-		`{"id": 3, "proc": "A", "call": 11, "return": 12, "type": "end_txn", "api_version": null, "req": {`+txnFields+`, "commit": true}, "error": "PRODUCER_FENCED"}`),
+	"empty":   doc(),
 	"good":    doc(okInit, produce(goodProduce, `, "resp": {"base_offset": 40}`)),
 	"pending": doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {`+txnFields+goodProduce+`}}`, `{"id": 5, "proc": "A", "call": 11, "return": 13, "type": "produce", "req": {`+txnFields+goodProduce+`}}`),
 	"a stall strikes mid-request": doc(produce(goodProduce, `, "resp": {"base_offset": 40}`),

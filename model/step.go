@@ -144,13 +144,7 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 		if out.effects {
 			next = st.s
 		}
-		if class == ClassOf(out.refuse) {
-			if wrong := wrongForVersion(op, out.rule, out.refuse, got.Err); wrong != nil {
-				return next, wrong
-			}
-			return next, nil
-		}
-		if class == out.also {
+		if class == ClassOf(out.refuse) || class == out.also {
 			return next, nil
 		}
 		err := &Disallowed{Rule: out.rule, Want: ClassOf(out.refuse), Got: class, CodeOnly: isRefusal(class),

@@ -461,45 +461,6 @@ func TestClientsAreRecordedUnderTheirClientID(t *testing.T) {
 
 	var saved bytes.Buffer
 	require.NoError(t, histories.Save(&saved, h), "the recording is a valid history")
-
-	// Every request carries the version the client spoke, and the saved
-	// history keeps it.
-	loaded, err := histories.Load(&saved)
-	require.NoError(t, err)
-	for i, op := range h.Ops {
-		if !op.Kind.IsRequest() {
-			continue
-		}
-		n, known := op.APIVersion.Number()
-		require.True(t, known, "op %d (%s) carries no api_version", op.ID, op.Kind)
-		require.NoError(t, model.CheckVersion(op.Kind, op.APIVersion))
-		require.Equal(t, op.APIVersion, loaded.Ops[i].APIVersion, "op %d: v%d saved and loaded", op.ID, n)
-	}
-}
-
-// The newest version the model knows of each request is the one kmsg,
-// the decoder the proxy reads frames with, knows: a recording never
-// carries a version Load refuses, and a newer Kafka is noticed here when
-// franz-go is upgraded.
-func TestNewestVersionsAreKmsgs(t *testing.T) {
-	keys := map[model.Kind]kmsg.Request{
-		model.Produce: kmsg.NewPtrProduceRequest(), model.Fetch: kmsg.NewPtrFetchRequest(),
-		model.OffsetFetch: kmsg.NewPtrOffsetFetchRequest(), model.JoinGroup: kmsg.NewPtrJoinGroupRequest(),
-		model.Heartbeat: kmsg.NewPtrHeartbeatRequest(), model.LeaveGroup: kmsg.NewPtrLeaveGroupRequest(),
-		model.InitProducerID: kmsg.NewPtrInitProducerIDRequest(), model.AddPartitions: kmsg.NewPtrAddPartitionsToTxnRequest(),
-		model.AddOffsets: kmsg.NewPtrAddOffsetsToTxnRequest(), model.EndTxn: kmsg.NewPtrEndTxnRequest(),
-		model.TxnOffsetCommit: kmsg.NewPtrTxnOffsetCommitRequest(),
-	}
-	for _, k := range model.Kinds {
-		newest, ok := model.NewestVersion(k)
-		if !k.IsRequest() {
-			require.False(t, ok, "a %s is a fault", k)
-			continue
-		}
-		req, mapped := keys[k]
-		require.True(t, mapped, "no kmsg request for %s", k)
-		require.Equal(t, req.MaxVersion(), newest, "the newest %s", k.APIName())
-	}
 }
 
 // A stalled process's traffic is held both ways until it wakes: its
