@@ -40,7 +40,7 @@ func TestMeasureSwarm(t *testing.T) {
 				caught, start := 0, time.Now()
 				for seed := uint64(1); seed <= seeds; seed++ {
 					target := func() (model.Target, error) {
-						return impl.New(impl.Config{TxnVersion: 2, Mutants: map[string]bool{mutant: true}}), nil
+						return impl.New(impl.Config{TxnVersion: 2, Mutants: map[string]bool{mutant: true}, AsyncMarkers: true}), nil
 					}
 					out, err := workload.Explore(workload.Options{Scenario: scenario(t, name), Target: target, TxnVersion: 2, Swarm: swarm},
 						workload.Budget{Checks: limit, Steps: 30, Seed: seed, ShrinkTime: time.Nanosecond}, nil)
