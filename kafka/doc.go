@@ -51,9 +51,10 @@
 // client is.
 //
 // Settings. A cluster reached by its address (New) must be set up for
-// what the target sends. The timeouts are scaled (Config.TimeScale, 0.01
-// by default), so the cluster must accept short ones, and its timers must
-// fire on time, as the model's do. At the default scale a broker needs:
+// what the target sends. The timeouts are scaled (Config.TimeScale,
+// DefaultTimeScale by default; fencecheck run's --time-scale), so the
+// cluster must accept short ones, and its timers must fire on time, as the
+// model's do. At the default scale a broker needs:
 //
 //   - group.min.session.timeout.ms at most 450 (the scaled 45 s session
 //     timeout; Kafka's default, 6000, refuses every join);

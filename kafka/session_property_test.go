@@ -334,7 +334,7 @@ func (m *sessionMachine) Tick(rt *rapid.T) {
 	ms := int64(rapid.IntRange(100, 1500).Draw(rt, "ms"))
 	time.Sleep(time.Duration(ms) * time.Millisecond)
 	req := model.NewRequest()
-	req.Ms = int64(float64(ms) / defaultTimeScale)
+	req.Ms = int64(float64(ms) / DefaultTimeScale)
 	m.s.rec.Fault("clock", model.Tick, req)
 }
 

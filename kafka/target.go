@@ -38,7 +38,7 @@ type Config struct {
 	// from 4.0, where the broker supports it, v2 (KIP-890).
 	KafkaVersion string
 	// TimeScale is how many real milliseconds one model millisecond
-	// lasts; 0 is 0.01. See the package documentation.
+	// lasts; 0 is DefaultTimeScale. See the package documentation.
 	TimeScale float64
 	// RebalanceTimeout is how long (real time) a join waits for the
 	// group's other members to rejoin before the coordinator drops
@@ -60,9 +60,12 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
+// DefaultTimeScale is Config.TimeScale's default: a model millisecond
+// lasts 10 real microseconds, so that a 60 s transaction timeout is 600 ms.
+const DefaultTimeScale = 0.01
+
 const (
 	defaultPrefix           = "fencecheck-"
-	defaultTimeScale        = 0.01
 	defaultRebalanceTimeout = 50 * time.Millisecond
 	defaultRequestTimeout   = 10 * time.Second
 )
@@ -72,7 +75,7 @@ func (c Config) withDefaults() Config {
 		c.TopicPrefix = defaultPrefix
 	}
 	if c.TimeScale <= 0 {
-		c.TimeScale = defaultTimeScale
+		c.TimeScale = DefaultTimeScale
 	}
 	if c.RebalanceTimeout <= 0 {
 		c.RebalanceTimeout = defaultRebalanceTimeout

@@ -295,6 +295,7 @@ func TestRunRefusesFlagsOutOfRange(t *testing.T) {
 		"--steps":       {"--steps", "-1"},
 		"--shrink-time": {"--shrink-time", "0s"},
 		"--txn-version": {"--txn-version", "3"},
+		"--time-scale":  {"--target", "kfake", "--time-scale", "0"},
 		"--target":      {"--target", "zookeeper"},
 		"--scenario":    {"--scenario", "nope"},
 		"--mutant":      {"--mutant", "no-such-bug"},

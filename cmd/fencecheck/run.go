@@ -59,7 +59,7 @@ func (f runFlags) targetName() string {
 }
 
 func (f runFlags) kafkaConfig() kafka.Config {
-	cfg := kafka.Config{Topics: workload.Topics, KafkaVersion: f.kafkaVersion, Logf: func(string, ...any) {}}
+	cfg := kafka.Config{Topics: workload.Topics, KafkaVersion: f.kafkaVersion, TimeScale: f.timeScale, Logf: func(string, ...any) {}}
 	if f.brokers != "" {
 		cfg.Brokers = strings.Split(f.brokers, ",")
 	}
@@ -74,6 +74,7 @@ type runFlags struct {
 	seed                  uint64
 	checks, steps         int
 	shrinkTime            time.Duration
+	timeScale             float64
 	txnVersion            int
 	knownFile             string
 	known                 checker.Known
@@ -119,7 +120,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.steps, "steps", workload.DefaultSteps, "how many actions an interleaving takes, on average")
 	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
 	fs.IntVar(&f.txnVersion, "txn-version", workload.DefaultTxnVersion, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
-	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`. Its brokers must take fencecheck's scaled timeouts and fire their timers on time: group.min.session.timeout.ms <= 450, group.initial.rebalance.delay.ms 0, transaction.abort.timed.out.transaction.cleanup.interval.ms <= 10, transaction.max.timeout.ms >= 9000, replication factors of the internal topics within the brokers, id expirations of a day or more ('go doc github.com/fencecheck/fencecheck/kafka' lists them); a setting a broker reports that does not fit stops the run at start. 'fencecheck broker' is such a cluster")
+	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`. Its brokers must take fencecheck's scaled timeouts and fire their timers on time; at the default --time-scale: group.min.session.timeout.ms <= 450, group.initial.rebalance.delay.ms 0, transaction.abort.timed.out.transaction.cleanup.interval.ms <= 10, transaction.max.timeout.ms >= 9000, replication factors of the internal topics within the brokers, id expirations of a day or more ('go doc github.com/fencecheck/fencecheck/kafka' lists them); a setting a broker reports that does not fit stops the run at start. 'fencecheck broker' is such a cluster")
+	fs.Float64Var(&f.timeScale, "time-scale", kafka.DefaultTimeScale, "with --target kfake or kafka: how many real milliseconds one model millisecond lasts, above 0 and at most 1. A larger scale gives a busy machine or a distant cluster more room between a client's requests, so that no transaction times out on the broker while the model keeps it open; ticks then wait longer, and the broker settings of --brokers scale with it")
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka `RELEASE`, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
 	fs.StringVar(&f.knownFile, "known", "", "the known findings, `FILE` (fencecheck/known/v1), 'kfake' for kfake's own list (kafka/known.json) or 'none': violations they list are counted and reported, and exploring goes on; default 'kfake' for --target kfake, 'none' elsewhere (give 'kfake' for a 'fencecheck broker' by --brokers)")
 	fs.StringVar(&f.out, "out", "", "write the bug report of a counterexample into `DIR` (default: a new directory under the system's temporary directory)")
@@ -205,6 +207,10 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 		return nil, fmt.Errorf("--shrink-time must be positive, got %v", f.shrinkTime)
 	case f.txnVersion != 1 && f.txnVersion != 2:
 		return nil, fmt.Errorf("--txn-version must be 1 or 2, got %d", f.txnVersion)
+	case f.timeScale <= 0 || f.timeScale > 1:
+		return nil, fmt.Errorf("--time-scale must be above 0 and at most 1, got %v", f.timeScale)
+	case f.timeScale != kafka.DefaultTimeScale && f.target != "kfake" && f.target != "kafka":
+		return nil, fmt.Errorf("--time-scale goes with --target kfake or kafka")
 	case f.mutant != "" && f.target != "impl":
 		return nil, fmt.Errorf("--mutant goes with --target impl")
 	}
