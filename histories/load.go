@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -414,7 +415,30 @@ func decodeTiming(m map[string]json.RawMessage, op *Op) error {
 	if op.Returned && op.Return < op.Call {
 		return bad("return", "%d is before call %d", op.Return, op.Call)
 	}
-	return take(m, "", "type", required, text[model.Kind]{&op.Kind, validKind})
+	if err := take(m, "", "type", required, text[model.Kind]{&op.Kind, validKind}); err != nil {
+		return err
+	}
+	return decodeAPIVersion(m, op)
+}
+
+// decodeAPIVersion reads the optional api_version: the request header's
+// version, within what Kafka has had for the request.
+func decodeAPIVersion(m map[string]json.RawMessage, op *Op) error {
+	if !has(m, "api_version") {
+		return nil
+	}
+	var n int64
+	if err := take(m, "", "api_version", optional, number[int64]{&n, anyInt}); err != nil {
+		return err
+	}
+	if n < math.MinInt16 || n > math.MaxInt16 {
+		return bad("api_version", "%d is not an API version (an int16)", n)
+	}
+	op.APIVersion = model.AtVersion(int16(n))
+	if err := model.CheckVersion(op.Kind, op.APIVersion); err != nil {
+		return bad("api_version", "%s", err)
+	}
+	return nil
 }
 
 // decodeBody reads req, resp and error, which depend on the type.

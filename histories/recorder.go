@@ -61,11 +61,12 @@ func (r *Recorder) proc(name string) model.BrokerFunc {
 // given an answered result; an unanswered one leaves it pending for ever.
 // An operation whose end is never called is left out (a request the
 // broker did not take up, say). client is the client instance when proc
-// is one of its lanes (Op.Client), else "".
-func (r *Recorder) Observe(proc, client string, kind model.Kind, req model.Request) (end func(model.Result)) {
-	op := r.begin(proc, kind, req)
-	op.Client = client
-	return func(res model.Result) { r.end(op, res, res.Answered) }
+// is one of its lanes (Op.Client), else "". op carries the request and,
+// when the observer read it, its API version.
+func (r *Recorder) Observe(proc, client string, op model.Op) (end func(model.Result)) {
+	begun := r.begin(proc, op.Kind, op.Req)
+	begun.Client, begun.APIVersion = client, op.APIVersion
+	return func(res model.Result) { r.end(begun, res, res.Answered) }
 }
 
 // Fault records a fault operation (stall, wake, crash, restart,
@@ -137,7 +138,9 @@ func (r *Recorder) end(op Op, res model.Result, returned bool) {
 // record sends a request of proc to the broker and records it.
 func (r *Recorder) record(ctx context.Context, proc string, kind model.Kind, req model.Request) model.Result {
 	op := r.begin(proc, kind, req)
+	ctx, version := model.WithVersionNote(ctx)
 	res, err := model.Send(ctx, r.b, model.Op{Kind: kind, Req: req})
+	op.APIVersion = *version
 	if err != nil {
 		// Only the Broker methods call record, each with its own kind.
 		panic(err)

@@ -75,12 +75,13 @@ func TestRecorder(t *testing.T) {
 
 // TestRecorderObserve: a request seen on the wire is called when seen and
 // returns when its answer is, an unanswered one stays pending, one never
-// ended is left out, and a lane keeps the client it belongs to.
+// ended is left out, and a lane keeps the client it belongs to and an op
+// the API version it was read at.
 func TestRecorderObserve(t *testing.T) {
 	rec := NewRecorder(echoBroker, nil)
-	answered := rec.Observe("W1", "", model.Produce, produceReq(0))
-	lost := rec.Observe("W1.2", "W1", model.Produce, produceReq(1))
-	_ = rec.Observe("W1.3", "W1", model.Produce, produceReq(2)) // not taken up: never ended
+	answered := rec.Observe("W1", "", model.Op{Kind: model.Produce, Req: produceReq(0), APIVersion: model.AtVersion(11)})
+	lost := rec.Observe("W1.2", "W1", model.Op{Kind: model.Produce, Req: produceReq(1)})
+	_ = rec.Observe("W1.3", "W1", model.Op{Kind: model.Produce, Req: produceReq(2)}) // not taken up: never ended
 	resp := model.NewResponse()
 	resp.BaseOffset = 40
 	answered(model.OK(resp))
@@ -88,7 +89,7 @@ func TestRecorderObserve(t *testing.T) {
 
 	want := []Op{
 		{ID: 0, Proc: "W1", Call: 1, Return: 4, Returned: true,
-			Op: model.Op{Kind: model.Produce, Req: produceReq(0)}, Result: model.OK(resp)},
+			Op: model.Op{Kind: model.Produce, Req: produceReq(0), APIVersion: model.AtVersion(11)}, Result: model.OK(resp)},
 		{ID: 1, Proc: "W1.2", Client: "W1", Call: 2, Op: model.Op{Kind: model.Produce, Req: produceReq(1)}, Result: model.NoAnswer()},
 	}
 	require.Equal(t, want, rec.History().Ops)

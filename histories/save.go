@@ -127,6 +127,9 @@ func encodeOp(op *Op) object {
 		out = append(out, member{"return", op.Return})
 	}
 	out = append(out, member{"type", string(op.Kind)})
+	if n, known := op.APIVersion.Number(); known {
+		out = append(out, member{"api_version", n})
+	}
 	if slots, ok := reqSlots[op.Kind]; ok {
 		out = append(out, member{"req", encodeStruct(&op.Req, slots)})
 	}

@@ -229,3 +229,42 @@ func FuzzSchemaAcceptsWhatLoadAccepts(f *testing.F) {
 		require.NoError(t, validate(s, data), "Load accepts it, the schema does not")
 	})
 }
+
+// TestSchemaAndLoadAgreeOnVersions: for every request type, every code
+// it may get and every api_version from one below 0 to past the newest
+// Kafka has, the schema accepts exactly what Load accepts: any version
+// from 0, with any code the request may get at some version (a code of
+// another version is error-codes' to judge).
+func TestSchemaAndLoadAgreeOnVersions(t *testing.T) {
+	s := historySchema(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "every-type.json"))
+	require.NoError(t, err)
+	var every struct{ Ops []map[string]any }
+	require.NoError(t, json.Unmarshal(data, &every))
+	// every-type.json has no heartbeat, which came to the format later.
+	every.Ops = append(every.Ops, map[string]any{"type": "heartbeat", "return": 1,
+		"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1}})
+	seen := map[model.Kind]bool{}
+	for _, op := range every.Ops {
+		kind := model.Kind(op["type"].(string))
+		if !kind.IsRequest() || seen[kind] || op["return"] == nil {
+			continue
+		}
+		seen[kind] = true
+		for _, code := range model.CodesFor(kind) {
+			for v := -1; v <= 20; v++ {
+				one := map[string]any{"id": 0, "proc": "A", "call": 0, "return": 1, "type": op["type"], "req": op["req"],
+					"api_version": v, "error": code}
+				d, err := json.Marshal(map[string]any{"format": Format, "ops": []any{one}})
+				require.NoError(t, err)
+				_, loadErr := Load(bytes.NewReader(d))
+				schemaErr := validate(s, d)
+				require.Equal(t, loadErr == nil, schemaErr == nil, "%s v%d answered %s: Load says %v, the schema %v",
+					kind, v, code, loadErr, schemaErr)
+			}
+		}
+	}
+	for _, k := range model.Kinds {
+		require.Equal(t, k.IsRequest(), seen[k], "every-type.json has an answered %s", k)
+	}
+}

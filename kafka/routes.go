@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/internal/wire"
+	"github.com/fencecheck/fencecheck/model"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -277,6 +278,9 @@ func (r *routes) sendOnce(ctx context.Context, rt route, req kmsg.Request) (kmsg
 		}
 		return nil, err
 	}
+	// kgo sets the version it negotiated on the request it sends, and the
+	// response answers that version: the history records it.
+	model.NoteVersion(ctx, resp.GetVersion())
 	for _, code := range rt.codes(resp) {
 		if wire.Misrouted(code) {
 			return resp, fmt.Errorf("%w: broker %d answered %v", errNotSent, id, kerr.ErrorForCode(code))

@@ -1,6 +1,10 @@
 package model
 
-import "slices"
+import (
+	"context"
+	"fmt"
+	"slices"
+)
 
 // Code is a Kafka error code name.
 type Code string
@@ -348,4 +352,220 @@ func mayBeginImplicitly(k Kind) bool { return k == Produce || k == TxnOffsetComm
 // an answer is placed, like an undecided one, anywhere after its call.
 func PartlyEffective(k Kind, r Result) bool {
 	return r.Answered && ClassOf(r.Err) == NoEffect && mayBeginImplicitly(k)
+}
+
+// Version is the API version a request was sent at: the api_version of
+// its request header, the version the client and the broker agreed on.
+// The zero Version is unknown; a history that does not say keeps every
+// version's answer legal.
+type Version struct {
+	number int16
+	known  bool
+}
+
+// AtVersion is the known version n.
+func AtVersion(n int16) Version { return Version{number: n, known: true} }
+
+// Number is the version and whether it is known.
+func (v Version) Number() (int16, bool) { return v.number, v.known }
+
+func (v Version) String() string {
+	if !v.known {
+		return "unknown version"
+	}
+	return fmt.Sprintf("v%d", v.number)
+}
+
+// CheckVersion says why v cannot be the version of a request of kind k:
+// a fault has none, and a request header's version is never negative. A
+// version above the newest that fencecheck knows is a newer Kafka's, and
+// gets the answers of the newest versions it knows.
+func CheckVersion(k Kind, v Version) error {
+	n, known := v.Number()
+	switch {
+	case !known:
+		return nil
+	case !k.IsRequest():
+		return fmt.Errorf("a %s is a fault, not a request, and has no API version", k)
+	case n < 0:
+		return fmt.Errorf("%s has no version %d: a request header's version is never negative", k.APIName(), n)
+	}
+	return nil
+}
+
+// versionRule is a code that Kafka sends to a request only from one
+// version on: older clients do not know it, so KafkaApis (or the helper
+// it calls) sends them another code for the same refusal, or never meets
+// the case at those versions.
+type versionRule struct {
+	kind Kind
+	code Code
+	// since is the first version that gets code.
+	since int16
+	// instead is what the versions below since get for the same refusal;
+	// "" when they never meet it.
+	instead Code
+	// modelRules are the model's rules whose refusal Kafka sends as code
+	// from since on and as instead below it. nil: every refusal the model
+	// makes with code or instead.
+	modelRules []string
+	// source is where Kafka decides it.
+	source string
+}
+
+// versionRules are Kafka's version-dependent codes for the requests the
+// format knows. Sources: apache/kafka trunk of October 2024 (3.9/4.0)
+// and 4.x, with the request schemas' own notes (clients/src/main/
+// resources/common/message/*Request.json: "Version N adds support for
+// new error code ...").
+var versionRules = []versionRule{
+	// KIP-588: PRODUCER_FENCED is new; older clients get the
+	// INVALID_PRODUCER_EPOCH they handle the same way ("For older
+	// clients, they could not understand the new PRODUCER_FENCED error
+	// code").
+	{kind: InitProducerID, code: ProducerFenced, since: 4, instead: InvalidProducerEpoch,
+		source: "KafkaApis.handleInitProducerIdRequest: version < 4"},
+	{kind: AddPartitions, code: ProducerFenced, since: 2, instead: InvalidProducerEpoch,
+		source: "KafkaApis.handleAddPartitionsToTxnRequest: version < 2"},
+	{kind: AddOffsets, code: ProducerFenced, since: 2, instead: InvalidProducerEpoch,
+		source: "KafkaApis.handleAddOffsetsToTxnRequest: version < 2"},
+	{kind: EndTxn, code: ProducerFenced, since: 2, instead: InvalidProducerEpoch,
+		source: "KafkaApis.handleEndTxnRequest: version < 2"},
+	// A Produce and a TxnOffsetCommit never get PRODUCER_FENCED:
+	// AddPartitionsToTxnManager turns the verification's PRODUCER_FENCED
+	// into INVALID_PRODUCER_EPOCH at every version, and
+	// KafkaApis.handleTxnOffsetCommitRequest has no KIP-588 rule.
+
+	// KIP-890: a partition (or the group's offsets partition) that the
+	// verification finds outside the transaction is TRANSACTION_ABORTABLE
+	// to the clients that know it and INVALID_TXN_STATE to older ones.
+	{kind: Produce, code: TransactionAbortable, since: 11, instead: InvalidTxnState,
+		modelRules: []string{"partition-not-in-txn"},
+		source: "AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation (DEFAULT_ERROR up to v10; " +
+			"KafkaApis.handleProduceRequest: apiVersion > 10 in 3.8 and 3.9) and the verification callback: " +
+			"TRANSACTION_ABORTABLE becomes INVALID_TXN_STATE for DEFAULT_ERROR"},
+	{kind: TxnOffsetCommit, code: TransactionAbortable, since: 4, instead: InvalidTxnState,
+		modelRules: []string{"offsets-need-add"},
+		source: "AddPartitionsToTxnManager.txnOffsetCommitRequestVersionToTransactionSupportedOperation (DEFAULT_ERROR up to v3; " +
+			"CoordinatorPartitionWriter.maybeStartTransactionVerification and GroupCoordinator.handleTxnCommitOffsets: apiVersion >= 4 in 3.8 and 3.9)"},
+	// The transaction coordinator answers TRANSACTION_ABORTABLE only to a
+	// verify-only AddPartitionsToTxn (TransactionCoordinator.
+	// handleVerifyPartitionsInTransaction), which exists from v4, a
+	// broker's version; a client's (v0 to v3) never meets it. The schema
+	// says v5 "adds support" for it; the coordinator answers v4 the same.
+	{kind: AddPartitions, code: TransactionAbortable, since: 4,
+		source: "TransactionCoordinator.handleVerifyPartitionsInTransaction (verify-only, v4 and later)"},
+	// The schemas promise TRANSACTION_ABORTABLE from these versions on
+	// only; no older client is sent it.
+	{kind: InitProducerID, code: TransactionAbortable, since: 5,
+		source: "InitProducerIdRequest.json: \"Version 5 adds support for new error code TRANSACTION_ABORTABLE\""},
+	{kind: AddOffsets, code: TransactionAbortable, since: 4,
+		source: "AddOffsetsToTxnRequest.json: \"Version 4 adds support for new error code TRANSACTION_ABORTABLE\""},
+	{kind: EndTxn, code: TransactionAbortable, since: 4,
+		source: "EndTxnRequest.json: \"Version 4 adds support for new error code TRANSACTION_ABORTABLE\""},
+
+	// KAFKA-7296: clients before 2.3 (TxnOffsetCommit below v2) could
+	// crash on COORDINATOR_LOAD_IN_PROGRESS.
+	{kind: TxnOffsetCommit, code: CoordinatorLoadInProgress, since: 2, instead: CoordinatorNotAvailable,
+		source: "KafkaApis.handleTxnOffsetCommitRequest: version < 2"},
+}
+
+// answersAt says why Kafka cannot answer a request of kind k at version
+// v with the code c, when a rule of versionRules rules it out; nil
+// otherwise, and always for an unknown version. Answers is the test for
+// every version.
+func answersAt(k Kind, c Code, v Version) error {
+	n, known := v.Number()
+	if !known {
+		return nil
+	}
+	for _, r := range versionRules {
+		if r.kind == k && r.code == c && n < r.since {
+			return fmt.Errorf("Kafka does not answer %s %s with %s: %s", k.APIName(), v, c, r.below())
+		}
+	}
+	return nil
+}
+
+// below says what the versions under r.since get.
+func (r versionRule) below() string {
+	if r.instead == "" {
+		return fmt.Sprintf("only v%d and later get it, and older versions never meet the case (%s)", r.since, r.source)
+	}
+	return fmt.Sprintf("versions below v%d get %s instead (%s)", r.since, r.instead, r.source)
+}
+
+// applies reports whether r decides the code of a refusal by the model's
+// rule named rule with the code refused.
+func (r versionRule) applies(k Kind, rule string, refused Code) bool {
+	return r.kind == k && r.instead != "" && (refused == r.code || refused == r.instead) &&
+		(r.modelRules == nil || slices.Contains(r.modelRules, rule))
+}
+
+// versionRuleName names the error-codes rule of a code that is another
+// version's.
+const versionRuleName = "api-version"
+
+// wrongForVersion is the error-codes finding on a refusal of the right
+// class whose code is the one another version gets: the model's rule
+// refused with the code refused, and the broker answered got to op,
+// which was sent at a known version. nil when the version is unknown or
+// the code is right for it.
+func wrongForVersion(op Op, rule string, refused, got Code) *Disallowed {
+	n, known := op.APIVersion.Number()
+	if !known {
+		return nil
+	}
+	for _, r := range versionRules {
+		if !r.applies(op.Kind, rule, refused) {
+			continue
+		}
+		want, other := r.code, r.instead
+		if n < r.since {
+			want, other = r.instead, r.code
+		}
+		if got != other {
+			continue
+		}
+		gets := r.below()
+		if n >= r.since {
+			gets = fmt.Sprintf("v%d and later get it, only versions below v%d get %s (%s)", r.since, r.since, r.instead, r.source)
+		}
+		return &Disallowed{Rule: versionRuleName, Want: ClassOf(want), Got: ClassOf(got), CodeOnly: true,
+			Reason: fmt.Sprintf("%s %s gets %s: %s", op.Kind.APIName(), op.APIVersion, want, gets)}
+	}
+	return nil
+}
+
+// codeAtVersion is the error-codes finding on an answer whose code
+// Kafka never sends at op's version (answersAt), or nil. A history
+// recorded from another broker may well hold one: it is judged, as any
+// other wrong code, and never refused.
+func codeAtVersion(op Op, got Code) error {
+	err := answersAt(op.Kind, got, op.APIVersion)
+	if err == nil {
+		return nil
+	}
+	return &Disallowed{Rule: versionRuleName, Want: ClassOf(got), Got: ClassOf(got), CodeOnly: true, Reason: err.Error()}
+}
+
+// versionNoteKey keys the room a recorder leaves in a request's context
+// for the broker to note the API version it sent the request at.
+type versionNoteKey struct{}
+
+// WithVersionNote is ctx with room for a Broker to note the API version
+// it sends a request at (NoteVersion); the Version it returns reads what
+// was noted once the request is answered, and is unknown if nothing was.
+func WithVersionNote(ctx context.Context) (context.Context, *Version) {
+	v := new(Version)
+	return context.WithValue(ctx, versionNoteKey{}, v), v
+}
+
+// NoteVersion notes in ctx the API version n a Broker sent a request at,
+// for the recorder that left room for it (WithVersionNote). A Broker
+// that speaks no wire protocol, such as the reference broker, notes none.
+func NoteVersion(ctx context.Context, n int16) {
+	if v, ok := ctx.Value(versionNoteKey{}).(*Version); ok {
+		*v = AtVersion(n)
+	}
 }

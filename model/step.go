@@ -48,14 +48,24 @@ func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error
 		next, _ := apply(s, op, true)
 		return next, nil
 	}
-	s = s.atCall(op)
+	next, err := checkFiring(ctx, s.atCall(op), op, got)
+	if err == nil && got.Answered {
+		// Right in effect and class; its code may still be one that
+		// Kafka sends only at other versions of the request.
+		err = codeAtVersion(op, got.Err)
+	}
+	return next, err
+}
+
+// checkFiring is checkLanding, tried again once a timer that was due by
+// the time op took effect has fired: on a wall clock any timer, on any
+// clock an expiry whose sweep may have run (mayHaveFired). The answer
+// stands if it is right once one did.
+func checkFiring(ctx context.Context, s State, op Op, got Result) (State, error) {
 	next, err := checkLanding(ctx, s, op, got)
 	if err == nil {
 		return next, err
 	}
-	// A due timer may have fired by the time the op took effect: on a
-	// wall clock any timer, on any clock an expiry whose sweep may have
-	// run (mayHaveFired). The answer stands if it is right once one did.
 	for _, fired := range s.mayHaveFired(op) {
 		if next, again := checkLanding(ctx, fired, op, got); again == nil {
 			return next, nil
@@ -144,7 +154,13 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 		if out.effects {
 			next = st.s
 		}
-		if class == ClassOf(out.refuse) || class == out.also {
+		if class == ClassOf(out.refuse) {
+			if wrong := wrongForVersion(op, out.rule, out.refuse, got.Err); wrong != nil {
+				return next, wrong
+			}
+			return next, nil
+		}
+		if class == out.also {
 			return next, nil
 		}
 		err := &Disallowed{Rule: out.rule, Want: ClassOf(out.refuse), Got: class, CodeOnly: isRefusal(class),

@@ -178,6 +178,10 @@ type Op struct {
 	Req  Request
 	// Span is read on a wall clock only (Options.WallClock).
 	Span Span
+	// APIVersion is the version the request was sent at, when the
+	// history says: it decides which of a pair of codes is right
+	// (versionRules).
+	APIVersion Version
 }
 
 // Span is when an op took effect, on a wall clock: at some moment from

@@ -58,8 +58,9 @@ func startRecording(path, keysFrom string, logf func(string, ...any)) (*recordin
 
 // Observe records an operation, and notes the keys and topics of a
 // produce that succeeded.
-func (r *recording) Observe(proc, client string, kind model.Kind, req model.Request) func(model.Result) {
-	end := r.Recorder.Observe(proc, client, kind, req)
+func (r *recording) Observe(proc, client string, op model.Op) func(model.Result) {
+	end := r.Recorder.Observe(proc, client, op)
+	kind, req := op.Kind, op.Req
 	if kind != model.Produce {
 		return end
 	}

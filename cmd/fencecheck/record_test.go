@@ -21,7 +21,7 @@ func produced(r *recording, p model.Partition, base int64, keys ...string) {
 	}
 	resp := model.NewResponse()
 	resp.BaseOffset = base
-	r.Observe("trip-source", "", model.Produce, req)(model.OK(resp))
+	r.Observe("trip-source", "", model.Op{Kind: model.Produce, Req: req})(model.OK(resp))
 }
 
 // The recording warns, once each, of a trip produced again (a second run

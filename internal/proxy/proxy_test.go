@@ -461,6 +461,20 @@ func TestClientsAreRecordedUnderTheirClientID(t *testing.T) {
 
 	var saved bytes.Buffer
 	require.NoError(t, histories.Save(&saved, h), "the recording is a valid history")
+
+	// Every request carries the version the client spoke, and the saved
+	// history keeps it.
+	loaded, err := histories.Load(&saved)
+	require.NoError(t, err)
+	for i, op := range h.Ops {
+		if !op.Kind.IsRequest() {
+			continue
+		}
+		n, known := op.APIVersion.Number()
+		require.True(t, known, "op %d (%s) carries no api_version", op.ID, op.Kind)
+		require.NoError(t, model.CheckVersion(op.Kind, op.APIVersion))
+		require.Equal(t, op.APIVersion, loaded.Ops[i].APIVersion, "op %d: v%d saved and loaded", op.ID, n)
+	}
 }
 
 // A stalled process's traffic is held both ways until it wakes: its

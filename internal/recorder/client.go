@@ -33,7 +33,7 @@ import (
 // when the lane is not its first, "" when it is: the history's
 // operations carry both (histories.Op.Client).
 type Observer interface {
-	Observe(proc, client string, kind model.Kind, req model.Request) (end func(model.Result))
+	Observe(proc, client string, op model.Op) (end func(model.Result))
 }
 
 // Cluster is what the recorder needs to know of the cluster a client
@@ -223,7 +223,8 @@ type pending struct {
 }
 
 // begin records an operation's call on a free lane.
-func (c *Client) begin(kind model.Kind, req model.Request) *pending {
+// version is the API version of the request the operation was read from.
+func (c *Client) begin(kind model.Kind, version int16, req model.Request) *pending {
 	c.mu.Lock()
 	instance := c.instanceOf(req.TransactionalID)
 	lanes := c.lanes[instance]
@@ -236,7 +237,8 @@ func (c *Client) begin(kind model.Kind, req model.Request) *pending {
 	c.lanes[instance] = lanes
 	c.mu.Unlock()
 	proc, client := c.laneName(instance, lane)
-	return &pending{instance: instance, lane: lane, kind: kind, req: req, resp: model.NewResponse(), end: c.cfg.Observer.Observe(proc, client, kind, req)}
+	return &pending{instance: instance, lane: lane, kind: kind, req: req, resp: model.NewResponse(),
+		end: c.cfg.Observer.Observe(proc, client, model.Op{Kind: kind, Req: req, APIVersion: model.AtVersion(version)})}
 }
 
 // instanceOf is the process of the history that a request carrying
@@ -322,6 +324,6 @@ func (c *Client) takeJoin(member string) *pending {
 // noObserver is the observer of a client whose requests are not recorded.
 type noObserver struct{}
 
-func (noObserver) Observe(string, string, model.Kind, model.Request) func(model.Result) {
+func (noObserver) Observe(string, string, model.Op) func(model.Result) {
 	return func(model.Result) {}
 }

@@ -105,7 +105,8 @@ func (f *fakeConn) Close() error                { return nil }
 // TestRecorderReadsTransactionalRequests: a client's InitProducerId,
 // Produce (one operation per partition, each on a lane of its own) and
 // EndTxn are read off the wire with their fields in the model's names
-// and time; a partition the broker did not take (misrouted) is left out.
+// and time, and the API version of the request they came in; a partition
+// the broker did not take (misrouted) is left out.
 func TestRecorderReadsTransactionalRequests(t *testing.T) {
 	w := newWire(t)
 	init := kmsg.NewPtrInitProducerIDRequest()
@@ -167,6 +168,12 @@ func TestRecorderReadsTransactionalRequests(t *testing.T) {
 	require.Equal(t, model.EndTxn, ops[2].Kind)
 	require.True(t, ops[2].Req.Commit)
 	require.Equal(t, int16(3), ops[2].Result.Resp.Epoch, "v5 answers the epoch the producer goes on with")
+
+	for i, want := range []int16{4, 12, 5} {
+		got, known := ops[i].APIVersion.Number()
+		require.True(t, known, "op %d carries the version it was read at", i)
+		require.Equal(t, want, got, "op %d: the request header's version", i)
+	}
 }
 
 // TestRecorderKnowsTheTransactionProtocolSpoken: EndTxn at version 5 or

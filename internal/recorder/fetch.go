@@ -118,7 +118,7 @@ func (c *Client) fetch(req *kmsg.FetchRequest, sessions *fetchSessions) []observ
 			out.Records = wire.CommittedView(batches, got.AbortedTransactions, isolation == model.ReadCommitted, r.Offset)
 			return model.OK(out), ended
 		}
-		ops = append(ops, observed{op: c.begin(model.Fetch, r), answer: answer})
+		ops = append(ops, observed{op: c.begin(model.Fetch, req.Version, r), answer: answer})
 	}
 	return ops
 }

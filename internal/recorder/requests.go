@@ -86,7 +86,7 @@ func (c *Client) heartbeat(r *kmsg.HeartbeatRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
-	return one(c, model.Heartbeat, req, func(r *kmsg.HeartbeatResponse) []int16 {
+	return one(c, model.Heartbeat, r.Version, req, func(r *kmsg.HeartbeatResponse) []int16 {
 		if r.ErrorCode == kerr.RebalanceInProgress.Code {
 			return []int16{0}
 		}
@@ -109,8 +109,8 @@ func (c *Client) answered(ops []observed, resp kmsg.Response) {
 }
 
 // one is a request that is one operation, answered by one set of codes.
-func one[R kmsg.Response](c *Client, kind model.Kind, req model.Request, codes func(R) []int16, out func(R) model.Response) []observed {
-	return []observed{{op: c.begin(kind, req), answer: answerWith(c, kind, codes, out)}}
+func one[R kmsg.Response](c *Client, kind model.Kind, version int16, req model.Request, codes func(R) []int16, out func(R) model.Response) []observed {
+	return []observed{{op: c.begin(kind, version, req), answer: answerWith(c, kind, codes, out)}}
 }
 
 // answerWith reads a response of type R: misrouted when any of its codes
@@ -149,7 +149,7 @@ func (c *Client) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
 		req.TransactionalID, req.TimeoutMs = id, c.cfg.Cluster.Millis(r.TransactionTimeoutMillis)
 	}
 	req.ProducerID, req.Epoch = r.ProducerID, r.ProducerEpoch
-	return one(c, model.InitProducerID, req,
+	return one(c, model.InitProducerID, r.Version, req,
 		func(r *kmsg.InitProducerIDResponse) []int16 { return []int16{r.ErrorCode} },
 		func(r *kmsg.InitProducerIDResponse) model.Response {
 			out := model.NewResponse()
@@ -174,7 +174,7 @@ func (c *Client) addPartitions(r *kmsg.AddPartitionsToTxnRequest) []observed {
 			}
 		}
 	}
-	return one(c, model.AddPartitions, req, codesOf[*kmsg.AddPartitionsToTxnResponse](wire.AddPartitionsCodes), nil)
+	return one(c, model.AddPartitions, r.Version, req, codesOf[*kmsg.AddPartitionsToTxnResponse](wire.AddPartitionsCodes), nil)
 }
 
 func (c *Client) addOffsets(r *kmsg.AddOffsetsToTxnRequest) []observed {
@@ -185,7 +185,7 @@ func (c *Client) addOffsets(r *kmsg.AddOffsetsToTxnRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Group = id, r.ProducerID, r.ProducerEpoch, group
-	return one(c, model.AddOffsets, req,
+	return one(c, model.AddOffsets, r.Version, req,
 		func(r *kmsg.AddOffsetsToTxnResponse) []int16 { return []int16{r.ErrorCode} }, nil)
 }
 
@@ -217,7 +217,7 @@ func (c *Client) produce(r *kmsg.ProduceRequest) []observed {
 					out.BaseOffset = rp.BaseOffset
 					return out
 				})
-			ops = append(ops, observed{op: c.begin(model.Produce, req), answer: answer})
+			ops = append(ops, observed{op: c.begin(model.Produce, r.Version, req), answer: answer})
 		}
 	}
 	return ops
@@ -281,7 +281,7 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 			}
 		}
 	}
-	return one(c, model.TxnOffsetCommit, req, codesOf[*kmsg.TxnOffsetCommitResponse](wire.TxnOffsetCommitCodes), nil)
+	return one(c, model.TxnOffsetCommit, r.Version, req, codesOf[*kmsg.TxnOffsetCommitResponse](wire.TxnOffsetCommitCodes), nil)
 }
 
 func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
@@ -292,7 +292,7 @@ func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
 	req := model.NewRequest()
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Commit = id, r.ProducerID, r.ProducerEpoch, r.Commit
 	c.noteEndTxnVersion(r.Version)
-	return one(c, model.EndTxn, req,
+	return one(c, model.EndTxn, r.Version, req,
 		func(r *kmsg.EndTxnResponse) []int16 { return []int16{r.ErrorCode} },
 		func(r *kmsg.EndTxnResponse) model.Response {
 			out := model.NewResponse()
@@ -317,7 +317,7 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 		req.Group, req.MemberID = group, r.MemberID
 		req.SessionTimeoutMs = c.cfg.Cluster.Millis(r.SessionTimeoutMillis)
 		req.Partitions = c.subscribed(r.Protocols)
-		op = c.begin(model.JoinGroup, req)
+		op = c.begin(model.JoinGroup, r.Version, req)
 	}
 	return []observed{{op: op, answer: func(resp kmsg.Response) (model.Result, fate) {
 		jr, ok := resp.(*kmsg.JoinGroupResponse)
@@ -413,7 +413,7 @@ func (c *Client) leaveGroup(r *kmsg.LeaveGroupRequest) []observed {
 		}
 		req := model.NewRequest()
 		req.Group, req.MemberID = group, m
-		ops = append(ops, one(c, model.LeaveGroup, req, codesOf[*kmsg.LeaveGroupResponse](wire.LeaveCodes), nil)...)
+		ops = append(ops, one(c, model.LeaveGroup, r.Version, req, codesOf[*kmsg.LeaveGroupResponse](wire.LeaveCodes), nil)...)
 	}
 	return ops
 }
@@ -480,7 +480,7 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 				out.Offset = max(offset, model.NoOffset)
 				return out
 			})
-		ops = append(ops, observed{op: c.begin(model.OffsetFetch, req), answer: answer})
+		ops = append(ops, observed{op: c.begin(model.OffsetFetch, r.Version, req), answer: answer})
 	}
 	return ops
 }

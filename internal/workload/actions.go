@@ -255,7 +255,7 @@ func (r *run) DeliverDelayedRequest(t *rapid.T) {
 func (r *run) deliverDelayedAt(i int) {
 	d := r.delayed[i]
 	r.delayed = append(r.delayed[:i:i], r.delayed[i+1:]...)
-	if _, err := r.sendToBroker(d.op); err != nil {
+	if _, _, err := r.sendToBroker(d.op); err != nil {
 		panic(err)
 	}
 }

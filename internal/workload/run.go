@@ -190,10 +190,11 @@ func (r *run) send(p *proc) bool {
 func (r *run) deliver(p *proc, lose bool) {
 	op := &r.h.Ops[p.sent]
 	p.sent = -1
-	res, err := r.sendToBroker(op.Op)
+	res, version, err := r.sendToBroker(op.Op)
 	if err != nil {
 		panic(err) // the workload sent a kind no broker answers: a bug here
 	}
+	op.APIVersion = version
 	if lose || !res.Answered {
 		r.undecided++
 		again := op.Op
@@ -218,9 +219,12 @@ func (r *run) deliver(p *proc, lose bool) {
 // processes waiting for one to end are woken (see txnMayEnd), whatever
 // the answer and whether or not it comes back: a lost answer does not
 // undo what the broker did.
-func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
+//
+// version is the API version the target sent it at, when it speaks
+// Kafka's protocol (model.NoteVersion).
+func (r *run) sendToBroker(op model.Op) (res model.Result, version model.Version, err error) {
 	if r.panicked != nil {
-		return model.Result{}, nil // a target that panicked is not asked again
+		return model.Result{}, version, nil // a target that panicked is not asked again
 	}
 	defer r.catchPanic(op.Kind)
 	if w, ok := r.target.(model.MarkerWriter); ok && w.MarkersInFlight() {
@@ -228,11 +232,13 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, err error) {
 		// EndTxn's answer and its markers.
 		r.cov.count(InMarkerWindow, false)
 	}
-	res, err = model.Send(context.Background(), r.target, op)
+	ctx, noted := model.WithVersionNote(context.Background())
+	res, err = model.Send(ctx, r.target, op)
+	version = *noted
 	if mayEndTxn(op) {
 		r.txnMayEnd()
 	}
-	return res, err
+	return res, version, err
 }
 
 // strike has the target take a fault of its own (a tick, a restart),
@@ -355,7 +361,7 @@ func (r *run) crash(p *proc, delivered bool) {
 	if p.sent >= 0 {
 		r.undecided++
 		if delivered {
-			_, _ = r.sendToBroker(r.h.Ops[p.sent].Op)
+			_, r.h.Ops[p.sent].APIVersion, _ = r.sendToBroker(r.h.Ops[p.sent].Op)
 		}
 		p.sent = -1
 	}

@@ -117,10 +117,11 @@ func (r *run) seedInput(partitions, trips int) {
 // reads), recording it like any other.
 func (r *run) sendDirect(proc string, op model.Op, learn func(model.Result)) model.Result {
 	i := r.record(histoOp(proc, r.tick(), op))
-	res, err := r.sendToBroker(op)
+	res, version, err := r.sendToBroker(op)
 	if err != nil {
 		panic(err)
 	}
+	r.h.Ops[i].APIVersion = version
 	if res.Answered {
 		r.h.Ops[i].Returned, r.h.Ops[i].Return, r.h.Ops[i].Result = true, r.tick(), res
 		r.answers++
