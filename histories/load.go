@@ -455,7 +455,7 @@ func decodeBody(m map[string]json.RawMessage, op *Op) error {
 	}
 	switch {
 	case code != "" && !model.Answers(op.Kind, code):
-		return fmt.Errorf("Kafka does not answer %s with %s", withArticle(op.Kind.APIName()), code)
+		return fmt.Errorf("Kafka does not answer %s with %s%s", withArticle(op.Kind.APIName()), code, atAnyVersion(op.APIVersion))
 	case has(m, "resp") && code != "":
 		return errors.New(`has both "resp" and "error"; an operation has one or neither`)
 	case (has(m, "resp") || code != "") && !op.Returned:
@@ -600,4 +600,13 @@ func withArticle(name string) string {
 		return "an " + name
 	}
 	return "a " + name
+}
+
+// atAnyVersion says that a code refused for a request whose version the
+// history gives is refused at every version, that one included.
+func atAnyVersion(v model.Version) string {
+	if _, known := v.Number(); !known {
+		return ""
+	}
+	return fmt.Sprintf(" at any version, %s included", v)
 }

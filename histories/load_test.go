@@ -148,6 +148,8 @@ var loadRejects = []struct {
 	{"error code a coordinator turns into another", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "end_txn", "req": {` +
 		txnFields + `, "commit": true}, "error": "NOT_ENOUGH_REPLICAS"}`),
 		`op 1: end_txn: Kafka does not answer an EndTxn with NOT_ENOUGH_REPLICAS`},
+	{"a code no version gets, at a version", doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 4, "req": {`+txnFields+`, "commit": true}, "error": "NOT_ENOUGH_REPLICAS"}`),
+		`op 1: end_txn: Kafka does not answer an EndTxn with NOT_ENOUGH_REPLICAS at any version, v4 included`},
 	{"resp and error", doc(produce(goodProduce, `, "resp": {"base_offset": 40}, "error": "PRODUCER_FENCED"`)),
 		`op 4: produce: has both "resp" and "error"; an operation has one or neither`},
 	{"resp without return", doc(`{"id": 4, "proc": "A", "call": 10, "type": "produce", "req": {` + txnFields + goodProduce +
