@@ -278,3 +278,58 @@ func TestConformanceCatchesAFlippedAnswer(t *testing.T) {
 		require.NotEmpty(t, mismatch, "%q answered %q was not reported", c.line, c.verdict)
 	}
 }
+
+// The held-out set: answers from the same Kafka test classes, taken from
+// versions, variants and assertions the files under testdata/kafka/ did
+// not take, so that the model was not tuned on them. See
+// testdata/kafka-heldout/README.md. TestTranscripts skips these files;
+// TestHeldOut replays them with the same marks, but without the
+// every-method accounting, since a held-out file ports only some methods.
+const heldOutDir = "testdata/kafka-heldout"
+
+// isHeldOut reports whether a transcript is part of the held-out set.
+func isHeldOut(path string) bool {
+	return filepath.Base(filepath.Dir(path)) == filepath.Base(heldOutDir)
+}
+
+// TestHeldOut replays testdata/kafka-heldout/*.txt. Each answer a Kafka
+// test shows must be accepted, and each flipped copy (never) refused.
+func TestHeldOut(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(heldOutDir, "*.txt"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths)
+	for _, p := range paths {
+		require.NoError(t, checkHeldOutFile(p), p)
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			replayTranscript(t, p, true)
+		})
+	}
+}
+
+// checkHeldOutFile holds a held-out file to its headers: it names its
+// class, source and the versions read, ports at least one method of that
+// class, and each flipped answer (never) comes right after a comment
+// that says why Kafka's test rules it out.
+func checkHeldOutFile(path string) error {
+	c, err := readClassFile(path)
+	if err != nil {
+		return err
+	}
+	if c.Class == "" || c.Source == "" || c.ReadAt == "" || len(c.Ported) == 0 {
+		return fmt.Errorf("a held-out file starts with # class:, # source:, # read at: and ports a method")
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(body), "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(line, "#") || !strings.Contains(line, " got=") || !strings.Contains(line, " never") {
+			continue
+		}
+		if i == 0 || !strings.HasPrefix(lines[i-1], "# ") {
+			return fmt.Errorf("line %d: a flipped answer needs a comment right before it saying why Kafka rules it out", i+1)
+		}
+	}
+	return nil
+}

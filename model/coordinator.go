@@ -169,7 +169,8 @@ func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {
 // for a retry of the same kind (an EndTxn of the same outcome), and under
 // KIP-890 for a KIP-360 bump after an EndTxn, and for an abort or a bump
 // after the coordinator's own timeout abort (Kafka 4.0.1+; first is then
-// the session the abort moved on from). The checker uses it to tell a
+// the session the abort moved on from). An EndTxn after a bump that was
+// answered as such a retry is one too. The checker uses it to tell a
 // retry from a zombie.
 func RetriesGrant(retryKind Kind, retry Request, firstKind Kind, first Request) bool {
 	same := retry.TransactionalID == first.TransactionalID && retry.ProducerID == first.ProducerID && retry.Epoch == first.Epoch
@@ -182,6 +183,13 @@ func RetriesGrant(retryKind Kind, retry Request, firstKind Kind, first Request) 
 		return retryKind == InitProducerID
 	case firstKind == TimeoutAbort:
 		return retryKind == InitProducerID || (retryKind == EndTxn && !retry.Commit)
+	case firstKind == InitProducerID:
+		// A KIP-360 bump and an EndTxn naming one epoch, both answered
+		// the next session: only a v2 EndTxn at that epoch, whose answer
+		// the history may lack, moves the producer on so that both are
+		// answered as retries of it. A bump of its own leaves the EndTxn
+		// fenced.
+		return retryKind == EndTxn
 	}
 	return false
 }
