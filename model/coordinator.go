@@ -129,9 +129,14 @@ func (st *step) grantFresh() outcome {
 }
 
 // bump decides the next (producer id, epoch) of a known transactional.id:
-// a strictly higher epoch (not necessarily by one: Kafka's two-step fencing
-// bumps twice), or a fresh producer id at epoch 0 once the epoch is
-// exhausted (KIP-360).
+// the epoch after the current one, or a fresh producer id at epoch 0 once
+// the epoch is exhausted (KIP-360). Kafka bumps by exactly one
+// (TransactionMetadata.prepareIncrementProducerEpoch, 3.9 to 4.x; under
+// transactions v2 also prepareAbortOrCommit), so that a client naming an
+// epoch is answered the one after it
+// (TransactionMetadataTest#testEpochBumpWithCurrentEpochProvided,
+// TransactionCoordinatorTest#testInitProducerIdWithCurrentEpochProvided).
+// Its two-step fencing is two such bumps (abortOnItsOwn, then the retry).
 func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 	exhausted := t.epoch >= epochExhausted
 	got := st.observed()
@@ -141,7 +146,7 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 		return out.resp.ProducerID, 0, out
 	case t.pid == unknownPID && got != nil:
 		// The id a lost answer handed out shows itself: one never seen.
-		if got.ProducerID < 0 || st.s.pids[got.ProducerID] || got.Epoch <= t.epoch {
+		if got.ProducerID < 0 || st.s.pids[got.ProducerID] || !t.nextEpoch(got.Epoch) {
 			return 0, 0, bad("after-lost-grant", "producer %d epoch %d cannot follow the lost grant of a new producer id at epoch %d (KIP-98)", got.ProducerID, got.Epoch, t.epoch)
 		}
 		st.s.addPID(got.ProducerID)
@@ -152,8 +157,18 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 		return 0, 0, bad("keeps-pid", "producer id %d, but a known transactional.id keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.pid)
 	case got.Epoch <= t.epoch:
 		return 0, 0, bad("epochs-grow", "epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
+	case !t.nextEpoch(got.Epoch):
+		return 0, 0, bad("bump-by-one", "epoch %d skips past %d: the coordinator bumps epoch %d by one (KIP-360)", got.Epoch, t.epoch+1, t.epoch)
 	}
 	return st.grant(got.ProducerID, got.Epoch)
+}
+
+// nextEpoch reports whether a bump of t may answer epoch e: the one after
+// t's, or under transactions v2 after the coordinator's own abort the one
+// after that too, because Kafka 4.0.0 bumped twice there (once to fence,
+// once to abort; KAFKA-19367, fixed in 4.0.1).
+func (t txnMeta) nextEpoch(e int16) bool {
+	return e == t.epoch+1 || (t.abortedOnItsOwn && e == t.epoch+2)
 }
 
 func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {

@@ -44,6 +44,13 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 			return ""
 		case "state":
 			return strings.ReplaceAll(s.String(), "; ", "\n")
+		case "set-epoch":
+			next, err := model.SetEpoch(s, strArg(td, "txn"), intArg(t, td, "epoch", -1))
+			if err != nil {
+				td.Fatalf(t, "%v", err)
+			}
+			s = next
+			return ""
 		}
 		op := parseOp(t, td)
 		if got, judged := parseGot(t, td); judged {
