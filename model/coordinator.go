@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -14,6 +15,14 @@ func (st *step) initProducerID(r Request) outcome {
 		// Seed 001, KIP-98: an idempotent-only producer always gets a
 		// fresh producer id at epoch 0, with no link to any earlier session.
 		return st.grantFresh()
+	}
+	if max := st.s.opts.TxnMaxTimeoutMs; max > 0 && r.TimeoutMs > max {
+		// Kafka refuses a transaction timeout above the broker's
+		// maximum before it looks at the id
+		// (TransactionCoordinator.handleInitProducerId,
+		// TransactionStateManager.validateTransactionTimeoutMs, 3.9 to
+		// 4.x; TransactionStateManagerTest#testValidateTransactionTimeout).
+		return refuse("txn-timeout", InvalidTransactionTimeout, "transaction timeout %d ms is above transaction.max.timeout.ms %d (KIP-98)", r.TimeoutMs, max)
 	}
 	t, known := st.s.txns[r.TransactionalID]
 	if !known {
@@ -96,6 +105,30 @@ func bumped(e int16) int16 { return min(e, math.MaxInt16-1) + 1 }
 
 // Bumped is bumped, for brokers that follow the model's rules.
 func Bumped(e int16) int16 { return bumped(e) }
+
+// TxnMaxTimeoutConfig is the broker config that bounds a transaction's
+// timeout, under Kafka's name.
+const TxnMaxTimeoutConfig = "transaction.max.timeout.ms"
+
+// WrongTimeoutRefusal says why got is an INVALID_TRANSACTION_TIMEOUT that
+// Kafka cannot send to op, when it is one: the broker's maximum maxMs
+// (transaction.max.timeout.ms) is known and the timeout is within
+// 1..maxMs. Kafka sends that code only for a timeout above the maximum
+// or not above 0 (TransactionStateManager.validateTransactionTimeoutMs;
+// TransactionStateManagerTest#testValidateTransactionTimeout). A timeout
+// of 0 is a history's "the default", which a recorder also writes for a
+// client that sent 0, so it is taken either way. With maxMs 0 (not
+// known) any timeout may be refused, because a cluster may be set below
+// the default. The answer depends on nothing else, so the checker asks
+// it of refusals it otherwise leaves out of its search.
+func WrongTimeoutRefusal(maxMs int64, op Op, got Result) error {
+	r := op.Req
+	if op.Kind != InitProducerID || got.Err != InvalidTransactionTimeout || maxMs <= 0 || r.TimeoutMs <= 0 || r.TimeoutMs > maxMs {
+		return nil
+	}
+	return &Disallowed{Rule: "txn-timeout", Want: Success, Got: ClassOf(got.Err),
+		Reason: fmt.Sprintf("answered %s, but transaction timeout %d ms is within transaction.max.timeout.ms %d (KIP-98)", got.Err, r.TimeoutMs, maxMs)}
+}
 
 func txnTimeout(r Request) int64 {
 	if r.TimeoutMs > 0 {

@@ -37,7 +37,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 		switch td.Cmd {
 		case "reset":
 			s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"),
-				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once")})
+				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once"),
+				TxnMaxTimeoutMs: int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0))})
 			return ""
 		case "land-markers":
 			s = model.LandMarkers(s)
