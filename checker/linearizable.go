@@ -89,6 +89,14 @@ type linearizability struct {
 	judged int
 }
 
+// modelOptions are the model's options for judging h at one transaction
+// version: what the history says of its broker, and the deviations opts
+// allow.
+func modelOptions(h histories.History, version int, opts Options) model.Options {
+	return model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow,
+		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs}
+}
+
 // checkLinearizable runs porcupine under each transaction protocol the
 // history may have been recorded with, window by window (windows.go); it
 // holds if one explains it. It asks first for an order that explains
@@ -102,7 +110,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	unknown := Verdict{Status: Unknown, Reason: fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)}
 	gaveUp := false
 	for _, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow, Expiry: h.Expiry}, true, opts.AllowCodes)
+		m := porcupineModel(modelOptions(h, version, opts), true, opts.AllowCodes)
 		switch search := checkWindowed(m, ops, timeout, opts.Progress); search.result {
 		case porcupine.Ok:
 			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
@@ -117,7 +125,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	var first linearizability
 	var firstSearch windowedResult
 	for i, version := range versions {
-		m := porcupineModel(model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow, Expiry: h.Expiry}, false, opts.AllowCodes)
+		m := porcupineModel(modelOptions(h, version, opts), false, opts.AllowCodes)
 		search := checkWindowed(m, ops, timeout, nil)
 		lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 		if opts.only != Linearizable {
@@ -240,8 +248,10 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		if op.Result.Undecided() && readOnly(op.Kind) {
 			continue // a read nobody saw the answer of changes nothing
 		}
-		if noEffect(op) {
-			continue // Kafka refused it before it wrote: any state allows it
+		if noEffect(op) && model.WrongTimeoutRefusal(h.TxnMaxTimeoutMs, op.Op, op.Result) == nil {
+			// Kafka refused it before it wrote: any state allows it. A
+			// refusal the broker's config rules out is judged.
+			continue
 		}
 		ret := op.Call
 		switch {

@@ -3,19 +3,26 @@ package histories
 import (
 	"encoding/json"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/fencecheck/fencecheck/model"
 )
 
 // brokerConfig is "broker_config": the broker configs the model reads,
-// under Kafka's own names (model.ExpiryConfigs), so that a recorder can
-// copy them from the cluster it recorded (DescribeConfigs). Other names
-// are ignored, whatever their value: a recorder may copy the whole
-// config.
-type brokerConfig struct{ p *model.Expiry }
+// under Kafka's own names (model.ExpiryConfigs and
+// model.TxnMaxTimeoutConfig), so that a recorder can copy them from the
+// cluster it recorded (DescribeConfigs). Other names are ignored,
+// whatever their value: a recorder may copy the whole config.
+type brokerConfig struct {
+	p *model.Expiry
+	// maxTimeout is transaction.max.timeout.ms; 0 when not named.
+	maxTimeout *int64
+}
 
-// intervals is what an interval config may hold: Kafka defines each as an
-// INT at least 1 (TransactionStateManagerConfigs, TransactionLogConfigs).
+// intervals is what an interval config, and transaction.max.timeout.ms,
+// may hold: Kafka defines each as an INT at least 1
+// (TransactionStateManagerConfigs, TransactionLogConfigs).
 var intervals = span{lo: 1, hi: math.MaxInt32}
 
 func (c brokerConfig) decode(path string, raw json.RawMessage) error {
@@ -28,10 +35,10 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 			return err
 		}
 	}
-	return nil
+	return take(m, path, model.TxnMaxTimeoutConfig, optional, number[int64]{c.maxTimeout, intervals})
 }
 
-func (c brokerConfig) absent() bool { return *c.p == model.Expiry{} }
+func (c brokerConfig) absent() bool { return *c.p == model.Expiry{} && *c.maxTimeout == 0 }
 
 func (c brokerConfig) encode() any {
 	out := object{}
@@ -40,5 +47,10 @@ func (c brokerConfig) encode() any {
 			out = append(out, member{cfg.Name, ms})
 		}
 	}
+	if *c.maxTimeout != 0 {
+		out = append(out, member{model.TxnMaxTimeoutConfig, *c.maxTimeout})
+	}
+	// Sorted by name, as ExpiryConfigs is.
+	slices.SortFunc(out, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	return out
 }

@@ -40,6 +40,9 @@ type History struct {
 	// model.ExpiryConfigs); a zero field, absent from the document, is
 	// Kafka's default.
 	Expiry model.Expiry
+	// TxnMaxTimeoutMs is the broker's transaction.max.timeout.ms, from
+	// "broker_config"; 0, absent from the document, when not known.
+	TxnMaxTimeoutMs int64
 }
 
 // asyncMarkers is the "markers" of a history whose broker answers EndTxn

@@ -367,7 +367,7 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 		return bad("", "markers must be %q (the broker answers EndTxn before its markers land) or absent, got %q", asyncMarkers, markers)
 	}
 	h.AsyncMarkers = markers == asyncMarkers
-	if err := take(m, "", "broker_config", optional, brokerConfig{&h.Expiry}); err != nil {
+	if err := take(m, "", "broker_config", optional, brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs}); err != nil {
 		return err
 	}
 	if has(m, "trips") && h.Trips == nil {

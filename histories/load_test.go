@@ -184,6 +184,10 @@ var loadRejects = []struct {
 		"broker_config: must be an object, got 7"},
 	{"expiry interval 0", `{"format": "fencecheck/history/v1", "broker_config": {"producer.id.expiration.ms": 0}, "ops": []}`,
 		"broker_config.producer.id.expiration.ms: 0 is out of range 1..2147483647"},
+	{"max transaction timeout 0", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.max.timeout.ms": 0}, "ops": []}`,
+		"broker_config.transaction.max.timeout.ms: 0 is out of range 1..2147483647"},
+	{"max transaction timeout past an INT", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.max.timeout.ms": 2147483648}, "ops": []}`,
+		"broker_config.transaction.max.timeout.ms: 2147483648 is out of range 1..2147483647"},
 	{"expiry interval as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transactional.id.expiration.ms": "1000"}, "ops": []}`,
 		`broker_config.transactional.id.expiration.ms: must be an integer, got the string "1000"`},
 	{"trips holding null", `{"format": "fencecheck/history/v1", "trips": ["trip-1", null], "ops": []}`,
@@ -290,6 +294,8 @@ var loadAccepts = map[string]string{
 		`"req": {"group": "g", "member_id": "m", "reason": "done"}, "resp": {"throttle_time_ms": 0}}]}`,
 	"clock wall":  `{"format": "fencecheck/history/v1", "clock": "wall", "ops": []}`,
 	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
+	"broker_config naming the maximum transaction timeout": `{"format": "fencecheck/history/v1", "broker_config": ` +
+		`{"transaction.max.timeout.ms": 900000}, "ops": []}`,
 	"broker_config with names the checker does not read": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transactional.id.expiration.ms": 1000, "log.retention.ms": "-1", "min.insync.replicas": 2}, "ops": []}`,
 	"a topic with dashes, a partition with zeros": doc(produce(`, "partition": "fare-writes-007", "sequence": -5, `+

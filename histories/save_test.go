@@ -142,6 +142,30 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	got, err := Load(&buf)
 	require.NoError(t, err)
 	require.Equal(t, h.Expiry, got.Expiry)
+	require.Zero(t, got.TxnMaxTimeoutMs, "a maximum not named stays unknown")
+}
+
+// transaction.max.timeout.ms survives a save and a load, in its place
+// among the expiry intervals; by itself it is a broker_config too.
+func TestSaveLoadTxnMaxTimeout(t *testing.T) {
+	for name, c := range map[string]struct {
+		h    History
+		want string
+	}{
+		"with an interval": {History{Expiry: model.Expiry{TransactionalIDMs: 60_000}, TxnMaxTimeoutMs: 900_000},
+			`"broker_config": {"transaction.max.timeout.ms": 900000, "transactional.id.expiration.ms": 60000}`},
+		"alone": {History{TxnMaxTimeoutMs: 30_000}, `"broker_config": {"transaction.max.timeout.ms": 30000}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, Save(&buf, c.h))
+			require.Contains(t, buf.String(), c.want)
+			got, err := Load(&buf)
+			require.NoError(t, err)
+			require.Equal(t, c.h.TxnMaxTimeoutMs, got.TxnMaxTimeoutMs)
+			require.Equal(t, c.h.Expiry, got.Expiry)
+		})
+	}
 }
 
 // The golden file shows what Save writes; a change to it is a change to

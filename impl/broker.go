@@ -53,6 +53,9 @@ type Config struct {
 	// Expiry is how long the broker keeps an idle transactional id and an
 	// idle producer's state (model.Options.Expiry; expiry.go).
 	Expiry model.Expiry
+	// TxnMaxTimeoutMs is transaction.max.timeout.ms; 0 takes any
+	// timeout (model.Options.TxnMaxTimeoutMs).
+	TxnMaxTimeoutMs int64
 }
 
 // Broker is the optimised broker. It answers every request as the reference
@@ -67,6 +70,8 @@ type Broker struct {
 	segmentSize int
 	// expiry is Config.Expiry (expiry.go).
 	expiry model.Expiry
+	// maxTxnTimeoutMs is Config.TxnMaxTimeoutMs.
+	maxTxnTimeoutMs int64
 	// landings is when each transaction's last counted marker landed, by
 	// transactional id, until the id's metadata records it (expiry.go).
 	landings   map[string]int64
@@ -95,7 +100,8 @@ var _ model.Target = (*Broker)(nil)
 
 // New is a fresh broker: empty logs, no producers, no groups.
 func New(cfg Config) *Broker {
-	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry}
+	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry,
+		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)
 	for i := range b.txns {

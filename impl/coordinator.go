@@ -118,6 +118,10 @@ func (b *Broker) initProducerID(r model.Request) model.Result {
 		// producer id at epoch 0, with no link to any earlier session.
 		return granted(b.freshProducerID(), 0)
 	}
+	if b.maxTxnTimeoutMs > 0 && r.TimeoutMs > b.maxTxnTimeoutMs {
+		// Refused before the id is looked at (the model's txn-timeout).
+		return model.Fail(model.InvalidTransactionTimeout)
+	}
 	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
 	b.landOwn(sh, r.TransactionalID)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -14,6 +15,14 @@ func (st *step) initProducerID(r Request) outcome {
 		// Seed 001, KIP-98: an idempotent-only producer always gets a
 		// fresh producer id at epoch 0, with no link to any earlier session.
 		return st.grantFresh()
+	}
+	if max := st.s.opts.TxnMaxTimeoutMs; max > 0 && r.TimeoutMs > max {
+		// Kafka refuses a transaction timeout above the broker's
+		// maximum before it looks at the id
+		// (TransactionCoordinator.handleInitProducerId,
+		// TransactionStateManager.validateTransactionTimeoutMs, 3.9 to
+		// 4.x; TransactionStateManagerTest#testValidateTransactionTimeout).
+		return refuse("txn-timeout", InvalidTransactionTimeout, "transaction timeout %d ms is above transaction.max.timeout.ms %d (KIP-98)", r.TimeoutMs, max)
 	}
 	t, known := st.s.txns[r.TransactionalID]
 	if !known {
@@ -97,6 +106,41 @@ func bumped(e int16) int16 { return min(e, math.MaxInt16-1) + 1 }
 // Bumped is bumped, for brokers that follow the model's rules.
 func Bumped(e int16) int16 { return bumped(e) }
 
+// TxnMaxTimeoutConfig is the broker config that bounds a transaction's
+// timeout, under Kafka's name.
+const TxnMaxTimeoutConfig = "transaction.max.timeout.ms"
+
+// WrongTimeoutRefusal says why got is an INVALID_TRANSACTION_TIMEOUT that
+// Kafka cannot send to op, when it is one: the broker's maximum maxMs
+// (transaction.max.timeout.ms) is known and the timeout is within
+// 1..maxMs. Kafka sends that code only for a timeout above the maximum
+// or not above 0 (TransactionStateManager.validateTransactionTimeoutMs;
+// TransactionStateManagerTest#testValidateTransactionTimeout). A timeout
+// of 0 is a history's "the default", which a recorder also writes for a
+// client that sent 0, so it is taken either way. With maxMs 0 (not
+// known) a cluster may be set below the default, but not below 1
+// (TransactionStateManagerConfig defines the setting atLeast(1)), so
+// only a timeout of 1 ms is certainly within it. The answer depends on
+// nothing else, so the checker asks it of refusals it otherwise leaves
+// out of its search.
+func WrongTimeoutRefusal(maxMs int64, op Op, got Result) error {
+	r := op.Req
+	bound := max(maxMs, minTxnMaxTimeoutMs)
+	if op.Kind != InitProducerID || got.Err != InvalidTransactionTimeout || r.TimeoutMs <= 0 || r.TimeoutMs > bound {
+		return nil
+	}
+	setting := fmt.Sprintf("transaction.max.timeout.ms %d", maxMs)
+	if maxMs <= 0 {
+		setting = "any transaction.max.timeout.ms, which is at least 1"
+	}
+	return &Disallowed{Rule: "txn-timeout", Want: Success, Got: ClassOf(got.Err),
+		Reason: fmt.Sprintf("answered %s, but transaction timeout %d ms is within %s (KIP-98)", got.Err, r.TimeoutMs, setting)}
+}
+
+// minTxnMaxTimeoutMs is the least transaction.max.timeout.ms a broker
+// takes (TransactionStateManagerConfig, atLeast(1), 3.9 to 4.x).
+const minTxnMaxTimeoutMs = 1
+
 func txnTimeout(r Request) int64 {
 	if r.TimeoutMs > 0 {
 		return r.TimeoutMs
@@ -129,9 +173,14 @@ func (st *step) grantFresh() outcome {
 }
 
 // bump decides the next (producer id, epoch) of a known transactional.id:
-// a strictly higher epoch (not necessarily by one: Kafka's two-step fencing
-// bumps twice), or a fresh producer id at epoch 0 once the epoch is
-// exhausted (KIP-360).
+// the epoch after the current one, or a fresh producer id at epoch 0 once
+// the epoch is exhausted (KIP-360). Kafka bumps by exactly one
+// (TransactionMetadata.prepareIncrementProducerEpoch, 3.9 to 4.x; under
+// transactions v2 also prepareAbortOrCommit), so that a client naming an
+// epoch is answered the one after it
+// (TransactionMetadataTest#testEpochBumpWithCurrentEpochProvided,
+// TransactionCoordinatorTest#testInitProducerIdWithCurrentEpochProvided).
+// Its two-step fencing is two such bumps (abortOnItsOwn, then the retry).
 func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 	exhausted := t.epoch >= epochExhausted
 	got := st.observed()
@@ -141,7 +190,7 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 		return out.resp.ProducerID, 0, out
 	case t.pid == unknownPID && got != nil:
 		// The id a lost answer handed out shows itself: one never seen.
-		if got.ProducerID < 0 || st.s.pids[got.ProducerID] || got.Epoch <= t.epoch {
+		if got.ProducerID < 0 || st.s.pids[got.ProducerID] || !t.nextEpoch(got.Epoch) {
 			return 0, 0, bad("after-lost-grant", "producer %d epoch %d cannot follow the lost grant of a new producer id at epoch %d (KIP-98)", got.ProducerID, got.Epoch, t.epoch)
 		}
 		st.s.addPID(got.ProducerID)
@@ -152,8 +201,18 @@ func (st *step) bump(t txnMeta) (int64, int16, outcome) {
 		return 0, 0, bad("keeps-pid", "producer id %d, but a known transactional.id keeps its producer id %d until its epoch runs out (KIP-360)", got.ProducerID, t.pid)
 	case got.Epoch <= t.epoch:
 		return 0, 0, bad("epochs-grow", "epoch %d does not fence epoch %d: epochs only grow (KIP-98)", got.Epoch, t.epoch)
+	case !t.nextEpoch(got.Epoch):
+		return 0, 0, bad("bump-by-one", "epoch %d skips past %d: the coordinator bumps epoch %d by one (KIP-360)", got.Epoch, t.epoch+1, t.epoch)
 	}
 	return st.grant(got.ProducerID, got.Epoch)
+}
+
+// nextEpoch reports whether a bump of t may answer epoch e: the one after
+// t's, or under transactions v2 after the coordinator's own abort the one
+// after that too, because Kafka 4.0.0 bumped twice there (once to fence,
+// once to abort; KAFKA-19367, fixed in 4.0.1).
+func (t txnMeta) nextEpoch(e int16) bool {
+	return e == t.epoch+1 || (t.abortedOnItsOwn && e == t.epoch+2)
 }
 
 func (st *step) grant(pid int64, epoch int16) (int64, int16, outcome) {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 )
@@ -71,4 +72,28 @@ func rebuiltVec[T any](v vec[T]) vec[T] {
 		fresh = fresh.Append(v.At(i))
 	}
 	return fresh
+}
+
+// SetEpoch is s with the coordinator holding id at epoch, its producer id
+// kept and its last bump forgotten, as a fresh InitProducerId leaves it.
+// It stands for the metadata a Kafka test builds at a given epoch with
+// mocks, so that a transcript need not send thousands of bumps. Such
+// metadata has no markers in flight, so the ones in flight land first.
+// Only an id a request made known, with no transaction open, can be set,
+// and only forward: epochs only grow.
+func SetEpoch(s State, id string, epoch int) (State, error) {
+	s = LandMarkers(s)
+	t, known := s.txns[id]
+	switch {
+	case !known || t.pid == unknownPID:
+		return s, fmt.Errorf("set-epoch: %s has no producer id yet; an init must come first", id)
+	case t.phase == Ongoing:
+		return s, fmt.Errorf("set-epoch: %s has a transaction open", id)
+	case epoch <= int(t.epoch) || epoch > int(epochExhausted):
+		return s, fmt.Errorf("set-epoch: epoch %d is outside %d..%d (epochs only grow)", epoch, t.epoch+1, epochExhausted)
+	}
+	t.epoch = int16(epoch)
+	t.prevPID, t.prevEpoch, t.endedEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, NoEpoch, false
+	s.setTxn(id, t)
+	return s, nil
 }

@@ -37,13 +37,21 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 		switch td.Cmd {
 		case "reset":
 			s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"),
-				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once")})
+				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once"),
+				TxnMaxTimeoutMs: int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0))})
 			return ""
 		case "land-markers":
 			s = model.LandMarkers(s)
 			return ""
 		case "state":
 			return strings.ReplaceAll(s.String(), "; ", "\n")
+		case "set-epoch":
+			next, err := model.SetEpoch(s, strArg(td, "txn"), intArg(t, td, "epoch", -1))
+			if err != nil {
+				td.Fatalf(t, "%v", err)
+			}
+			s = next
+			return ""
 		}
 		op := parseOp(t, td)
 		if got, judged := parseGot(t, td); judged {

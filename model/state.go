@@ -42,6 +42,10 @@ type Options struct {
 	// an idle producer's state (expiry.go); zero fields are Kafka's
 	// defaults.
 	Expiry Expiry
+	// TxnMaxTimeoutMs is transaction.max.timeout.ms when the broker's
+	// config is known; 0 when it is not, because a cluster may be set to
+	// any maximum (the rule txn-timeout, WrongTimeoutRefusal).
+	TxnMaxTimeoutMs int64
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.

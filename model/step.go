@@ -54,6 +54,9 @@ func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error
 		// Kafka sends only at other versions of the request.
 		err = codeAtVersion(op, got.Err)
 	}
+	if err == nil && got.Answered {
+		err = WrongTimeoutRefusal(s.opts.TxnMaxTimeoutMs, op, got)
+	}
 	return next, err
 }
 

@@ -1,0 +1,54 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// An InitProducerId's transaction timeout is judged against
+// transaction.max.timeout.ms only when the history names it: a cluster
+// whose maximum is not known may be set to any.
+func TestTxnMaxTimeoutOnlyWhenNamed(t *testing.T) {
+	for name, c := range map[string]struct {
+		timeoutMs, maxMs int64
+		refused          bool
+		held             bool
+	}{
+		"success above an unknown maximum":        {timeoutMs: 1_200_000, held: true},
+		"refusal below an unknown maximum":        {timeoutMs: 30_000, refused: true, held: true},
+		"success above the named maximum":         {timeoutMs: 120_000, maxMs: 60_000},
+		"refusal above the named maximum":         {timeoutMs: 120_000, maxMs: 60_000, refused: true, held: true},
+		"refusal at the named maximum":            {timeoutMs: 60_000, maxMs: 60_000, refused: true},
+		"success at the named maximum":            {timeoutMs: 60_000, maxMs: 60_000, held: true},
+		"refusal of the default timeout, 0 named": {timeoutMs: 0, maxMs: 60_000, refused: true, held: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b historyBuilder
+			b.h.TxnMaxTimeoutMs = c.maxMs
+			id := b.initTxns("A", 0, 1, session{tid: "t", pid: 1})
+			b.op(id).Op.Req.TimeoutMs = c.timeoutMs
+			if c.refused {
+				b.fail(id, model.InvalidTransactionTimeout)
+			}
+			report := Check(b.h, Options{})
+			require.Equal(t, c.held, report.Held(), "%v", report.Verdicts)
+		})
+	}
+}
+
+// Kafka bumps an epoch by one. An InitProducerId whose answer was lost
+// may or may not have bumped it, so the next answer may be one or two
+// past the last one seen, and never three.
+func TestBumpAfterLostInit(t *testing.T) {
+	for epoch, held := range map[int16]bool{1: true, 2: true, 3: false} {
+		var b historyBuilder
+		b.initTxns("A", 0, 1, session{tid: "t", pid: 1})
+		b.lose(b.initTxns("B", 2, 3, session{tid: "t"}))
+		b.initTxns("C", 4, 5, session{tid: "t", pid: 1, epoch: epoch})
+		report := Check(b.h, Options{})
+		require.Equal(t, held, report.Held(), "epoch %d: %v", epoch, report.Verdicts)
+	}
+}
