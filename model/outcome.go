@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -394,13 +395,14 @@ func CheckVersion(k Kind, v Version) error {
 }
 
 // versionRule is a code that Kafka sends to a request only from one
-// version on: older clients do not know it, so KafkaApis (or the helper
-// it calls) sends them another code for the same refusal, or never meets
-// the case at those versions.
+// version on, or at none: older clients do not know it, so KafkaApis (or
+// the helper it calls) sends them another code for the same refusal, or
+// never meets the case at those versions.
 type versionRule struct {
 	kind Kind
 	code Code
-	// since is the first version that gets code.
+	// since is the first version that gets code; noVersion when no
+	// version does.
 	since int16
 	// instead is what the versions below since get for the same refusal;
 	// "" when they never meet it.
@@ -431,10 +433,33 @@ var versionRules = []versionRule{
 		source: "KafkaApis.handleAddOffsetsToTxnRequest: version < 2"},
 	{kind: EndTxn, code: ProducerFenced, since: 2, instead: InvalidProducerEpoch,
 		source: "KafkaApis.handleEndTxnRequest: version < 2"},
-	// A Produce and a TxnOffsetCommit never get PRODUCER_FENCED:
-	// AddPartitionsToTxnManager turns the verification's PRODUCER_FENCED
-	// into INVALID_PRODUCER_EPOCH at every version, and
-	// KafkaApis.handleTxnOffsetCommitRequest has no KIP-588 rule.
+	// A Produce never gets PRODUCER_FENCED. The leader's
+	// ProducerAppendInfo.checkProducerEpoch throws
+	// InvalidProducerEpochException, AddPartitionsToTxnManager turns the
+	// verification's PRODUCER_FENCED into INVALID_PRODUCER_EPOCH (3.6 to
+	// 4.x, the TV2 implicit add included), and KafkaApis.handleProduceRequest
+	// passes both on (KafkaApisTest#
+	// shouldReplaceProducerFencedWithInvalidProducerEpochInProduceResponse,
+	// every Produce version). A TxnOffsetCommit's verification is
+	// converted the same way; KafkaApis.handleTxnOffsetCommitRequest has
+	// no KIP-588 rule.
+	{kind: Produce, code: ProducerFenced, since: noVersion, instead: InvalidProducerEpoch,
+		source: "AddPartitionsToTxnManager: \"Producers expect to handle INVALID_PRODUCER_EPOCH\"; ProducerAppendInfo.checkProducerEpoch"},
+	// Nor does it get a coordinator's error from its verification:
+	// ReplicaManager's verification callback (3.9
+	// handleProduceAppend, 4.x appendRecords) turns them into
+	// NOT_ENOUGH_REPLICAS, which older clients retry without a metadata
+	// refresh (ReplicaManagerTest#testMaybeVerificationErrorConversions
+	// in 3.7 and 3.8, #testVerificationErrorConversions from 3.9; 3.8+
+	// adds NETWORK_EXCEPTION, a client's own code here). The table does
+	// not let a Produce carry these codes, so only the model's own
+	// judgement meets these rules.
+	{kind: Produce, code: NotCoordinator, since: noVersion, instead: NotEnoughReplicas,
+		source: verificationConversion},
+	{kind: Produce, code: CoordinatorNotAvailable, since: noVersion, instead: NotEnoughReplicas,
+		source: verificationConversion},
+	{kind: Produce, code: CoordinatorLoadInProgress, since: noVersion, instead: NotEnoughReplicas,
+		source: verificationConversion},
 
 	// KIP-890: a partition (or the group's offsets partition) that the
 	// verification finds outside the transaction is TRANSACTION_ABORTABLE
@@ -470,25 +495,40 @@ var versionRules = []versionRule{
 		source: "KafkaApis.handleTxnOffsetCommitRequest: version < 2"},
 }
 
+// noVersion is the since of a code that no version of the request gets.
+const noVersion = math.MaxInt16
+
+// verificationConversion is where Kafka converts a verification's
+// coordinator errors for a Produce.
+const verificationConversion = "ReplicaManager: \"Unable to verify the partition has been added to the transaction\""
+
 // answersAt says why Kafka cannot answer a request of kind k at version
 // v with the code c, when a rule of versionRules rules it out; nil
-// otherwise, and always for an unknown version. Answers is the test for
-// every version.
+// otherwise. At an unknown version only a code that no version gets is
+// ruled out. Answers is the test for every version.
 func answersAt(k Kind, c Code, v Version) error {
-	n, known := v.Number()
-	if !known {
-		return nil
-	}
 	for _, r := range versionRules {
-		if r.kind == k && r.code == c && n < r.since {
+		if r.kind == k && r.code == c && r.excludes(v) {
+			if r.since == noVersion {
+				return fmt.Errorf("Kafka does not answer %s with %s at any version: %s", k.APIName(), c, r.below())
+			}
 			return fmt.Errorf("Kafka does not answer %s %s with %s: %s", k.APIName(), v, c, r.below())
 		}
 	}
 	return nil
 }
 
+// excludes reports whether a request at version v cannot get r.code.
+func (r versionRule) excludes(v Version) bool {
+	n, known := v.Number()
+	return r.since == noVersion || known && n < r.since
+}
+
 // below says what the versions under r.since get.
 func (r versionRule) below() string {
+	if r.since == noVersion {
+		return fmt.Sprintf("every version gets %s instead (%s)", r.instead, r.source)
+	}
 	if r.instead == "" {
 		return fmt.Sprintf("only v%d and later get it, and older versions never meet the case (%s)", r.since, r.source)
 	}
@@ -521,7 +561,7 @@ func wrongForVersion(op Op, rule string, refused, got Code) *Disallowed {
 			continue
 		}
 		want, other := r.code, r.instead
-		if n < r.since {
+		if r.excludes(op.APIVersion) {
 			want, other = r.instead, r.code
 		}
 		if got != other {
