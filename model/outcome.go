@@ -79,7 +79,9 @@ const (
 // Class groups the codes that brokers answer for the same refusal. Brokers
 // differ in which code of a class they send (Kafka itself changed several
 // across versions), so answers are compared by class. The table below is
-// the one place where codes are classified.
+// the one place where codes are classified. A code has one class for each
+// request: where its meaning depends on the request, it has a row for each
+// meaning.
 type Class string
 
 const (
@@ -114,8 +116,9 @@ var (
 	allRequests      = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
 )
 
-// codeInfo is one row of the table: a code's class, and the requests
-// Kafka (or, for a client's own codes, the client) answers with it.
+// codeInfo is one row of the table: a code's class for the requests
+// Kafka (or, for a client's own codes, the client) answers with it. Rows
+// of one code name different requests.
 type codeInfo struct {
 	code  Code
 	class Class
@@ -140,10 +143,9 @@ var table = []codeInfo{
 	{ProducerFenced, FencedProducer, txnWrites},
 	{InvalidProducerEpoch, FencedProducer, txnWrites},
 	// Under transactions v2 a client library reports a fenced producer's
-	// batch as not attempted; KafkaApis.handleAddPartitionsToTxnRequest puts
-	// it on the partitions it skipped because another failed. Nothing was
-	// written.
-	{OperationNotAttempted, FencedProducer, []Kind{Produce, AddPartitions, TxnOffsetCommit}},
+	// batch as not attempted. Nothing was written. (An AddPartitionsToTxn
+	// gets it with no effect, below.)
+	{OperationNotAttempted, FencedProducer, []Kind{Produce, TxnOffsetCommit}},
 	// TransactionCoordinator.logInvalidStateTransitionAndReturnError;
 	// ReplicaManager.handleProduceAppend for a partition not in the
 	// transaction (KIP-890 verification).
@@ -206,6 +208,12 @@ var table = []codeInfo{
 	// an append or a read.
 	{UnknownTopicOrPartition, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetFetch}},
 	{UnknownTopicID, NoEffect, []Kind{Fetch}},
+	// KafkaApis.handleAddPartitionsToTxnRequest puts it on the partitions
+	// it skipped because another was unknown or unauthorized, before the
+	// coordinator runs: the producer need not be fenced, and nothing is
+	// added (KafkaApisTest#testAddPartitionsToTxnOperationNotAttempted,
+	// 3.9.0 and trunk).
+	{OperationNotAttempted, NoEffect, []Kind{AddPartitions}},
 	// UnifiedLog.appendAsLeader and LogValidator refuse the batch before it
 	// is written (ReplicaManager.appendToLocalLog).
 	{MessageTooLarge, NoEffect, []Kind{Produce}},
@@ -279,50 +287,78 @@ var table = []codeInfo{
 	{RebalanceInProgress, Undecided, []Kind{JoinGroup, Heartbeat}},
 }
 
-var classes, answerable = index(table)
+// rowsOf is each code's rows of the table.
+var rowsOf = index(table)
 
-func index(rows []codeInfo) (map[Code]Class, map[Code][]Kind) {
-	cls := map[Code]Class{"": Success}
-	kinds := map[Code][]Kind{}
+func index(rows []codeInfo) map[Code][]codeInfo {
+	out := map[Code][]codeInfo{}
 	for _, row := range rows {
-		cls[row.code] = row.class
-		kinds[row.code] = row.kinds
+		out[row.code] = append(out[row.code], row)
 	}
-	return cls, kinds
+	return out
 }
 
 // Codes lists the error codes a history may carry, in the table's order.
 var Codes = codesOf(table)
 
 func codesOf(rows []codeInfo) []Code {
-	out := make([]Code, len(rows))
-	for i, row := range rows {
-		out[i] = row.code
+	var out []Code
+	for _, row := range rows {
+		if !slices.Contains(out, row.code) {
+			out = append(out, row.code)
+		}
 	}
 	return out
 }
 
-// ClassOf is the class of an error code ("" is success).
-func ClassOf(c Code) Class {
-	if k, ok := classes[c]; ok {
-		return k
+// ClassOf is the class of the error code c answered to a request of kind
+// k ("" is success). For a request that Kafka never answers with c, it is
+// the class of c's first row.
+func ClassOf(k Kind, c Code) Class {
+	if c == "" {
+		return Success
 	}
-	return UnknownErrorCode
+	rows, ok := rowsOf[c]
+	if !ok {
+		return UnknownErrorCode
+	}
+	for _, row := range rows {
+		if slices.Contains(row.kinds, k) {
+			return row.class
+		}
+	}
+	return rows[0].class
+}
+
+// undecidedCode reports whether c may follow an effect. It does not
+// depend on the request: no code is undecided for one request and not
+// for another (TestUndecidedForEveryRequest).
+func undecidedCode(c Code) bool {
+	rows := rowsOf[c]
+	return len(rows) > 0 && rows[0].class == Undecided
 }
 
 // KnownCode reports whether c is a code the history format knows.
-func KnownCode(c Code) bool { _, ok := classes[c]; return ok && c != "" }
+func KnownCode(c Code) bool { _, ok := rowsOf[c]; return ok }
 
 // Answers reports whether Kafka (or the client, for a client's own
 // codes) may answer a request of kind k with the known code c.
-func Answers(k Kind, c Code) bool { return slices.Contains(answerable[c], k) }
+func Answers(k Kind, c Code) bool {
+	for _, row := range rowsOf[c] {
+		if slices.Contains(row.kinds, k) {
+			return true
+		}
+	}
+	return false
+}
 
-// CodesFor lists the codes a request of kind k may be answered with.
+// CodesFor lists the codes a request of kind k may be answered with, in
+// the order of Codes.
 func CodesFor(k Kind) []Code {
 	var out []Code
-	for _, row := range table {
-		if slices.Contains(row.kinds, k) {
-			out = append(out, row.code)
+	for _, c := range Codes {
+		if Answers(k, c) {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -352,7 +388,7 @@ func mayBeginImplicitly(k Kind) bool { return k == Produce || k == TxnOffsetComm
 // effect but the implicit add (KIP-890) that may have come before: such
 // an answer is placed, like an undecided one, anywhere after its call.
 func PartlyEffective(k Kind, r Result) bool {
-	return r.Answered && ClassOf(r.Err) == NoEffect && mayBeginImplicitly(k)
+	return r.Answered && ClassOf(k, r.Err) == NoEffect && mayBeginImplicitly(k)
 }
 
 // Version is the API version a request was sent at: the api_version of
@@ -571,7 +607,7 @@ func wrongForVersion(op Op, rule string, refused, got Code) *Disallowed {
 		if n >= r.since {
 			gets = fmt.Sprintf("v%d and later get it, only versions below v%d get %s (%s)", r.since, r.since, r.instead, r.source)
 		}
-		return &Disallowed{Rule: versionRuleName, Want: ClassOf(want), Got: ClassOf(got), CodeOnly: true,
+		return &Disallowed{Rule: versionRuleName, Want: ClassOf(op.Kind, want), Got: ClassOf(op.Kind, got), CodeOnly: true,
 			Reason: fmt.Sprintf("%s %s gets %s: %s", op.Kind.APIName(), op.APIVersion, want, gets)}
 	}
 	return nil
@@ -586,7 +622,8 @@ func codeAtVersion(op Op, got Code) error {
 	if err == nil {
 		return nil
 	}
-	return &Disallowed{Rule: versionRuleName, Want: ClassOf(got), Got: ClassOf(got), CodeOnly: true, Reason: err.Error()}
+	class := ClassOf(op.Kind, got)
+	return &Disallowed{Rule: versionRuleName, Want: class, Got: class, CodeOnly: true, Reason: err.Error()}
 }
 
 // versionNoteKey keys the room a recorder leaves in a request's context

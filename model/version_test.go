@@ -78,7 +78,7 @@ func TestAnswersAt(t *testing.T) {
 		}
 		require.True(t, Answers(r.kind, r.code), "%s answers %s at some version", r.kind, r.code)
 		if r.instead != "" {
-			require.Equal(t, ClassOf(r.code), ClassOf(r.instead), "a pair of one class")
+			require.Equal(t, ClassOf(r.kind, r.code), ClassOf(r.kind, r.instead), "a pair of one class")
 		}
 	}
 }
