@@ -487,9 +487,9 @@ var versionRules = []versionRule{
 	// NOT_ENOUGH_REPLICAS, which older clients retry without a metadata
 	// refresh (ReplicaManagerTest#testMaybeVerificationErrorConversions
 	// in 3.7 and 3.8, #testVerificationErrorConversions from 3.9; 3.8+
-	// adds NETWORK_EXCEPTION, a client's own code here). The table does
-	// not let a Produce carry these codes, so only the model's own
-	// judgement meets these rules.
+	// adds NETWORK_EXCEPTION, a client's own code here). Load refuses a
+	// Produce answered with these codes (Answers), so only a transcript
+	// that judges such an answer meets these rules.
 	{kind: Produce, code: NotCoordinator, since: noVersion, instead: NotEnoughReplicas,
 		source: verificationConversion},
 	{kind: Produce, code: CoordinatorNotAvailable, since: noVersion, instead: NotEnoughReplicas,
