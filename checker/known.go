@@ -53,7 +53,7 @@ func signatureOf(v Verdict, byID opIndex) Signature {
 	first := v.Violations[0]
 	sig := Signature{Check: v.Check, Rule: first.Rule}
 	if op, ok := byID[first.Op]; ok {
-		sig.Type, sig.Answer = op.Kind, model.ClassOf(op.Result.Err)
+		sig.Type, sig.Answer = op.Kind, model.ClassOf(op.Kind, op.Result.Err)
 		if op.Result.Undecided() {
 			sig.Answer = model.Undecided
 		}
@@ -155,9 +155,11 @@ func knownClass(c model.Class) bool {
 	if c == model.Success || c == model.Undecided {
 		return true
 	}
-	for _, code := range model.Codes {
-		if model.ClassOf(code) == c {
-			return true
+	for _, k := range model.Kinds {
+		for _, code := range model.CodesFor(k) {
+			if model.ClassOf(k, code) == c {
+				return true
+			}
 		}
 	}
 	return false

@@ -63,7 +63,7 @@ func fits(op *histories.Op, err error, strict bool, accepted []Signature) bool {
 
 // codeSignature is the error-codes signature of op's wrong code d.
 func codeSignature(op *histories.Op, d *model.Disallowed) Signature {
-	return Signature{Check: ErrorCodes, Type: op.Kind, Rule: d.Rule, Answer: model.ClassOf(op.Result.Err)}
+	return Signature{Check: ErrorCodes, Type: op.Kind, Rule: d.Rule, Answer: model.ClassOf(op.Kind, op.Result.Err)}
 }
 
 // codeOnly is err when it says the answer's effects are right and its
@@ -270,7 +270,7 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 // noEffect reports whether the broker refused op before it wrote anything,
 // with nothing that may have come first (model.PartlyEffective).
 func noEffect(op *histories.Op) bool {
-	return op.Result.Answered && model.ClassOf(op.Result.Err) == model.NoEffect && !model.PartlyEffective(op.Kind, op.Result)
+	return op.Result.Answered && model.ClassOf(op.Kind, op.Result.Err) == model.NoEffect && !model.PartlyEffective(op.Kind, op.Result)
 }
 
 // readOnly reports whether a request kind never changes the broker.

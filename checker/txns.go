@@ -245,7 +245,7 @@ func (r *txnReplay) endByEndTxn(op histories.Op) {
 		t.fate, t.commitReturn = fateCommitted, op.Return
 	case op.Result.Succeeded():
 		t.fate = fateAborted
-	case model.ClassOf(op.Result.Err) == model.FencedProducer:
+	case model.ClassOf(op.Kind, op.Result.Err) == model.FencedProducer:
 		r.abortUnlessCommitting(t)
 	default:
 		return // undecided, or refused for a reason that leaves it open
@@ -283,5 +283,5 @@ func (r *txnReplay) close(t *txn, by int) {
 // refused reports whether the broker answered op with a refusal: it had no
 // effect. Undecided answers are not refusals.
 func refused(op histories.Op) bool {
-	return op.Result.Answered && op.Result.Err != "" && model.ClassOf(op.Result.Err) != model.Undecided
+	return op.Result.Answered && op.Result.Err != "" && model.ClassOf(op.Kind, op.Result.Err) != model.Undecided
 }

@@ -134,7 +134,7 @@ func (a *analysis) repeatsAnsweredAt(read sighting, fetch histories.Op) []histor
 // mayHaveWrittenUnacked reports whether a produce may have written records
 // at offsets its answer does not name.
 func mayHaveWrittenUnacked(op histories.Op) bool {
-	return op.Result.Undecided() || model.ClassOf(op.Result.Err) == model.Duplicate
+	return op.Result.Undecided() || model.ClassOf(op.Kind, op.Result.Err) == model.Duplicate
 }
 
 // sendsRecord reports whether produce op sent a record like read.

@@ -239,8 +239,8 @@ func TestCommitAnswersByClass(t *testing.T) {
 		end := b.fail(b.endTxn("A", 2, 3, fw0, true), c.code)
 		a := analyze(b.h)
 		require.Equal(t, c.fate, a.txnOf[w].fate, c.code)
-		require.Equal(t, model.ClassOf(c.code) == model.Undecided, a.txnOf[w].commitCalled, c.code)
-		require.Equal(t, model.ClassOf(c.code) == model.NoEffect, refused(*b.op(end)), c.code)
+		require.Equal(t, model.ClassOf(model.EndTxn, c.code) == model.Undecided, a.txnOf[w].commitCalled, c.code)
+		require.Equal(t, model.ClassOf(model.EndTxn, c.code) == model.NoEffect, refused(*b.op(end)), c.code)
 	}
 }
 

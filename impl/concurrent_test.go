@@ -157,7 +157,7 @@ func (c *client) becomeZombie(kind string) {
 func (c *client) send(kind model.Kind, r model.Request) model.Result {
 	c.budget--
 	res := send(c.b, kind, r)
-	switch model.ClassOf(res.Err) {
+	switch model.ClassOf(kind, res.Err) {
 	case model.FencedProducer, model.WrongProducerID:
 		c.current = false
 	}
@@ -256,7 +256,7 @@ func (c *client) commitOffsets() {
 	c.offset += int64(1 + c.rng.IntN(3))
 	offsets := map[model.Partition]int64{c.input: c.offset}
 	res := c.send(model.TxnOffsetCommit, commitOffsetsReq(c.txn, c.s, theGroup, c.member.id, c.member.gen, offsets))
-	if model.ClassOf(res.Err) == model.FencedConsumer {
+	if model.ClassOf(model.TxnOffsetCommit, res.Err) == model.FencedConsumer {
 		c.member = joined{} // rebalanced away: join again next time
 	}
 }

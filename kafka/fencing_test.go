@@ -37,7 +37,7 @@ func TestFencedProduceStartsNothing(t *testing.T) {
 		got := s.ok("B", model.InitProducerID, initRequest("fare-writer-7"))
 		b := session{"fare-writer-7", got.ProducerID, got.Epoch}
 		zombie := s.send("A", model.Produce, a.produce(fares2, 0, "trip-9002"))
-		require.Equal(t, model.FencedProducer, model.ClassOf(zombie.Err), "%+v", zombie)
+		require.Equal(t, model.FencedProducer, model.ClassOf(model.Produce, zombie.Err), "%+v", zombie)
 		commit := s.send("B", model.EndTxn, b.endTxn(true))
 		t.Logf("owner's commit with nothing of its own open: %+v", commit)
 		read := s.ok("reader", model.Fetch, fetchRequest(fares2, model.ReadCommitted))

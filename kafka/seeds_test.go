@@ -40,7 +40,7 @@ func TestSeed000ZombieFenced(t *testing.T) {
 		require.False(t, zombie.Succeeded())
 		t.Logf("zombie produce: %s", zombie.Err)
 		commit := s.send("A", model.EndTxn, a.endTxn(true))
-		require.Equal(t, model.FencedProducer, model.ClassOf(commit.Err), "%+v", commit)
+		require.Equal(t, model.FencedProducer, model.ClassOf(model.EndTxn, commit.Err), "%+v", commit)
 
 		read := s.ok("reader", model.Fetch, fetchRequest(fares2, model.ReadCommitted))
 		require.Equal(t, []string{"trip-9001"}, keysOf(read.Records))
@@ -127,7 +127,7 @@ func TestSeed002StaleGenerationFenced(t *testing.T) {
 		// W1 wakes and commits with its stale group metadata.
 		s.ok("W1", model.AddOffsets, w1.addOffsets(group))
 		stale := s.send("W1", model.TxnOffsetCommit, w1.commitOffsets(group, j1.MemberID, j1.GenerationID, map[model.Partition]int64{trips0: 1}))
-		require.Equal(t, model.FencedConsumer, model.ClassOf(stale.Err), "%+v", stale)
+		require.Equal(t, model.FencedConsumer, model.ClassOf(model.TxnOffsetCommit, stale.Err), "%+v", stale)
 		s.ok("W1", model.EndTxn, w1.endTxn(false))
 
 		require.Equal(t, int64(1), s.ok("reader", model.OffsetFetch, offsetFetchRequest(group, trips0)).Offset)

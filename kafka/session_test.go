@@ -249,7 +249,7 @@ func requireZombieFenced(t *testing.T, h histories.History, proc string) {
 	woke := slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.Proc == proc && op.Kind == model.Wake })
 	require.GreaterOrEqual(t, woke, 0, "%s never woke", proc)
 	fenced := slices.ContainsFunc(h.Ops[woke:], func(op histories.Op) bool {
-		return (op.Proc == proc || strings.HasPrefix(op.Proc, proc+".")) && model.ClassOf(op.Result.Err) == model.FencedConsumer
+		return (op.Proc == proc || strings.HasPrefix(op.Proc, proc+".")) && model.ClassOf(op.Kind, op.Result.Err) == model.FencedConsumer
 	})
 	require.True(t, fenced, "%s woke, but nothing it sent was refused as a zombie consumer's", proc)
 }

@@ -133,7 +133,7 @@ func WrongTimeoutRefusal(maxMs int64, op Op, got Result) error {
 	if maxMs <= 0 {
 		setting = "any transaction.max.timeout.ms, which is at least 1"
 	}
-	return &Disallowed{Rule: "txn-timeout", Want: Success, Got: ClassOf(got.Err),
+	return &Disallowed{Rule: "txn-timeout", Want: Success, Got: ClassOf(op.Kind, got.Err),
 		Reason: fmt.Sprintf("answered %s, but transaction timeout %d ms is within %s (KIP-98)", got.Err, r.TimeoutMs, setting)}
 }
 

@@ -25,7 +25,7 @@ func ExampleNewBroker() {
 	zombie.Partition = "fares-2"
 	zombie.Records = []model.Record{{Key: "trip-9001"}}
 	res, _ := model.Send(ctx, b, model.Op{Kind: model.Produce, Req: zombie})
-	fmt.Println("the old epoch's produce:", res.Err, "-", model.ClassOf(res.Err))
+	fmt.Println("the old epoch's produce:", res.Err, "-", model.ClassOf(model.Produce, res.Err))
 	// Output:
 	// epochs: 0 1
 	// the old epoch's produce: INVALID_PRODUCER_EPOCH - fenced producer

@@ -424,7 +424,7 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 	case fencedProducer != nil && fencedConsumer != nil:
 		// Both fences hold; brokers differ in which they check first.
 		out := *fencedProducer
-		out.also = ClassOf(fencedConsumer.refuse)
+		out.also = ClassOf(st.op.Kind, fencedConsumer.refuse)
 		return out
 	case fencedProducer != nil:
 		return *fencedProducer
@@ -435,7 +435,7 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 		// without verification answers the consumer's fence.
 		out := refuse("offsets-need-add", InvalidTxnState, "%s is not in %s's transaction: AddOffsetsToTxn comes first (KIP-98)", r.Group, r.TransactionalID)
 		if fencedConsumer != nil {
-			out.also = ClassOf(fencedConsumer.refuse)
+			out.also = ClassOf(st.op.Kind, fencedConsumer.refuse)
 		}
 		return out
 	case fencedConsumer != nil:

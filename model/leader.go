@@ -79,11 +79,12 @@ func (st *step) produce(r Request) outcome {
 			return st.checkOffset(outcome{resp: resp, also: Duplicate})
 		}
 		if want := nextSeq(pe); r.Sequence != want {
-			out := refuse("sequence-gap", OutOfOrderSequenceNumber, "producer %d epoch %d must send sequence %d to %s next, not %d (KIP-98)", r.ProducerID, r.Epoch, want, r.Partition, r.Sequence)
-			if r.Sequence < want {
-				out.also = Duplicate // an older batch whose metadata is gone
-			}
-			return out
+			// An older batch than the last 5 is out of order too, never a
+			// duplicate: ProducerAppendInfo.checkSequence throws
+			// OutOfOrderSequenceException, and no broker code throws
+			// DuplicateSequenceException (3.9.0 to 4.3.1;
+			// UnifiedLogTest#testDuplicateAppends).
+			return refuse("sequence-gap", OutOfOrderSequenceNumber, "producer %d epoch %d must send sequence %d to %s next, not %d (KIP-98)", r.ProducerID, r.Epoch, want, r.Partition, r.Sequence)
 		}
 	}
 	return st.checkOffset(st.appendBatch(r, pe, lastSeq))

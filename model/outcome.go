@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -78,7 +79,9 @@ const (
 // Class groups the codes that brokers answer for the same refusal. Brokers
 // differ in which code of a class they send (Kafka itself changed several
 // across versions), so answers are compared by class. The table below is
-// the one place where codes are classified.
+// the one place where codes are classified. A code has one class for each
+// request: where its meaning depends on the request, it has a row for each
+// meaning.
 type Class string
 
 const (
@@ -113,8 +116,9 @@ var (
 	allRequests      = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
 )
 
-// codeInfo is one row of the table: a code's class, and the requests
-// Kafka (or, for a client's own codes, the client) answers with it.
+// codeInfo is one row of the table: a code's class for the requests
+// Kafka (or, for a client's own codes, the client) answers with it. Rows
+// of one code name different requests.
 type codeInfo struct {
 	code  Code
 	class Class
@@ -139,10 +143,9 @@ var table = []codeInfo{
 	{ProducerFenced, FencedProducer, txnWrites},
 	{InvalidProducerEpoch, FencedProducer, txnWrites},
 	// Under transactions v2 a client library reports a fenced producer's
-	// batch as not attempted; KafkaApis.handleAddPartitionsToTxnRequest puts
-	// it on the partitions it skipped because another failed. Nothing was
-	// written.
-	{OperationNotAttempted, FencedProducer, []Kind{Produce, AddPartitions, TxnOffsetCommit}},
+	// batch as not attempted. Nothing was written. (An AddPartitionsToTxn
+	// gets it with no effect, below.)
+	{OperationNotAttempted, FencedProducer, []Kind{Produce, TxnOffsetCommit}},
 	// TransactionCoordinator.logInvalidStateTransitionAndReturnError;
 	// ReplicaManager.handleProduceAppend for a partition not in the
 	// transaction (KIP-890 verification).
@@ -205,6 +208,12 @@ var table = []codeInfo{
 	// an append or a read.
 	{UnknownTopicOrPartition, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetFetch}},
 	{UnknownTopicID, NoEffect, []Kind{Fetch}},
+	// KafkaApis.handleAddPartitionsToTxnRequest puts it on the partitions
+	// it skipped because another was unknown or unauthorized, before the
+	// coordinator runs: the producer need not be fenced, and nothing is
+	// added (KafkaApisTest#testAddPartitionsToTxnOperationNotAttempted,
+	// 3.9.0 and trunk).
+	{OperationNotAttempted, NoEffect, []Kind{AddPartitions}},
 	// UnifiedLog.appendAsLeader and LogValidator refuse the batch before it
 	// is written (ReplicaManager.appendToLocalLog).
 	{MessageTooLarge, NoEffect, []Kind{Produce}},
@@ -278,50 +287,78 @@ var table = []codeInfo{
 	{RebalanceInProgress, Undecided, []Kind{JoinGroup, Heartbeat}},
 }
 
-var classes, answerable = index(table)
+// rowsOf is each code's rows of the table.
+var rowsOf = index(table)
 
-func index(rows []codeInfo) (map[Code]Class, map[Code][]Kind) {
-	cls := map[Code]Class{"": Success}
-	kinds := map[Code][]Kind{}
+func index(rows []codeInfo) map[Code][]codeInfo {
+	out := map[Code][]codeInfo{}
 	for _, row := range rows {
-		cls[row.code] = row.class
-		kinds[row.code] = row.kinds
+		out[row.code] = append(out[row.code], row)
 	}
-	return cls, kinds
+	return out
 }
 
 // Codes lists the error codes a history may carry, in the table's order.
 var Codes = codesOf(table)
 
 func codesOf(rows []codeInfo) []Code {
-	out := make([]Code, len(rows))
-	for i, row := range rows {
-		out[i] = row.code
+	var out []Code
+	for _, row := range rows {
+		if !slices.Contains(out, row.code) {
+			out = append(out, row.code)
+		}
 	}
 	return out
 }
 
-// ClassOf is the class of an error code ("" is success).
-func ClassOf(c Code) Class {
-	if k, ok := classes[c]; ok {
-		return k
+// ClassOf is the class of the error code c answered to a request of kind
+// k ("" is success). For a request that Kafka never answers with c, it is
+// the class of c's first row.
+func ClassOf(k Kind, c Code) Class {
+	if c == "" {
+		return Success
 	}
-	return UnknownErrorCode
+	rows, ok := rowsOf[c]
+	if !ok {
+		return UnknownErrorCode
+	}
+	for _, row := range rows {
+		if slices.Contains(row.kinds, k) {
+			return row.class
+		}
+	}
+	return rows[0].class
+}
+
+// undecidedCode reports whether c may follow an effect. It does not
+// depend on the request: no code is undecided for one request and not
+// for another (TestUndecidedForEveryRequest).
+func undecidedCode(c Code) bool {
+	rows := rowsOf[c]
+	return len(rows) > 0 && rows[0].class == Undecided
 }
 
 // KnownCode reports whether c is a code the history format knows.
-func KnownCode(c Code) bool { _, ok := classes[c]; return ok && c != "" }
+func KnownCode(c Code) bool { _, ok := rowsOf[c]; return ok }
 
 // Answers reports whether Kafka (or the client, for a client's own
 // codes) may answer a request of kind k with the known code c.
-func Answers(k Kind, c Code) bool { return slices.Contains(answerable[c], k) }
+func Answers(k Kind, c Code) bool {
+	for _, row := range rowsOf[c] {
+		if slices.Contains(row.kinds, k) {
+			return true
+		}
+	}
+	return false
+}
 
-// CodesFor lists the codes a request of kind k may be answered with.
+// CodesFor lists the codes a request of kind k may be answered with, in
+// the order of Codes.
 func CodesFor(k Kind) []Code {
 	var out []Code
-	for _, row := range table {
-		if slices.Contains(row.kinds, k) {
-			out = append(out, row.code)
+	for _, c := range Codes {
+		if Answers(k, c) {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -351,7 +388,7 @@ func mayBeginImplicitly(k Kind) bool { return k == Produce || k == TxnOffsetComm
 // effect but the implicit add (KIP-890) that may have come before: such
 // an answer is placed, like an undecided one, anywhere after its call.
 func PartlyEffective(k Kind, r Result) bool {
-	return r.Answered && ClassOf(r.Err) == NoEffect && mayBeginImplicitly(k)
+	return r.Answered && ClassOf(k, r.Err) == NoEffect && mayBeginImplicitly(k)
 }
 
 // Version is the API version a request was sent at: the api_version of
@@ -394,13 +431,14 @@ func CheckVersion(k Kind, v Version) error {
 }
 
 // versionRule is a code that Kafka sends to a request only from one
-// version on: older clients do not know it, so KafkaApis (or the helper
-// it calls) sends them another code for the same refusal, or never meets
-// the case at those versions.
+// version on, or at none: older clients do not know it, so KafkaApis (or
+// the helper it calls) sends them another code for the same refusal, or
+// never meets the case at those versions.
 type versionRule struct {
 	kind Kind
 	code Code
-	// since is the first version that gets code.
+	// since is the first version that gets code; noVersion when no
+	// version does.
 	since int16
 	// instead is what the versions below since get for the same refusal;
 	// "" when they never meet it.
@@ -431,10 +469,33 @@ var versionRules = []versionRule{
 		source: "KafkaApis.handleAddOffsetsToTxnRequest: version < 2"},
 	{kind: EndTxn, code: ProducerFenced, since: 2, instead: InvalidProducerEpoch,
 		source: "KafkaApis.handleEndTxnRequest: version < 2"},
-	// A Produce and a TxnOffsetCommit never get PRODUCER_FENCED:
-	// AddPartitionsToTxnManager turns the verification's PRODUCER_FENCED
-	// into INVALID_PRODUCER_EPOCH at every version, and
-	// KafkaApis.handleTxnOffsetCommitRequest has no KIP-588 rule.
+	// A Produce never gets PRODUCER_FENCED. The leader's
+	// ProducerAppendInfo.checkProducerEpoch throws
+	// InvalidProducerEpochException, AddPartitionsToTxnManager turns the
+	// verification's PRODUCER_FENCED into INVALID_PRODUCER_EPOCH (3.6 to
+	// 4.x, the TV2 implicit add included), and KafkaApis.handleProduceRequest
+	// passes both on (KafkaApisTest#
+	// shouldReplaceProducerFencedWithInvalidProducerEpochInProduceResponse,
+	// every Produce version). A TxnOffsetCommit's verification is
+	// converted the same way; KafkaApis.handleTxnOffsetCommitRequest has
+	// no KIP-588 rule.
+	{kind: Produce, code: ProducerFenced, since: noVersion, instead: InvalidProducerEpoch,
+		source: "AddPartitionsToTxnManager: \"Producers expect to handle INVALID_PRODUCER_EPOCH\"; ProducerAppendInfo.checkProducerEpoch"},
+	// Nor does it get a coordinator's error from its verification:
+	// ReplicaManager's verification callback (3.9
+	// handleProduceAppend, 4.x appendRecords) turns them into
+	// NOT_ENOUGH_REPLICAS, which older clients retry without a metadata
+	// refresh (ReplicaManagerTest#testMaybeVerificationErrorConversions
+	// in 3.7 and 3.8, #testVerificationErrorConversions from 3.9; 3.8+
+	// adds NETWORK_EXCEPTION, a client's own code here). Load refuses a
+	// Produce answered with these codes (Answers), so only a transcript
+	// that judges such an answer meets these rules.
+	{kind: Produce, code: NotCoordinator, since: noVersion, instead: NotEnoughReplicas,
+		source: verificationConversion},
+	{kind: Produce, code: CoordinatorNotAvailable, since: noVersion, instead: NotEnoughReplicas,
+		source: verificationConversion},
+	{kind: Produce, code: CoordinatorLoadInProgress, since: noVersion, instead: NotEnoughReplicas,
+		source: verificationConversion},
 
 	// KIP-890: a partition (or the group's offsets partition) that the
 	// verification finds outside the transaction is TRANSACTION_ABORTABLE
@@ -470,25 +531,40 @@ var versionRules = []versionRule{
 		source: "KafkaApis.handleTxnOffsetCommitRequest: version < 2"},
 }
 
+// noVersion is the since of a code that no version of the request gets.
+const noVersion = math.MaxInt16
+
+// verificationConversion is where Kafka converts a verification's
+// coordinator errors for a Produce.
+const verificationConversion = "ReplicaManager: \"Unable to verify the partition has been added to the transaction\""
+
 // answersAt says why Kafka cannot answer a request of kind k at version
 // v with the code c, when a rule of versionRules rules it out; nil
-// otherwise, and always for an unknown version. Answers is the test for
-// every version.
+// otherwise. At an unknown version only a code that no version gets is
+// ruled out. Answers is the test for every version.
 func answersAt(k Kind, c Code, v Version) error {
-	n, known := v.Number()
-	if !known {
-		return nil
-	}
 	for _, r := range versionRules {
-		if r.kind == k && r.code == c && n < r.since {
+		if r.kind == k && r.code == c && r.excludes(v) {
+			if r.since == noVersion {
+				return fmt.Errorf("Kafka does not answer %s with %s at any version: %s", k.APIName(), c, r.below())
+			}
 			return fmt.Errorf("Kafka does not answer %s %s with %s: %s", k.APIName(), v, c, r.below())
 		}
 	}
 	return nil
 }
 
+// excludes reports whether a request at version v cannot get r.code.
+func (r versionRule) excludes(v Version) bool {
+	n, known := v.Number()
+	return r.since == noVersion || known && n < r.since
+}
+
 // below says what the versions under r.since get.
 func (r versionRule) below() string {
+	if r.since == noVersion {
+		return fmt.Sprintf("every version gets %s instead (%s)", r.instead, r.source)
+	}
 	if r.instead == "" {
 		return fmt.Sprintf("only v%d and later get it, and older versions never meet the case (%s)", r.since, r.source)
 	}
@@ -521,7 +597,7 @@ func wrongForVersion(op Op, rule string, refused, got Code) *Disallowed {
 			continue
 		}
 		want, other := r.code, r.instead
-		if n < r.since {
+		if r.excludes(op.APIVersion) {
 			want, other = r.instead, r.code
 		}
 		if got != other {
@@ -531,7 +607,7 @@ func wrongForVersion(op Op, rule string, refused, got Code) *Disallowed {
 		if n >= r.since {
 			gets = fmt.Sprintf("v%d and later get it, only versions below v%d get %s (%s)", r.since, r.since, r.instead, r.source)
 		}
-		return &Disallowed{Rule: versionRuleName, Want: ClassOf(want), Got: ClassOf(got), CodeOnly: true,
+		return &Disallowed{Rule: versionRuleName, Want: ClassOf(op.Kind, want), Got: ClassOf(op.Kind, got), CodeOnly: true,
 			Reason: fmt.Sprintf("%s %s gets %s: %s", op.Kind.APIName(), op.APIVersion, want, gets)}
 	}
 	return nil
@@ -546,7 +622,8 @@ func codeAtVersion(op Op, got Code) error {
 	if err == nil {
 		return nil
 	}
-	return &Disallowed{Rule: versionRuleName, Want: ClassOf(got), Got: ClassOf(got), CodeOnly: true, Reason: err.Error()}
+	class := ClassOf(op.Kind, got)
+	return &Disallowed{Rule: versionRuleName, Want: class, Got: class, CodeOnly: true, Reason: err.Error()}
 }
 
 // versionNoteKey keys the room a recorder leaves in a request's context

@@ -34,10 +34,17 @@ func TestCodesMeanWhatKafkaDoes(t *testing.T) {
 		{JoinGroup, MemberIDRequired, NoEffect},
 		{TxnOffsetCommit, OffsetMetadataTooLarge, NoEffect},
 		{JoinGroup, NetworkException, Undecided},
+		// KafkaApis.handleAddPartitionsToTxnRequest: skipped because
+		// another partition failed, before the coordinator runs.
+		{AddPartitions, OperationNotAttempted, NoEffect},
+		// A client library's word for a fenced producer's batch.
+		{Produce, OperationNotAttempted, FencedProducer},
+		{TxnOffsetCommit, OperationNotAttempted, FencedProducer},
+		{EndTxn, OperationNotAttempted, ""},
 	} {
 		require.Equal(t, c.class != "", Answers(c.kind, c.code), "%s answered %s", c.kind, c.code)
 		if c.class != "" {
-			require.Equal(t, c.class, ClassOf(c.code), c.code)
+			require.Equal(t, c.class, ClassOf(c.kind, c.code), c.code)
 		}
 	}
 }
@@ -54,7 +61,7 @@ func TestEveryCodeHasARequest(t *testing.T) {
 		require.True(t, some, "no request gets %s", code)
 	}
 	require.False(t, KnownCode(""))
-	require.Equal(t, UnknownErrorCode, ClassOf("NOT_A_KAFKA_CODE"))
+	require.Equal(t, UnknownErrorCode, ClassOf(Produce, "NOT_A_KAFKA_CODE"))
 }
 
 // A refusal with no effect fits any state and leaves it as it was.
@@ -69,4 +76,22 @@ func TestNoEffectRefusalChangesNothing(t *testing.T) {
 	require.False(t, Equal(s, next), "an undecided answer is taken as having taken effect")
 	require.False(t, isRefusal(Undecided))
 	require.True(t, isRefusal(NoEffect))
+}
+
+// A code whose meaning depends on the request has one row for each
+// request, and is undecided for every request or for none, so that
+// Result.Undecided needs no request.
+func TestUndecidedForEveryRequest(t *testing.T) {
+	for code, rows := range rowsOf {
+		var kinds []Kind
+		for _, row := range rows {
+			for _, k := range row.kinds {
+				require.NotContains(t, kinds, k, "%s has two rows for %s", code, k)
+				kinds = append(kinds, k)
+			}
+			require.Equal(t, rows[0].class == Undecided, row.class == Undecided, "%s is undecided for some requests only", code)
+		}
+	}
+	require.False(t, Fail(OperationNotAttempted).Undecided())
+	require.True(t, Fail(NotCoordinator).Undecided())
 }

@@ -128,7 +128,7 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 	st := newStep(s, op, &got)
 	st.ctx = ctx
 	out := st.run()
-	if got.Answered && ClassOf(got.Err) == NoEffect {
+	if got.Answered && ClassOf(op.Kind, got.Err) == NoEffect {
 		// Kafka refused before it wrote: legal in any state. Only a
 		// transactions v2 implicit add may have come first; the checker
 		// places such an answer anywhere after its call, or last, which
@@ -148,7 +148,7 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 		}
 		return st.s, nil
 	}
-	class := ClassOf(got.Err)
+	class := ClassOf(op.Kind, got.Err)
 	if out.bad != nil {
 		return s, &Disallowed{Rule: out.rule, Want: Success, Got: class, Reason: out.bad.Error()}
 	}
@@ -157,7 +157,7 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 		if out.effects {
 			next = st.s
 		}
-		if class == ClassOf(out.refuse) {
+		if class == ClassOf(op.Kind, out.refuse) {
 			if wrong := wrongForVersion(op, out.rule, out.refuse, got.Err); wrong != nil {
 				return next, wrong
 			}
@@ -166,7 +166,7 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 		if class == out.also {
 			return next, nil
 		}
-		err := &Disallowed{Rule: out.rule, Want: ClassOf(out.refuse), Got: class, CodeOnly: isRefusal(class),
+		err := &Disallowed{Rule: out.rule, Want: ClassOf(op.Kind, out.refuse), Got: class, CodeOnly: isRefusal(class),
 			Reason: fmt.Sprintf("answered %s, but the broker must refuse with %s: %s", answerName(got), out.refuse, out.why)}
 		return next, err
 	}
@@ -311,7 +311,7 @@ func (st *step) observed() *Response {
 
 // answered reports whether the broker answered with code's class.
 func (st *step) answered(code Code) bool {
-	return st.got != nil && st.got.Answered && ClassOf(st.got.Err) == ClassOf(code)
+	return st.got != nil && st.got.Answered && ClassOf(st.op.Kind, st.got.Err) == ClassOf(st.op.Kind, code)
 }
 
 func (st *step) run() outcome {

@@ -211,7 +211,7 @@ func Fail(code Code) Result { return Result{Answered: true, Err: code, Resp: New
 func NoAnswer() Result { return Result{Resp: NewResponse()} }
 
 // Undecided reports whether the request may or may not have taken effect.
-func (r Result) Undecided() bool { return !r.Answered || ClassOf(r.Err) == Undecided }
+func (r Result) Undecided() bool { return !r.Answered || undecidedCode(r.Err) }
 
 // Succeeded reports whether the broker answered with success.
 func (r Result) Succeeded() bool { return r.Answered && r.Err == "" }

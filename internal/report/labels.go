@@ -17,7 +17,7 @@ func shortLabel(row checker.TimelineRow) string {
 	switch {
 	case res.Undecided():
 		return label + " ?"
-	case isFenced(res.Err):
+	case isFenced(op.Kind, res.Err):
 		return label + " ✗ fenced"
 	case res.Err != "":
 		return label + " ✗ " + string(res.Err)

@@ -265,7 +265,7 @@ func outcomeClass(row checker.TimelineRow, related bool) string {
 	switch {
 	case res.Undecided():
 		class = "undecided"
-	case isFenced(res.Err):
+	case isFenced(row.Op.Kind, res.Err):
 		class = "fenced"
 	case res.Err != "":
 		class = "refused"
@@ -278,8 +278,8 @@ func outcomeClass(row checker.TimelineRow, related bool) string {
 	return class
 }
 
-func isFenced(code model.Code) bool {
-	class := model.ClassOf(code)
+func isFenced(k model.Kind, code model.Code) bool {
+	class := model.ClassOf(k, code)
 	return code != "" && (class == model.FencedProducer || class == model.FencedConsumer)
 }
 

@@ -115,7 +115,7 @@ const (
 // retriable answer is sent again, an abortable one is recovered from. It
 // reports whether the answer succeeded and is the client's to learn from.
 func react(op model.Op, res model.Result, closeClient func(), recover func(model.Op, model.Result)) bool {
-	switch classify(res) {
+	switch classify(op.Kind, res) {
 	case fenced:
 		closeClient()
 	case abortable:
@@ -126,13 +126,13 @@ func react(op model.Op, res model.Result, closeClient func(), recover func(model
 	return false
 }
 
-func classify(res model.Result) answer {
+func classify(k model.Kind, res model.Result) answer {
 	if res.Err == model.InvalidProducerEpoch {
 		// KIP-588: a produce refused for its epoch is abortable; the
 		// client aborts (and learns then whether it is fenced for good).
 		return abortable
 	}
-	switch model.ClassOf(res.Err) {
+	switch model.ClassOf(k, res.Err) {
 	case model.Success, model.Duplicate:
 		return succeeded
 	case model.FencedProducer, model.WrongProducerID:

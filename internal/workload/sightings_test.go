@@ -126,7 +126,7 @@ func (f *fencedProduceJoins) Produce(ctx context.Context, r model.Request) model
 	f.mu.Lock()
 	owner, known := f.owners[r.TransactionalID]
 	f.mu.Unlock()
-	if model.ClassOf(res.Err) == model.FencedProducer && known && owner.ProducerID == r.ProducerID {
+	if model.ClassOf(model.Produce, res.Err) == model.FencedProducer && known && owner.ProducerID == r.ProducerID {
 		owner.Partitions = []model.Partition{r.Partition}
 		f.RefBroker.AddPartitions(ctx, owner)
 	}
@@ -216,15 +216,15 @@ func (w twoWrongCodes) Produce(ctx context.Context, r model.Request) model.Resul
 	if r.TransactionalID == "" {
 		return res
 	}
-	return invalidTxnStateIfFenced(res)
+	return invalidTxnStateIfFenced(model.Produce, res)
 }
 
 func (w twoWrongCodes) EndTxn(ctx context.Context, r model.Request) model.Result {
-	return invalidTxnStateIfFenced(w.RefBroker.EndTxn(ctx, r))
+	return invalidTxnStateIfFenced(model.EndTxn, w.RefBroker.EndTxn(ctx, r))
 }
 
-func invalidTxnStateIfFenced(res model.Result) model.Result {
-	if model.ClassOf(res.Err) == model.FencedProducer {
+func invalidTxnStateIfFenced(k model.Kind, res model.Result) model.Result {
+	if model.ClassOf(k, res.Err) == model.FencedProducer {
 		res.Err = model.InvalidTxnState
 	}
 	return res

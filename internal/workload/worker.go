@@ -307,12 +307,12 @@ func (w *worker) recover(op model.Op, res model.Result) {
 	switch {
 	case op.Kind == model.LeaveGroup:
 		w.step = workerClosed // gone from the group either way
-	case model.ClassOf(res.Err) == model.FencedConsumer && op.Kind == model.JoinGroup:
+	case model.ClassOf(op.Kind, res.Err) == model.FencedConsumer && op.Kind == model.JoinGroup:
 		// Forgotten by the group: join anew before reading on (a rejoin
 		// may be refused with partitions still to read).
 		w.member, w.generation = "", model.NoGeneration
 		w.step = workerJoin
-	case model.ClassOf(res.Err) == model.FencedConsumer:
+	case model.ClassOf(op.Kind, res.Err) == model.FencedConsumer:
 		w.generation = model.NoGeneration
 		w.step = workerAbort
 		if res.Err == model.UnknownMemberID {
