@@ -520,12 +520,13 @@ func (st *step) member(r Request) (group, member, bool) {
 // groupId-string overload sends member "" and generation -1, which is not
 // checked. Generation -1 with a member id is: Kafka takes it only while
 // the group is Empty, and otherwise checks the member, then the
-// generation, which -1 never is (ClassicGroup.validateOffsetCommit, 4.x;
+// generation, which -1 never is. A heartbeat has no such exception
+// (ClassicGroup.validateOffsetCommit, 4.x;
 // GroupCoordinator.validateOffsetCommit, 3.9; tests:
 // GroupCoordinatorTest#testTxnCommitOffsetWithInvalidMemberId,
 // OffsetMetadataManagerTest#testGenericGroupTransactionalOffsetCommitWithUnknownMemberId).
 func (st *step) checkGeneration(r Request) *outcome {
-	if r.GenerationID == NoGeneration && (r.MemberID == "" || st.takenAsEmpty(r.Group)) {
+	if r.GenerationID == NoGeneration && (r.MemberID == "" || (st.op.Kind == TxnOffsetCommit && st.takenAsEmpty(r.Group))) {
 		return nil
 	}
 	g, _, ok := st.member(r)
