@@ -93,7 +93,7 @@ func (pe producerEntry) equal(o producerEntry) bool {
 }
 
 func (g group) equal(o group) bool {
-	return g.generation == o.generation && g.answered == o.answered && g.leader == o.leader &&
+	return g.generation == o.generation && g.answered == o.answered && g.unseenRound == o.unseenRound && g.leader == o.leader &&
 		mapsEqual(g.members, o.members, member.equal) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
 		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes

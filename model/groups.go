@@ -54,7 +54,7 @@ func (st *step) joinGroup(r Request) outcome {
 		g = g.roundCompleted(gen)
 	}
 	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided()})
-	g.answered = g.generation
+	g.answered, g.unseenRound = g.generation, 0
 	g.leader = st.leaderAfterJoin(g, id, gen)
 	g = g.leaderJoined(gen, id)
 	st.s.setGroup(r.Group, g)
@@ -337,9 +337,11 @@ func (st *step) lateSync(r Request, g group) (outcome, bool) {
 	round := g.answered + 1
 	if r.MemberID == "" {
 		// The round may not have completed: a later join may be answered
-		// it or the next (see checkJoin), and a member that has not
-		// joined it may be gone.
+		// it or the next (see checkJoin), a member that has not joined it
+		// may be gone, and a member whose join of it went unrecorded may
+		// commit at its generation (see preparing).
 		g = g.roundCompleted(round).nextGeneration(max(g.generation, round+1))
+		g.unseenRound = round
 		st.s.setGroup(r.Group, g)
 		out := refuse("late-sync", UnknownMemberID, "a new member was removed before its SyncGroup: the round of generation %d completed and its SyncGroup came late (expirePendingSync), or its JoinGroup outwaited the new-member join timeout", round)
 		out.effects = true
@@ -569,9 +571,10 @@ func (st *step) takenAsEmpty(name string) bool {
 // join round has answered the new one. Kafka keeps the generation until
 // the round completes, so a remaining member's commit at it is accepted
 // (ClassicGroup.validateOffsetCommit compares with the group's
-// generationId, which only initNextGeneration moves).
+// generationId, which only initNextGeneration moves). A round that may
+// have completed unseen (unseenRound) is taken too.
 func (g group) preparing(gen int32) bool {
-	return g.answered < g.generation && gen == g.answered
+	return g.answered < g.generation && (gen == g.answered || gen == g.unseenRound)
 }
 
 // settling marks the partitions whose pending offsets a transaction's end

@@ -218,6 +218,11 @@ type group struct {
 	// when the next join round completes, and until one does it is still
 	// answered (ClassicGroup.initNextGeneration; see checkGeneration).
 	answered int32
+	// unseenRound is a round after answered that may have completed
+	// unseen (a new member's join answered UNKNOWN_MEMBER_ID, see
+	// lateSync), 0 when none: its generation stays valid for commits
+	// until a join answers.
+	unseenRound int32
 	// leader is the member whose JoinGroup answer lists the others, ""
 	// while the model does not know which one it is (see withoutMember).
 	// Kafka forces a rebalance when the leader rejoins a stable group.
