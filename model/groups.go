@@ -318,9 +318,9 @@ func (st *step) droppedMember(r Request) (outcome, bool) {
 // GroupCoordinator.addMemberAndRebalance, NewMemberJoinTimeoutMs; tests:
 // GroupMetadataManagerTest#testNewMemberJoinExpiration,
 // GroupCoordinatorTest#testNewMemberJoinExpiration). A known member
-// awaiting the round is kept alive (3.9 MemberMetadata.shouldKeepAlive;
-// 4.x the heartbeat is not scheduled while it awaits the join), so only
-// the first can remove it. The timers run on the broker's clock, which
+// awaiting the round is kept alive (hasSatisfiedHeartbeat, 3.9
+// MemberMetadata and 4.x ClassicGroupMember: only a new member can expire
+// while it awaits the join), so only the first can remove it. The timers run on the broker's clock, which
 // the model does not keep: nothing a client sees says when. Only a join
 // that takes part in a round can meet it: a follower's rejoin of a
 // stable group is answered at once, by no round, and its SyncGroup by
