@@ -35,9 +35,19 @@ type group struct {
 	leader    string
 	members   map[string]member
 	committed map[model.Partition]int64
+	// committedAt is the place in the log of each committed offset's
+	// record, and writes counts the pending offset records applied: the
+	// record written later wins when markers land (model: pendingOffset).
+	committedAt map[model.Partition]int64
+	writes      int64
 	// pending holds transactional offsets by producer id until the
 	// transaction's marker reaches the group (KIP-447).
-	pending map[int64]map[model.Partition]int64
+	pending map[int64]map[model.Partition]pendingOffset
+}
+
+// pendingOffset is a pending offset and the place of its record.
+type pendingOffset struct {
+	offset, at int64
 }
 
 type member struct {
@@ -74,7 +84,7 @@ func (s *groupShard) apply(rec groupRecord) {
 	g := s.groups[rec.groupName()]
 	if g == nil {
 		g = &group{members: map[string]member{}, committed: map[model.Partition]int64{},
-			pending: map[int64]map[model.Partition]int64{}}
+			committedAt: map[model.Partition]int64{}, pending: map[int64]map[model.Partition]pendingOffset{}}
 		s.groups[rec.groupName()] = g
 	}
 	rec.applyTo(g)
@@ -131,16 +141,9 @@ type txnMarker struct {
 	commit     bool
 }
 
-// memberSeen is a member's sign of life, which restarts its session timer.
-type memberSeen struct {
-	group, member string
-	at            int64
-}
-
 func (r membership) groupName() string     { return r.group }
 func (r pendingOffsets) groupName() string { return r.group }
 func (r txnMarker) groupName() string      { return r.group }
-func (r memberSeen) groupName() string     { return r.group }
 
 func (r membership) applyTo(g *group) {
 	g.generation, g.answered, g.leader = r.generation, r.answered, r.leader
@@ -150,24 +153,24 @@ func (r membership) applyTo(g *group) {
 func (r pendingOffsets) applyTo(g *group) {
 	pending := g.pending[r.producerID]
 	if pending == nil {
-		pending = map[model.Partition]int64{}
+		pending = map[model.Partition]pendingOffset{}
 		g.pending[r.producerID] = pending
 	}
-	maps.Copy(pending, r.offsets)
+	g.writes++
+	for p, off := range r.offsets {
+		pending[p] = pendingOffset{offset: off, at: g.writes}
+	}
 }
 
 func (r txnMarker) applyTo(g *group) {
 	if r.commit {
-		maps.Copy(g.committed, g.pending[r.producerID])
+		for p, o := range g.pending[r.producerID] {
+			if at, ok := g.committedAt[p]; !ok || o.at > at {
+				g.committed[p], g.committedAt[p] = o.offset, o.at
+			}
+		}
 	}
 	delete(g.pending, r.producerID)
-}
-
-func (r memberSeen) applyTo(g *group) {
-	if m, ok := g.members[r.member]; ok {
-		m.lastSeen = r.at
-		g.members[r.member] = m
-	}
 }
 
 func sessionTimeout(r model.Request) int64 {
@@ -298,9 +301,11 @@ func (b *Broker) groupNames() []string {
 
 // generationRefusal fences a zombie consumer: its group metadata must name
 // a current member of the current generation (KIP-447, seed 002). The
-// groupId-string overload sends generation -1 and is not checked.
+// groupId-string overload (member "", generation -1) is not checked, nor
+// is generation -1 while the group has no members; else generation -1 is
+// never the group's (model: checkGeneration).
 func (g *group) generationRefusal(r model.Request) model.Code {
-	if r.GenerationID == model.NoGeneration {
+	if r.GenerationID == model.NoGeneration && (r.MemberID == "" || len(g.members) == 0) {
 		return ""
 	}
 	if _, ok := g.members[r.MemberID]; !ok {

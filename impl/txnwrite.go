@@ -116,9 +116,8 @@ func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
 	if fencedConsumer != "" {
 		return model.Fail(fencedConsumer)
 	}
+	// A transactional commit does not renew the member's session (model:
+	// txnOffsetCommit).
 	gs.write(pendingOffsets{group: r.Group, producerID: t.producerID, offsets: maps.Clone(r.Offsets)})
-	if _, member := gs.lookup(r.Group).members[r.MemberID]; member {
-		gs.write(memberSeen{group: r.Group, member: r.MemberID, at: b.now.Load()})
-	}
 	return done()
 }

@@ -56,6 +56,7 @@ func isConformance(path string) bool {
 
 // classFile is what one conformance transcript says of its test class.
 type classFile struct {
+	File      string // the transcript's file name
 	Class     string // the test class, for example TransactionCoordinatorTest
 	Source    string // its path in Apache Kafka's repository
 	ReadAt    string // the Kafka versions it was read at
@@ -83,7 +84,7 @@ func readClassFile(path string) (classFile, error) {
 		return classFile{}, err
 	}
 	defer f.Close()
-	c := classFile{Internal: map[string]string{}, NotYet: map[string]string{}, Outside: map[string]string{}}
+	c := classFile{File: filepath.Base(path), Internal: map[string]string{}, NotYet: map[string]string{}, Outside: map[string]string{}}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
@@ -190,8 +191,52 @@ func readClassFiles(t *testing.T) []classFile {
 		require.NoError(t, c.accountFor(), p)
 		files = append(files, c)
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Class < files[j].Class })
+	require.NoError(t, checkFileNames(files))
+	sort.Slice(files, func(i, j int) bool { return files[i].label(files) < files[j].label(files) })
 	return files
+}
+
+// module is the first directory of the class's source in Kafka's
+// repository, for example core or group-coordinator.
+func (c classFile) module() string {
+	module, _, _ := strings.Cut(c.Source, "/")
+	return module
+}
+
+// shared reports whether another file names the same class: Kafka has two
+// GroupMetadataManagerTest classes, one in core and one in
+// group-coordinator.
+func (c classFile) shared(files []classFile) bool {
+	for _, o := range files {
+		if o.File != c.File && o.Class == c.Class {
+			return true
+		}
+	}
+	return false
+}
+
+// label names the class in the table, with its module where two modules
+// have a class of that name.
+func (c classFile) label(files []classFile) string {
+	if c.shared(files) {
+		return c.Class + " (" + c.module() + ")"
+	}
+	return c.Class
+}
+
+// checkFileNames holds each file to its name: CLASS.txt, or
+// CLASS.MODULE.txt where two modules have a class of that name.
+func checkFileNames(files []classFile) error {
+	for _, c := range files {
+		want := c.Class + ".txt"
+		if c.shared(files) {
+			want = c.Class + "." + c.module() + ".txt"
+		}
+		if c.File != want {
+			return fmt.Errorf("%s holds %s of %s: name it %s", c.File, c.Class, c.module(), want)
+		}
+	}
+	return nil
 }
 
 // TestConformanceAccountsForEveryMethod holds each class file to its
@@ -233,14 +278,14 @@ func conformanceTable(files []classFile) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range files {
 		observable := len(c.Ported) + len(c.NotYet)
-		fmt.Fprintf(&b, "| [%s](%s.txt) | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n",
-			c.Class, c.Class, c.ReadAt, c.Methods, len(c.Outside), len(c.Internal), observable, len(c.Ported), len(c.NotYet), c.Judged, c.Never, c.WrongOnes)
+		fmt.Fprintf(&b, "| [%s](%s) | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n",
+			c.label(files), c.File, c.ReadAt, c.Methods, len(c.Outside), len(c.Internal), observable, len(c.Ported), len(c.NotYet), c.Judged, c.Never, c.WrongOnes)
 	}
 	for _, c := range files {
 		if len(c.NotYet) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\nNot yet ported from %s:\n\n", c.Class)
+		fmt.Fprintf(&b, "\nNot yet ported from %s:\n\n", c.label(files))
 		for _, m := range sortedKeys(c.NotYet) {
 			fmt.Fprintf(&b, "- `%s`: %s\n", m, c.NotYet[m])
 		}
@@ -332,4 +377,23 @@ func checkHeldOutFile(path string) error {
 		}
 	}
 	return nil
+}
+
+// TestConformanceNamesSharedClassesByModule shows the file-name check can
+// fail: two files of one class name must each carry their module.
+func TestConformanceNamesSharedClassesByModule(t *testing.T) {
+	core := classFile{File: "GroupMetadataManagerTest.core.txt", Class: "GroupMetadataManagerTest",
+		Source: "core/src/test/scala/unit/kafka/coordinator/group/GroupMetadataManagerTest.scala"}
+	java := classFile{File: "GroupMetadataManagerTest.group-coordinator.txt", Class: "GroupMetadataManagerTest",
+		Source: "group-coordinator/src/test/java/org/apache/kafka/coordinator/group/GroupMetadataManagerTest.java"}
+	require.NoError(t, checkFileNames([]classFile{core, java}))
+	require.Equal(t, "GroupMetadataManagerTest (core)", core.label([]classFile{core, java}))
+	bare := java
+	bare.File = "GroupMetadataManagerTest.txt"
+	require.Error(t, checkFileNames([]classFile{core, bare}))
+	alone := bare
+	require.NoError(t, checkFileNames([]classFile{alone}))
+	misnamed := core
+	misnamed.File = "GroupMetadataManagerTest.txt"
+	require.Error(t, checkFileNames([]classFile{misnamed, java}))
 }

@@ -32,7 +32,7 @@ func (t txnMeta) equal(o txnMeta) bool {
 		slicesEqual(t.unwritten, o.unwritten, same) && slicesEqual(t.unsettled, o.unsettled, same) &&
 		t.markerPID == o.markerPID && t.markerEpoch == o.markerEpoch && t.completedAt == o.completedAt &&
 		t.updatedAt == o.updatedAt &&
-		mapsEqual(t.pending, o.pending, func(x, y map[Partition]int64) bool { return mapsEqual(x, y, same) })
+		mapsEqual(t.pending, o.pending, func(x, y map[Partition]pendingOffset) bool { return mapsEqual(x, y, same) })
 }
 
 // Two inits that fence two producers with transactions open in one
@@ -93,9 +93,10 @@ func (pe producerEntry) equal(o producerEntry) bool {
 }
 
 func (g group) equal(o group) bool {
-	return g.generation == o.generation && g.answered == o.answered && g.leader == o.leader &&
+	return g.generation == o.generation && g.answered == o.answered && g.unseenRound == o.unseenRound && g.leader == o.leader &&
 		mapsEqual(g.members, o.members, member.equal) &&
-		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same)
+		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
+		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes
 }
 
 func (m member) equal(o member) bool {

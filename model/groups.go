@@ -54,7 +54,7 @@ func (st *step) joinGroup(r Request) outcome {
 		g = g.roundCompleted(gen)
 	}
 	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided()})
-	g.answered = g.generation
+	g.answered, g.unseenRound = g.generation, 0
 	g.leader = st.leaderAfterJoin(g, id, gen)
 	g = g.leaderJoined(gen, id)
 	st.s.setGroup(r.Group, g)
@@ -301,19 +301,30 @@ func (st *step) droppedMember(r Request) (outcome, bool) {
 	return out, true
 }
 
-// lateSync is a join answered UNKNOWN_MEMBER_ID after the round it was
-// part of completed: the member's SyncGroup came after the rebalance
-// timeout that began when the round completed, and the coordinator had
-// removed every member that had not synced by then, and prepared the next
-// round (4.x GroupMetadataManager.expirePendingSync; 3.9 GroupCoordinator
-// .onExpirePendingSync). The timer runs on the broker's clock, which the
-// model does not keep: nothing a client sees says when. Only a join that
-// takes part in a round can meet it: a follower's rejoin of a stable
-// group is answered at once, by no round, and its SyncGroup by the
-// assignment it holds. The round it completed is the one after the last
-// answered (the answer names no generation); the others may have been
-// removed with it, and the prepared round may drop them (see
-// preparedRoundMayDrop). Met on kfake, whose timer is the target's
+// lateSync is a join answered UNKNOWN_MEMBER_ID while it took part in a
+// round: the coordinator removed the member before its SyncGroup was in.
+// The round it waited for is the one after the last answered (the answer
+// names no generation). Either that round completed and the member's
+// SyncGroup came after the rebalance timeout, so every member that had not
+// synced was removed and the next round prepared (4.x
+// GroupMetadataManager.expirePendingSync; 3.9 GroupCoordinator
+// .onExpirePendingSync; tests:
+// GroupMetadataManagerTest#testRebalanceTimesOutWhenSyncRequestIsNotReceived,
+// GroupCoordinatorTest#testRebalanceTimesOutWhenSyncRequestIsNotReceived).
+// Or, for a new member only, the round had not completed: its JoinGroup
+// waited longer than the new-member join timeout (5 minutes), and the
+// round goes on without it (4.x GroupMetadataManager
+// .classicGroupJoinNewMember, newMemberJoinTimeoutMs; 3.9
+// GroupCoordinator.addMemberAndRebalance, NewMemberJoinTimeoutMs; tests:
+// GroupMetadataManagerTest#testNewMemberJoinExpiration,
+// GroupCoordinatorTest#testNewMemberJoinExpiration). A known member
+// awaiting the round is kept alive (hasSatisfiedHeartbeat, 3.9
+// MemberMetadata and 4.x ClassicGroupMember: only a new member can expire
+// while it awaits the join), so only the first can remove it. The timers run on the broker's clock, which
+// the model does not keep: nothing a client sees says when. Only a join
+// that takes part in a round can meet it: a follower's rejoin of a
+// stable group is answered at once, by no round, and its SyncGroup by
+// the assignment it holds. Met on kfake, whose timer is the target's
 // rebalance timeout, 50 ms of real time.
 func (st *step) lateSync(r Request, g group) (outcome, bool) {
 	late := st.got != nil && st.got.Answered && st.got.Err == UnknownMemberID
@@ -324,6 +335,18 @@ func (st *step) lateSync(r Request, g group) (outcome, bool) {
 		return outcome{}, false
 	}
 	round := g.answered + 1
+	if r.MemberID == "" {
+		// The round may not have completed: a later join may be answered
+		// it or the next (see checkJoin), a member that has not joined it
+		// may be gone, and a member whose join of it went unrecorded may
+		// commit at its generation (see preparing).
+		g = g.roundCompleted(round).nextGeneration(max(g.generation, round+1))
+		g.unseenRound = round
+		st.s.setGroup(r.Group, g)
+		out := refuse("late-sync", UnknownMemberID, "a new member was removed before its SyncGroup: the round of generation %d completed and its SyncGroup came late (expirePendingSync), or its JoinGroup outwaited the new-member join timeout", round)
+		out.effects = true
+		return out, true
+	}
 	g = g.nextGeneration(round).roundCompleted(round)
 	g.answered = round
 	g = g.withoutMember(r.MemberID).nextGeneration(round + 1)
@@ -462,20 +485,29 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 	}
 	pending := maps.Clone(t.pending)
 	if pending == nil {
-		pending = map[string]map[Partition]int64{}
+		pending = map[string]map[Partition]pendingOffset{}
 	}
 	offsets := maps.Clone(pending[r.Group])
 	if offsets == nil {
-		offsets = map[Partition]int64{}
+		offsets = map[Partition]pendingOffset{}
 	}
-	maps.Copy(offsets, r.Offsets)
+	// The commit's record takes the next place in the group's
+	// __consumer_offsets partition (see pendingOffset).
+	g := st.s.groups[r.Group]
+	g.writes++
+	for p, off := range r.Offsets {
+		offsets[p] = pendingOffset{offset: off, at: g.writes}
+	}
 	pending[r.Group] = offsets
 	t.pending = pending
 	st.s.setTxn(r.TransactionalID, t)
-	if g, m, ok := st.member(r); ok {
-		m.lastSeen = st.s.now
-		st.s.setGroup(r.Group, g.withMember(r.MemberID, m))
-	}
+	// A transactional commit does not renew the member's session: only a
+	// plain OffsetCommit does (4.x OffsetMetadataManager.commitOffset calls
+	// rescheduleClassicGroupMemberHeartbeat, commitTransactionalOffset does
+	// not; 3.9 GroupCoordinator.doCommitOffsets calls
+	// completeAndScheduleNextHeartbeatExpiration, doTxnCommitOffsets does
+	// not).
+	st.s.setGroup(r.Group, g)
 	return ok(NewResponse())
 }
 
@@ -487,9 +519,16 @@ func (st *step) member(r Request) (group, member, bool) {
 
 // checkGeneration fences a zombie consumer: its group metadata must name a
 // current member of the current generation (KIP-447, seed 002). The
-// groupId-string overload sends generation -1 and is not checked.
+// groupId-string overload sends member "" and generation -1, which is not
+// checked. Generation -1 with a member id is: Kafka takes it only while
+// the group is Empty, and otherwise checks the member, then the
+// generation, which -1 never is. A heartbeat has no such exception
+// (ClassicGroup.validateOffsetCommit, 4.x;
+// GroupCoordinator.validateOffsetCommit, 3.9; tests:
+// GroupCoordinatorTest#testTxnCommitOffsetWithInvalidMemberId,
+// OffsetMetadataManagerTest#testGenericGroupTransactionalOffsetCommitWithUnknownMemberId).
 func (st *step) checkGeneration(r Request) *outcome {
-	if r.GenerationID == NoGeneration {
+	if r.GenerationID == NoGeneration && (r.MemberID == "" || (st.op.Kind == TxnOffsetCommit && st.takenAsEmpty(r.Group))) {
 		return nil
 	}
 	g, _, ok := st.member(r)
@@ -507,15 +546,35 @@ func (st *step) checkGeneration(r Request) *outcome {
 	return nil
 }
 
+// takenAsEmpty reports whether a commit at generation -1 meets an Empty
+// group: one with no members, or, when the broker took the commit, one
+// whose every member may have been removed unseen (see droppedMember).
+func (st *step) takenAsEmpty(name string) bool {
+	g := st.s.groups[name]
+	if len(g.members) == 0 {
+		return true
+	}
+	if st.got == nil || !st.got.Answered || st.got.Err != "" {
+		return false
+	}
+	for _, m := range g.members {
+		if !m.mayBeGone && !g.preparedRoundMayDrop(m) {
+			return false
+		}
+	}
+	return true
+}
+
 // preparing reports whether gen is the generation the group's coordinator
 // is still at while it prepares a rebalance: the last one a join round
 // answered, when leaves or expiries have moved the group on since and no
 // join round has answered the new one. Kafka keeps the generation until
 // the round completes, so a remaining member's commit at it is accepted
 // (ClassicGroup.validateOffsetCommit compares with the group's
-// generationId, which only initNextGeneration moves).
+// generationId, which only initNextGeneration moves). A round that may
+// have completed unseen (unseenRound) is taken too.
 func (g group) preparing(gen int32) bool {
-	return g.answered < g.generation && gen == g.answered
+	return g.answered < g.generation && (gen == g.answered || gen == g.unseenRound)
 }
 
 // settling marks the partitions whose pending offsets a transaction's end
@@ -524,7 +583,7 @@ func (g group) preparing(gen int32) bool {
 // is UNSTABLE_OFFSET_COMMIT (OffsetMetadataManager.fetchOffsets,
 // hasPendingTransactionalOffsets). The window closes when the broker
 // answers one with the offset.
-func (g group) settling(offsets map[Partition]int64) group {
+func (g group) settling(offsets map[Partition]pendingOffset) group {
 	g.unsettled = maps.Clone(g.unsettled)
 	if g.unsettled == nil {
 		g.unsettled = map[Partition]bool{}

@@ -112,15 +112,26 @@ func (s State) byCompletion(ids []string) []string {
 }
 
 // settle makes a group's pending offsets real on a COMMIT, or drops them
-// on an ABORT (KIP-447).
-func (st *step) settle(name string, offsets map[Partition]int64, commit bool) {
+// on an ABORT (KIP-447). A committed offset whose record was written after
+// the pending one stays: Kafka keeps the most recent record, not the last
+// marker (4.x OffsetMetadataManager.replayEndTransactionMarker,
+// "offsetAndMetadata.recordOffset > existingOffsetAndMetadata.recordOffset";
+// 3.9 GroupMetadata.completePendingTxnOffsetCommit, olderThan; tests:
+// OffsetMetadataManagerTest#testReplayTransactionEndMarkerKeepsTheMostRecentCommittedOffset,
+// core GroupMetadataManagerTest#testLoadWithCommittedAndAbortedAndPendingTransactionalOffsetCommits).
+func (st *step) settle(name string, offsets map[Partition]pendingOffset, commit bool) {
 	g := st.s.groups[name]
 	if commit {
-		g.committed = maps.Clone(g.committed)
+		g.committed, g.committedAt = maps.Clone(g.committed), maps.Clone(g.committedAt)
 		if g.committed == nil {
-			g.committed = map[Partition]int64{}
+			g.committed, g.committedAt = map[Partition]int64{}, map[Partition]int64{}
 		}
-		maps.Copy(g.committed, offsets)
+		for p, o := range offsets {
+			if at, ok := g.committedAt[p]; ok && at > o.at {
+				continue
+			}
+			g.committed[p], g.committedAt[p] = o.offset, o.at
+		}
 	}
 	st.s.setGroup(name, g.settling(offsets))
 }

@@ -99,6 +99,18 @@ func (p Phase) String() string {
 	return [...]string{"Empty", "Ongoing", "CompleteCommit", "CompleteAbort"}[p]
 }
 
+// pendingOffset is a transactional offset waiting for its transaction's
+// marker: the offset, and where its record stands in the group's
+// __consumer_offsets partition. When two transactions commit an offset of
+// one partition, the record written later wins, whichever marker lands
+// first (4.x OffsetMetadataManager.replayEndTransactionMarker compares
+// recordOffset; 3.9 GroupMetadata.completePendingTxnOffsetCommit,
+// olderThan).
+type pendingOffset struct {
+	offset int64
+	at     int64
+}
+
 // txnMeta is the coordinator's record of one transactional.id.
 type txnMeta struct {
 	pid   int64
@@ -111,7 +123,7 @@ type txnMeta struct {
 	phase      Phase
 	partitions []Partition // sorted
 	groups     []string    // sorted
-	pending    map[string]map[Partition]int64
+	pending    map[string]map[Partition]pendingOffset
 	startedAt  int64
 	timeoutMs  int64
 	// abortedOnItsOwn: the coordinator itself aborted the last transaction
@@ -210,12 +222,22 @@ type group struct {
 	// when the next join round completes, and until one does it is still
 	// answered (ClassicGroup.initNextGeneration; see checkGeneration).
 	answered int32
+	// unseenRound is a round after answered that may have completed
+	// unseen (a new member's join answered UNKNOWN_MEMBER_ID, see
+	// lateSync), 0 when none: its generation stays valid for commits
+	// until a join answers.
+	unseenRound int32
 	// leader is the member whose JoinGroup answer lists the others, ""
 	// while the model does not know which one it is (see withoutMember).
 	// Kafka forces a rebalance when the leader rejoins a stable group.
 	leader    string
 	members   map[string]member
 	committed map[Partition]int64
+	// committedAt is where each committed offset's record stands in the
+	// group's __consumer_offsets partition, and writes counts the
+	// transactional offset records written there (see pendingOffset).
+	committedAt map[Partition]int64
+	writes      int64
 	// unsettled are the partitions whose offsets a transaction's end
 	// settled and no answer has shown settled yet (see settling).
 	unsettled map[Partition]bool

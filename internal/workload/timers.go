@@ -42,8 +42,8 @@ func (ts *timers) start() {
 // model's rules: a transaction begins with the first request that adds to
 // it (AddPartitionsToTxn, AddOffsetsToTxn; under KIP-890 the produce or
 // offset commit that adds implicitly) and ends with EndTxn or a fencing
-// InitProducerId; a member's session starts at its join and is renewed by
-// its offset commits, and ends with its leave.
+// InitProducerId; a member's session starts at its join and ends with its
+// leave. A TxnOffsetCommit does not renew it (model: txnOffsetCommit).
 func (ts *timers) answered(op model.Op, res model.Result) {
 	ts.start()
 	r := op.Req
@@ -68,11 +68,6 @@ func (ts *timers) answered(op model.Op, res model.Result) {
 		ts.members[memberKey{r.Group, res.Resp.MemberID}] = session{seen: ts.clock, timeout: positiveOr(r.SessionTimeoutMs, model.DefaultSessionTimeoutMs)}
 	case op.Kind == model.LeaveGroup && res.Answered || res.Err == model.UnknownMemberID:
 		delete(ts.members, key)
-	case op.Kind == model.TxnOffsetCommit && res.Succeeded():
-		if s, ok := ts.members[key]; ok {
-			s.seen = ts.clock
-			ts.members[key] = s
-		}
 	}
 }
 
