@@ -2,8 +2,11 @@ package histories
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -213,4 +216,18 @@ func TestLoadLenient(t *testing.T) {
 	require.False(t, h.Ops[0].Returned)
 	require.True(t, h.Ops[1].Returned)
 	require.False(t, h.Ops[1].Result.Answered, "neither resp nor error: undecided")
+}
+
+// The scalars written by hand read as encoding/json writes them.
+func TestScalarsAsEncodingJSONWritesThem(t *testing.T) {
+	for _, v := range []any{"", "trip-9001", "a \"quoted\" \\ value", "tab\there", "é", "\u2028", "\x7f", string([]byte{0xff}),
+		0, -1, int64(math.MaxInt64), int64(math.MinInt64), int32(-7), int16(32767), true, false, 1.5} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(v))
+		var got bytes.Buffer
+		writeScalar(&got, v)
+		require.Equal(t, strings.TrimSuffix(want.String(), "\n"), got.String(), "%#v", v)
+	}
 }
