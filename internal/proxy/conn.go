@@ -180,7 +180,7 @@ func (c *conn) request(frame []byte) []byte {
 	}
 	av := apiVersion{key: int16(binary.BigEndian.Uint16(frame)), version: int16(binary.BigEndian.Uint16(frame[2:]))}
 	corr := int32(binary.BigEndian.Uint32(frame[4:]))
-	if req := kmsg.RequestForKey(av.key); req == nil || av.version < 0 || av.version > req.MaxVersion() {
+	if !knownVersion(av) {
 		c.notUnderstood("request key %d version %d (correlation id %d)", av.key, av.version, corr)
 	}
 	if produceWithoutAcks(av, frame) {
@@ -217,6 +217,25 @@ func (c *conn) response(frame []byte) []byte {
 		return frame
 	}
 	return out
+}
+
+// maxVersions is the newest version of each request key kmsg reads, -1
+// for a key it does not know. It is made once, so that a request is
+// checked without making a kmsg request of its key.
+var maxVersions = func() (out [kmsg.MaxKey + 1]int16) {
+	for key := range out {
+		out[key] = -1
+		if req := kmsg.RequestForKey(int16(key)); req != nil {
+			out[key] = req.MaxVersion()
+		}
+	}
+	return out
+}()
+
+// knownVersion reports whether kmsg reads requests of av's key and
+// version.
+func knownVersion(av apiVersion) bool {
+	return av.key >= 0 && int(av.key) < len(maxVersions) && av.version >= 0 && av.version <= maxVersions[av.key]
 }
 
 // produceWithoutAcks reports whether the frame is a produce request with

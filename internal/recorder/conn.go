@@ -48,7 +48,7 @@ func (t *conn) Write(b []byte) (int, error) {
 	// in an earlier write is partly on the wire already.
 	whole := len(t.sent) == 0
 	var frames [][]byte
-	t.sent, frames = splitFrames(append(t.sent, b...))
+	t.sent, frames = splitFrames(t.sent, b)
 	whole = whole && len(t.sent) == 0
 	lose, out := false, b
 	var held []byte
@@ -91,7 +91,7 @@ func (t *conn) Read(b []byte) (int, error) {
 	if n > 0 {
 		t.mu.Lock()
 		var frames [][]byte
-		t.received, frames = splitFrames(append(t.received, b[:n]...))
+		t.received, frames = splitFrames(t.received, b[:n])
 		for _, f := range frames {
 			t.response(f)
 		}
@@ -126,9 +126,15 @@ func (t *conn) lost() {
 	}
 }
 
-// splitFrames splits buf into whole frames (each a 4-byte size, then that
-// many bytes) and the start of the next.
-func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
+// splitFrames splits what was held back and then b into whole frames
+// (each a 4-byte size, then that many bytes) and the start of the next.
+// The frames are read before b is given back, so they are copied only
+// when a frame began in an earlier b.
+func splitFrames(held, b []byte) (rest []byte, frames [][]byte) {
+	buf, owned := b, len(held) > 0
+	if owned {
+		buf = append(held, b...)
+	}
 	for len(buf) >= 4 {
 		size := int(binary.BigEndian.Uint32(buf))
 		if len(buf) < 4+size {
@@ -136,6 +142,9 @@ func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
 		}
 		frames = append(frames, buf[4:4+size])
 		buf = buf[4+size:]
+	}
+	if owned && len(frames) == 0 {
+		return buf, nil // a long frame still coming: no copy of all of it at each read
 	}
 	return append([]byte(nil), buf...), frames
 }
@@ -147,6 +156,9 @@ func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
 func (t *conn) request(frame []byte) []observed {
 	r := kbin.Reader{Src: frame}
 	key, version, corr := r.Int16(), r.Int16(), r.Int32()
+	if !readsRequest(key) {
+		return nil
+	}
 	r.NullableString()
 	req := kmsg.RequestForKey(key)
 	if req == nil {

@@ -41,8 +41,21 @@ const endTxnAnswersEpoch = 5
 // lookupTimeout bounds a topic id's lookup while a request goes out.
 const lookupTimeout = 2 * time.Second
 
+// readsRequest reports whether sent reads requests of this key. Every
+// other request is forwarded unread, because decoding it would only cost
+// time.
+func readsRequest(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
+		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
+		kmsg.OffsetFetch, kmsg.Heartbeat:
+		return true
+	}
+	return false
+}
+
 // sent begins the operations of req, sent on a connection with fetch
-// sessions sessions.
+// sessions sessions. It reads only the keys of readsRequest.
 func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
@@ -240,6 +253,7 @@ func (c *Client) produceRequest(r *kmsg.ProduceRequest, topic string, p kmsg.Pro
 		}
 	}
 	req.ProducerID, req.Epoch, req.Partition, req.Sequence = b.ProducerID, b.Epoch, partition, b.FirstSequence
+	req.Records = make([]model.Record, 0, len(b.Records))
 	for _, rec := range b.Records {
 		req.Records = append(req.Records, model.Record{Key: string(rec.Key), Value: string(rec.Value)})
 	}

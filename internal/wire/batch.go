@@ -162,7 +162,9 @@ func decodeRecords(raw []byte, n int32) ([]kmsg.Record, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%d records", n)
 	}
-	var out []kmsg.Record
+	// A record takes 7 bytes at least, so raw bounds what a false count
+	// can make us allocate.
+	out := make([]kmsg.Record, 0, min(int(n), len(raw)/7))
 	for i := int32(0); i < n; i++ {
 		length, width := binary.Varint(raw)
 		if width <= 0 || length < 0 || int64(len(raw)-width) < length {
