@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -305,8 +306,20 @@ func (l list[E]) decode(path string, raw json.RawMessage) error {
 
 func (l list[E]) absent() bool { return len(*l.p) == 0 }
 
+// encode writes the list straight into the document. A produce's or a
+// fetch's records are most of a recorded history, so building each as an
+// object first was most of the cost of writing one.
 func (l list[E]) encode() any {
-	return encodeList(*l.p, func(v *E) any { return encodeStruct(v, l.slots) })
+	return writes(func(b *bytes.Buffer) {
+		b.WriteByte('[')
+		for i := range *l.p {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeStruct(b, &(*l.p)[i], l.slots)
+		}
+		b.WriteByte(']')
+	})
 }
 
 // decodeList decodes each element of the array raw with dec.

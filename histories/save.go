@@ -152,11 +152,16 @@ type member struct {
 	val any
 }
 
-// writeValue writes v (an object, a []any or a scalar) on one line, with a
+// writes is a value that writes itself.
+type writes func(b *bytes.Buffer)
+
+// writeValue writes v (an object, a []any, writes or a scalar) on one line, with a
 // space after each colon and comma so the line reads like the examples of
 // docs/history-format.md.
 func writeValue(b *bytes.Buffer, v any) {
 	switch v := v.(type) {
+	case writes:
+		v(b)
 	case object:
 		b.WriteByte('{')
 		for i, m := range v {

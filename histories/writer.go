@@ -36,9 +36,10 @@ type Writer struct {
 
 	mu      sync.Mutex
 	queue   []Op
-	spare   []Op // the queue's last backing array, for reuse
-	n       int  // ops taken from the queue
-	running bool // a drain goroutine is at work
+	spare   []Op         // the queue's last backing array, for reuse
+	n       int          // ops taken from the queue
+	running bool         // a drain goroutine is at work
+	buf     bytes.Buffer // the drain's, kept for the next one
 	room    sync.Cond
 	idle    sync.Cond
 	err     error
@@ -89,7 +90,7 @@ func (hw *Writer) Write(op Op) error {
 // drain encodes and writes the queue until it is empty. One drain runs
 // at a time, so the operations go out in the order they were queued.
 func (hw *Writer) drain() {
-	var buf bytes.Buffer
+	buf := &hw.buf
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
 	for len(hw.queue) > 0 && hw.err == nil {
@@ -99,7 +100,7 @@ func (hw *Writer) drain() {
 		hw.room.Broadcast()
 		hw.mu.Unlock()
 		for i := range batch {
-			writeOp(&buf, first+i, &batch[i])
+			writeOp(buf, first+i, &batch[i])
 			batch[i] = Op{} // let the garbage collector have it
 		}
 		hw.mu.Lock()
