@@ -79,6 +79,9 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 type Client struct {
 	cfg  Config
 	proc string
+	// recording: an Observer was given. Without one, a request's
+	// operations matter only to a fault armed for it.
+	recording bool
 
 	mu      sync.Mutex
 	lanes   map[string][]bool   // busy, by instance (instanceOf)
@@ -124,13 +127,14 @@ func (c *Client) noteEndTxnVersion(version int16) {
 
 // New is the recording of process proc.
 func New(proc string, cfg Config) *Client {
+	recording := cfg.Observer != nil
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Client{cfg: cfg, proc: proc, lanes: map[string][]bool{}, joins: map[string]*pending{},
+	return &Client{cfg: cfg, proc: proc, recording: recording, lanes: map[string][]bool{}, joins: map[string]*pending{},
 		members: map[string]bool{}, conns: map[*conn]bool{}}
 }
 

@@ -591,3 +591,39 @@ func TestRecorderTellsProducersSharingAClientIDApart(t *testing.T) {
 	}
 	require.Equal(t, []string{"rdkafka ", "rdkafka.2 rdkafka", "rdkafka[b] rdkafka", "rdkafka[c] rdkafka", "rdkafka[b].2 rdkafka", "rdkafka.3 rdkafka"}, got)
 }
+
+// closingConn notes that it was closed.
+type closingConn struct {
+	fakeConn
+	closed bool
+}
+
+func (c *closingConn) Close() error { c.closed = true; return nil }
+
+// Without a recording, a produce goes out unread; a fault armed for the
+// next request still meets it.
+func TestUnrecordedClientStillTakesFaults(t *testing.T) {
+	client := New("W1", Config{Cluster: fakeCluster{}, Logf: t.Logf})
+	raw := &closingConn{fakeConn: fakeConn{in: &bytes.Buffer{}}}
+	conn := client.Tap(raw)
+	corr := int32(0)
+	produce := func() {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks = -1
+		req.SetVersion(9)
+		topic := kmsg.NewProduceRequestTopic()
+		topic.Topic = "fencecheck-trips"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = wire.ProducerBatch{ProducerID: 7, Records: []model.Record{{Key: "trip-a01"}}}.Encode()
+		topic.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+		req.Topics = []kmsg.ProduceRequestTopic{topic}
+		corr++
+		_, err := conn.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr))
+		require.NoError(t, err)
+	}
+	produce()
+	require.False(t, raw.closed)
+	client.LoseNextAnswer()
+	produce()
+	require.True(t, raw.closed, "the answer to the produce is lost")
+}
