@@ -231,3 +231,23 @@ func TestScalarsAsEncodingJSONWritesThem(t *testing.T) {
 		require.Equal(t, strings.TrimSuffix(want.String(), "\n"), got.String(), "%#v", v)
 	}
 }
+
+// Records are written by hand as their slots would write them.
+func TestRecordsAsTheirSlotsWriteThem(t *testing.T) {
+	produced := []model.Record{{Key: "trip-1"}, {Key: "trip-2", Value: "fare 12.50"}, {Key: "a \"b\"", Value: "\n"}, {}}
+	fetched := []model.FetchedRecord{{Offset: 0, Key: "trip-1", ProducerID: model.NoProducerID},
+		{Offset: 7, Key: "trip-2", Value: "fare", ProducerID: 4001}, {Offset: 9, Key: "é", Value: "", ProducerID: 0}}
+	for _, l := range []interface {
+		encode() any
+	}{list[model.Record]{p: &produced, slots: recordSlots}, list[model.FetchedRecord]{p: &fetched, slots: fetchedSlots}} {
+		var want, got bytes.Buffer
+		switch l := l.(type) {
+		case list[model.Record]:
+			l.encodeBySlots()(&want)
+		case list[model.FetchedRecord]:
+			l.encodeBySlots()(&want)
+		}
+		writeValue(&got, l.encode())
+		require.Equal(t, want.String(), got.String())
+	}
+}

@@ -253,10 +253,7 @@ func (c *Client) produceRequest(r *kmsg.ProduceRequest, topic string, p kmsg.Pro
 		}
 	}
 	req.ProducerID, req.Epoch, req.Partition, req.Sequence = b.ProducerID, b.Epoch, partition, b.FirstSequence
-	req.Records = make([]model.Record, 0, len(b.Records))
-	for _, rec := range b.Records {
-		req.Records = append(req.Records, model.Record{Key: string(rec.Key), Value: string(rec.Value)})
-	}
+	req.Records = b.ProducedRecords()
 	return req, true
 }
 

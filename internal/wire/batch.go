@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -220,12 +221,59 @@ func CommittedView(batches []Batch, aborted []kmsg.FetchResponseTopicPartitionAb
 }
 
 func appendRecords(out []model.FetchedRecord, b Batch, from int64) []model.FetchedRecord {
+	texts := b.texts()
 	for _, rec := range b.Records {
+		key, value := texts.next(rec)
 		offset := b.FirstOffset + int64(rec.OffsetDelta)
 		if offset < from {
 			continue // a batch starts where it starts, not at the fetch offset
 		}
-		out = append(out, model.FetchedRecord{Offset: offset, Key: string(rec.Key), Value: string(rec.Value), ProducerID: b.ProducerID})
+		out = append(out, model.FetchedRecord{Offset: offset, Key: key, Value: value, ProducerID: b.ProducerID})
 	}
 	return out
+}
+
+// ProducedRecords is the batch's records as a produce's.
+func (b Batch) ProducedRecords() []model.Record {
+	if len(b.Records) == 0 {
+		return nil
+	}
+	texts := b.texts()
+	out := make([]model.Record, len(b.Records))
+	for i, rec := range b.Records {
+		out[i].Key, out[i].Value = texts.next(rec)
+	}
+	return out
+}
+
+// batchTexts hands out a batch's keys and values, in record order, from
+// one string. A batch then costs one allocation for its text rather than
+// two a record. A record's strings keep its batch's text alive, which the
+// history holds for as long anyway.
+type batchTexts struct {
+	all string
+	at  int
+}
+
+func (b Batch) texts() *batchTexts {
+	n := 0
+	for _, rec := range b.Records {
+		n += len(rec.Key) + len(rec.Value)
+	}
+	var all strings.Builder
+	all.Grow(n)
+	for _, rec := range b.Records {
+		all.Write(rec.Key)
+		all.Write(rec.Value)
+	}
+	return &batchTexts{all: all.String()}
+}
+
+// next is the key and value of rec, the record after the last one asked.
+func (t *batchTexts) next(rec kmsg.Record) (key, value string) {
+	key = t.all[t.at : t.at+len(rec.Key)]
+	t.at += len(rec.Key)
+	value = t.all[t.at : t.at+len(rec.Value)]
+	t.at += len(rec.Value)
+	return key, value
 }
