@@ -172,11 +172,10 @@ func decodeRecords(raw []byte, n int32) ([]kmsg.Record, error) {
 			return nil, fmt.Errorf("record %d of %d is cut short", i, n)
 		}
 		end := width + int(length)
-		var r kmsg.Record
-		if err := r.ReadFrom(raw[:end]); err != nil {
+		out = append(out, kmsg.Record{}) // read in place: a record is too large to copy cheaply
+		if err := out[len(out)-1].ReadFrom(raw[:end]); err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
-		out = append(out, r)
 		raw = raw[end:]
 	}
 	return out, nil
