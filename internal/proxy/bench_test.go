@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,7 +18,7 @@ import (
 // recording a history (streamed, as fencecheck proxy --history writes it,
 // here to nowhere). Compare the three in one run:
 //
-//	go test -run '^$' -bench 'RoundTrip|Throughput' -benchtime 20000x ./proxy/
+//	go test -run '^$' -bench 'RoundTrip|Throughput' -benchtime 20000x ./internal/proxy/
 
 // clientFor is a franz-go producer of trips, directly on the cluster,
 // through a bare relay, or through a proxy (recording or not), and what
@@ -81,6 +82,15 @@ func relayDialer(b *testing.B) func(ctx context.Context, network, host string) (
 	}
 }
 
+// reportCPU reports the process's CPU time per op since cpu. On a
+// machine shared with other work, wall time is noisy, but the CPU time
+// each way costs is steadier.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	if used := processCPU() - cpu; cpu > 0 {
+		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // BenchmarkRoundTrip: one produce at a time, each awaited (acks=all): the
 // time per op is a request's round trip.
 func BenchmarkRoundTrip(b *testing.B) {
@@ -89,11 +99,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 			cl := clientFor(b, how)
 			ctx := context.Background()
 			b.ResetTimer()
+			cpu := processCPU()
 			for range b.N {
 				if err := cl.ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr(); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -107,6 +119,7 @@ func BenchmarkThroughput(b *testing.B) {
 			ctx := context.Background()
 			errs := make(chan error, 1)
 			b.ResetTimer()
+			cpu := processCPU()
 			for range b.N {
 				cl.Produce(ctx, kgo.StringRecord("trip"), func(_ *kgo.Record, err error) {
 					if err != nil {
@@ -121,6 +134,7 @@ func BenchmarkThroughput(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			reportCPU(b, cpu)
 			select {
 			case err := <-errs:
 				b.Fatal(err)
