@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -247,4 +249,33 @@ func TestWriterKeepsOrderUnderLoad(t *testing.T) {
 	for i := 1; i < len(h.Ops); i++ {
 		require.Less(t, h.Ops[i-1].Return, h.Ops[i].Return, "written in the order they ended")
 	}
+}
+
+// lockedBuffer is a buffer one goroutine writes and another reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// An operation reaches the file about flushEvery after it is given, with
+// no Flush.
+func TestWriterWritesWithoutAFlush(t *testing.T) {
+	var out lockedBuffer
+	w, err := NewWriter(&out, History{})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(Op{ID: 7, Proc: "A", Op: model.Op{Kind: model.Stall}}))
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), `"id": 7`) }, 10*time.Second, flushEvery)
+	require.NoError(t, w.Close(History{}))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // Writer writes a history as it is recorded, in the layout of Save: the
@@ -15,12 +16,15 @@ import (
 //
 // Write only queues an operation. A goroutine of the writer's encodes
 // the queue and writes it out, so that a recording process does not wait
-// for either. It writes whenever it has caught up with the queue, or
-// has 64 KiB to write. So the file is behind by the operations of one
-// write at most. A recording cut short (its recorder killed) has lost
-// only those: what is in the file is the history up to then, whole
-// operations but for the last line, without the document's closing "]}".
-// Flush waits until the queue is written.
+// for either. It starts once the oldest operation queued has waited
+// flushEvery, or once drainAt operations wait, whichever comes first.
+// Waking it for each operation would cost the recording process a
+// system call each time. It writes whenever it has caught up with the
+// queue, or has 64 KiB to write. So the file is behind by about
+// flushEvery. A recording cut short (its recorder killed) has lost only
+// those operations: what is in the file is the history up to then,
+// whole operations but for the last line, without the document's
+// closing "]}". Flush and Close write out the queue first.
 //
 // The queue holds at most maxQueued operations. Write waits for room, so
 // that a slow disk slows the recording rather than filling memory.
@@ -39,6 +43,7 @@ type Writer struct {
 	spare   []Op         // the queue's last backing array, for reuse
 	n       int          // ops taken from the queue
 	running bool         // a drain goroutine is at work
+	timer   *time.Timer  // starts a drain; nil while none is set
 	buf     bytes.Buffer // the drain's, kept for the next one
 	room    sync.Cond
 	idle    sync.Cond
@@ -48,6 +53,10 @@ type Writer struct {
 const (
 	// maxQueued bounds the operations waiting to be written.
 	maxQueued = 4096
+	// drainAt is how many operations wait before a drain starts at
+	// once, and flushEvery how long the first may wait otherwise.
+	drainAt    = 512
+	flushEvery = 20 * time.Millisecond
 	// writeAt is how much encoded history a drain writes at once, at
 	// most about; it writes less when it has caught up.
 	writeAt = 64 << 10
@@ -80,11 +89,36 @@ func (hw *Writer) Write(op Op) error {
 		return hw.err
 	}
 	hw.queue = append(hw.queue, op)
-	if !hw.running {
-		hw.running = true
-		go hw.drain()
+	switch {
+	case hw.running: // the drain at work takes it too
+	case len(hw.queue) >= drainAt:
+		hw.startDrain()
+	case hw.timer == nil:
+		hw.timer = time.AfterFunc(flushEvery, hw.drainLate)
 	}
 	return nil
+}
+
+// startDrain starts a drain of what is queued; the caller holds hw.mu.
+func (hw *Writer) startDrain() {
+	if hw.timer != nil {
+		hw.timer.Stop()
+		hw.timer = nil
+	}
+	if hw.running || len(hw.queue) == 0 {
+		return
+	}
+	hw.running = true
+	go hw.drain()
+}
+
+// drainLate starts a drain once the oldest operation queued has waited
+// flushEvery.
+func (hw *Writer) drainLate() {
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	hw.timer = nil
+	hw.startDrain()
 }
 
 // drain encodes and writes the queue until it is empty. One drain runs
@@ -128,8 +162,10 @@ func (hw *Writer) Flush() error {
 	return hw.err
 }
 
-// waitIdle waits until the queue is written; the caller holds hw.mu.
+// waitIdle writes out the queue and waits until it is written; the
+// caller holds hw.mu.
 func (hw *Writer) waitIdle() {
+	hw.startDrain()
 	for hw.running {
 		hw.idle.Wait()
 	}
