@@ -89,6 +89,8 @@ type Client struct {
 	members map[string]bool     // those whose join_group answered, who may leave
 	conns   map[*conn]bool
 	faults  faults
+	// topicNames are the cluster's topics by id, as found so far.
+	topicNames map[[16]byte]string
 	// txnID is the first transactional id the process used (see
 	// instanceOf).
 	txnID string
@@ -135,7 +137,7 @@ func New(proc string, cfg Config) *Client {
 		cfg.Logf = func(string, ...any) {}
 	}
 	return &Client{cfg: cfg, proc: proc, recording: recording, lanes: map[string][]bool{}, joins: map[string]*pending{},
-		members: map[string]bool{}, conns: map[*conn]bool{}}
+		members: map[string]bool{}, conns: map[*conn]bool{}, topicNames: map[[16]byte]string{}}
 }
 
 // Dial is dial, for the client: a crashed client dials nowhere, and every

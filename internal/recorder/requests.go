@@ -435,9 +435,23 @@ func (c *Client) topic(name string, id [16]byte, byID bool) (string, bool) {
 	if !byID {
 		return name, true
 	}
+	// An id names one topic for good (a topic made again gets a new
+	// one), so a name found is kept: the lookup and its timer cost more
+	// than the rest of reading a small produce.
+	c.mu.Lock()
+	name, ok := c.topicNames[id]
+	c.mu.Unlock()
+	if ok {
+		return name, true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	return c.cfg.Cluster.TopicByID(ctx, id)
+	if name, ok = c.cfg.Cluster.TopicByID(ctx, id); ok {
+		c.mu.Lock()
+		c.topicNames[id] = name
+		c.mu.Unlock()
+	}
+	return name, ok
 }
 
 // offsetFetchTopicIDs is the first OffsetFetch that names topics by id.
