@@ -64,6 +64,14 @@ type Config struct {
 	// not parse, an error code the history format has no name for);
 	// default nothing.
 	Logf func(format string, args ...any)
+	// AnswersAfterForwarding has a response read once the client has it,
+	// when its connection's next Read begins, rather than before Read
+	// returns it. So a proxy forwards an answer without waiting for the
+	// recording. It is for a reader that reads on as soon as it has
+	// passed a response on, as the proxy does: an answer is recorded
+	// no later than the next Read, Write or Close of the client's
+	// connections.
+	AnswersAfterForwarding bool
 }
 
 // DialFunc dials a connection, as net.Dialer.DialContext and kgo.Dialer.

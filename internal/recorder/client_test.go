@@ -627,3 +627,28 @@ func TestUnrecordedClientStillTakesFaults(t *testing.T) {
 	produce()
 	require.True(t, raw.closed, "the answer to the produce is lost")
 }
+
+// With AnswersAfterForwarding, an answer is read when the connection's
+// next Read begins, or before the client's next request, so that the
+// request goes on the lane the answer freed, as it does without it.
+func TestAnswersReadAfterForwarding(t *testing.T) {
+	rec := histories.NewRecorder(nil, nil)
+	client := New("W1", Config{Observer: rec, Cluster: fakeCluster{}, Logf: t.Logf, AnswersAfterForwarding: true})
+	in := &bytes.Buffer{}
+	w := &tap{t: t, client: client, conn: client.Tap(&fakeConn{in: in}), in: in, rec: rec}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.Commit = "fencecheck-ctp-w1", 7, true
+	for range 2 {
+		corr := w.send(end, 3)
+		w.answer(corr, kmsg.NewPtrEndTxnResponse(), 3)
+	}
+	ops := w.ops()
+	require.Len(t, ops, 1, "the second answer is not read yet")
+	require.Equal(t, "W1", ops[0].Proc)
+	require.NoError(t, w.conn.Close())
+	ops = w.ops()
+	require.Len(t, ops, 2, "read at Close")
+	require.Equal(t, "W1", ops[1].Proc, "the lane the first answer freed")
+	require.True(t, ops[1].Returned)
+	require.Less(t, ops[0].Return, ops[1].Call)
+}

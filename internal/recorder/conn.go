@@ -32,6 +32,9 @@ type conn struct {
 	received []byte // likewise, of a response frame
 	inflight map[int32]inflight
 	fetches  fetchSessions
+	// unread are responses passed on but not yet read
+	// (Config.AnswersAfterForwarding), copied, in the order they came.
+	unread [][]byte
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -43,6 +46,10 @@ func (t *conn) Write(b []byte) (int, error) {
 	if err := t.c.gate(t.closed); err != nil {
 		return 0, err
 	}
+	// A request the client sends after an answer came back is read
+	// after that answer, on whichever connection it came: the answer
+	// frees the request's lane, or began the join it goes on with.
+	t.c.readUnread()
 	t.mu.Lock()
 	// Frames that begin and end in this write can be held back; one begun
 	// in an earlier write is partly on the wire already.
@@ -84,6 +91,7 @@ func (t *conn) Write(b []byte) (int, error) {
 // Read reads the responses it carries as they arrive; a stalled client
 // sees them when it wakes.
 func (t *conn) Read(b []byte) (int, error) {
+	t.readUnread() // passed on since the last Read
 	n, err := t.Conn.Read(b)
 	if gateErr := t.c.gate(t.closed); gateErr != nil {
 		return 0, gateErr
@@ -93,11 +101,39 @@ func (t *conn) Read(b []byte) (int, error) {
 		var frames [][]byte
 		t.received, frames = splitFrames(t.received, b[:n])
 		for _, f := range frames {
+			if t.c.cfg.AnswersAfterForwarding {
+				t.unread = append(t.unread, append([]byte(nil), f...)) // b is the reader's again
+				continue
+			}
 			t.response(f)
 		}
 		t.mu.Unlock()
 	}
 	return n, err
+}
+
+// readUnread reads the responses passed on unread.
+func (t *conn) readUnread() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range t.unread {
+		t.response(f)
+	}
+	t.unread = nil
+}
+
+// readUnread reads the responses passed on unread, on every connection
+// of the client.
+func (c *Client) readUnread() {
+	if !c.cfg.AnswersAfterForwarding {
+		return
+	}
+	c.mu.Lock()
+	conns := c.connList()
+	c.mu.Unlock()
+	for _, tapped := range conns {
+		tapped.readUnread()
+	}
 }
 
 // Close ends what is in flight on the connection unanswered.
@@ -111,6 +147,7 @@ func (t *conn) Close() error {
 }
 
 func (t *conn) lost() {
+	t.readUnread() // answers the client had are answers
 	t.mu.Lock()
 	lost := t.inflight
 	t.inflight = map[int32]inflight{}
