@@ -206,7 +206,7 @@ func produceAll(b *testing.B, cl *kgo.Client, n int) {
 // trip is its time less direct's; "proxy+/relay+" is what the proxy adds
 // over what a bare relay adds.
 func BenchmarkRoundTripTurns(b *testing.B) {
-	const roundTripTurn = 200
+	const roundTripTurn = 20
 	clients := map[string]*kgo.Client{}
 	for _, how := range ways {
 		clients[how] = clientFor(b, how)
