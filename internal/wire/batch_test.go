@@ -160,3 +160,19 @@ func TestRecordsReadAsKmsgReadsThem(t *testing.T) {
 		require.Error(t, err, "cut at %d", cut)
 	}
 }
+
+// BenchmarkDecodeProduced: reading a produce's batch of 500 records as
+// the history's records, as the recorder does before the produce goes on.
+func BenchmarkDecodeProduced(b *testing.B) {
+	var records []model.Record
+	for range 500 {
+		records = append(records, model.Record{Key: "trip"})
+	}
+	raw := ProducerBatch{ProducerID: 7, Records: records}.Encode()
+	for b.Loop() {
+		batches, err := DecodeBatches(raw)
+		if err != nil || len(batches[0].ProducedRecords()) != len(records) {
+			b.Fatal(err)
+		}
+	}
+}
