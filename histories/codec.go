@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -305,8 +306,31 @@ func (l list[E]) decode(path string, raw json.RawMessage) error {
 
 func (l list[E]) absent() bool { return len(*l.p) == 0 }
 
+// encode writes the list straight into the document. A produce's or a
+// fetch's records are most of a recorded history, so building each as an
+// object first was most of the cost of writing one.
 func (l list[E]) encode() any {
-	return encodeList(*l.p, func(v *E) any { return encodeStruct(v, l.slots) })
+	switch records := any(*l.p).(type) {
+	case []model.Record:
+		return writes(func(b *bytes.Buffer) { writeRecords(b, records) })
+	case []model.FetchedRecord:
+		return writes(func(b *bytes.Buffer) { writeFetched(b, records) })
+	}
+	return l.encodeBySlots()
+}
+
+// encodeBySlots writes the list as its slots say.
+func (l list[E]) encodeBySlots() writes {
+	return writes(func(b *bytes.Buffer) {
+		b.WriteByte('[')
+		for i := range *l.p {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeStruct(b, &(*l.p)[i], l.slots)
+		}
+		b.WriteByte(']')
+	})
 }
 
 // decodeList decodes each element of the array raw with dec.
@@ -387,4 +411,49 @@ func validPartition(p model.Partition) error {
 		return fmt.Errorf("%q is not a partition written \"topic-N\"", string(p))
 	}
 	return nil
+}
+
+// writeRecords writes produced records as recordSlots does, without
+// binding a codec to each field, because a recording writes millions.
+func writeRecords(b *bytes.Buffer, records []model.Record) {
+	b.WriteByte('[')
+	for i := range records {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`{"key": `)
+		writeScalar(b, records[i].Key)
+		if records[i].Value != "" {
+			b.WriteString(`, "value": `)
+			writeScalar(b, records[i].Value)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
+}
+
+// writeFetched writes fetched records as fetchedSlots does.
+func writeFetched(b *bytes.Buffer, records []model.FetchedRecord) {
+	var num [20]byte
+	b.WriteByte('[')
+	for i := range records {
+		r := &records[i]
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`{"offset": `)
+		b.Write(strconv.AppendInt(num[:0], r.Offset, 10))
+		b.WriteString(`, "key": `)
+		writeScalar(b, r.Key)
+		if r.Value != "" {
+			b.WriteString(`, "value": `)
+			writeScalar(b, r.Value)
+		}
+		if r.ProducerID != model.NoProducerID {
+			b.WriteString(`, "producer_id": `)
+			b.Write(strconv.AppendInt(num[:0], r.ProducerID, 10))
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
 }

@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -50,6 +51,24 @@ func encodeStruct[S any](s *S, slots []slot[S]) object {
 		out = append(out, member{sl.name, c.encode()})
 	}
 	return out
+}
+
+// writeStruct writes s as encodeStruct's object, without making it.
+func writeStruct[S any](b *bytes.Buffer, s *S, slots []slot[S]) {
+	b.WriteByte('{')
+	first := true
+	for _, sl := range slots {
+		c := sl.bind(s)
+		if sl.need == optional && c.absent() {
+			continue
+		}
+		if !first {
+			b.WriteString(", ")
+		}
+		first = false
+		member{sl.name, c.encode()}.write(b)
+	}
+	b.WriteByte('}')
 }
 
 // Fields that requests and responses share, built for either struct.

@@ -3,10 +3,13 @@ package histories
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -143,7 +146,7 @@ func TestRecorderConcurrent(t *testing.T) {
 }
 
 // A streamed recording is the document Save writes of the same
-// operations, once closed; cut short before Close, it holds every
+// operations, once closed; cut short after a Flush, it holds every
 // operation written so far.
 func TestStreamedRecordingIsAValidDocument(t *testing.T) {
 	var out bytes.Buffer
@@ -157,6 +160,7 @@ func TestStreamedRecordingIsAValidDocument(t *testing.T) {
 	}
 	rec.Fault("A", model.Stall, model.NewRequest())
 	require.Empty(t, rec.History().Ops, "streamed, not kept")
+	require.NoError(t, w.Flush())
 	cut := out.String()
 	require.NoError(t, w.Close(History{}))
 
@@ -187,4 +191,91 @@ func TestStreamedRecordingEndsWithItsKeySets(t *testing.T) {
 	require.Equal(t, []string{"trip-0"}, h.Trips)
 	require.Equal(t, []string{"fares"}, h.OutputTopics)
 	require.Len(t, h.Ops, 1)
+}
+
+// fullDisk takes room bytes, then fails every write.
+type fullDisk struct {
+	room  int
+	wrote bytes.Buffer
+}
+
+func (d *fullDisk) Write(b []byte) (int, error) {
+	if d.wrote.Len()+len(b) > d.room {
+		return 0, errors.New("no space left on device")
+	}
+	return d.wrote.Write(b)
+}
+
+// A write that fails is reported, by the next Write or by Close, and so
+// is every operation queued after it: none is dropped unnoticed.
+func TestWriterReportsAFullDisk(t *testing.T) {
+	disk := &fullDisk{room: 200}
+	w, err := NewWriter(disk, History{})
+	require.NoError(t, err)
+	rec := NewRecorder(echoBroker, nil)
+	rec.Stream(w)
+	for seq := int32(0); seq < 20; seq++ {
+		rec.Proc("A").Produce(context.Background(), produceReq(seq))
+	}
+	require.ErrorContains(t, w.Flush(), "no space left on device")
+	require.ErrorContains(t, w.Write(Op{ID: 99, Proc: "A", Op: model.Op{Kind: model.Stall}}), "no space left on device", "the first error stays")
+	require.ErrorContains(t, w.Close(History{}), "no space left on device")
+}
+
+// Many recording goroutines and a slow disk: the queue stays bounded, and
+// every operation is written once, in the order Write took them.
+func TestWriterKeepsOrderUnderLoad(t *testing.T) {
+	var out bytes.Buffer
+	w, err := NewWriter(&out, History{})
+	require.NoError(t, err)
+	rec := NewRecorder(echoBroker, nil)
+	rec.Stream(w)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := rec.Proc(fmt.Sprintf("P%d", g))
+			for seq := int32(0); seq < 3000; seq++ {
+				p.Produce(context.Background(), produceReq(seq))
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, w.Close(History{}))
+	h, err := Load(bytes.NewReader(out.Bytes()))
+	require.NoError(t, err)
+	require.Len(t, h.Ops, 12000)
+	for i := 1; i < len(h.Ops); i++ {
+		require.Less(t, h.Ops[i-1].Return, h.Ops[i].Return, "written in the order they ended")
+	}
+}
+
+// lockedBuffer is a buffer one goroutine writes and another reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// An operation reaches the file about flushEvery after it is given, with
+// no Flush.
+func TestWriterWritesWithoutAFlush(t *testing.T) {
+	var out lockedBuffer
+	w, err := NewWriter(&out, History{})
+	require.NoError(t, err)
+	require.NoError(t, w.Write(Op{ID: 7, Proc: "A", Op: model.Op{Kind: model.Stall}}))
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), `"id": 7`) }, 10*time.Second, flushEvery)
+	require.NoError(t, w.Close(History{}))
 }

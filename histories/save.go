@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 )
 
 // SaveFile writes h to the file at path (see Save).
@@ -151,11 +152,16 @@ type member struct {
 	val any
 }
 
-// writeValue writes v (an object, a []any or a scalar) on one line, with a
+// writes is a value that writes itself.
+type writes func(b *bytes.Buffer)
+
+// writeValue writes v (an object, a []any, writes or a scalar) on one line, with a
 // space after each colon and comma so the line reads like the examples of
 // docs/history-format.md.
 func writeValue(b *bytes.Buffer, v any) {
 	switch v := v.(type) {
+	case writes:
+		v(b)
 	case object:
 		b.WriteByte('{')
 		for i, m := range v {
@@ -180,10 +186,48 @@ func writeValue(b *bytes.Buffer, v any) {
 }
 
 // writeScalar writes a string, number or boolean, which cannot fail to
-// encode.
+// encode. The common kinds are written by hand, because an encoder per
+// value was most of what recording a history cost; they come out as
+// encoding/json writes them.
 func writeScalar(b *bytes.Buffer, v any) {
+	var num [20]byte
+	switch v := v.(type) {
+	case string:
+		if printableString(v) {
+			b.WriteByte('"')
+			b.WriteString(v)
+			b.WriteByte('"')
+			return
+		}
+	case int:
+		b.Write(strconv.AppendInt(num[:0], int64(v), 10))
+		return
+	case int64:
+		b.Write(strconv.AppendInt(num[:0], v, 10))
+		return
+	case int32:
+		b.Write(strconv.AppendInt(num[:0], int64(v), 10))
+		return
+	case int16:
+		b.Write(strconv.AppendInt(num[:0], int64(v), 10))
+		return
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+		return
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	b.Truncate(b.Len() - 1) // Encode ends with a newline
+}
+
+// printableString reports whether encoding/json writes s as it is, between
+// quotes: printable ASCII, with no quote or backslash to escape.
+func printableString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -2,8 +2,11 @@ package histories
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -237,4 +240,38 @@ func TestLoadLenient(t *testing.T) {
 	require.False(t, h.Ops[0].Returned)
 	require.True(t, h.Ops[1].Returned)
 	require.False(t, h.Ops[1].Result.Answered, "neither resp nor error: undecided")
+}
+
+// The scalars written by hand read as encoding/json writes them.
+func TestScalarsAsEncodingJSONWritesThem(t *testing.T) {
+	for _, v := range []any{"", "trip-9001", "a \"quoted\" \\ value", "tab\there", "é", "\u2028", "\x7f", string([]byte{0xff}),
+		0, -1, int64(math.MaxInt64), int64(math.MinInt64), int32(-7), int16(32767), true, false, 1.5} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(v))
+		var got bytes.Buffer
+		writeScalar(&got, v)
+		require.Equal(t, strings.TrimSuffix(want.String(), "\n"), got.String(), "%#v", v)
+	}
+}
+
+// Records are written by hand as their slots would write them.
+func TestRecordsAsTheirSlotsWriteThem(t *testing.T) {
+	produced := []model.Record{{Key: "trip-1"}, {Key: "trip-2", Value: "fare 12.50"}, {Key: "a \"b\"", Value: "\n"}, {}}
+	fetched := []model.FetchedRecord{{Offset: 0, Key: "trip-1", ProducerID: model.NoProducerID},
+		{Offset: 7, Key: "trip-2", Value: "fare", ProducerID: 4001}, {Offset: 9, Key: "é", Value: "", ProducerID: 0}}
+	for _, l := range []interface {
+		encode() any
+	}{list[model.Record]{p: &produced, slots: recordSlots}, list[model.FetchedRecord]{p: &fetched, slots: fetchedSlots}} {
+		var want, got bytes.Buffer
+		switch l := l.(type) {
+		case list[model.Record]:
+			l.encodeBySlots()(&want)
+		case list[model.FetchedRecord]:
+			l.encodeBySlots()(&want)
+		}
+		writeValue(&got, l.encode())
+		require.Equal(t, want.String(), got.String())
+	}
 }

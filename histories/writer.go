@@ -6,15 +6,28 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // Writer writes a history as it is recorded, in the layout of Save: the
-// header first, then each operation as it is given, on a line of its own
-// and written at once, then the end of the document at Close. A recording
-// that goes on for hours is never held in memory, and one cut short (its
-// recorder killed) has lost only the operations not yet written: what is
-// in the file is the history up to then, whole operations but for the
-// last line, without the document's closing "]}".
+// header first, then each operation in the order it is given, on a line
+// of its own, then the end of the document at Close. A recording that
+// goes on for hours is never held in memory.
+//
+// Write only queues an operation. A goroutine of the writer's encodes
+// the queue and writes it out, so that a recording process does not wait
+// for either. It starts once the oldest operation queued has waited
+// flushEvery, or once drainAt operations wait, whichever comes first.
+// Waking it for each operation would cost the recording process a
+// system call each time. It writes whenever it has caught up with the
+// queue, or has 64 KiB to write. So the file is behind by about
+// flushEvery. A recording cut short (its recorder killed) has lost only
+// those operations: what is in the file is the history up to then,
+// whole operations but for the last line, without the document's
+// closing "]}". Flush and Close write out the queue first.
+//
+// The queue holds at most maxQueued operations. Write waits for room, so
+// that a slow disk slows the recording rather than filling memory.
 //
 // The operations are written as they end, so not in id order, which the
 // format allows. Unlike Save, Writer does not validate the history as a
@@ -23,24 +36,51 @@ import (
 //
 // It is safe for concurrent use.
 type Writer struct {
-	mu  sync.Mutex
-	w   io.Writer
-	n   int // ops written
-	buf bytes.Buffer
-	err error
+	w io.Writer
+
+	mu      sync.Mutex
+	queue   []Op
+	spare   []Op         // the queue's last backing array, for reuse
+	n       int          // ops taken from the queue
+	running bool         // a drain goroutine is at work
+	timer   *time.Timer  // starts a drain; nil while none is set
+	buf     bytes.Buffer // the drain's, kept for the next one
+	room    sync.Cond
+	idle    sync.Cond
+	err     error
 }
+
+const (
+	// maxQueued bounds the operations waiting to be written.
+	maxQueued = 4096
+	// drainAt is how many operations wait before a drain starts at
+	// once, and flushEvery how long the first may wait otherwise.
+	drainAt    = 512
+	flushEvery = 20 * time.Millisecond
+	// writeAt is how much encoded history a drain writes at once, at
+	// most about; it writes less when it has caught up.
+	writeAt = 64 << 10
+)
 
 // NewWriter starts a document on w with h's header (its ops are ignored).
 func NewWriter(w io.Writer, h History) (*Writer, error) {
 	hw := &Writer{w: w}
-	writeHeader(&hw.buf, h)
-	return hw, hw.flush()
+	hw.room.L, hw.idle.L = &hw.mu, &hw.mu
+	var buf bytes.Buffer
+	writeHeader(&buf, h)
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	return hw, hw.write(buf.Bytes())
 }
 
-// Write writes op, or reports the first error the writer met.
+// Write queues op, or reports the first error the writer met. It waits
+// while the queue is full.
 func (hw *Writer) Write(op Op) error {
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
+	for hw.err == nil && len(hw.queue) >= maxQueued {
+		hw.room.Wait()
+	}
 	if hw.err != nil {
 		return hw.err
 	}
@@ -48,9 +88,87 @@ func (hw *Writer) Write(op Op) error {
 		hw.err = fmt.Errorf("histories: op %d: %q is not an operation type", op.ID, op.Kind)
 		return hw.err
 	}
-	writeOp(&hw.buf, hw.n, &op)
-	hw.n++
-	return hw.flush()
+	hw.queue = append(hw.queue, op)
+	switch {
+	case hw.running: // the drain at work takes it too
+	case len(hw.queue) >= drainAt:
+		hw.startDrain()
+	case hw.timer == nil:
+		hw.timer = time.AfterFunc(flushEvery, hw.drainLate)
+	}
+	return nil
+}
+
+// startDrain starts a drain of what is queued; the caller holds hw.mu.
+func (hw *Writer) startDrain() {
+	if hw.timer != nil {
+		hw.timer.Stop()
+		hw.timer = nil
+	}
+	if hw.running || len(hw.queue) == 0 {
+		return
+	}
+	hw.running = true
+	go hw.drain()
+}
+
+// drainLate starts a drain once the oldest operation queued has waited
+// flushEvery.
+func (hw *Writer) drainLate() {
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	hw.timer = nil
+	hw.startDrain()
+}
+
+// drain encodes and writes the queue until it is empty. One drain runs
+// at a time, so the operations go out in the order they were queued.
+func (hw *Writer) drain() {
+	buf := &hw.buf
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	for len(hw.queue) > 0 && hw.err == nil {
+		batch, first := hw.queue, hw.n
+		hw.queue, hw.spare = hw.spare[:0], nil
+		hw.n += len(batch)
+		hw.room.Broadcast()
+		hw.mu.Unlock()
+		for i := range batch {
+			writeOp(buf, first+i, &batch[i])
+			batch[i] = Op{} // let the garbage collector have it
+		}
+		hw.mu.Lock()
+		hw.spare = batch[:0]
+		if buf.Len() >= writeAt || len(hw.queue) == 0 {
+			hw.mu.Unlock()
+			_, err := hw.w.Write(buf.Bytes())
+			hw.mu.Lock()
+			buf.Reset()
+			hw.noteWriteErr(err)
+		}
+	}
+	hw.queue = nil // what is left after an error is lost; Write reports it
+	hw.running = false
+	hw.room.Broadcast()
+	hw.idle.Broadcast()
+}
+
+// Flush waits until every operation given so far is written, and
+// reports the first error the writer met.
+func (hw *Writer) Flush() error {
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	hw.waitIdle()
+	return hw.err
+}
+
+// waitIdle writes out the queue and waits until it is written; the
+// caller holds hw.mu.
+func (hw *Writer) waitIdle() {
+	hw.startDrain()
+	for hw.running {
+		hw.idle.Wait()
+	}
 }
 
 // Close ends the document, with the top-level fields of end that only
@@ -60,23 +178,30 @@ func (hw *Writer) Write(op Op) error {
 func (hw *Writer) Close(end History) error {
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
+	hw.waitIdle()
 	if hw.err != nil {
 		return hw.err
 	}
-	writeTrailer(&hw.buf, hw.n, end)
-	err := hw.flush()
+	var buf bytes.Buffer
+	writeTrailer(&buf, hw.n, end)
+	err := hw.write(buf.Bytes())
 	hw.err = errClosed
+	hw.room.Broadcast()
 	return err
 }
 
 var errClosed = errors.New("histories: the writer is closed")
 
-// flush writes what is buffered; the caller holds hw.mu.
-func (hw *Writer) flush() error {
-	_, err := hw.w.Write(hw.buf.Bytes())
-	hw.buf.Reset()
-	if err != nil {
+// write writes b while no drain runs; the caller holds hw.mu.
+func (hw *Writer) write(b []byte) error {
+	_, err := hw.w.Write(b)
+	hw.noteWriteErr(err)
+	return hw.err
+}
+
+// noteWriteErr keeps the first error of a write; the caller holds hw.mu.
+func (hw *Writer) noteWriteErr(err error) {
+	if err != nil && hw.err == nil {
 		hw.err = fmt.Errorf("histories: writing the history: %w", err)
 	}
-	return hw.err
 }

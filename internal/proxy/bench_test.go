@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,7 +18,7 @@ import (
 // recording a history (streamed, as fencecheck proxy --history writes it,
 // here to nowhere). Compare the three in one run:
 //
-//	go test -run '^$' -bench 'RoundTrip|Throughput' -benchtime 20000x ./proxy/
+//	go test -run '^$' -bench 'RoundTrip|Throughput' -benchtime 20000x ./internal/proxy/
 
 // clientFor is a franz-go producer of trips, directly on the cluster,
 // through a bare relay, or through a proxy (recording or not), and what
@@ -81,6 +82,15 @@ func relayDialer(b *testing.B) func(ctx context.Context, network, host string) (
 	}
 }
 
+// reportCPU reports the process's CPU time per op since cpu. On a
+// machine shared with other work, wall time is noisy, but the CPU time
+// each way costs is steadier.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	if used := processCPU() - cpu; cpu > 0 {
+		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
 // BenchmarkRoundTrip: one produce at a time, each awaited (acks=all): the
 // time per op is a request's round trip.
 func BenchmarkRoundTrip(b *testing.B) {
@@ -89,11 +99,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 			cl := clientFor(b, how)
 			ctx := context.Background()
 			b.ResetTimer()
+			cpu := processCPU()
 			for range b.N {
 				if err := cl.ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr(); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -107,6 +119,7 @@ func BenchmarkThroughput(b *testing.B) {
 			ctx := context.Background()
 			errs := make(chan error, 1)
 			b.ResetTimer()
+			cpu := processCPU()
 			for range b.N {
 				cl.Produce(ctx, kgo.StringRecord("trip"), func(_ *kgo.Record, err error) {
 					if err != nil {
@@ -121,6 +134,7 @@ func BenchmarkThroughput(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			reportCPU(b, cpu)
 			select {
 			case err := <-errs:
 				b.Fatal(err)
@@ -128,4 +142,98 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The *Turns benchmarks run the four ways side by side: each takes its
+// turn at a slice of the work, round after round, and its time is the
+// sum of its turns. On a machine shared with other work, a busy spell
+// then slows every way alike, where the benchmarks above give each way
+// a spell of its own. Each reports every way's figure and the ratios
+// the proxy's aims are stated in.
+
+// BenchmarkThroughputTurns: records produced as fast as the client
+// batches them, in slices of throughputTurn records a way.
+func BenchmarkThroughputTurns(b *testing.B) {
+	const throughputTurn = 20000
+	clients := map[string]*kgo.Client{}
+	for _, how := range ways {
+		clients[how] = clientFor(b, how)
+	}
+	took := map[string]time.Duration{}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += throughputTurn {
+		n := min(throughputTurn, b.N-done)
+		for _, how := range ways {
+			start := time.Now()
+			produceAll(b, clients[how], n)
+			took[how] += time.Since(start)
+		}
+	}
+	for _, how := range ways {
+		b.ReportMetric(float64(b.N)/took[how].Seconds(), how+"-records/s")
+		if how != "direct" {
+			b.ReportMetric(took["direct"].Seconds()/took[how].Seconds(), how+"/direct")
+		}
+	}
+}
+
+// produceAll produces n records and waits for them all.
+func produceAll(b *testing.B, cl *kgo.Client, n int) {
+	ctx := context.Background()
+	errs := make(chan error, 1)
+	for range n {
+		cl.Produce(ctx, kgo.StringRecord("trip"), func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}
+
+// BenchmarkRoundTripTurns: one produce at a time, each awaited, in slices
+// of roundTripTurn round trips a way. The time each way adds to a round
+// trip is its time less direct's; "proxy+/relay+" is what the proxy adds
+// over what a bare relay adds.
+func BenchmarkRoundTripTurns(b *testing.B) {
+	const roundTripTurn = 20
+	clients := map[string]*kgo.Client{}
+	for _, how := range ways {
+		clients[how] = clientFor(b, how)
+	}
+	ctx := context.Background()
+	took := map[string]time.Duration{}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += roundTripTurn {
+		n := min(roundTripTurn, b.N-done)
+		for _, how := range ways {
+			start := time.Now()
+			for range n {
+				if err := clients[how].ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			took[how] += time.Since(start)
+		}
+	}
+	per := func(how string) float64 { return float64(took[how].Nanoseconds()) / float64(b.N) / 1e3 }
+	for _, how := range ways {
+		b.ReportMetric(per(how), how+"-µs/trip")
+	}
+	relayAdds := per("relay") - per("direct")
+	b.ReportMetric(per("proxy")-per("direct"), "proxy-added-µs")
+	b.ReportMetric(per("recorded")-per("direct"), "recorded-added-µs")
+	b.ReportMetric(relayAdds, "relay-added-µs")
+	b.ReportMetric((per("proxy")-per("direct"))/relayAdds, "proxy+/relay+")
+	b.ReportMetric((per("recorded")-per("direct"))/relayAdds, "recorded+/relay+")
 }

@@ -19,6 +19,10 @@ import (
 // the connection is copied on as raw bytes from there.
 const maxFrame = 100 << 20
 
+// keptFrame bounds the buffer a connection keeps between frames, so that
+// one large frame does not hold its memory for the connection's life.
+const keptFrame = 1 << 20
+
 // conn is one client connection and its upstream connection.
 type conn struct {
 	l        *listener
@@ -116,6 +120,7 @@ func (c *conn) cut() {
 func (c *conn) copyFrames(src io.Reader, dst net.Conn, from string, handle func(frame []byte) []byte) {
 	r := bufio.NewReaderSize(src, 64<<10)
 	var size [4]byte
+	var kept []byte // the last frame's buffer, for the next
 	for {
 		if c.isRaw() {
 			io.Copy(dst, r)
@@ -135,8 +140,17 @@ func (c *conn) copyFrames(src io.Reader, dst net.Conn, from string, handle func(
 		}
 		// The frame is read after room for its size, so that one that
 		// goes on unchanged (all but those naming brokers) is written
-		// as it was read, in one write.
-		whole := make([]byte, 4+n)
+		// as it was read, in one write. Nothing holds on to a frame once
+		// it is written (the recorder copies what it keeps), so its
+		// buffer serves the next one, up to keptFrame bytes.
+		whole := kept
+		if cap(whole) < 4+int(n) {
+			whole = make([]byte, 4+n)
+			if len(whole) <= keptFrame {
+				kept = whole
+			}
+		}
+		whole = whole[:4+n]
 		copy(whole, size[:])
 		frame := whole[4:]
 		if got, err := io.ReadFull(r, frame); err != nil {
@@ -180,7 +194,7 @@ func (c *conn) request(frame []byte) []byte {
 	}
 	av := apiVersion{key: int16(binary.BigEndian.Uint16(frame)), version: int16(binary.BigEndian.Uint16(frame[2:]))}
 	corr := int32(binary.BigEndian.Uint32(frame[4:]))
-	if req := kmsg.RequestForKey(av.key); req == nil || av.version < 0 || av.version > req.MaxVersion() {
+	if !knownVersion(av) {
 		c.notUnderstood("request key %d version %d (correlation id %d)", av.key, av.version, corr)
 	}
 	if produceWithoutAcks(av, frame) {
@@ -217,6 +231,25 @@ func (c *conn) response(frame []byte) []byte {
 		return frame
 	}
 	return out
+}
+
+// maxVersions is the newest version of each request key kmsg reads, -1
+// for a key it does not know. It is made once, so that a request is
+// checked without making a kmsg request of its key.
+var maxVersions = func() (out [kmsg.MaxKey + 1]int16) {
+	for key := range out {
+		out[key] = -1
+		if req := kmsg.RequestForKey(int16(key)); req != nil {
+			out[key] = req.MaxVersion()
+		}
+	}
+	return out
+}()
+
+// knownVersion reports whether kmsg reads requests of av's key and
+// version.
+func knownVersion(av apiVersion) bool {
+	return av.key >= 0 && int(av.key) < len(maxVersions) && av.version >= 0 && av.version <= maxVersions[av.key]
 }
 
 // produceWithoutAcks reports whether the frame is a produce request with

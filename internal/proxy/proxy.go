@@ -198,7 +198,10 @@ func (p *Proxy) Process(name string) *recorder.Client {
 		if p.cfg.Record != nil {
 			observer = p.cfg.Record
 		}
-		proc = recorder.New(name, recorder.Config{Observer: observer, Cluster: p.cfg.Cluster, Logf: p.cfg.Logf})
+		// Each connection's reader reads on as soon as it has passed a
+		// response on, so a response can be recorded after it went on.
+		proc = recorder.New(name, recorder.Config{Observer: observer, Cluster: p.cfg.Cluster, Logf: p.cfg.Logf,
+			AnswersAfterForwarding: true})
 		p.procs[name] = proc
 	}
 	return proc

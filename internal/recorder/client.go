@@ -64,6 +64,14 @@ type Config struct {
 	// not parse, an error code the history format has no name for);
 	// default nothing.
 	Logf func(format string, args ...any)
+	// AnswersAfterForwarding has a response read once the client has it,
+	// when its connection's next Read begins, rather than before Read
+	// returns it. So a proxy forwards an answer without waiting for the
+	// recording. It is for a reader that reads on as soon as it has
+	// passed a response on, as the proxy does: an answer is recorded
+	// no later than the next Read, Write or Close of the client's
+	// connections.
+	AnswersAfterForwarding bool
 }
 
 // DialFunc dials a connection, as net.Dialer.DialContext and kgo.Dialer.
@@ -79,6 +87,9 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 type Client struct {
 	cfg  Config
 	proc string
+	// recording: an Observer was given. Without one, a request's
+	// operations matter only to a fault armed for it.
+	recording bool
 
 	mu      sync.Mutex
 	lanes   map[string][]bool   // busy, by instance (instanceOf)
@@ -86,6 +97,8 @@ type Client struct {
 	members map[string]bool     // those whose join_group answered, who may leave
 	conns   map[*conn]bool
 	faults  faults
+	// topicNames are the cluster's topics by id, as found so far.
+	topicNames map[[16]byte]string
 	// txnID is the first transactional id the process used (see
 	// instanceOf).
 	txnID string
@@ -124,14 +137,15 @@ func (c *Client) noteEndTxnVersion(version int16) {
 
 // New is the recording of process proc.
 func New(proc string, cfg Config) *Client {
+	recording := cfg.Observer != nil
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &Client{cfg: cfg, proc: proc, lanes: map[string][]bool{}, joins: map[string]*pending{},
-		members: map[string]bool{}, conns: map[*conn]bool{}}
+	return &Client{cfg: cfg, proc: proc, recording: recording, lanes: map[string][]bool{}, joins: map[string]*pending{},
+		members: map[string]bool{}, conns: map[*conn]bool{}, topicNames: map[[16]byte]string{}}
 }
 
 // Dial is dial, for the client: a crashed client dials nowhere, and every

@@ -591,3 +591,64 @@ func TestRecorderTellsProducersSharingAClientIDApart(t *testing.T) {
 	}
 	require.Equal(t, []string{"rdkafka ", "rdkafka.2 rdkafka", "rdkafka[b] rdkafka", "rdkafka[c] rdkafka", "rdkafka[b].2 rdkafka", "rdkafka.3 rdkafka"}, got)
 }
+
+// closingConn notes that it was closed.
+type closingConn struct {
+	fakeConn
+	closed bool
+}
+
+func (c *closingConn) Close() error { c.closed = true; return nil }
+
+// Without a recording, a produce goes out unread; a fault armed for the
+// next request still meets it.
+func TestUnrecordedClientStillTakesFaults(t *testing.T) {
+	client := New("W1", Config{Cluster: fakeCluster{}, Logf: t.Logf})
+	raw := &closingConn{fakeConn: fakeConn{in: &bytes.Buffer{}}}
+	conn := client.Tap(raw)
+	corr := int32(0)
+	produce := func() {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks = -1
+		req.SetVersion(9)
+		topic := kmsg.NewProduceRequestTopic()
+		topic.Topic = "fencecheck-trips"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = wire.ProducerBatch{ProducerID: 7, Records: []model.Record{{Key: "trip-a01"}}}.Encode()
+		topic.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+		req.Topics = []kmsg.ProduceRequestTopic{topic}
+		corr++
+		_, err := conn.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr))
+		require.NoError(t, err)
+	}
+	produce()
+	require.False(t, raw.closed)
+	client.LoseNextAnswer()
+	produce()
+	require.True(t, raw.closed, "the answer to the produce is lost")
+}
+
+// With AnswersAfterForwarding, an answer is read when the connection's
+// next Read begins, or before the client's next request, so that the
+// request goes on the lane the answer freed, as it does without it.
+func TestAnswersReadAfterForwarding(t *testing.T) {
+	rec := histories.NewRecorder(nil, nil)
+	client := New("W1", Config{Observer: rec, Cluster: fakeCluster{}, Logf: t.Logf, AnswersAfterForwarding: true})
+	in := &bytes.Buffer{}
+	w := &tap{t: t, client: client, conn: client.Tap(&fakeConn{in: in}), in: in, rec: rec}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.Commit = "fencecheck-ctp-w1", 7, true
+	for range 2 {
+		corr := w.send(end, 3)
+		w.answer(corr, kmsg.NewPtrEndTxnResponse(), 3)
+	}
+	ops := w.ops()
+	require.Len(t, ops, 1, "the second answer is not read yet")
+	require.Equal(t, "W1", ops[0].Proc)
+	require.NoError(t, w.conn.Close())
+	ops = w.ops()
+	require.Len(t, ops, 2, "read at Close")
+	require.Equal(t, "W1", ops[1].Proc, "the lane the first answer freed")
+	require.True(t, ops[1].Returned)
+	require.Less(t, ops[0].Return, ops[1].Call)
+}

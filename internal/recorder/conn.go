@@ -32,6 +32,9 @@ type conn struct {
 	received []byte // likewise, of a response frame
 	inflight map[int32]inflight
 	fetches  fetchSessions
+	// unread are responses passed on but not yet read
+	// (Config.AnswersAfterForwarding), copied, in the order they came.
+	unread [][]byte
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -43,12 +46,16 @@ func (t *conn) Write(b []byte) (int, error) {
 	if err := t.c.gate(t.closed); err != nil {
 		return 0, err
 	}
+	// A request the client sends after an answer came back is read
+	// after that answer, on whichever connection it came: the answer
+	// frees the request's lane, or began the join it goes on with.
+	t.c.readUnread()
 	t.mu.Lock()
 	// Frames that begin and end in this write can be held back; one begun
 	// in an earlier write is partly on the wire already.
 	whole := len(t.sent) == 0
 	var frames [][]byte
-	t.sent, frames = splitFrames(append(t.sent, b...))
+	t.sent, frames = splitFrames(t.sent, b)
 	whole = whole && len(t.sent) == 0
 	lose, out := false, b
 	var held []byte
@@ -84,6 +91,7 @@ func (t *conn) Write(b []byte) (int, error) {
 // Read reads the responses it carries as they arrive; a stalled client
 // sees them when it wakes.
 func (t *conn) Read(b []byte) (int, error) {
+	t.readUnread() // passed on since the last Read
 	n, err := t.Conn.Read(b)
 	if gateErr := t.c.gate(t.closed); gateErr != nil {
 		return 0, gateErr
@@ -91,13 +99,41 @@ func (t *conn) Read(b []byte) (int, error) {
 	if n > 0 {
 		t.mu.Lock()
 		var frames [][]byte
-		t.received, frames = splitFrames(append(t.received, b[:n]...))
+		t.received, frames = splitFrames(t.received, b[:n])
 		for _, f := range frames {
+			if t.c.cfg.AnswersAfterForwarding {
+				t.unread = append(t.unread, append([]byte(nil), f...)) // b is the reader's again
+				continue
+			}
 			t.response(f)
 		}
 		t.mu.Unlock()
 	}
 	return n, err
+}
+
+// readUnread reads the responses passed on unread.
+func (t *conn) readUnread() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range t.unread {
+		t.response(f)
+	}
+	t.unread = nil
+}
+
+// readUnread reads the responses passed on unread, on every connection
+// of the client.
+func (c *Client) readUnread() {
+	if !c.cfg.AnswersAfterForwarding {
+		return
+	}
+	c.mu.Lock()
+	conns := c.connList()
+	c.mu.Unlock()
+	for _, tapped := range conns {
+		tapped.readUnread()
+	}
 }
 
 // Close ends what is in flight on the connection unanswered.
@@ -111,6 +147,7 @@ func (t *conn) Close() error {
 }
 
 func (t *conn) lost() {
+	t.readUnread() // answers the client had are answers
 	t.mu.Lock()
 	lost := t.inflight
 	t.inflight = map[int32]inflight{}
@@ -126,9 +163,15 @@ func (t *conn) lost() {
 	}
 }
 
-// splitFrames splits buf into whole frames (each a 4-byte size, then that
-// many bytes) and the start of the next.
-func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
+// splitFrames splits what was held back and then b into whole frames
+// (each a 4-byte size, then that many bytes) and the start of the next.
+// The frames are read before b is given back, so they are copied only
+// when a frame began in an earlier b.
+func splitFrames(held, b []byte) (rest []byte, frames [][]byte) {
+	buf, owned := b, len(held) > 0
+	if owned {
+		buf = append(held, b...)
+	}
 	for len(buf) >= 4 {
 		size := int(binary.BigEndian.Uint32(buf))
 		if len(buf) < 4+size {
@@ -136,6 +179,9 @@ func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
 		}
 		frames = append(frames, buf[4:4+size])
 		buf = buf[4+size:]
+	}
+	if owned && len(frames) == 0 {
+		return buf, nil // a long frame still coming: no copy of all of it at each read
 	}
 	return append([]byte(nil), buf...), frames
 }
@@ -147,6 +193,15 @@ func splitFrames(buf []byte) (rest []byte, frames [][]byte) {
 func (t *conn) request(frame []byte) []observed {
 	r := kbin.Reader{Src: frame}
 	key, version, corr := r.Int16(), r.Int16(), r.Int32()
+	if !readsRequest(key) {
+		return nil
+	}
+	if key == kmsg.Produce.Int16() && !t.c.recording && !t.c.armed() {
+		// Its records are most of what a client sends, and without a
+		// recording only an armed fault needs its operations. A
+		// produce leaves nothing behind for later requests to need.
+		return nil
+	}
 	r.NullableString()
 	req := kmsg.RequestForKey(key)
 	if req == nil {

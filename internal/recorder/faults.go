@@ -136,6 +136,14 @@ func (c *Client) StallAtNext(kind model.Kind) {
 	c.faults.stallAt = kind
 }
 
+// armed reports whether a fault waits for the client's next request of
+// some kind (StallAtNext, LoseNextAnswer, DelayNext).
+func (c *Client) armed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.faults.stallAt != "" || c.faults.loseNext || c.faults.delayNext > 0
+}
+
 // takeStall stalls the client when ops hold the request it is to stall
 // at.
 func (c *Client) takeStall(ops []observed) {

@@ -109,6 +109,9 @@ func (c *Client) fetch(req *kmsg.FetchRequest, sessions *fetchSessions) []observ
 			if !ok || fr.ErrorCode != 0 || got.ErrorCode != 0 {
 				return model.Result{}, notTaken // nothing read: not an operation of the history
 			}
+			if !c.recording {
+				return model.OK(model.NewResponse()), ended // what it read goes nowhere
+			}
 			batches, err := wire.DecodeBatches(got.RecordBatches)
 			if err != nil {
 				return c.undecided(model.Fetch, "unreadable records of %s: %v", p, err), ended

@@ -41,8 +41,21 @@ const endTxnAnswersEpoch = 5
 // lookupTimeout bounds a topic id's lookup while a request goes out.
 const lookupTimeout = 2 * time.Second
 
+// readsRequest reports whether sent reads requests of this key. Every
+// other request is forwarded unread, because decoding it would only cost
+// time.
+func readsRequest(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
+		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
+		kmsg.OffsetFetch, kmsg.Heartbeat:
+		return true
+	}
+	return false
+}
+
 // sent begins the operations of req, sent on a connection with fetch
-// sessions sessions.
+// sessions sessions. It reads only the keys of readsRequest.
 func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
@@ -240,9 +253,7 @@ func (c *Client) produceRequest(r *kmsg.ProduceRequest, topic string, p kmsg.Pro
 		}
 	}
 	req.ProducerID, req.Epoch, req.Partition, req.Sequence = b.ProducerID, b.Epoch, partition, b.FirstSequence
-	for _, rec := range b.Records {
-		req.Records = append(req.Records, model.Record{Key: string(rec.Key), Value: string(rec.Value)})
-	}
+	req.Records = b.ProducedRecords()
 	return req, true
 }
 
@@ -424,9 +435,23 @@ func (c *Client) topic(name string, id [16]byte, byID bool) (string, bool) {
 	if !byID {
 		return name, true
 	}
+	// An id names one topic for good (a topic made again gets a new
+	// one), so a name found is kept: the lookup and its timer cost more
+	// than the rest of reading a small produce.
+	c.mu.Lock()
+	name, ok := c.topicNames[id]
+	c.mu.Unlock()
+	if ok {
+		return name, true
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	return c.cfg.Cluster.TopicByID(ctx, id)
+	if name, ok = c.cfg.Cluster.TopicByID(ctx, id); ok {
+		c.mu.Lock()
+		c.topicNames[id] = name
+		c.mu.Unlock()
+	}
+	return name, ok
 }
 
 // offsetFetchTopicIDs is the first OffsetFetch that names topics by id.

@@ -90,8 +90,20 @@ type Batch struct {
 	FirstSequence           int32
 	Transactional, Control  bool
 	// Abort: for a control batch, whether it is an ABORT marker.
-	Abort   bool
-	Records []kmsg.Record
+	Abort bool
+	// body is the records as they came (decompressed), and records
+	// where each one's key and value lie in it.
+	body    []byte
+	records []record
+}
+
+// record is one record of a batch: its offset delta, and where its key
+// and value lie in the batch's body. It holds no pointers, so that a
+// batch of thousands costs the garbage collector nothing to scan.
+type record struct {
+	offsetDelta       int32
+	keyAt, keyEnd     int
+	valueAt, valueEnd int
 }
 
 // DecodeBatches reads the batches of a fetch response or a produce
@@ -148,44 +160,106 @@ func decodeBatch(raw []byte) (Batch, error) {
 		FirstSequence: rb.FirstSequence,
 		Transactional: rb.Attributes&attrTransactional != 0,
 		Control:       rb.Attributes&attrControl != 0,
-		Records:       records,
+		body:          body,
+		records:       records,
 	}
 	if b.Control {
-		if b.Abort, err = controlIsAbort(records); err != nil {
+		if b.Abort, err = b.controlIsAbort(); err != nil {
 			return Batch{}, fmt.Errorf("batch at %d: %w", rb.FirstOffset, err)
 		}
 	}
 	return b, nil
 }
 
-func decodeRecords(raw []byte, n int32) ([]kmsg.Record, error) {
+// decodeRecords finds the n records of raw, a batch's body. It reads the
+// record format itself rather than through kmsg.Record, because that
+// struct, one a record, was most of what reading a large produce cost.
+func decodeRecords(raw []byte, n int32) ([]record, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%d records", n)
 	}
-	var out []kmsg.Record
+	// A record takes 7 bytes at least, so raw bounds what a false count
+	// can make us allocate.
+	out := make([]record, 0, min(int(n), len(raw)/7))
+	at := 0
 	for i := int32(0); i < n; i++ {
-		length, width := binary.Varint(raw)
-		if width <= 0 || length < 0 || int64(len(raw)-width) < length {
+		length, width := binary.Varint(raw[at:])
+		if width <= 0 || length < 0 || int64(len(raw)-at-width) < length {
 			return nil, fmt.Errorf("record %d of %d is cut short", i, n)
 		}
-		end := width + int(length)
-		var r kmsg.Record
-		if err := r.ReadFrom(raw[:end]); err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
+		start, end := at+width, at+width+int(length)
+		rec, ok := readRecord(raw[:end], start)
+		if !ok {
+			return nil, fmt.Errorf("record %d does not read as a record", i)
 		}
-		out = append(out, r)
-		raw = raw[end:]
+		out = append(out, rec)
+		at = end
 	}
 	return out, nil
 }
 
+// readRecord reads the record of raw that starts at at, after its
+// length: attributes, timestamp delta, offset delta, key, value, headers
+// (Kafka's DefaultRecord). A null key or value reads as empty.
+func readRecord(raw []byte, at int) (record, bool) {
+	r := recordReader{raw: raw, at: at + 1} // attributes: unused
+	r.varint()                              // timestamp delta
+	rec := record{offsetDelta: int32(r.varint())}
+	rec.keyAt, rec.keyEnd = r.bytes()
+	rec.valueAt, rec.valueEnd = r.bytes()
+	for headers := r.varint(); headers > 0 && !r.bad; headers-- {
+		r.bytes()
+		r.bytes()
+	}
+	return rec, !r.bad && r.at <= len(raw)
+}
+
+// recordReader reads a record's varints and byte strings; past the end,
+// it is bad.
+type recordReader struct {
+	raw []byte
+	at  int
+	bad bool
+}
+
+func (r *recordReader) varint() int64 {
+	if r.bad || r.at > len(r.raw) {
+		r.bad = true
+		return 0
+	}
+	v, width := binary.Varint(r.raw[r.at:])
+	if width <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.at += width
+	return v
+}
+
+// bytes is where a length-prefixed byte string lies; a negative length
+// is null, which is empty.
+func (r *recordReader) bytes() (from, to int) {
+	n := r.varint()
+	if r.bad || n < 0 {
+		return r.at, r.at
+	}
+	if n > int64(len(r.raw)-r.at) {
+		r.bad = true
+		return r.at, r.at
+	}
+	from = r.at
+	r.at += int(n)
+	return from, r.at
+}
+
 // controlIsAbort reads a control record's key: version int16, type int16
 // (0 ABORT, 1 COMMIT; other types end no transaction).
-func controlIsAbort(records []kmsg.Record) (bool, error) {
-	if len(records) != 1 || len(records[0].Key) < 4 {
+func (b Batch) controlIsAbort() (bool, error) {
+	if len(b.records) != 1 || b.records[0].keyEnd-b.records[0].keyAt < 4 {
 		return false, errors.New("a control batch without a control record")
 	}
-	return binary.BigEndian.Uint16(records[0].Key[2:4]) == 0, nil
+	key := b.body[b.records[0].keyAt:b.records[0].keyEnd]
+	return binary.BigEndian.Uint16(key[2:4]) == 0, nil
 }
 
 // CommittedView is the records of batches from offset from on, as a Kafka
@@ -218,12 +292,33 @@ func CommittedView(batches []Batch, aborted []kmsg.FetchResponseTopicPartitionAb
 }
 
 func appendRecords(out []model.FetchedRecord, b Batch, from int64) []model.FetchedRecord {
-	for _, rec := range b.Records {
-		offset := b.FirstOffset + int64(rec.OffsetDelta)
+	text := b.text()
+	for _, rec := range b.records {
+		offset := b.FirstOffset + int64(rec.offsetDelta)
 		if offset < from {
 			continue // a batch starts where it starts, not at the fetch offset
 		}
-		out = append(out, model.FetchedRecord{Offset: offset, Key: string(rec.Key), Value: string(rec.Value), ProducerID: b.ProducerID})
+		out = append(out, model.FetchedRecord{Offset: offset, Key: text[rec.keyAt:rec.keyEnd],
+			Value: text[rec.valueAt:rec.valueEnd], ProducerID: b.ProducerID})
 	}
 	return out
 }
+
+// ProducedRecords is the batch's records as a produce's.
+func (b Batch) ProducedRecords() []model.Record {
+	if len(b.records) == 0 {
+		return nil
+	}
+	text := b.text()
+	out := make([]model.Record, len(b.records))
+	for i, rec := range b.records {
+		out[i] = model.Record{Key: text[rec.keyAt:rec.keyEnd], Value: text[rec.valueAt:rec.valueEnd]}
+	}
+	return out
+}
+
+// text is the batch's body as one string, which its records' keys and
+// values share. A batch then costs one allocation for its text rather
+// than two a record. The strings keep the body alive, which the history
+// holds for as long anyway.
+func (b Batch) text() string { return string(b.body) }

@@ -47,11 +47,7 @@ func TestCompressedBatchesAreRead(t *testing.T) {
 			batches, err := DecodeBatches(raw)
 			require.NoError(t, err)
 			require.Len(t, batches, 1)
-			var got []model.Record
-			for _, r := range batches[0].Records {
-				got = append(got, model.Record{Key: string(r.Key), Value: string(r.Value)})
-			}
-			require.Equal(t, want, got)
+			require.Equal(t, want, batches[0].ProducedRecords())
 		})
 	}
 }
@@ -91,20 +87,20 @@ func TestCorruptBatchIsAnError(t *testing.T) {
 // a producer's records from its listed first offset up to its ABORT marker.
 func TestCommittedViewHonoursAbortedList(t *testing.T) {
 	batches := []Batch{
-		record(0, 7, "aborted"),
+		oneRecord(0, 7, "aborted"),
 		marker(1, 7, true),
-		record(2, 7, "committed"),
+		oneRecord(2, 7, "committed"),
 		marker(3, 7, false),
-		record(4, 9, "plain"),
+		oneRecord(4, 9, "plain"),
 	}
 	aborted := []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 7, FirstOffset: 0}}
 	require.Equal(t, []string{"committed", "plain"}, keysOf(CommittedView(batches, aborted, true, 0)))
 	require.Equal(t, []string{"aborted", "committed", "plain"}, keysOf(CommittedView(batches, aborted, false, 0)))
 }
 
-func record(offset, pid int64, key string) Batch {
+func oneRecord(offset, pid int64, key string) Batch {
 	return Batch{FirstOffset: offset, LastOffset: offset, ProducerID: pid, Transactional: pid == 7,
-		Records: []kmsg.Record{{Key: []byte(key)}}}
+		body: []byte(key), records: []record{{keyEnd: len(key), valueAt: len(key), valueEnd: len(key)}}}
 }
 
 func marker(offset, pid int64, abort bool) Batch {
@@ -129,4 +125,54 @@ func FuzzDecodeBatches(f *testing.F) {
 			CommittedView(batches, nil, true, 0)
 		}
 	})
+}
+
+// The records read as kmsg reads them: keys, values (null ones empty),
+// offset deltas, past headers.
+func TestRecordsReadAsKmsgReadsThem(t *testing.T) {
+	var body []byte
+	var want []kmsg.Record
+	for i, r := range []kmsg.Record{
+		{Key: []byte("trip-1"), Value: []byte("fare 12")},
+		{Key: nil, Value: []byte("no key")},
+		{Key: []byte("trip-3"), Value: nil, Headers: []kmsg.Header{{Key: "h", Value: []byte("v")}, {Key: "k"}}},
+		{Key: []byte(""), Value: []byte(""), TimestampDelta64: 1 << 40},
+	} {
+		r.OffsetDelta = int32(i * 3)
+		one := r.AppendTo(nil)
+		r.Length = int32(len(one) - 1)
+		one = r.AppendTo(nil)
+		body = append(body, one...)
+		var back kmsg.Record
+		require.NoError(t, back.ReadFrom(one))
+		want = append(want, back)
+	}
+	records, err := decodeRecords(body, int32(len(want)))
+	require.NoError(t, err)
+	require.Len(t, records, len(want))
+	for i, r := range records {
+		require.Equal(t, want[i].OffsetDelta, r.offsetDelta)
+		require.Equal(t, string(want[i].Key), string(body[r.keyAt:r.keyEnd]))
+		require.Equal(t, string(want[i].Value), string(body[r.valueAt:r.valueEnd]))
+	}
+	for cut := 1; cut < len(body); cut++ {
+		_, err := decodeRecords(body[:cut], int32(len(want)))
+		require.Error(t, err, "cut at %d", cut)
+	}
+}
+
+// BenchmarkDecodeProduced: reading a produce's batch of 500 records as
+// the history's records, as the recorder does before the produce goes on.
+func BenchmarkDecodeProduced(b *testing.B) {
+	var records []model.Record
+	for range 500 {
+		records = append(records, model.Record{Key: "trip"})
+	}
+	raw := ProducerBatch{ProducerID: 7, Records: records}.Encode()
+	for b.Loop() {
+		batches, err := DecodeBatches(raw)
+		if err != nil || len(batches[0].ProducedRecords()) != len(records) {
+			b.Fatal(err)
+		}
+	}
 }
