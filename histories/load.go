@@ -230,11 +230,13 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), op
 	delete(doc.members, "ops")
 	doc.isArray = true
 	var raw json.RawMessage
+	n := 0 // operations read, the ones after one that does not decode too
 	for i := 0; dec.More(); i++ {
 		at := dec.InputOffset()
 		if err := dec.Decode(&raw); err != nil {
 			return doc.broken(i, at, err)
 		}
+		n++
 		if doc.opsErr != nil {
 			continue // still read to the end: a syntax error there comes first
 		}
@@ -248,7 +250,7 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), op
 		progress(len(doc.ops))
 	}
 	if _, err = dec.Token(); err != nil { // the closing bracket
-		return doc.broken(len(doc.ops), dec.InputOffset(), err)
+		return doc.broken(n, dec.InputOffset(), err)
 	}
 	return nil
 }

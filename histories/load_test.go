@@ -390,4 +390,10 @@ func TestLoadBrokenOps(t *testing.T) {
 	var broken *BrokenError
 	require.ErrorAs(t, err, &broken)
 	require.Nil(t, broken.Before, "the operations before do not load: an id is used twice")
+
+	cut := doc(`{"id": 0, "proc": "A", "call": 9, "type": "stal"}`, okInit, okInit)
+	_, err = Load(strings.NewReader(cut[:len(cut)-2]))
+	require.ErrorAs(t, err, &broken)
+	require.Equal(t, 3, broken.Index, "the operations after one that does not decode are counted too")
+	require.Nil(t, broken.Before, "an operation before does not decode")
 }
