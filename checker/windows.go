@@ -33,26 +33,67 @@ type window []porcupine.Operation
 
 // windowsOf cuts piece wherever no operation is in flight. An answer at the
 // very instant of the next call is still in flight (porcupine orders calls
-// before returns at one instant), so a cut needs a strict gap.
+// before returns at one instant), so a cut needs a strict gap, or a touch
+// that one process orders (touchOrdered).
 func windowsOf(piece []porcupine.Operation) []window {
 	sorted := slices.Clone(piece)
 	slices.SortStableFunc(sorted, func(a, b porcupine.Operation) int { return compareInt(a.Call, b.Call) })
 	var windows []window
 	start, reach := 0, int64(0)
+	var ending []porcupine.Operation // the window's operations that return at reach
 	for i, o := range sorted {
-		if i > start && reach < o.Call {
+		if i > start && (reach < o.Call || reach == o.Call && touchOrdered(ending, sorted[i:])) {
 			windows = append(windows, sorted[start:i])
 			start = i
 		}
-		if i == start {
-			reach = o.Return
+		if i == start || o.Return > reach {
+			reach, ending = o.Return, ending[:0]
 		}
-		reach = max(reach, o.Return)
+		if o.Return == reach {
+			ending = append(ending, o)
+		}
 	}
 	if start < len(sorted) {
 		windows = append(windows, sorted[start:])
 	}
 	return windows
+}
+
+// touchOrdered reports whether every operation that returns at the instant
+// after[0] is called (ending) comes ahead of every one of after. That
+// holds when one process made every request that meets at that instant,
+// and those of ending were called earlier. A process's requests do not
+// overlap (docs/history-format.md), so the ones of ending came first. A
+// single client recorded on a millisecond clock touches at nearly every
+// request. Without this cut its whole recording is one window, which
+// porcupine's cache cannot hold.
+func touchOrdered(ending, after []porcupine.Operation) bool {
+	at := after[0].Call
+	proc := ""
+	sameRequester := func(o porcupine.Operation) bool {
+		op := o.Input.(*histories.Op)
+		if !op.Kind.IsRequest() || proc != "" && op.Proc != proc {
+			return false
+		}
+		proc = op.Proc
+		return true
+	}
+	// From the newest: an answer at the very instant of its call (which
+	// may have come after any of after) is the likeliest to stop the cut.
+	for i := len(ending) - 1; i >= 0; i-- {
+		if o := ending[i]; o.Call == at || !sameRequester(o) {
+			return false
+		}
+	}
+	for _, o := range after {
+		if o.Call != at {
+			break
+		}
+		if !sameRequester(o) {
+			return false
+		}
+	}
+	return true
 }
 
 func compareInt(a, b int64) int {

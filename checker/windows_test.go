@@ -64,3 +64,31 @@ func TestWindowsOf(t *testing.T) {
 	}
 	require.Equal(t, []int{2, 1, 1, 1, 1}, sizes)
 }
+
+// TestWindowsCutWhereOneProcessTouches: one process's request called at
+// the instant its previous one returned comes after it, so the window is
+// cut there. Another process, a fault, or an answer at the instant of its
+// own call at that instant leaves the order open, and the window with it.
+func TestWindowsCutWhereOneProcessTouches(t *testing.T) {
+	h := histories.History{Ops: []histories.Op{
+		{ID: 0, Proc: "A", Call: 0, Return: 5, Returned: true, Op: model.Op{Kind: model.Produce}},
+		{ID: 1, Proc: "A", Call: 5, Return: 7, Returned: true, Op: model.Op{Kind: model.Produce}},   // cut before: A touches A
+		{ID: 2, Proc: "B", Call: 7, Return: 9, Returned: true, Op: model.Op{Kind: model.Produce}},   // none: B after A
+		{ID: 3, Proc: "B", Call: 9, Return: 9, Returned: true, Op: model.Op{Kind: model.Produce}},   // cut before
+		{ID: 4, Proc: "B", Call: 9, Return: 11, Returned: true, Op: model.Op{Kind: model.Produce}},  // none: 3 answered at its call
+		{ID: 5, Proc: "B", Call: 11, Return: 12, Returned: true, Op: model.Op{Kind: model.Tick}},    // none: a tick
+		{ID: 6, Proc: "B", Call: 13, Return: 14, Returned: true, Op: model.Op{Kind: model.Produce}}, // cut before: a gap
+	}}
+	for i := range h.Ops {
+		h.Ops[i].Result = model.OK(model.NewResponse()) // answered: an undecided request stays in flight
+	}
+	var windows [][]int
+	for _, w := range windowsOf(porcupineOps(h)) {
+		var ids []int
+		for _, o := range w {
+			ids = append(ids, o.Input.(*histories.Op).ID)
+		}
+		windows = append(windows, ids)
+	}
+	require.Equal(t, [][]int{{0}, {1, 2}, {3, 4, 5}, {6}}, windows)
+}

@@ -75,6 +75,11 @@ func loadStream(r io.Reader, progress func(ops int), ops int) (History, error) {
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the document began, so it was cut short
 	}
+	var broken *BrokenError
+	if errors.As(err, &broken) {
+		broken.Before = doc.before()
+		return History{}, broken
+	}
 	if err != nil {
 		return History{}, fmt.Errorf("not a JSON document: %w", err)
 	}
@@ -183,12 +188,12 @@ type streamedDocument struct {
 func streamDocument(dec *json.Decoder, progress func(int), ops int) (*streamedDocument, error) {
 	doc := &streamedDocument{members: map[string]json.RawMessage{}}
 	if _, err := dec.Token(); err != nil { // the opening brace
-		return nil, err
+		return doc, err
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return nil, err
+			return doc, err
 		}
 		name, _ := t.(string)
 		if name == "ops" {
@@ -199,7 +204,7 @@ func streamDocument(dec *json.Decoder, progress func(int), ops int) (*streamedDo
 			doc.members[name] = raw
 		}
 		if err != nil {
-			return nil, err
+			return doc, err
 		}
 	}
 	_, err := dec.Token() // the closing brace
@@ -225,10 +230,13 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), op
 	delete(doc.members, "ops")
 	doc.isArray = true
 	var raw json.RawMessage
+	n := 0 // operations read, the ones after one that does not decode too
 	for i := 0; dec.More(); i++ {
+		at := dec.InputOffset()
 		if err := dec.Decode(&raw); err != nil {
-			return err
+			return doc.broken(i, at, err)
 		}
+		n++
 		if doc.opsErr != nil {
 			continue // still read to the end: a syntax error there comes first
 		}
@@ -241,8 +249,58 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), op
 	if progress != nil && len(doc.ops)%progressEvery != 0 {
 		progress(len(doc.ops))
 	}
-	_, err = dec.Token() // the closing bracket
-	return err
+	if _, err = dec.Token(); err != nil { // the closing bracket
+		return doc.broken(n, dec.InputOffset(), err)
+	}
+	return nil
+}
+
+// BrokenError is a document that stops being JSON inside its "ops": cut
+// short, as a recording whose recorder was killed is, or corrupted. It
+// names the operation where the document breaks and the byte offset, and
+// keeps the whole operations before it, so that they can still be judged.
+type BrokenError struct {
+	Index  int   // the place in "ops" of the operation that breaks
+	Offset int64 // the byte of the document after which that operation begins
+	Err    error // what is wrong there: io.ErrUnexpectedEOF, or a *json.SyntaxError
+	// Before is the history of the operations before Index, with the
+	// top-level members read before "ops"; nil when they do not load
+	// (docs/history-format.md) or an operation among them does not decode.
+	Before *History
+}
+
+func (e *BrokenError) Error() string {
+	what := "is cut short"
+	if !errors.Is(e.Err, io.ErrUnexpectedEOF) {
+		what = "is not JSON: " + e.Err.Error()
+	}
+	return fmt.Sprintf("not a JSON document: ops[%d], after byte %d, %s", e.Index, e.Offset, what)
+}
+
+func (e *BrokenError) Unwrap() error { return e.Err }
+
+// broken is the error of a document that breaks at the operation at index
+// i, which begins after byte at. A syntax error's own offset is not used:
+// encoding/json counts it from where its decoder last stopped, not from
+// the start of the document.
+func (doc *streamedDocument) broken(i int, at int64, err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return &BrokenError{Index: i, Offset: at, Err: err}
+}
+
+// before is the history of the operations read whole before the document
+// broke, or nil when they do not load.
+func (doc *streamedDocument) before() *History {
+	if doc.opsErr != nil {
+		return nil
+	}
+	h, err := doc.history()
+	if err != nil {
+		return nil
+	}
+	return &h
 }
 
 // rawOfToken is a value that is not an array as JSON text, from its first

@@ -362,3 +362,44 @@ func TestCountOps(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 }
+
+// TestLoadBrokenOps: a document that stops being JSON inside its ops names
+// the operation and the byte after which it begins, and keeps the whole
+// operations before it, with the header read before the ops.
+func TestLoadBrokenOps(t *testing.T) {
+	whole := `{"format": "fencecheck/history/v1", "clock": "wall", "ops": [` + okInit + ",\n" + produce(goodProduce, `, "resp": {"base_offset": 0}`) + `]}`
+	second := strings.Index(whole, `{"id": 4`)
+	cases := []struct {
+		name, doc, err string
+		index, before  int
+	}{
+		{"cut inside an operation", whole[:second+30], "ops[1], after byte %d, is cut short", 1, 1},
+		{"cut after an operation", whole[:second-2], "ops[1], after byte %d, is cut short", 1, 1},
+		{"corrupted", whole[:second] + "x" + whole[second+1:], "ops[1], after byte %d, is not JSON: invalid character 'x' looking for beginning of value", 1, 1},
+		{"cut in the first", whole[:second-40], "ops[0], after byte %d, is cut short", 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(c.doc))
+			var broken *BrokenError
+			require.ErrorAs(t, err, &broken)
+			require.EqualError(t, err, "not a JSON document: "+fmt.Sprintf(c.err, broken.Offset))
+			require.Equal(t, c.index, broken.Index)
+			require.LessOrEqual(t, broken.Offset, int64(second))
+			require.NotNil(t, broken.Before)
+			require.Len(t, broken.Before.Ops, c.before)
+			require.True(t, broken.Before.WallClock, "the header before the ops is kept")
+		})
+	}
+
+	_, err := Load(strings.NewReader(doc(okInit, `{"id": 0, "proc": "A", "call": 9, "type": "stall"}`, `{"id": 2`)))
+	var broken *BrokenError
+	require.ErrorAs(t, err, &broken)
+	require.Nil(t, broken.Before, "the operations before do not load: an id is used twice")
+
+	cut := doc(`{"id": 0, "proc": "A", "call": 9, "type": "stal"}`, okInit, okInit)
+	_, err = Load(strings.NewReader(cut[:len(cut)-2]))
+	require.ErrorAs(t, err, &broken)
+	require.Equal(t, 3, broken.Index, "the operations after one that does not decode are counted too")
+	require.Nil(t, broken.Before, "an operation before does not decode")
+}

@@ -98,14 +98,19 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer) int {
+	exit := exitHeld
 	h, err := histories.LoadFileWithProgress(file, progressLine(stderr, file, "read"))
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			// fencecheck proxy writes each operation whole as it ends.
-			fmt.Fprintln(stderr, "fencecheck check: the document is cut short, as a recording whose recorder was killed is; its whole operations are kept: end the file with a line ]} to check them")
+		var broken *histories.BrokenError
+		if !errors.As(err, &broken) || broken.Before == nil {
+			return exitUsage
 		}
-		return exitUsage
+		// A recording whose recorder was killed is cut short: what it
+		// holds whole is still worth judging, but the file is not.
+		fmt.Fprintf(stderr, "fencecheck check: %s: the %d operations before ops[%d] are judged; the file is unusable, so the exit status is %d\n",
+			file, len(broken.Before.Ops), broken.Index, exitUsage)
+		h, exit = *broken.Before, exitUsage
 	}
 	report := checker.Check(h, checkOptions(f, stderr, file))
 	for _, v := range report.Verdicts {
@@ -116,9 +121,9 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 		return exitUsage
 	}
 	if !report.Held() {
-		return exitViolated
+		return max(exit, exitViolated)
 	}
-	return exitHeld
+	return exit
 }
 
 func writeReports(rep checker.Report, file string, f checkFlags, several bool) error {

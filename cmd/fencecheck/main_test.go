@@ -324,3 +324,23 @@ func TestCounterexampleNamesItsKnownFindings(t *testing.T) {
 		"- one-live-producer is known finding zombie-wins-id-back's (one-live-producer at init_producer_id answered success)",
 	}, strings.Split(strings.TrimSpace(out.String()), "\n"))
 }
+
+// A file cut short, as a recording whose recorder was killed is, names
+// where it breaks, and its whole operations are judged, with exit status 2.
+func TestCheckJudgesWhatACutShortFileHolds(t *testing.T) {
+	data, err := os.ReadFile(canonical + "seed-000-zombie-accepted.json")
+	require.NoError(t, err)
+	cut := filepath.Join(t.TempDir(), "cut.json")
+	require.NoError(t, os.WriteFile(cut, data[:len(data)-10], 0o644))
+	code, out, errOut := runCLI("check", cut)
+	require.Equal(t, exitUsage, code)
+	require.Regexp(t, `not a JSON document: ops\[\d+\], after byte \d+, is cut short`, errOut)
+	require.Contains(t, errOut, "operations before ops[")
+	require.Contains(t, out, "one-live-producer: VIOLATED op 11", "the operations before the cut are judged")
+
+	require.NoError(t, os.WriteFile(cut, data[:40], 0o644))
+	code, out, errOut = runCLI("check", cut)
+	require.Equal(t, exitUsage, code)
+	require.Empty(t, out, "a document cut before its ops has nothing to judge")
+	require.Contains(t, errOut, "unexpected EOF")
+}

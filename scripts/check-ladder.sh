@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The ladder of docs/performance.md, "Checking a long recording": for each
+# size, a correct history of the soak's shape (scripts/longhistory: one
+# transactional client committing one record at a time), checked by
+# `fencecheck check` under /usr/bin/time -v. It prints a row per size:
+# operations, wall time, peak resident memory, and the time per operation
+# against the first size's. The histories are written to DIR (default
+# /tmp) once and kept: 5M operations is 1.3 GB of JSON.
+#
+#   scripts/check-ladder.sh [DIR] [SIZES...]   # default sizes: 1000000 5000000
+#
+# It takes minutes to hours and gigabytes of memory, so CI never runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir="${1:-/tmp}"
+shift || true
+sizes=("${@:-1000000 5000000}")
+read -r -a sizes <<<"${sizes[*]}"
+
+go build -o "$dir/fencecheck-ladder" ./cmd/fencecheck
+echo "| operations | wall time | peak RSS | µs per operation | per operation / the first size's |"
+echo "|---|---|---|---|---|"
+first=""
+for n in "${sizes[@]}"; do
+  file="$dir/soak-$n.json"
+  [ -s "$file" ] || go run ./scripts/longhistory -ops "$n" -out "$file"
+  log="$dir/soak-$n.time"
+  status=0
+  /usr/bin/time -v "$dir/fencecheck-ladder" check "$file" >"$dir/soak-$n.verdicts" 2>"$log" || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "| $n | exit status $status: see $log | | | |"
+    continue
+  fi
+  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" |
+    awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
+  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
+  per=$(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.1f", w * 1e6 / n }')
+  first="${first:-$per}"
+  ratio=$(awk -v p="$per" -v f="$first" 'BEGIN { printf "%.2fx", p / f }')
+  echo "| $n | ${wall} s | $((rss / 1024)) MB | $per | $ratio |"
+done
