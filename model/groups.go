@@ -618,7 +618,9 @@ func (g group) preparing(gen int32) bool {
 // __consumer_offsets, and until it does, an OffsetFetch with require_stable
 // is UNSTABLE_OFFSET_COMMIT (OffsetMetadataManager.fetchOffsets,
 // hasPendingTransactionalOffsets). The window closes when the broker
-// answers one with the offset.
+// answers one with the offset, or at LandMarkers, the broker's own step
+// that lands every marker (see settled). A landing the model chose (at a
+// tick, or when an answer needed it) leaves it open.
 func (g group) settling(offsets map[Partition]pendingOffset) group {
 	g.unsettled = maps.Clone(g.unsettled)
 	if g.unsettled == nil {
