@@ -214,9 +214,9 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 	}
 	if _, member := g.members[leader]; g.removed[leader] && !member {
 		// A removed member is gone for good. Its client rejoins as a new
-		// member, under an id the coordinator makes new (a client id and
-		// a random UUID: ClassicGroup.generateMemberId, 4.x;
-		// GroupMetadata.generateMemberId, 3.9), and the old id is
+		// member, under a new id that the coordinator makes of the client
+		// id and a random UUID (ClassicGroup.generateMemberId, 4.x;
+		// GroupMetadata.generateMemberId, 3.9). The old id is
 		// UNKNOWN_MEMBER_ID from then on. A round elects its leader among
 		// the members that joined it (ClassicGroup.maybeElectNewJoinedLeader,
 		// 4.x; GroupMetadata.maybeElectNewJoinedLeader, 3.9), so a removed
