@@ -14,7 +14,7 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():       18,
 		reflect.TypeFor[partState]():     4,
 		reflect.TypeFor[producerEntry](): 4,
-		reflect.TypeFor[group]():         9,
+		reflect.TypeFor[group]():         10,
 		reflect.TypeFor[member]():        7,
 		reflect.TypeFor[Options]():       7, // compared whole (==)
 	} {

@@ -212,6 +212,24 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// so: where answers name none, the model's leader is a guess.
 		return fail("leader-rejoin-rebalances", "%s leads generation %d of a stable group, and its rejoin was answered that generation, not a new one", id, gen)
 	}
+	if _, member := g.members[leader]; g.removed[leader] && !member {
+		// A removed member is gone for good. Its client rejoins as a new
+		// member, under a new id that the coordinator makes of the client
+		// id and a random UUID (ClassicGroup.generateMemberId, 4.x;
+		// GroupMetadata.generateMemberId, 3.9). The old id is
+		// UNKNOWN_MEMBER_ID from then on. A round elects its leader among
+		// the members that joined it (ClassicGroup.maybeElectNewJoinedLeader,
+		// 4.x; GroupMetadata.maybeElectNewJoinedLeader, 3.9), so a removed
+		// member never leads again (tests:
+		// GroupCoordinatorTest#testSessionTimeoutDuringRebalance, 3.8 and
+		// 3.9; GroupMetadataManagerTest#testClassicGroupMemberSessionTimeoutDuringRebalance,
+		// 3.8 to 4.x). Only a removal the model is sure of counts: an
+		// answer showed it, or a leave or an expiry took effect in this
+		// order of the history. A lost answer to a new member's join
+		// names nobody, and a restart may load a removed member again
+		// (restartReloadsGroups).
+		return fail("leader-removed", "%s was removed from %s, and a removed member never leads a later round", leader, r.Group)
+	}
 	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
 		// A generation has one leader: the round that completed it
 		// elected it, and every answer of that generation names it
@@ -382,6 +400,24 @@ func (st *step) leaveGroup(r Request) outcome {
 	g = g.withoutMember(r.MemberID).nextGeneration(g.generation + 1)
 	st.s.setGroup(r.Group, g)
 	return ok(NewResponse())
+}
+
+// restartReloadsGroups is a coordinator that loads each group again from
+// its last record in __consumer_offsets. Kafka writes a classic group's
+// members when a round completes (GroupMetadataManager
+// .completeClassicGroupJoin and classicGroupSyncGroup, 4.x;
+// GroupCoordinator.onCompleteJoin and doSyncGroup, 3.9), not when a
+// member leaves or expires while others remain. So a member removed since
+// may be loaded again, and the model no longer holds its removal against
+// a later leader.
+func (st *step) restartReloadsGroups() {
+	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
+		g := st.s.groups[name]
+		if len(g.removed) > 0 {
+			g.removed = nil
+			st.s.setGroup(name, g)
+		}
+	}
 }
 
 // expireMembers removes the members of group name whose session timed
@@ -582,7 +618,9 @@ func (g group) preparing(gen int32) bool {
 // __consumer_offsets, and until it does, an OffsetFetch with require_stable
 // is UNSTABLE_OFFSET_COMMIT (OffsetMetadataManager.fetchOffsets,
 // hasPendingTransactionalOffsets). The window closes when the broker
-// answers one with the offset.
+// answers one with the offset, or at LandMarkers, the broker's own step
+// that lands every marker (see settled). A landing the model chose (at a
+// tick, or when an answer needed it) leaves it open.
 func (g group) settling(offsets map[Partition]pendingOffset) group {
 	g.unsettled = maps.Clone(g.unsettled)
 	if g.unsettled == nil {

@@ -262,11 +262,34 @@ func (s State) landedAhead(op Op) State {
 
 // LandMarkers is s with every marker in flight landed and every group's
 // offsets settled: the coordinator's markers step, under
-// Options.AsyncMarkers.
+// Options.AsyncMarkers. It is a landing the model knows happened, because
+// the broker's own step says so, so it closes every group's settling
+// window too (see settling). A tick and a request of the transaction's
+// own id land markers when the model chooses, so they leave the window
+// open.
 func LandMarkers(s State) State {
 	st := newStep(s, Op{}, nil)
 	st.landAll()
+	st.settled()
 	return st.s
+}
+
+// settled closes every group's settling window: each marker has reached
+// its __consumer_offsets partition and been replayed, so no offset of a
+// transaction that ended is pending, and a require_stable OffsetFetch is
+// answered with no error (4.x OffsetMetadataManager
+// .replayEndTransactionMarker, then fetchOffsets;
+// 3.9 GroupMetadataManager.handleTxnCompletion, then getOffsets; tests:
+// OffsetMetadataManagerTest#testFetchOffsetsWithPendingTransactionalOffsets,
+// 3.8 to 4.x; GroupCoordinatorTest#testFetchPendingTxnOffsetsWithCommit,
+// 3.9).
+func (st *step) settled() {
+	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
+		if g := st.s.groups[name]; len(g.unsettled) > 0 {
+			g.unsettled = nil
+			st.s.setGroup(name, g)
+		}
+	}
 }
 
 // landAll lands every marker in flight, in the order the transactions

@@ -230,8 +230,12 @@ type group struct {
 	// leader is the member whose JoinGroup answer lists the others, ""
 	// while the model does not know which one it is (see withoutMember).
 	// Kafka forces a rebalance when the leader rejoins a stable group.
-	leader    string
-	members   map[string]member
+	leader  string
+	members map[string]member
+	// removed are the members the coordinator has removed since it last
+	// loaded the group. Kafka never hands a removed member's id out
+	// again, so none of them leads a later round (see checkJoin).
+	removed   map[string]bool
 	committed map[Partition]int64
 	// committedAt is where each committed offset's record stands in the
 	// group's __consumer_offsets partition, and writes counts the
@@ -394,6 +398,13 @@ func (g group) withMember(id string, m member) group {
 func (g group) withoutMember(id string) group {
 	g.members = maps.Clone(g.members)
 	delete(g.members, id)
+	if id != lostMember {
+		g.removed = maps.Clone(g.removed)
+		if g.removed == nil {
+			g.removed = map[string]bool{}
+		}
+		g.removed[id] = true
+	}
 	if _, ok := g.members[g.leader]; !ok {
 		g.leader = ""
 		if len(g.members) == 1 {

@@ -355,6 +355,7 @@ func (st *step) run() outcome {
 		st.restartKeepsLastBatches()
 		st.restartForgetsVerification()
 		st.restartForgets()
+		st.restartReloadsGroups()
 	}
 	return ok(NewResponse())
 }
