@@ -258,6 +258,17 @@ func LandMarkers(s State) State {
 	return st.s
 }
 
+// landOwnAnswer lands every marker in flight where the model's own
+// answers (Options.AsyncMarkers) land them on a broker's event: a tick or
+// a restart. That is one timing Kafka may take, and the one impl/ takes.
+// Judging, the event lands none: they land when an answer needs them
+// (CheckContext), on a tick clock as on a wall clock.
+func (st *step) landOwnAnswer() {
+	if st.s.opts.AsyncMarkers && !st.judging {
+		st.landAll()
+	}
+}
+
 // landAll lands every marker in flight, in the order the transactions
 // ended.
 func (st *step) landAll() {
