@@ -145,7 +145,9 @@ func (b *Broker) Tick(ms int64) {
 	// does it after: the markers make their producers current either way.
 	unlockParts := b.parts.lockAll()
 	// The markers in flight land before the clock moves on, as the
-	// model has them (a tick is seconds).
+	// model's own answers have them (model/markers.go, landOwnAnswer).
+	// That is one timing Kafka may take; the checker does not count on
+	// it, since a leader that is down holds its markers longer.
 	b.landAllLocked()
 	b.now.Add(ms)
 	b.expireIdle(b.parts.all())

@@ -530,9 +530,13 @@ func (st *step) tick(ms int64) {
 	if st.s.opts.WallClock {
 		return
 	}
-	// A tick is the clock moving by seconds: the markers in flight have
-	// landed by then (the coordinator retries them until they do).
-	st.landAll()
+	// The coordinator retries markers until the partition leaders take
+	// them, and a leader that is down holds them for as long as it is
+	// down (TransactionMarkerChannelManager). So a tick lands none of its
+	// own: judging, they stay in flight past it, as
+	// TransactionStateManagerTest#shouldOnlyConsiderTransactionsInTheOngoingStateToAbort
+	// holds them across a 2000 ms sweep (markers.go).
+	st.landOwnAnswer()
 	st.s.now += ms
 	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 		if t := st.s.txns[id]; t.expiredBy(st.s.now) {

@@ -19,8 +19,9 @@ import (
 //
 // The model's own answer (Apply) writes them at once, a timing Kafka may
 // take, unless Options.AsyncMarkers asks for the window: then they land at
-// LandMarkers, or just before the next request of their transactional id. Judging a broker
-// (Check), the model keeps them in flight and lands them only when an
+// LandMarkers, a tick or a restart, or just before the next request of
+// their transactional id. Judging a broker (Check), the model keeps them
+// in flight, past ticks and restarts too, and lands them only when an
 // answer needs them: CheckContext tries again with the markers the request
 // touches landed. A marker may land at any moment, so taking it as late as
 // the answers allow loses nothing, but for one case: an answer that was
@@ -289,6 +290,17 @@ func (st *step) settled() {
 			g.unsettled = nil
 			st.s.setGroup(name, g)
 		}
+	}
+}
+
+// landOwnAnswer lands every marker in flight where the model's own
+// answers (Options.AsyncMarkers) land them on a broker's event: a tick or
+// a restart. That is one timing Kafka may take, and the one impl/ takes.
+// Judging, the event lands none: they land when an answer needs them
+// (CheckContext), on a tick clock as on a wall clock.
+func (st *step) landOwnAnswer() {
+	if st.s.opts.AsyncMarkers && !st.judging {
+		st.landAll()
 	}
 }
 

@@ -34,9 +34,9 @@ type Options struct {
 	// clock allows the window too. Without either, markers land at once.
 	MarkerWindow bool
 	// AsyncMarkers: the model's own answers leave an ended transaction's
-	// markers in flight until LandMarkers, or until a request of
-	// its transactional id needs them (markers.go). Judging a broker, the
-	// model always allows the window.
+	// markers in flight until LandMarkers, a tick or a restart, or until a
+	// request of its transactional id needs them (markers.go). Judging a
+	// broker, the model always allows the window.
 	AsyncMarkers bool
 	// Expiry is how long the broker keeps an idle transactional id and
 	// an idle producer's state (expiry.go); zero fields are Kafka's

@@ -349,9 +349,7 @@ func (st *step) run() outcome {
 		// (TransactionStateManager.loadTransactionsForTxnTopicPartition):
 		// the model's own answers have them land now; judging, they may
 		// land later still.
-		if st.s.opts.AsyncMarkers && !st.judging {
-			st.landAll()
-		}
+		st.landOwnAnswer()
 		st.restartKeepsLastBatches()
 		st.restartForgetsVerification()
 		st.restartForgets()
