@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -70,6 +71,27 @@ func TestOffsetsMonotonicFetchBelowCommitted(t *testing.T) {
 	b.op(none).Call = 4
 	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), none, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
 	require.Equal(t, 0, commit)
+}
+
+// In the marker window a fetch that does not ask for stable offsets may
+// answer the offset before a commit whose EndTxn returned, until the
+// group's marker lands. With require_stable it may not.
+func TestOffsetsMonotonicFetchInTheMarkerWindow(t *testing.T) {
+	for _, window := range []func(*histories.History){
+		func(h *histories.History) { h.AsyncMarkers = true },
+		func(h *histories.History) { h.WallClock = true },
+	} {
+		b := &historyBuilder{}
+		b.commitOffset("A", 0, ctp, 1, 6)
+		old := b.offsetFetch("B", 4, 5, "g", "trips-0", -1)
+		requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), old, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+
+		window(&b.h)
+		requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+		b.op(old).Req.RequireStable = true
+		requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), old, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+	}
 }
 
 func TestOffsetsMonotonicStaleGeneration(t *testing.T) {
