@@ -28,10 +28,15 @@ type Options struct {
 	// Visualize keeps what WriteHTML needs (porcupine's partial
 	// linearizations), which costs a second search on a legal history.
 	Visualize bool
-	// Progress, when set, is called with the number of operations the
-	// linearizability search has placed for good, now and then (a long
-	// history takes a while).
-	Progress func(checked int)
+	// Progress, when set, is told now and then how far the check has got
+	// (a long history takes a while): the phase, and the operations it
+	// has gone through. The phase is Linearizable for the linearizability
+	// search (done counts the operations placed for good), then
+	// PhaseInvariants and each invariant's check name, in turn; each pass
+	// of theirs over the history counts from 0 again. It is called once a
+	// block of operations, never once an operation, and with 0 when a
+	// pass begins.
+	Progress func(phase string, done int)
 	// Allow are the deviations from Kafka linearizable accepts (none by
 	// default): known findings', for telling their consequences from a
 	// new finding (Known.Explains, Known.Allowed).
@@ -67,10 +72,15 @@ func Check(h histories.History, opts Options) Report {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	if opts.Progress != nil {
+		opts.Progress(Linearizable, 0)
+	}
 	lin := checkLinearizable(h, opts)
 	verdicts := []Verdict{lin.verdict}
-	a := analyze(h) // what every invariant needs, worked out once
-	for _, check := range invariantChecks() {
+	progress := newPassProgress(opts.Progress)
+	a := analyzeWithProgress(h, progress) // what every invariant needs, worked out once
+	for i, check := range invariantChecks() {
+		progress.begin(Checks[1+i])
 		verdicts = append(verdicts, check(a))
 	}
 	verdicts = append(verdicts, lin.codes)

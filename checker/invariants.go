@@ -29,11 +29,18 @@ type analysis struct {
 	txnAnalysis
 	records recordIndex
 	repeats recordIndex // the answers of produces that repeat a batch
+	// progress reports the passes of the checks over the history.
+	progress *passProgress
 }
 
-func analyze(h histories.History) *analysis {
-	a := &analysis{h: h, byID: opsByID(h), txnAnalysis: analyzeTxns(h)}
-	a.records, a.repeats = indexRecords(h)
+func analyze(h histories.History) *analysis { return analyzeWithProgress(h, nil) }
+
+// analyzeWithProgress is analyze that reports its passes to progress, as
+// the phase PhaseInvariants, and keeps progress for the checks'.
+func analyzeWithProgress(h histories.History, progress *passProgress) *analysis {
+	progress.begin(PhaseInvariants)
+	a := &analysis{h: h, byID: opsByID(h), txnAnalysis: analyzeTxns(h, progress), progress: progress}
+	a.records, a.repeats = indexRecords(h, progress)
 	return a
 }
 

@@ -13,7 +13,7 @@ import (
 // the other checks.
 func checkNoAbortedRead(a *analysis) Verdict {
 	var violations []Violation
-	for _, fetch := range a.h.Ops {
+	for _, fetch := range counted(a.progress, slices.All(a.h.Ops)) {
 		if !isReadCommitted(fetch) {
 			continue
 		}

@@ -66,7 +66,7 @@ type evidence struct {
 // order the operations showing them returned.
 func (a *analysis) committedEvidence() []evidence {
 	var all []evidence
-	for _, op := range a.h.Ops {
+	for _, op := range counted(a.progress, slices.All(a.h.Ops)) {
 		if isReadCommitted(op) {
 			for _, s := range fetchedRecords(op) {
 				all = append(all, evidence{sighting: s, by: op.ID, at: op.Return})
@@ -125,7 +125,7 @@ func duplicate(topic string, first, again evidence) Violation {
 func (a *analysis) lostWrites() []Violation {
 	committed := a.committedRecords()
 	var violations []Violation
-	for _, fetch := range a.h.Ops {
+	for _, fetch := range counted(a.progress, slices.All(a.h.Ops)) {
 		if !isReadCommitted(fetch) {
 			continue
 		}
@@ -148,7 +148,7 @@ type committedLog struct {
 // committedRecords is the records of committed writes, by partition.
 func (a *analysis) committedRecords() map[model.Partition]*committedLog {
 	committed := map[model.Partition]*committedLog{}
-	for _, op := range inCallOrder(a.h.Ops) {
+	for _, op := range counted(a.progress, inCallOrder(a.h.Ops)) {
 		if a.committedWrite(op) {
 			l := committed[op.Req.Partition]
 			if l == nil {

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -16,7 +17,7 @@ func checkOffsetsMonotonic(a *analysis) Verdict {
 	var violations []Violation
 	violations = append(violations, backwardCommits(committed)...)
 	violations = append(violations, a.backwardFetches(committed)...)
-	violations = append(violations, staleGenerations(a.h)...)
+	violations = append(violations, staleGenerations(a.h, a.progress)...)
 	return a.verdict(OffsetsMonotonic, firstPerOp(violations))
 }
 
@@ -40,7 +41,7 @@ type committedOffset struct {
 // the call order of the operations that set them.
 func (a *analysis) committedOffsets() map[groupPartition][]committedOffset {
 	committed := map[groupPartition][]committedOffset{}
-	for _, op := range inCallOrder(a.h.Ops) {
+	for _, op := range counted(a.progress, inCallOrder(a.h.Ops)) {
 		t := a.txnOf[op.ID]
 		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() || t == nil || t.fate != fateCommitted {
 			continue
@@ -86,7 +87,7 @@ func backwardCommits(committed map[groupPartition][]committedOffset) []Violation
 func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffset) []Violation {
 	var violations []Violation
 	var earlier []histories.Op
-	for _, f := range inCallOrder(a.h.Ops) {
+	for _, f := range counted(a.progress, inCallOrder(a.h.Ops)) {
 		if f.Kind != model.OffsetFetch || !f.Result.Succeeded() {
 			continue
 		}
@@ -144,9 +145,9 @@ func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOf
 // staleGenerations finds offset commits that succeeded with a generation
 // older than one a join_group of the group had returned before the commit
 // was called, and zombie commits of the groupId-string overload.
-func staleGenerations(h histories.History) []Violation {
+func staleGenerations(h histories.History, progress *passProgress) []Violation {
 	var violations []Violation
-	for _, op := range h.Ops {
+	for _, op := range counted(progress, slices.All(h.Ops)) {
 		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() {
 			continue
 		}

@@ -93,19 +93,19 @@ func sessionOf(op histories.Op) (sessionKey, bool) {
 // request's call to the grant's return), and no record of an older epoch
 // lands after one of a newer epoch.
 func checkOneLiveProducer(a *analysis) Verdict {
-	violations := append(staleSessions(a.h), staleRecords(a)...)
+	violations := append(staleSessions(a.h, a.progress), staleRecords(a)...)
 	return a.verdict(OneLiveProducer, firstPerOp(violations))
 }
 
 // staleSessions finds requests that succeeded for a session already superseded.
-func staleSessions(h histories.History) []Violation {
+func staleSessions(h histories.History, progress *passProgress) []Violation {
 	grants := grantsByID(h)
 	indexes := map[string]*grantIndex{}
 	for id, gs := range grants {
 		indexes[id] = newGrantIndex(gs)
 	}
 	var violations []Violation
-	for _, op := range h.Ops {
+	for _, op := range counted(progress, slices.All(h.Ops)) {
 		key, ok := sessionOf(op)
 		if !ok || indexes[key.transactionalID] == nil {
 			continue
@@ -237,7 +237,7 @@ func staleRecords(a *analysis) []Violation {
 		producerID int64
 	}
 	byWriter := map[writer][]sighting{}
-	for _, op := range a.h.Ops {
+	for _, op := range counted(a.progress, slices.All(a.h.Ops)) {
 		for _, s := range producedRecords(op) {
 			w := writer{s.partition, s.producerID}
 			byWriter[w] = append(byWriter[w], s)

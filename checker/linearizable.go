@@ -111,7 +111,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	gaveUp := false
 	for _, version := range versions {
 		m := porcupineModel(modelOptions(h, version, opts), true, opts.AllowCodes)
-		switch search := checkWindowed(m, ops, timeout, opts.Progress); search.result {
+		switch search := checkWindowed(m, ops, timeout, phaseReport(opts.Progress, Linearizable)); search.result {
 		case porcupine.Ok:
 			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 			if verbose {

@@ -70,10 +70,10 @@ type recordIndex map[slot][]sighting
 // it as a duplicate, with the offset of the records first sent under it.
 // Those repeats' answers are kept apart, in the second index (see
 // repeatsAnsweredAt).
-func indexRecords(h histories.History) (recordIndex, recordIndex) {
+func indexRecords(h histories.History, progress *passProgress) (recordIndex, recordIndex) {
 	idx, repeats := recordIndex{}, recordIndex{}
 	landed := map[model.Batch]bool{}
-	for _, op := range inCallOrder(h.Ops) {
+	for _, op := range counted(progress, inCallOrder(h.Ops)) {
 		sightings := append(producedRecords(op), fetchedRecords(op)...)
 		into := idx
 		if op.Kind == model.Produce && op.Req.ProducerID != model.NoProducerID {

@@ -67,7 +67,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 // --known allows, and the flags'.
 func checkOptions(f checkFlags, stderr io.Writer, file string) checker.Options {
 	opts := f.allowed
-	opts.Timeout, opts.Visualize, opts.Progress = f.timeout, f.html != "", progressLine(stderr, file, "checked")
+	line := progressLine(stderr, file)
+	progress := func(phase string, ops int) { line("checked for "+phase, ops) }
+	opts.Timeout, opts.Visualize, opts.Progress = f.timeout, f.html != "", progress
 	return opts
 }
 
@@ -99,7 +101,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer) int {
 	exit := exitHeld
-	h, err := histories.LoadFileWithProgress(file, progressLine(stderr, file, "read"))
+	line := progressLine(stderr, file)
+	h, err := histories.LoadFileWithProgress(file, func(ops int) { line("read", ops) })
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
 		var broken *histories.BrokenError
@@ -172,17 +175,22 @@ func outputPath(flagPath, history, ext string, several bool) string {
 }
 
 // progressLine reports on stderr how many operations of a large history
-// have been read or checked, and at what rate, so that a check of a long
-// recording is seen working. Small histories say nothing.
-func progressLine(stderr io.Writer, file, verb string) func(int) {
+// a phase (reading, or checking for one check) has gone through, and at
+// what rate, so that a check of a long recording is seen working. The
+// rate is that of the phase's pass, because a count of 0 (a pass begins)
+// starts the clock again. Small histories say nothing.
+func progressLine(stderr io.Writer, file string) func(phase string, ops int) {
 	start := time.Now()
-	return func(ops int) {
+	return func(phase string, ops int) {
+		if ops == 0 {
+			start = time.Now()
+		}
 		if ops < largeHistoryOps {
 			return
 		}
 		elapsed := time.Since(start)
 		fmt.Fprintf(stderr, "fencecheck check: %s: %d operations %s in %v (%.0f/s)\n",
-			file, ops, verb, elapsed.Round(time.Millisecond), float64(ops)/max(elapsed.Seconds(), 1e-9))
+			file, ops, phase, elapsed.Round(time.Millisecond), float64(ops)/max(elapsed.Seconds(), 1e-9))
 	}
 }
 
