@@ -116,30 +116,11 @@ func BenchmarkThroughput(b *testing.B) {
 	for _, how := range ways {
 		b.Run(how, func(b *testing.B) {
 			cl := clientFor(b, how)
-			ctx := context.Background()
-			errs := make(chan error, 1)
 			b.ResetTimer()
 			cpu := processCPU()
-			for range b.N {
-				cl.Produce(ctx, kgo.StringRecord("trip"), func(_ *kgo.Record, err error) {
-					if err != nil {
-						select {
-						case errs <- err:
-						default:
-						}
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
+			produceAll(b, cl, b.N)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			reportCPU(b, cpu)
-			select {
-			case err := <-errs:
-				b.Fatal(err)
-			default:
-			}
 		})
 	}
 }
