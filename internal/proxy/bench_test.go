@@ -136,20 +136,7 @@ func BenchmarkThroughput(b *testing.B) {
 // batches them, in slices of throughputTurn records a way.
 func BenchmarkThroughputTurns(b *testing.B) {
 	const throughputTurn = 20000
-	clients := map[string]*kgo.Client{}
-	for _, how := range ways {
-		clients[how] = clientFor(b, how)
-	}
-	took := map[string]time.Duration{}
-	b.ResetTimer()
-	for done := 0; done < b.N; done += throughputTurn {
-		n := min(throughputTurn, b.N-done)
-		for _, how := range ways {
-			start := time.Now()
-			produceAll(b, clients[how], n)
-			took[how] += time.Since(start)
-		}
-	}
+	took := inTurns(b, throughputTurn, func(cl *kgo.Client, n int) { produceAll(b, cl, n) })
 	for _, how := range ways {
 		b.ReportMetric(float64(b.N)/took[how].Seconds(), how+"-records/s")
 		if how != "direct" {
@@ -188,25 +175,14 @@ func produceAll(b *testing.B, cl *kgo.Client, n int) {
 // over what a bare relay adds.
 func BenchmarkRoundTripTurns(b *testing.B) {
 	const roundTripTurn = 20
-	clients := map[string]*kgo.Client{}
-	for _, how := range ways {
-		clients[how] = clientFor(b, how)
-	}
 	ctx := context.Background()
-	took := map[string]time.Duration{}
-	b.ResetTimer()
-	for done := 0; done < b.N; done += roundTripTurn {
-		n := min(roundTripTurn, b.N-done)
-		for _, how := range ways {
-			start := time.Now()
-			for range n {
-				if err := clients[how].ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr(); err != nil {
-					b.Fatal(err)
-				}
+	took := inTurns(b, roundTripTurn, func(cl *kgo.Client, n int) {
+		for range n {
+			if err := cl.ProduceSync(ctx, kgo.StringRecord("trip")).FirstErr(); err != nil {
+				b.Fatal(err)
 			}
-			took[how] += time.Since(start)
 		}
-	}
+	})
 	per := func(how string) float64 { return float64(took[how].Nanoseconds()) / float64(b.N) / 1e3 }
 	for _, how := range ways {
 		b.ReportMetric(per(how), how+"-µs/trip")
@@ -217,4 +193,25 @@ func BenchmarkRoundTripTurns(b *testing.B) {
 	b.ReportMetric(relayAdds, "relay-added-µs")
 	b.ReportMetric((per("proxy")-per("direct"))/relayAdds, "proxy+/relay+")
 	b.ReportMetric((per("recorded")-per("direct"))/relayAdds, "recorded+/relay+")
+}
+
+// inTurns runs work in slices of turn operations, each way taking its
+// turn at every slice, until b.N operations a way are done. It returns
+// each way's time, the sum of its turns.
+func inTurns(b *testing.B, turn int, work func(cl *kgo.Client, n int)) map[string]time.Duration {
+	clients := map[string]*kgo.Client{}
+	for _, how := range ways {
+		clients[how] = clientFor(b, how)
+	}
+	took := map[string]time.Duration{}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += turn {
+		n := min(turn, b.N-done)
+		for _, how := range ways {
+			start := time.Now()
+			work(clients[how], n)
+			took[how] += time.Since(start)
+		}
+	}
+	return took
 }
