@@ -11,7 +11,7 @@ import (
 func TestEqualNamesEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type]int{
 		reflect.TypeFor[State]():         9,
-		reflect.TypeFor[txnMeta]():       18,
+		reflect.TypeFor[txnMeta]():       19,
 		reflect.TypeFor[partState]():     4,
 		reflect.TypeFor[producerEntry](): 4,
 		reflect.TypeFor[group]():         10,

@@ -147,6 +147,11 @@ type txnMeta struct {
 	// completedAt orders the transactions with markers in flight by when
 	// they ended, from 1; 0 once none is (markers.go).
 	completedAt int64
+	// pendingShownAt is the last moment a read showed a marker of the
+	// ended transaction not yet written; 0 when none did. The markers
+	// land after it, so the id's expiry counts from it at the earliest
+	// (expiry.go, shownPending).
+	pendingShownAt int64
 }
 
 // entry is one offset of a partition log: a record or a control marker.
