@@ -46,6 +46,11 @@ type Options struct {
 	// config is known; 0 when it is not, because a cluster may be set to
 	// any maximum (the rule txn-timeout, WrongTimeoutRefusal).
 	TxnMaxTimeoutMs int64
+	// NoPartitionVerification is transaction.partition.verification.enable
+	// set to false: a partition leader writes a transactional batch
+	// without asking the coordinator (verification.go). Kafka's default,
+	// and the zero value, is true.
+	NoPartitionVerification bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
