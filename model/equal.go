@@ -16,7 +16,7 @@ import (
 // the history. TestTranscripts holds it to model.EqualByReflection, which
 // says the same by rewriting the states.
 func Equal(a, b State) bool {
-	return a.opts == b.opts && a.now == b.now && a.nextPID == b.nextPID && a.nextMember == b.nextMember &&
+	return a.opts == b.opts && a.now == b.now && a.restartedAt == b.restartedAt && a.nextPID == b.nextPID && a.nextMember == b.nextMember &&
 		mapsEqual(a.txns, b.txns, txnMeta.equal) &&
 		mapsEqual(a.pids, b.pids, same) &&
 		mapsEqual(a.parts, b.parts, partState.equal) &&

@@ -73,14 +73,17 @@ const (
 // in place: a step copies a map before its first write (copy-on-write), and
 // partition logs share their history (vec).
 type State struct {
-	opts       Options
-	now        int64 // ms on the broker's clock, moved by Tick
-	txns       map[string]txnMeta
-	pids       map[int64]bool // every producer id ever handed out
-	nextPID    int64
-	nextMember int
-	parts      map[Partition]partState
-	groups     map[string]group
+	opts Options
+	now  int64 // ms on the broker's clock, moved by Tick
+	// restartedAt is when the broker last restarted, 0 before: its
+	// expiry sweeps start again one interval after it (expiry.go).
+	restartedAt int64
+	txns        map[string]txnMeta
+	pids        map[int64]bool // every producer id ever handed out
+	nextPID     int64
+	nextMember  int
+	parts       map[Partition]partState
+	groups      map[string]group
 	// triedEpochs, kept only under the deviation EpochPerProducerID, is
 	// the newest epoch each producer id sent a batch at, taken or
 	// refused (deviations.go).

@@ -350,6 +350,7 @@ func (st *step) run() outcome {
 		// the model's own answers have them land now; judging, they may
 		// land later still.
 		st.landOwnAnswer()
+		st.s.restartedAt = st.s.now
 		st.restartKeepsLastBatches()
 		st.restartForgetsVerification()
 		st.restartForgets()
