@@ -52,3 +52,21 @@ func TestBumpAfterLostInit(t *testing.T) {
 		require.Equal(t, held, report.Held(), "epoch %d: %v", epoch, report.Verdicts)
 	}
 }
+
+// Under transactions v1, a transactional batch to a partition not in its
+// transaction is written only by a broker whose history says it does not
+// verify (transaction.partition.verification.enable=false).
+func TestPartitionVerificationOnlyWhenOn(t *testing.T) {
+	for name, off := range map[string]bool{"verification on": false, "verification off": true} {
+		t.Run(name, func(t *testing.T) {
+			var b historyBuilder
+			b.h.NoPartitionVerification = off
+			b.h.TransactionsVersion = 1
+			s := session{tid: "t", pid: 1}
+			b.initTxns("A", 0, 1, s)
+			b.produce("A", 2, 3, s, "p-0", 0, "a")
+			report := Check(b.h, Options{})
+			require.Equal(t, off, report.Held(), "%v", report.Verdicts)
+		})
+	}
+}

@@ -94,7 +94,7 @@ type linearizability struct {
 // allow.
 func modelOptions(h histories.History, version int, opts Options) model.Options {
 	return model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow,
-		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs}
+		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the

@@ -10,14 +10,23 @@ import (
 )
 
 // brokerConfig is "broker_config": the broker configs the model reads,
-// under Kafka's own names (model.ExpiryConfigs and
-// model.TxnMaxTimeoutConfig), so that a recorder can copy them from the
-// cluster it recorded (DescribeConfigs). Other names are ignored,
-// whatever their value: a recorder may copy the whole config.
+// under Kafka's own names (model.ExpiryConfigs,
+// model.TxnMaxTimeoutConfig and model.PartitionVerificationConfig), so
+// that a recorder can copy them from the cluster it recorded
+// (DescribeConfigs). Other names are ignored, whatever their value: a
+// recorder may copy the whole config.
 type brokerConfig struct {
 	p *model.Expiry
 	// maxTimeout is transaction.max.timeout.ms; 0 when not named.
 	maxTimeout *int64
+	// noVerification is transaction.partition.verification.enable set to
+	// false; true or not named is Kafka's default, on.
+	noVerification *bool
+}
+
+// brokerConfig is h's "broker_config".
+func (h *History) brokerConfig() brokerConfig {
+	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification}
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
@@ -35,10 +44,20 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 			return err
 		}
 	}
-	return take(m, path, model.TxnMaxTimeoutConfig, optional, number[int64]{c.maxTimeout, intervals})
+	if err := take(m, path, model.TxnMaxTimeoutConfig, optional, number[int64]{c.maxTimeout, intervals}); err != nil {
+		return err
+	}
+	enabled := true
+	if err := take(m, path, model.PartitionVerificationConfig, optional, flag{&enabled}); err != nil {
+		return err
+	}
+	*c.noVerification = !enabled
+	return nil
 }
 
-func (c brokerConfig) absent() bool { return *c.p == model.Expiry{} && *c.maxTimeout == 0 }
+func (c brokerConfig) absent() bool {
+	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification
+}
 
 func (c brokerConfig) encode() any {
 	out := object{}
@@ -50,7 +69,10 @@ func (c brokerConfig) encode() any {
 	if *c.maxTimeout != 0 {
 		out = append(out, member{model.TxnMaxTimeoutConfig, *c.maxTimeout})
 	}
-	// Sorted by name, as ExpiryConfigs is.
+	if *c.noVerification {
+		out = append(out, member{model.PartitionVerificationConfig, false})
+	}
+	// Sorted by name.
 	slices.SortFunc(out, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	return out
 }

@@ -43,6 +43,11 @@ type History struct {
 	// TxnMaxTimeoutMs is the broker's transaction.max.timeout.ms, from
 	// "broker_config"; 0, absent from the document, when not known.
 	TxnMaxTimeoutMs int64
+	// NoPartitionVerification: "broker_config" sets
+	// transaction.partition.verification.enable to false, so partition
+	// leaders write transactional batches without asking the coordinator
+	// (model.Options.NoPartitionVerification).
+	NoPartitionVerification bool
 }
 
 // asyncMarkers is the "markers" of a history whose broker answers EndTxn

@@ -425,7 +425,7 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 		return bad("", "markers must be %q (the broker answers EndTxn before its markers land) or absent, got %q", asyncMarkers, markers)
 	}
 	h.AsyncMarkers = markers == asyncMarkers
-	if err := take(m, "", "broker_config", optional, brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs}); err != nil {
+	if err := take(m, "", "broker_config", optional, h.brokerConfig()); err != nil {
 		return err
 	}
 	if has(m, "trips") && h.Trips == nil {

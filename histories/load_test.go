@@ -188,6 +188,8 @@ var loadRejects = []struct {
 		"broker_config.transaction.max.timeout.ms: 0 is out of range 1..2147483647"},
 	{"max transaction timeout past an INT", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.max.timeout.ms": 2147483648}, "ops": []}`,
 		"broker_config.transaction.max.timeout.ms: 2147483648 is out of range 1..2147483647"},
+	{"verification switch as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.partition.verification.enable": "false"}, "ops": []}`,
+		`broker_config.transaction.partition.verification.enable: must be true or false, got the string "false"`},
 	{"expiry interval as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transactional.id.expiration.ms": "1000"}, "ops": []}`,
 		`broker_config.transactional.id.expiration.ms: must be an integer, got the string "1000"`},
 	{"trips holding null", `{"format": "fencecheck/history/v1", "trips": ["trip-1", null], "ops": []}`,
@@ -296,6 +298,8 @@ var loadAccepts = map[string]string{
 	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
 	"broker_config naming the maximum transaction timeout": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.max.timeout.ms": 900000}, "ops": []}`,
+	"broker_config with partition verification on": `{"format": "fencecheck/history/v1", "broker_config": ` +
+		`{"transaction.partition.verification.enable": true}, "ops": []}`,
 	"broker_config with names the checker does not read": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transactional.id.expiration.ms": 1000, "log.retention.ms": "-1", "min.insync.replicas": 2}, "ops": []}`,
 	"a topic with dashes, a partition with zeros": doc(produce(`, "partition": "fare-writes-007", "sequence": -5, `+

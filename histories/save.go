@@ -61,7 +61,7 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.AsyncMarkers {
 		writeMember(b, member{"markers", asyncMarkers})
 	}
-	if c := (brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs}); !c.absent() {
+	if c := h.brokerConfig(); !c.absent() {
 		writeMember(b, member{"broker_config", c.encode()})
 	}
 	writeKeySets(b, h)

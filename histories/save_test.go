@@ -148,8 +148,9 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	require.Zero(t, got.TxnMaxTimeoutMs, "a maximum not named stays unknown")
 }
 
-// transaction.max.timeout.ms survives a save and a load, in its place
-// among the expiry intervals; by itself it is a broker_config too.
+// transaction.max.timeout.ms and transaction.partition.verification.enable
+// survive a save and a load, in their place among the expiry intervals;
+// by itself each is a broker_config too.
 func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 	for name, c := range map[string]struct {
 		h    History
@@ -158,6 +159,10 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 		"with an interval": {History{Expiry: model.Expiry{TransactionalIDMs: 60_000}, TxnMaxTimeoutMs: 900_000},
 			`"broker_config": {"transaction.max.timeout.ms": 900000, "transactional.id.expiration.ms": 60000}`},
 		"alone": {History{TxnMaxTimeoutMs: 30_000}, `"broker_config": {"transaction.max.timeout.ms": 30000}`},
+		"with verification off": {History{TxnMaxTimeoutMs: 30_000, NoPartitionVerification: true},
+			`"broker_config": {"transaction.max.timeout.ms": 30000, "transaction.partition.verification.enable": false}`},
+		"verification off alone": {History{NoPartitionVerification: true},
+			`"broker_config": {"transaction.partition.verification.enable": false}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -167,6 +172,7 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, c.h.TxnMaxTimeoutMs, got.TxnMaxTimeoutMs)
 			require.Equal(t, c.h.Expiry, got.Expiry)
+			require.Equal(t, c.h.NoPartitionVerification, got.NoPartitionVerification)
 		})
 	}
 }

@@ -16,7 +16,7 @@ import (
 // the history. TestTranscripts holds it to model.EqualByReflection, which
 // says the same by rewriting the states.
 func Equal(a, b State) bool {
-	return a.opts == b.opts && a.now == b.now && a.nextPID == b.nextPID && a.nextMember == b.nextMember &&
+	return a.opts == b.opts && a.now == b.now && a.restartedAt == b.restartedAt && a.nextPID == b.nextPID && a.nextMember == b.nextMember &&
 		mapsEqual(a.txns, b.txns, txnMeta.equal) &&
 		mapsEqual(a.pids, b.pids, same) &&
 		mapsEqual(a.parts, b.parts, partState.equal) &&
@@ -31,6 +31,7 @@ func (t txnMeta) equal(o txnMeta) bool {
 		slicesEqual(t.partitions, o.partitions, same) && slicesEqual(t.groups, o.groups, same) &&
 		slicesEqual(t.unwritten, o.unwritten, same) && slicesEqual(t.unsettled, o.unsettled, same) &&
 		t.markerPID == o.markerPID && t.markerEpoch == o.markerEpoch && t.completedAt == o.completedAt &&
+		t.pendingShownAt == o.pendingShownAt &&
 		t.updatedAt == o.updatedAt &&
 		mapsEqual(t.pending, o.pending, func(x, y map[Partition]pendingOffset) bool { return mapsEqual(x, y, same) })
 }

@@ -40,6 +40,15 @@ import (
 // produce), and a retry of its old batch is written again.
 // ProducerStateManagerTest#testPidExpirationTimeout.
 //
+// A transactional id whose markers are in flight is, in Kafka, in
+// PrepareCommit or PrepareAbort, which never expires
+// (TransactionStateManagerTest#shouldNotRemovePrepareCommitTransactionalIds
+// and shouldNotRemovePrepareAbortTransactionalIds). Its timestamp moves
+// when the markers land. The model lands them as late as the answers
+// allow, so for expiry it takes the earliest moment they may have
+// landed: the end of the transaction, or the last read that showed one
+// unwritten (idleSince, shownPending).
+//
 // Both are timers as the model's others are. On a tick, an expiry past
 // its interval and one whole sweep interval more has certainly happened,
 // and the model removes it: that is the model's own answer (Apply), the
@@ -133,7 +142,44 @@ func (e Expiry) ProducerIDDue(lastTimestamp, now int64, sure bool) bool {
 // with sure, certainly has been.
 func (t txnMeta) idleBy(e Expiry, now int64, sure bool) bool {
 	expirable := t.phase == Empty || t.phase == CompleteCommit || t.phase == CompleteAbort
-	return expirable && e.TransactionalIDDue(t.updatedAt, now, sure)
+	return expirable && e.TransactionalIDDue(t.idleSince(), now, sure)
+}
+
+// idleSince is the earliest txnLastUpdateTimestamp t may hold. With its
+// markers in flight, Kafka's state is PrepareCommit or PrepareAbort,
+// which never expires. Its timestamp moves when the last marker is
+// written and the coordinator completes the transaction
+// (TransactionMarkerChannelManager, prepareComplete). The markers may
+// land at any moment after EndTxn, but not before a read that showed one
+// unwritten (pendingShownAt).
+func (t txnMeta) idleSince() int64 {
+	if t.markersInFlight() {
+		return max(t.updatedAt, t.pendingShownAt)
+	}
+	return t.updatedAt
+}
+
+// shownPending is s with the moment noted at which got showed a
+// marker unwritten. A fetch's high watermark is its partition's log end,
+// so a fetch judged right with every marker in flight left in flight,
+// and its high watermark given, read the log before any of them was
+// written there. Nothing else counts. For example
+// CONCURRENT_TRANSACTIONS is also Kafka's answer while the expiry's own
+// tombstone is being written (TransactionMetadata.prepareDead sets a
+// pending state), or while another request of the id is being written.
+// A marker is written with acks=all, so the coordinator completes the
+// transaction only after the high watermark passed it.
+func (s State) shownPending(op Op, got Result) State {
+	if op.Kind != Fetch || !got.Succeeded() || got.Resp.HighWatermark == NoOffset {
+		return s
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.txns)) {
+		if t := s.txns[id]; slices.Contains(t.unwritten, op.Req.Partition) && t.pendingShownAt < s.now {
+			t.pendingShownAt = s.now
+			s.keepTxn(id, t)
+		}
+	}
+	return s
 }
 
 // idleBy reports whether the producer's state at a partition may be
@@ -146,27 +192,48 @@ func (pe producerEntry) idleBy(e Expiry, now int64, sure bool) bool {
 // ids first, then producer state, each in sorted order.
 func (st *step) expireIdle() {
 	e, now := st.s.opts.Expiry, st.s.now
+	r := e.Resolved()
 	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
-		if t := st.s.txns[id]; !t.markersInFlight() && t.idleBy(e, now, true) {
+		t := st.s.txns[id]
+		if !t.markersInFlight() && t.idleBy(e, now, true) && st.swept(t.updatedAt+r.TransactionalIDMs, r.TransactionalIDCleanupMs) {
 			st.s.deleteTxn(id)
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(st.s.parts)) {
 		ps := st.s.parts[p]
 		for _, pid := range slices.Sorted(maps.Keys(ps.producers)) {
-			if ps.producers[pid].idleBy(e, now, true) {
+			pe := ps.producers[pid]
+			if pe.idleBy(e, now, true) && st.swept(pe.lastTimestamp+r.ProducerIDMs, r.ProducerIDCheckMs) {
 				st.s.setPart(p, st.s.parts[p].withoutProducer(pid))
 			}
 		}
 	}
 }
 
+// swept reports whether a sweep every intervalMs has certainly run since
+// dueAt, counting a restart. Kafka starts each sweep one interval after
+// it starts up (TransactionStateManager.enableTransactionalIdExpiration,
+// UnifiedLog's PeriodicProducerExpirationCheck, scheduled with that
+// initial delay), so after a restart none runs for one interval. A
+// producer may still be dropped at the restart: loading a snapshot skips
+// the expired ones (ProducerStateManager.loadFromSnapshot), which the
+// retry of dueExpiries allows. The model's own answers keep the schedule
+// the restart broke, as impl/ does; judging, the sweep counts from the
+// restart.
+func (st *step) swept(dueAt, intervalMs int64) bool {
+	if !st.judging {
+		return true
+	}
+	return st.s.now-max(dueAt, st.s.restartedAt) > intervalMs
+}
+
 // dueExpiries is s with each expiry that may have happened by the time op
 // took effect and that its answer depends on: its transactional id's, and
 // for a produce its producer's state at its partition; one at a time, then
 // both. A transactional id whose markers are in flight has them landed
-// first, and counts from the moment its transaction ended, as if they had
-// landed at once: that is the earliest it may expire.
+// first. It counts from the earliest moment they may have landed: the
+// end of its transaction, or the last read that showed one unwritten
+// (idleSince).
 func (s State) dueExpiries(op Op) []State {
 	r := op.Req
 	e, at := s.opts.Expiry, s.now
@@ -210,6 +277,13 @@ func (s State) mayHaveFired(op Op) []State {
 		out = s.dueTimers(op)
 	}
 	return append(out, s.dueExpiries(op)...)
+}
+
+// keepTxn writes t as the coordinator already holds it: a fact a read
+// showed about it, not a transition, so txnLastUpdateTimestamp stays.
+func (s *State) keepTxn(id string, t txnMeta) {
+	s.txns = maps.Clone(s.txns)
+	s.txns[id] = t
 }
 
 // deleteTxn removes a transactional id: the coordinator knows it no more.

@@ -18,7 +18,11 @@ func (st *step) produce(r Request) outcome {
 		// INVALID_PRODUCER_EPOCH on produce.
 		return refuse("leader-epoch-fence", InvalidProducerEpoch, "epoch %d is older than epoch %d, the newest the leader of %s has seen from producer %d (KIP-98 fencing)", r.Epoch, pe.epoch, r.Partition, r.ProducerID)
 	}
-	if r.TransactionalID != "" {
+	switch {
+	case r.TransactionalID != "" && st.s.opts.NoPartitionVerification:
+		// The leader writes it without asking the coordinator, and makes
+		// no verification entry (verification.go).
+	case r.TransactionalID != "":
 		verified := st.verifyTxnWrite(r)
 		// Verification may have landed the last transaction's markers
 		// here (waitForMarkers), which moves the producer's state.
@@ -31,7 +35,7 @@ func (st *step) produce(r Request) outcome {
 			return *verified
 		}
 		ps = st.s.parts[r.Partition]
-	} else if pe.txnFirst != NoOffset {
+	case pe.txnFirst != NoOffset:
 		// KIP-98: a producer with a transaction open in this partition
 		// cannot write outside it.
 		return refuse("write-outside-open-txn", InvalidTxnState, "producer %d has a transaction open in %s since offset %d (KIP-98)", r.ProducerID, r.Partition, pe.txnFirst)

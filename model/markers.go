@@ -91,7 +91,7 @@ func (st *step) land(t txnMeta, parts []Partition, groups []string) txnMeta {
 		t.pending = nil
 	}
 	if !t.markersInFlight() {
-		t.completedAt = 0
+		t.completedAt, t.pendingShownAt = 0, 0
 	}
 	return t
 }

@@ -38,7 +38,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 		case "reset":
 			s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"),
 				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once"),
-				TxnMaxTimeoutMs: int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0))})
+				TxnMaxTimeoutMs:         int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0)),
+				NoPartitionVerification: verificationOff(t, td)})
 			return ""
 		case "land-markers":
 			s = model.LandMarkers(s)
@@ -232,6 +233,20 @@ func intArg(t *testing.T, td *datadriven.TestData, key string, def int) int {
 		td.Fatalf(t, "%s=%q is not a number", key, s)
 	}
 	return n
+}
+
+// verificationOff reads transaction.partition.verification.enable on a
+// reset: true or false, absent being Kafka's default, true.
+func verificationOff(t *testing.T, td *datadriven.TestData) bool {
+	switch s := strArg(td, model.PartitionVerificationConfig); s {
+	case "", "true":
+		return false
+	case "false":
+		return true
+	default:
+		td.Fatalf(t, "%s=%q is neither true nor false", model.PartitionVerificationConfig, s)
+		return false
+	}
 }
 
 func partitions(td *datadriven.TestData, key string) []model.Partition {

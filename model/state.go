@@ -46,6 +46,11 @@ type Options struct {
 	// config is known; 0 when it is not, because a cluster may be set to
 	// any maximum (the rule txn-timeout, WrongTimeoutRefusal).
 	TxnMaxTimeoutMs int64
+	// NoPartitionVerification is transaction.partition.verification.enable
+	// set to false: a partition leader writes a transactional batch
+	// without asking the coordinator (verification.go). Kafka's default,
+	// and the zero value, is true.
+	NoPartitionVerification bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -68,14 +73,17 @@ const (
 // in place: a step copies a map before its first write (copy-on-write), and
 // partition logs share their history (vec).
 type State struct {
-	opts       Options
-	now        int64 // ms on the broker's clock, moved by Tick
-	txns       map[string]txnMeta
-	pids       map[int64]bool // every producer id ever handed out
-	nextPID    int64
-	nextMember int
-	parts      map[Partition]partState
-	groups     map[string]group
+	opts Options
+	now  int64 // ms on the broker's clock, moved by Tick
+	// restartedAt is when the broker last restarted, 0 before: its
+	// expiry sweeps start again one interval after it (expiry.go).
+	restartedAt int64
+	txns        map[string]txnMeta
+	pids        map[int64]bool // every producer id ever handed out
+	nextPID     int64
+	nextMember  int
+	parts       map[Partition]partState
+	groups      map[string]group
 	// triedEpochs, kept only under the deviation EpochPerProducerID, is
 	// the newest epoch each producer id sent a batch at, taken or
 	// refused (deviations.go).
@@ -147,6 +155,11 @@ type txnMeta struct {
 	// completedAt orders the transactions with markers in flight by when
 	// they ended, from 1; 0 once none is (markers.go).
 	completedAt int64
+	// pendingShownAt is the last moment a read showed a marker of the
+	// ended transaction not yet written; 0 when none did. The markers
+	// land after it, so the id's expiry counts from it at the earliest
+	// (expiry.go, shownPending).
+	pendingShownAt int64
 }
 
 // entry is one offset of a partition log: a record or a control marker.

@@ -98,7 +98,7 @@ func checkLanding(ctx context.Context, s State, op Op, got Result) (State, error
 	}
 	next, err := check(ctx, s, op, got)
 	if err == nil {
-		return next, nil
+		return next.shownPending(op, got), nil
 	}
 	for _, landed := range landings[min(1, len(landings)):] {
 		if next, again := check(ctx, landed, op, got); again == nil {
@@ -350,6 +350,7 @@ func (st *step) run() outcome {
 		// the model's own answers have them land now; judging, they may
 		// land later still.
 		st.landOwnAnswer()
+		st.s.restartedAt = st.s.now
 		st.restartKeepsLastBatches()
 		st.restartForgetsVerification()
 		st.restartForgets()

@@ -21,6 +21,23 @@ import "maps"
 // (ReplicaManagerTest#testTransactionVerificationBlocksOutOfOrderSequence,
 // ProducerStateManagerTest#testThrowOutOfOrderSequenceWithVerificationSequenceCheck).
 
+// With transaction.partition.verification.enable=false, ReplicaManager
+// skips all of this for every transactional produce
+// (maybeStartTransactionVerificationForPartitions, 3.9.0 and trunk: "Skip
+// verification if the request is not transactional or transaction
+// verification is disabled"), and UnifiedLog requires no verification
+// guard (batchMissingRequiredVerification). The leader then writes the
+// batch after its own epoch and sequence checks: whether the producer
+// owns its transactional id, and whether the partition is in its
+// transaction, are not asked, and under transactions v2 nothing adds the
+// partition. A batch the coordinator does not know of opens a
+// transaction at the partition that no marker closes
+// (ReplicaManagerTest#testDisabledTransactionVerification).
+
+// PartitionVerificationConfig is the broker config that turns
+// verification off (Options.NoPartitionVerification).
+const PartitionVerificationConfig = "transaction.partition.verification.enable"
+
 // verification is one VerificationStateEntry.
 type verification struct {
 	lowest int32
