@@ -70,7 +70,10 @@
 //     and offsets.topic.replication.factor at most its number of brokers
 //     (1 on a one-broker cluster), or no coordinator is ever available;
 //   - transactional.id.expiration.ms and producer.id.expiration.ms of at
-//     least a day: the model never forgets a transactional or producer id.
+//     least a day, so that no id expires during a run;
+//   - transaction.partition.verification.enable true (Kafka's default):
+//     the target's histories name no broker settings, so the model takes
+//     each leader to verify a transactional write with its coordinator.
 //
 // New reads each broker's settings (DescribeConfigs) and refuses a
 // cluster whose settings do not fit, naming each: the setting, its value

@@ -17,8 +17,19 @@ import (
 // values that fit.
 type neededSetting struct {
 	name string
-	fits func(v int64) bool
-	need string // the values that fit, said in words
+	fits func(value string) (bool, error) // an error: value is not of the setting's type
+	need string                           // the values that fit, said in words
+}
+
+// numeric is a test of a number setting's value.
+func numeric(test func(v int64) bool) func(string) (bool, error) {
+	return func(value string) (bool, error) {
+		v, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return false, errors.New("not a number")
+		}
+		return test(v), nil
+	}
 }
 
 // dayMs is a day in milliseconds: longer than any run.
@@ -29,10 +40,20 @@ func (t *Target) neededSettings(brokers int) []neededSetting {
 	session := int64(t.scaledMs(model.DefaultSessionTimeoutMs))
 	longestTxn := int64(t.scaledMs(maxTimeoutMs))
 	atMost := func(name string, max int64, why string) neededSetting {
-		return neededSetting{name, func(v int64) bool { return v <= max }, fmt.Sprintf("at most %d (%s)", max, why)}
+		return neededSetting{name, numeric(func(v int64) bool { return v <= max }), fmt.Sprintf("at most %d (%s)", max, why)}
 	}
 	atLeast := func(name string, min int64, why string) neededSetting {
-		return neededSetting{name, func(v int64) bool { return v >= min }, fmt.Sprintf("at least %d (%s)", min, why)}
+		return neededSetting{name, numeric(func(v int64) bool { return v >= min }), fmt.Sprintf("at least %d (%s)", min, why)}
+	}
+	enabled := func(name string, why string) neededSetting {
+		fits := func(value string) (bool, error) {
+			on, err := strconv.ParseBool(value)
+			if err != nil {
+				return false, errors.New("not true or false")
+			}
+			return on, nil
+		}
+		return neededSetting{name, fits, fmt.Sprintf("true (%s)", why)}
 	}
 	replicas := fmt.Sprintf("the cluster has %d brokers", brokers)
 	return []neededSetting{
@@ -44,8 +65,12 @@ func (t *Target) neededSettings(brokers int) []neededSetting {
 		atMost("transaction.state.log.replication.factor", int64(brokers), replicas),
 		atMost("transaction.state.log.min.isr", int64(brokers), replicas),
 		atMost("offsets.topic.replication.factor", int64(brokers), replicas),
-		atLeast("transactional.id.expiration.ms", dayMs, "the model never forgets a transactional id"),
-		atLeast("producer.id.expiration.ms", dayMs, "the model never forgets a producer id"),
+		atLeast("transactional.id.expiration.ms", dayMs, "no transactional id may expire during a run"),
+		atLeast("producer.id.expiration.ms", dayMs, "no producer id may expire during a run"),
+		// The target's histories name no broker_config, and the model
+		// then takes Kafka's default: the leader verifies a transactional
+		// write with its coordinator (KIP-890 part 1).
+		enabled("transaction.partition.verification.enable", "the model takes a leader to verify transactional writes"),
 	}
 }
 
@@ -96,13 +121,12 @@ func misfitting(broker string, values map[string]string, needed []neededSetting)
 		if !ok {
 			continue
 		}
-		v, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			misfits = append(misfits, fmt.Sprintf("broker %s: %s is %q, not a number; it must be %s", broker, s.name, text, s.need))
-			continue
-		}
-		if !s.fits(v) {
-			misfits = append(misfits, fmt.Sprintf("broker %s: %s is %d; it must be %s", broker, s.name, v, s.need))
+		fits, err := s.fits(text)
+		switch {
+		case err != nil:
+			misfits = append(misfits, fmt.Sprintf("broker %s: %s is %q, %v; it must be %s", broker, s.name, text, err, s.need))
+		case !fits:
+			misfits = append(misfits, fmt.Sprintf("broker %s: %s is %s; it must be %s", broker, s.name, text, s.need))
 		}
 	}
 	return misfits

@@ -24,3 +24,17 @@ func TestNewRefusesAClusterSetUpUnfit(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, target.Close())
 }
+
+// A boolean setting is held to its value, and a value of the wrong type
+// is named as such.
+func TestMisfittingNamesABooleanSettingOff(t *testing.T) {
+	needed := (&Target{}).neededSettings(1)
+	verification := "transaction.partition.verification.enable"
+	require.Equal(t, []string{
+		"broker 1: transaction.partition.verification.enable is false; it must be true (the model takes a leader to verify transactional writes)",
+	}, misfitting("1", map[string]string{verification: "false"}, needed))
+	require.Equal(t, []string{
+		`broker 1: transaction.partition.verification.enable is "yes", not true or false; it must be true (the model takes a leader to verify transactional writes)`,
+	}, misfitting("1", map[string]string{verification: "yes"}, needed))
+	require.Empty(t, misfitting("1", map[string]string{verification: "true"}, needed))
+}
