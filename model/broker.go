@@ -37,6 +37,14 @@ type Target interface {
 	Close() error
 }
 
+// OffsetCommitter is a broker that also takes a consumer's plain
+// OffsetCommit, outside a transaction. It is apart from Broker so that
+// the brokers written before it keep compiling; Send refuses the request
+// to a broker without it.
+type OffsetCommitter interface {
+	OffsetCommit(ctx context.Context, req Request) Result
+}
+
 // NewTarget makes a fresh target, for one exploration each.
 type NewTarget func() (Target, error)
 
@@ -54,6 +62,9 @@ func Send(ctx context.Context, b Broker, op Op) (Result, error) {
 		OffsetFetch:     b.OffsetFetch,
 		Fetch:           b.Fetch,
 	}[op.Kind]
+	if c, ok := b.(OffsetCommitter); ok && op.Kind == OffsetCommit {
+		send = c.OffsetCommit
+	}
 	if send == nil {
 		return Result{}, fmt.Errorf("%q is not a request a broker answers", op.Kind)
 	}
@@ -86,6 +97,9 @@ func (f BrokerFunc) OffsetFetch(ctx context.Context, r Request) Result {
 	return f(ctx, OffsetFetch, r)
 }
 func (f BrokerFunc) Fetch(ctx context.Context, r Request) Result { return f(ctx, Fetch, r) }
+func (f BrokerFunc) OffsetCommit(ctx context.Context, r Request) Result {
+	return f(ctx, OffsetCommit, r)
+}
 
 // NewBroker is the reference model as a Broker: every request is answered by
 // Apply, one at a time.
