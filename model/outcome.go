@@ -227,7 +227,10 @@ var table = []codeInfo{
 	// is written (ReplicaManager.appendToLocalLog).
 	{MessageTooLarge, NoEffect, []Kind{Produce}},
 	{RecordListTooLarge, NoEffect, []Kind{Produce}},
-	{CorruptMessage, NoEffect, []Kind{Produce, Fetch}},
+	// GroupMetadataManager.storeOffsets (3.9) passes the append's
+	// CORRUPT_MESSAGE on to both kinds of commit, and stores nothing
+	// (GroupMetadataManagerTest#testCommitOffsetFailure, core).
+	{CorruptMessage, NoEffect, []Kind{Produce, Fetch, TxnOffsetCommit, OffsetCommit}},
 	{InvalidRecord, NoEffect, []Kind{Produce}},
 	{InvalidTimestamp, NoEffect, []Kind{Produce}},
 	// ReplicaManager.appendRecords: acks other than -1, 0 or 1.
