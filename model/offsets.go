@@ -71,11 +71,11 @@ func (g group) withCommitted(offsets map[Partition]int64) group {
 // (OffsetMetadataManagerTest#testOffsetCommitWithUnknownGroup). The second
 // is a refusal with no effect, which the model takes anywhere.
 func (st *step) checkPlainCommit(r Request) *outcome {
-	g, exists := st.s.groups[r.Group]
+	g := st.s.groups[r.Group]
 	switch {
 	case r.GenerationID == NoGeneration && st.takenAsEmpty(r.Group):
 		return nil
-	case !exists:
+	case !g.exists():
 		out := refuse("unknown-group", IllegalGeneration, "%s does not exist, so no generation %d of it does (GroupCoordinator.handleCommitOffsets)", r.Group, r.GenerationID)
 		return &out
 	case r.GenerationID == NoGeneration && r.MemberID == "":
