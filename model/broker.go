@@ -62,7 +62,11 @@ func Send(ctx context.Context, b Broker, op Op) (Result, error) {
 		OffsetFetch:     b.OffsetFetch,
 		Fetch:           b.Fetch,
 	}[op.Kind]
-	if c, ok := b.(OffsetCommitter); ok && op.Kind == OffsetCommit {
+	if op.Kind == OffsetCommit {
+		c, ok := b.(OffsetCommitter)
+		if !ok {
+			return Result{}, fmt.Errorf("%T takes no %q: it is not an OffsetCommitter", b, op.Kind)
+		}
 		send = c.OffsetCommit
 	}
 	if send == nil {
@@ -97,9 +101,6 @@ func (f BrokerFunc) OffsetFetch(ctx context.Context, r Request) Result {
 	return f(ctx, OffsetFetch, r)
 }
 func (f BrokerFunc) Fetch(ctx context.Context, r Request) Result { return f(ctx, Fetch, r) }
-func (f BrokerFunc) OffsetCommit(ctx context.Context, r Request) Result {
-	return f(ctx, OffsetCommit, r)
-}
 
 // NewBroker is the reference model as a Broker: every request is answered by
 // Apply, one at a time.
@@ -124,6 +125,15 @@ func (b *RefBroker) apply(kind Kind, req Request) Result {
 	b.state, res = Apply(b.state, Op{Kind: kind, Req: req})
 	return res
 }
+
+// OffsetCommit answers a consumer's plain commit (OffsetCommitter). A
+// BrokerFunc has no such method, so that a function that wraps another
+// broker, such as a recorder's, takes it only when it says so.
+func (b *RefBroker) OffsetCommit(ctx context.Context, r Request) Result {
+	return b.BrokerFunc(ctx, OffsetCommit, r)
+}
+
+var _ OffsetCommitter = (*RefBroker)(nil)
 
 // Tick moves the broker's clock by ms; expired transactions and sessions end.
 func (b *RefBroker) Tick(ms int64) { b.apply(Tick, Request{Ms: ms}) }
