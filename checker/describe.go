@@ -33,6 +33,8 @@ func describeDoes(op histories.Op) string {
 		return "`add_offsets()` group " + req.Group
 	case model.TxnOffsetCommit:
 		return "`send_offsets_to_transaction()` " + describeOffsets(req)
+	case model.OffsetCommit:
+		return "`commit_offsets()` " + describePlainCommit(req)
 	case model.EndTxn:
 		if req.Commit {
 			return "`commit_transaction()`"
@@ -80,14 +82,29 @@ func describeInit(req model.Request) string {
 }
 
 func describeOffsets(req model.Request) string {
+	if req.GenerationID == model.NoGeneration {
+		return offsetList(req) + " (group id only, no generation)"
+	}
+	return fmt.Sprintf("%s (generation %d)", offsetList(req), req.GenerationID)
+}
+
+// describePlainCommit is describeOffsets for a commit outside a
+// transaction, whose commit with no member and no generation is a simple
+// consumer's (or an admin's).
+func describePlainCommit(req model.Request) string {
+	if req.GenerationID == model.NoGeneration && req.MemberID == "" {
+		return offsetList(req) + " (a simple consumer's: no member, no generation)"
+	}
+	return describeOffsets(req)
+}
+
+// offsetList is a commit's offsets, "p → next" in partition order.
+func offsetList(req model.Request) string {
 	var parts []string
 	for _, p := range sortedPartitions(req.Offsets) {
 		parts = append(parts, fmt.Sprintf("%s → %d", p, req.Offsets[p]))
 	}
-	if req.GenerationID == model.NoGeneration {
-		return strings.Join(parts, ", ") + " (group id only, no generation)"
-	}
-	return fmt.Sprintf("%s (generation %d)", strings.Join(parts, ", "), req.GenerationID)
+	return strings.Join(parts, ", ")
 }
 
 func describeOffsetFetch(req model.Request) string {

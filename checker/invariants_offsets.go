@@ -29,12 +29,22 @@ type groupPartition struct {
 
 func (gp groupPartition) String() string { return fmt.Sprintf("group %s %s", gp.group, gp.partition) }
 
-// committedOffset is an offset a txn_offset_commit set in a transaction
-// that committed: it takes effect with the commit (KIP-447).
+// committedOffset is a committed offset and when it was committed. A
+// txn_offset_commit's offset takes effect with its transaction's commit
+// (KIP-447): from the end_txn's call, for sure by its return. A plain
+// offset_commit's takes effect at its own answer.
 type committedOffset struct {
 	op     int
 	offset int64
-	txn    *txn
+	// call and ret bound when the offset was committed.
+	call, ret int64
+	// by are the operations that committed it: the commit, and the
+	// end_txn that committed its transaction.
+	by []int
+	// settled: a fetch called after ret must show it. A transaction's
+	// offset may wait for its marker (see settlesBefore); a plain one
+	// never does.
+	settled bool
 }
 
 // committedOffsets lists the committed offsets of each group partition, in
@@ -42,16 +52,37 @@ type committedOffset struct {
 func (a *analysis) committedOffsets() map[groupPartition][]committedOffset {
 	committed := map[groupPartition][]committedOffset{}
 	for _, op := range counted(a.progress, inCallOrder(a.h.Ops)) {
-		t := a.txnOf[op.ID]
-		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() || t == nil || t.fate != fateCommitted {
+		c, ok := a.commitOf(op)
+		if !ok {
 			continue
 		}
 		for _, p := range sortedPartitions(op.Req.Offsets) {
 			gp := groupPartition{op.Req.Group, p}
-			committed[gp] = append(committed[gp], committedOffset{op: op.ID, offset: op.Req.Offsets[p], txn: t})
+			c.offset = op.Req.Offsets[p]
+			committed[gp] = append(committed[gp], c)
 		}
 	}
 	return committed
+}
+
+// commitOf is op as a commit of offsets, but for the offset itself; false
+// when op committed none: it is no commit, it failed, or its transaction
+// did not commit.
+func (a *analysis) commitOf(op histories.Op) (committedOffset, bool) {
+	if !op.Result.Succeeded() {
+		return committedOffset{}, false
+	}
+	switch op.Kind {
+	case model.OffsetCommit:
+		return committedOffset{op: op.ID, call: op.Call, ret: op.Return, by: []int{op.ID}, settled: true}, true
+	case model.TxnOffsetCommit:
+		t := a.txnOf[op.ID]
+		if t == nil || t.fate != fateCommitted {
+			return committedOffset{}, false
+		}
+		return committedOffset{op: op.ID, call: t.commitCall, ret: t.commitReturn, by: []int{op.ID, t.endedBy}}, true
+	}
+	return committedOffset{}, false
 }
 
 func sortedPartitions(offsets map[model.Partition]int64) []model.Partition {
@@ -70,8 +101,8 @@ func backwardCommits(committed map[groupPartition][]committedOffset) []Violation
 	for gp, offsets := range committed {
 		for _, later := range offsets {
 			for _, earlier := range offsets {
-				if earlier.txn.commitReturn < later.txn.commitCall && later.offset < earlier.offset {
-					violations = append(violations, Violation{Op: later.op, Related: []int{earlier.op, earlier.txn.endedBy},
+				if earlier.ret < later.call && later.offset < earlier.offset {
+					violations = append(violations, Violation{Op: later.op, Related: earlier.by,
 						Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, later.offset, earlier.op, earlier.offset)})
 					break
 				}
@@ -94,10 +125,8 @@ func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffse
 		gp := groupPartition{f.Req.Group, f.Req.Partition}
 		if v, bad := fetchBelowFetch(gp, f, earlier); bad {
 			violations = append(violations, v)
-		} else if a.settlesBefore(f) {
-			if v, bad := fetchBelowCommit(gp, f, committed[gp]); bad {
-				violations = append(violations, v)
-			}
+		} else if v, bad := fetchBelowCommit(gp, f, committed[gp], a.settlesBefore(f)); bad {
+			violations = append(violations, v)
 		}
 		earlier = append(earlier, f)
 	}
@@ -131,24 +160,28 @@ func (a *analysis) settlesBefore(f histories.Op) bool {
 	return !window || f.Req.RequireStable
 }
 
-func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOffset) (Violation, bool) {
+// fetchBelowCommit finds a commit that returned before fetch f was
+// called with an offset above f's answer. Where markers may be in
+// flight (settles false), only plain commits are held to it.
+func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOffset, settles bool) (Violation, bool) {
 	got := f.Result.Resp.Offset
 	for _, c := range committed {
-		if c.txn.commitReturn < f.Call && got < c.offset {
-			return Violation{Op: f.ID, Related: []int{c.op, c.txn.endedBy},
+		if (settles || c.settled) && c.ret < f.Call && got < c.offset {
+			return Violation{Op: f.ID, Related: c.by,
 				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d committed %d", gp, got, c.op, c.offset)}, true
 		}
 	}
 	return Violation{}, false
 }
 
-// staleGenerations finds offset commits that succeeded with a generation
-// older than one a join_group of the group had returned before the commit
-// was called, and zombie commits of the groupId-string overload.
+// staleGenerations finds offset commits, transactional or plain, that
+// succeeded with a generation older than one a join_group of the group
+// had returned before the commit was called, and zombie commits with no
+// generation (the groupId-string overload, or a simple consumer's).
 func staleGenerations(h histories.History, progress *passProgress) []Violation {
 	var violations []Violation
 	for _, op := range counted(progress, slices.All(h.Ops)) {
-		if op.Kind != model.TxnOffsetCommit || !op.Result.Succeeded() {
+		if (op.Kind != model.TxnOffsetCommit && op.Kind != model.OffsetCommit) || !op.Result.Succeeded() {
 			continue
 		}
 		judge := staleGeneration
@@ -169,8 +202,8 @@ func staleGeneration(h histories.History, commit histories.Op) (Violation, bool)
 	}
 	join := joins[0]
 	return Violation{Op: commit.ID, Related: []int{join.ID},
-		Reason: fmt.Sprintf("txn_offset_commit of group %s at generation %d accepted after op %d returned generation %d",
-			commit.Req.Group, commit.Req.GenerationID, join.ID, join.Result.Resp.GenerationID)}, true
+		Reason: fmt.Sprintf("%s of group %s at generation %d accepted after op %d returned generation %d",
+			commit.Kind, commit.Req.Group, commit.Req.GenerationID, join.ID, join.Result.Resp.GenerationID)}, true
 }
 
 // zombieOverload judges the groupId-string overload (generation -1), which
@@ -195,12 +228,20 @@ func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) 
 		for _, p := range join.Result.Resp.Assignment {
 			if _, mine := commit.Req.Offsets[p]; mine && join.Process() != client {
 				return Violation{Op: commit.ID, Related: []int{last.ID, join.ID},
-					Reason: fmt.Sprintf("txn_offset_commit of group %s for %s with no generation (groupId string) accepted from %s, whose last join (op %d) answered generation %d, after op %d gave %s to %s at generation %d",
-						commit.Req.Group, p, client, last.ID, last.Result.Resp.GenerationID, join.ID, p, join.Process(), join.Result.Resp.GenerationID)}, true
+					Reason: fmt.Sprintf("%s of group %s for %s with no generation (%s) accepted from %s, whose last join (op %d) answered generation %d, after op %d gave %s to %s at generation %d",
+						commit.Kind, commit.Req.Group, p, noGenerationName(commit.Kind), client, last.ID, last.Result.Resp.GenerationID, join.ID, p, join.Process(), join.Result.Resp.GenerationID)}, true
 			}
 		}
 	}
 	return Violation{}, false
+}
+
+// noGenerationName says who sends a commit with no generation.
+func noGenerationName(k model.Kind) string {
+	if k == model.OffsetCommit {
+		return "a simple consumer's"
+	}
+	return "groupId string"
 }
 
 // lastJoin is the join that tells the generation of commit's client (see

@@ -226,3 +226,68 @@ func TestOffsetsMonotonicSameOffsetAgainHolds(t *testing.T) {
 	b.offsetFetch("B", 10, 11, "g", "trips-0", 6)
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }
+
+// A plain offset_commit is committed at its answer: a later one of a
+// lower offset moves the group's offset backward, and a fetch called
+// after it returned must show it, in the marker window too.
+func TestOffsetsMonotonicPlainCommits(t *testing.T) {
+	b := &historyBuilder{}
+	b.joinGroup("A", 0, 1, "g", 1, "trips-0")
+	first := b.plainCommit("A", 2, 3, "g", "m", 1, "trips-0", 6)
+	b.offsetFetch("A", 4, 5, "g", "trips-0", 6)
+	b.plainCommit("A", 6, 7, "g", "m", 1, "trips-0", 8)
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	back := b.plainCommit("B", 10, 11, "g", "", -1, "trips-0", 3)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, back, "group g trips-0 committed offset 3 after op 1 had committed 6")
+	require.Equal(t, []int{first}, v.Violations[0].Related)
+
+	// Called before the earlier commit returned: no order between them.
+	b.op(back).Call = 2
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	// A refused commit committed nothing.
+	b.op(back).Call = 10
+	b.fail(back, model.UnknownMemberID)
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+}
+
+// A plain commit needs no marker, so the marker window does not excuse a
+// fetch that misses it, as it does a transaction's offset.
+func TestOffsetsMonotonicPlainCommitVisibleAtOnce(t *testing.T) {
+	b := &historyBuilder{}
+	b.h.AsyncMarkers = true
+	commit := b.plainCommit("A", 0, 1, "g", "", -1, "trips-0", 6)
+	stale := b.offsetFetch("B", 2, 3, "g", "trips-0", -1)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, stale, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+	require.Equal(t, []int{commit}, v.Violations[0].Related)
+}
+
+// A plain commit and a transaction's commit are held to one order.
+func TestOffsetsMonotonicPlainAfterTransactional(t *testing.T) {
+	b := &historyBuilder{}
+	b.commitOffset("B", 0, ctp, -1, 6) // its end_txn returns at 3
+	back := b.plainCommit("A", 4, 5, "g", "", -1, "trips-0", 3)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, back, "group g trips-0 committed offset 3 after op 0 had committed 6")
+	require.Equal(t, []int{0, 1}, v.Violations[0].Related)
+}
+
+// A member's plain commit at a generation a later join had left behind is
+// a zombie's, as a transactional one is.
+func TestOffsetsMonotonicPlainCommitStaleGeneration(t *testing.T) {
+	b := &historyBuilder{}
+	first := b.joinGroup("A", 0, 1, "g", 1, "trips-0")
+	join := b.joinGroup("B", 10, 12, "g", 2, "trips-0")
+	stale := b.plainCommit("A", 13, 14, "g", "m", 1, "trips-0", 6)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, stale, "offset_commit of group g at generation 1 accepted after op 1 returned generation 2")
+	require.Equal(t, []int{join}, v.Violations[0].Related)
+
+	b.op(stale).Req.GenerationID, b.op(stale).Req.MemberID = -1, ""
+	v = checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, stale, "offset_commit of group g for trips-0 with no generation (a simple consumer's) accepted from A, whose last join (op 0) answered generation 1, after op 1 gave trips-0 to B at generation 2")
+	require.Equal(t, []int{first, join}, v.Violations[0].Related)
+}

@@ -112,6 +112,14 @@ func (b *historyBuilder) txnOffsetCommit(proc string, call, ret int64, s session
 	return b.add(proc, call, ret, model.TxnOffsetCommit, req, model.NewResponse())
 }
 
+// plainCommit is an offset_commit of member at generation; member "" and
+// generation -1 is a simple consumer's.
+func (b *historyBuilder) plainCommit(proc string, call, ret int64, group, member string, generation int32, p model.Partition, offset int64) int {
+	req := model.NewRequest()
+	req.Group, req.MemberID, req.GenerationID, req.Offsets = group, member, generation, map[model.Partition]int64{p: offset}
+	return b.add(proc, call, ret, model.OffsetCommit, req, model.NewResponse())
+}
+
 func (b *historyBuilder) joinGroup(proc string, call, ret int64, group string, generation int32, assigned ...model.Partition) int {
 	req := model.NewRequest()
 	req.Group = group

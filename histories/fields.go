@@ -182,13 +182,16 @@ var reqSlots = map[model.Kind][]slot[request]{
 	// The groupId-string overload sends no member and generation -1.
 	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req(), qMemberID.opt(),
 		qGeneration.opt(), qOffsets.always()},
-	model.EndTxn:      {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
-	model.JoinGroup:   {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt()},
-	model.LeaveGroup:  {qGroup.req(), qMemberID.req()},
-	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt()},
-	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
-	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req()},
-	model.Tick:        {qMs.always()},
+	// A plain commit: the "simple" or admin commit sends no member and
+	// generation -1.
+	model.OffsetCommit: {qGroup.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always()},
+	model.EndTxn:       {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
+	model.JoinGroup:    {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt()},
+	model.LeaveGroup:   {qGroup.req(), qMemberID.req()},
+	model.OffsetFetch:  {qGroup.req(), qPartition.req(), qRequireStable.opt()},
+	model.Fetch:        {qPartition.req(), qOffset.req(), qIsolation.req()},
+	model.Heartbeat:    {qGroup.req(), qMemberID.req(), qGeneration.req()},
+	model.Tick:         {qMs.always()},
 }
 
 // respSlots are the response fields of each type that has a "resp". They
@@ -200,6 +203,7 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.Produce:         {pBaseOffset.opt()},
 	model.AddOffsets:      {},
 	model.TxnOffsetCommit: {},
+	model.OffsetCommit:    {},
 	model.EndTxn:          {pProducerID.opt(), pEpoch.opt()},
 	model.JoinGroup:       {pMemberID.opt(), pGeneration.opt(), pAssignment.opt(), pLeader.opt()},
 	model.LeaveGroup:      {},

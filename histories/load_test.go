@@ -204,6 +204,10 @@ var loadRejects = []struct {
 		`op 1: add_partitions: req.transactional_id is required, got "", which means absent`},
 	{"offsets missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` + txnFields + `, "group": "g"}}`),
 		"op 1: txn_offset_commit: req.offsets is required"},
+	{"offset_commit offsets missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_commit", "req": {"group": "g", "member_id": "m", "generation_id": 1}}`),
+		"op 1: offset_commit: req.offsets is required"},
+	{"offset_commit answered INVALID_TXN_STATE", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": {"group": "g", "offsets": {"in-0": 1}}, "error": "INVALID_TXN_STATE"}`),
+		"op 1: offset_commit: Kafka does not answer an OffsetCommit with INVALID_TXN_STATE"},
 	{"join_group without member_id", doc(`{"id": 1, "proc": "A", "call": 0, "type": "join_group", "req": {"group": "g", "partitions": []}}`),
 		"op 1: join_group: req.member_id is required"},
 	{"heartbeat generation -1", doc(`{"id": 1, "proc": "A", "call": 0, "type": "heartbeat", "req": ` +
@@ -271,6 +275,9 @@ var loadAccepts = map[string]string{
 	// A newer Kafka's version, and codes that Kafka sends only at other
 	// versions: error-codes judges them (checker's tests); a recording
 	// of another broker stays usable.
+	// A simple commit sends no member and generation -1.
+	"offset_commit of a simple consumer": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": {"group": "g", "offsets": {"in-0": 4}}, "resp": {}}`,
+		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "offset_commit", "req": {"group": "g", "member_id": "", "generation_id": -1, "offsets": {"in-0": 5}}, "error": "REBALANCE_IN_PROGRESS"}`),
 	"api_version above the newest known":   doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 6, "req": {`+txnFields+`, "commit": true}, "resp": {}}`),
 	"PRODUCER_FENCED to EndTxn v1":         doc(okInit, `{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 1, "req": {`+txnFields+`, "commit": true}, "error": "PRODUCER_FENCED"}`),
 	"TRANSACTION_ABORTABLE to Produce v10": doc(okInit, produce(goodProduce, `, "api_version": 10, "error": "TRANSACTION_ABORTABLE"`)),
@@ -336,6 +343,7 @@ func requestOf(k model.Kind, code model.Code) string {
 		model.OffsetFetch:     `{"group": "g", "partition": "trips-0"}`,
 		model.Fetch:           `{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}`,
 		model.Heartbeat:       `{"group": "g", "member_id": "m", "generation_id": 1}`,
+		model.OffsetCommit:    `{"group": "g", "offsets": {"trips-0": 3}}`,
 	}
 	return fmt.Sprintf(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": %q, "req": %s, "error": %q}`, k, reqs[k], code)
 }

@@ -241,9 +241,12 @@ func TestSchemaAndLoadAgreeOnVersions(t *testing.T) {
 	require.NoError(t, err)
 	var every struct{ Ops []map[string]any }
 	require.NoError(t, json.Unmarshal(data, &every))
-	// every-type.json has no heartbeat, which came to the format later.
+	// every-type.json has no heartbeat or offset_commit, which came to
+	// the format later.
 	every.Ops = append(every.Ops, map[string]any{"type": "heartbeat", "return": 1,
-		"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1}})
+		"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1}},
+		map[string]any{"type": "offset_commit", "return": 1,
+			"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1, "offsets": map[string]any{"in-0": 3}}})
 	seen := map[model.Kind]bool{}
 	for _, op := range every.Ops {
 		kind := model.Kind(op["type"].(string))

@@ -246,3 +246,6 @@ func (b *Broker) OffsetFetch(_ context.Context, r model.Request) model.Result {
 	return b.offsetFetch(r)
 }
 func (b *Broker) Fetch(_ context.Context, r model.Request) model.Result { return b.fetch(r) }
+func (b *Broker) OffsetCommit(_ context.Context, r model.Request) model.Result {
+	return b.offsetCommit(r)
+}

@@ -108,6 +108,7 @@ func (d *differential) actions() map[string]func(*rapid.T) {
 		"ProduceRecord":  d.produceRecord,
 		"AddOffsets":     d.addOffsets,
 		"CommitOffsets":  d.commitOffsets,
+		"PlainCommit":    d.plainCommit,
 		"CommitTxn":      func(t *rapid.T) { d.endTxn(t, true) },
 		"AbortTxn":       func(t *rapid.T) { d.endTxn(t, false) },
 		"JoinGroup":      d.joinGroup,
@@ -227,6 +228,26 @@ func (d *differential) commitOffsets(t *rapid.T) {
 		rapid.SampledFrom(inputs).Draw(t, "input"): rapid.Int64Range(0, 20).Draw(t, "offset"),
 	}
 	d.send(t, model.TxnOffsetCommit, commitOffsetsReq(id, d.sessionFor(t, id), theGroup, m.id, m.gen, offsets))
+}
+
+// plainCommit is a consumer's own commit outside a transaction: mostly a
+// member's, sometimes a simple consumer's with no member and generation
+// -1, to the group or to one nobody joined.
+func (d *differential) plainCommit(t *rapid.T) {
+	m := d.memberFor(t)
+	group := theGroup
+	switch rapid.IntRange(0, 5).Draw(t, "plain commit kind") {
+	case 0:
+		m = joined{gen: model.NoGeneration}
+	case 1:
+		m.gen = model.NoGeneration
+	case 2:
+		group = "other"
+	}
+	offsets := map[model.Partition]int64{
+		rapid.SampledFrom(inputs).Draw(t, "input"): rapid.Int64Range(0, 20).Draw(t, "offset"),
+	}
+	d.send(t, model.OffsetCommit, offsetCommitReq(group, m.id, m.gen, offsets))
 }
 
 // memberFor draws a member as a consumer knows it: mostly one that joined

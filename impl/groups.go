@@ -133,6 +133,14 @@ type pendingOffsets struct {
 	offsets    map[model.Partition]int64
 }
 
+// committedOffsets is a plain OffsetCommit: its offsets are committed as
+// soon as the record is written, and the record written later wins over
+// a pending one (model: group.withCommitted).
+type committedOffsets struct {
+	group   string
+	offsets map[model.Partition]int64
+}
+
 // txnMarker is a COMMIT or ABORT reaching the group: pending offsets of the
 // producer become committed, or are dropped.
 type txnMarker struct {
@@ -141,9 +149,17 @@ type txnMarker struct {
 	commit     bool
 }
 
-func (r membership) groupName() string     { return r.group }
-func (r pendingOffsets) groupName() string { return r.group }
-func (r txnMarker) groupName() string      { return r.group }
+func (r membership) groupName() string       { return r.group }
+func (r pendingOffsets) groupName() string   { return r.group }
+func (r txnMarker) groupName() string        { return r.group }
+func (r committedOffsets) groupName() string { return r.group }
+
+func (r committedOffsets) applyTo(g *group) {
+	g.writes++
+	for p, off := range r.offsets {
+		g.committed[p], g.committedAt[p] = off, g.writes
+	}
+}
 
 func (r membership) applyTo(g *group) {
 	g.generation, g.answered, g.leader = r.generation, r.answered, r.leader
@@ -336,4 +352,47 @@ func (b *Broker) offsetFetch(r model.Request) model.Result {
 		resp.Offset = off
 	}
 	return model.OK(resp)
+}
+
+// offsetCommit is a consumer's plain OffsetCommit: validated as Kafka's
+// classic group does, then committed at once, and a member's commit
+// renews its session (model: offsetCommit).
+func (b *Broker) offsetCommit(r model.Request) model.Result {
+	sh := b.lockGroupShard(r.Group)
+	defer sh.mu.Unlock()
+	g := sh.lookup(r.Group)
+	if refused := g.plainCommitRefusal(r); refused != "" {
+		return model.Fail(refused)
+	}
+	if m, ok := g.members[r.MemberID]; ok && r.GenerationID != model.NoGeneration {
+		members := maps.Clone(g.members)
+		m.lastSeen = b.now.Load()
+		members[r.MemberID] = m
+		sh.write(membership{group: r.Group, generation: g.generation, answered: g.answered, leader: g.leader, members: members})
+	}
+	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets)})
+	return done()
+}
+
+// exists reports whether a join or a commit's record created g; a
+// transaction's marker alone creates none (model: group.exists).
+func (g *group) exists() bool {
+	return g.generation > 0 || len(g.members) > 0 || g.writes > 0
+}
+
+// plainCommitRefusal is the classic group's check of a plain commit, ""
+// when it is taken: generation -1 while the group has no members; else
+// not a commit with a generation to a group that does not exist, nor one with
+// no member to a group with members; else the member and generation
+// checks of any commit (model: checkPlainCommit).
+func (g *group) plainCommitRefusal(r model.Request) model.Code {
+	switch {
+	case r.GenerationID == model.NoGeneration && len(g.members) == 0:
+		return ""
+	case !g.exists():
+		return model.IllegalGeneration
+	case r.GenerationID == model.NoGeneration && r.MemberID == "":
+		return model.UnknownMemberID
+	}
+	return g.generationRefusal(r)
 }

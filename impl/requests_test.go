@@ -63,6 +63,14 @@ func commitOffsetsReq(txn string, s session, group, memberID string, gen int32, 
 	return r
 }
 
+// offsetCommitReq is a plain commit: memberID "" and gen -1 is a simple
+// consumer's.
+func offsetCommitReq(group, memberID string, gen int32, offsets map[model.Partition]int64) model.Request {
+	r := model.NewRequest()
+	r.Group, r.MemberID, r.GenerationID, r.Offsets = group, memberID, gen, offsets
+	return r
+}
+
 func endTxnReq(txn string, s session, commit bool) model.Request {
 	r := txnReq(txn, s)
 	r.Commit = commit

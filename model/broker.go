@@ -37,6 +37,14 @@ type Target interface {
 	Close() error
 }
 
+// OffsetCommitter is a broker that also takes a consumer's plain
+// OffsetCommit, outside a transaction. It is apart from Broker so that
+// the brokers written before it keep compiling; Send refuses the request
+// to a broker without it.
+type OffsetCommitter interface {
+	OffsetCommit(ctx context.Context, req Request) Result
+}
+
 // NewTarget makes a fresh target, for one exploration each.
 type NewTarget func() (Target, error)
 
@@ -54,6 +62,13 @@ func Send(ctx context.Context, b Broker, op Op) (Result, error) {
 		OffsetFetch:     b.OffsetFetch,
 		Fetch:           b.Fetch,
 	}[op.Kind]
+	if op.Kind == OffsetCommit {
+		c, ok := b.(OffsetCommitter)
+		if !ok {
+			return Result{}, fmt.Errorf("%T takes no %q: it is not an OffsetCommitter", b, op.Kind)
+		}
+		send = c.OffsetCommit
+	}
 	if send == nil {
 		return Result{}, fmt.Errorf("%q is not a request a broker answers", op.Kind)
 	}
@@ -110,6 +125,15 @@ func (b *RefBroker) apply(kind Kind, req Request) Result {
 	b.state, res = Apply(b.state, Op{Kind: kind, Req: req})
 	return res
 }
+
+// OffsetCommit answers a consumer's plain commit (OffsetCommitter). A
+// BrokerFunc has no such method, so that a function that wraps another
+// broker, such as a recorder's, takes it only when it says so.
+func (b *RefBroker) OffsetCommit(ctx context.Context, r Request) Result {
+	return b.BrokerFunc(ctx, OffsetCommit, r)
+}
+
+var _ OffsetCommitter = (*RefBroker)(nil)
 
 // Tick moves the broker's clock by ms; expired transactions and sessions end.
 func (b *RefBroker) Tick(ms int64) { b.apply(Tick, Request{Ms: ms}) }

@@ -610,7 +610,15 @@ func (st *step) takenAsEmpty(name string) bool {
 // generationId, which only initNextGeneration moves). A round that may
 // have completed unseen (unseenRound) is taken too.
 func (g group) preparing(gen int32) bool {
-	return g.answered < g.generation && (gen == g.answered || gen == g.unseenRound)
+	return g.answered < g.generation && (gen == g.answered || (g.unseenRound > 0 && gen == g.unseenRound))
+}
+
+// exists reports whether Kafka's coordinator holds g: a join created it,
+// or a commit's record did (a plain one, or a TxnOffsetCommit, which
+// creates an unknown group at generation -1). A transaction's marker
+// alone creates none.
+func (g group) exists() bool {
+	return g.generation > 0 || len(g.members) > 0 || g.writes > 0
 }
 
 // settling marks the partitions whose pending offsets a transaction's end

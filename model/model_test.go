@@ -115,7 +115,8 @@ var commands = map[string]model.Kind{
 	"init": model.InitProducerID, "add-partitions": model.AddPartitions, "produce": model.Produce,
 	"add-offsets": model.AddOffsets, "commit-offsets": model.TxnOffsetCommit, "end-txn": model.EndTxn,
 	"join": model.JoinGroup, "leave": model.LeaveGroup, "offset-fetch": model.OffsetFetch,
-	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "tick": model.Tick, "restart": model.BrokerRestart,
+	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "offset-commit": model.OffsetCommit,
+	"tick": model.Tick, "restart": model.BrokerRestart,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {

@@ -109,11 +109,15 @@ const (
 // The requests by who answers them.
 var (
 	txnCoordinator   = []Kind{InitProducerID, AddPartitions, AddOffsets, EndTxn}
-	groupCoordinator = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}
+	groupCoordinator = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit, OffsetFetch}
 	coordinators     = slices.Concat(txnCoordinator, groupCoordinator)
 	txnWrites        = slices.Concat(txnCoordinator, []Kind{Produce, TxnOffsetCommit})
-	groupMembers     = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit}
-	allRequests      = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
+	groupMembers     = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit}
+	// offsetCommits are both kinds of commit: their refusals before the
+	// write are the same (OffsetMetadataManager.commitOffset and
+	// commitTransactionalOffset, 4.x; GroupMetadataManager.storeOffsets, 3.9).
+	offsetCommits = []Kind{TxnOffsetCommit, OffsetCommit}
+	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
 )
 
 // codeInfo is one row of the table: a code's class for the requests
@@ -163,9 +167,12 @@ var table = []codeInfo{
 	// produce.
 	{InvalidProducerIDMapping, WrongProducerID, txnWrites},
 	// GroupMetadataManager.validateClassicGroupHeartbeat,
-	// OffsetMetadataManager.validateTransactionalOffsetCommit (KIP-447).
+	// OffsetMetadataManager.validateTransactionalOffsetCommit (KIP-447),
+	// and validateOffsetCommit for a plain commit (ClassicGroup
+	// .validateOffsetCommit, 4.x; GroupCoordinator.validateOffsetCommit,
+	// 3.9): refusals before anything is written.
 	{IllegalGeneration, FencedConsumer, groupMembers},
-	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}},
+	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit, OffsetFetch}},
 	{FencedInstanceID, FencedConsumer, groupMembers},
 	// OffsetFetch with require_stable (KIP-447).
 	{UnstableOffsetCommit, Unstable, []Kind{OffsetFetch}},
@@ -179,11 +186,13 @@ var table = []codeInfo{
 	// KafkaApis.handleAddOffsetsToTxnRequest, handleTxnOffsetCommitRequest,
 	// handleJoinGroupRequest, handleHeartbeatRequest, handleLeaveGroupRequest,
 	// handleOffsetFetchRequest authorize the group first.
-	{GroupAuthorizationFailed, NoEffect, []Kind{AddOffsets, TxnOffsetCommit, JoinGroup, Heartbeat, LeaveGroup, OffsetFetch}},
+	// handleOffsetCommitRequest too.
+	{GroupAuthorizationFailed, NoEffect, []Kind{AddOffsets, TxnOffsetCommit, OffsetCommit, JoinGroup, Heartbeat, LeaveGroup, OffsetFetch}},
 	// KafkaApis.handleProduceRequest, handleFetchRequest,
 	// handleAddPartitionsToTxnRequest, handleTxnOffsetCommitRequest,
-	// handleOffsetFetchRequest filter the topics by authorization first.
-	{TopicAuthorizationFailed, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetFetch}},
+	// handleOffsetCommitRequest, handleOffsetFetchRequest filter the
+	// topics by authorization first.
+	{TopicAuthorizationFailed, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetCommit, OffsetFetch}},
 	// KafkaApis.handleInitProducerIdRequest: IDEMPOTENT_WRITE on the cluster
 	// for a producer with no transactional id.
 	{ClusterAuthorizationFailed, NoEffect, []Kind{InitProducerID}},
@@ -204,9 +213,9 @@ var table = []codeInfo{
 	{NotEnoughReplicas, NoEffect, []Kind{Produce}},
 	// KafkaApis.handleProduceRequest, handleFetchRequest,
 	// handleAddPartitionsToTxnRequest, handleTxnOffsetCommitRequest check
-	// the metadata cache; ReplicaManager.getPartitionOrException before
-	// an append or a read.
-	{UnknownTopicOrPartition, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetFetch}},
+	// the metadata cache (handleOffsetCommitRequest too);
+	// ReplicaManager.getPartitionOrException before an append or a read.
+	{UnknownTopicOrPartition, NoEffect, []Kind{Produce, Fetch, AddPartitions, TxnOffsetCommit, OffsetCommit, OffsetFetch}},
 	{UnknownTopicID, NoEffect, []Kind{Fetch}},
 	// KafkaApis.handleAddPartitionsToTxnRequest puts it on the partitions
 	// it skipped because another was unknown or unauthorized, before the
@@ -218,7 +227,10 @@ var table = []codeInfo{
 	// is written (ReplicaManager.appendToLocalLog).
 	{MessageTooLarge, NoEffect, []Kind{Produce}},
 	{RecordListTooLarge, NoEffect, []Kind{Produce}},
-	{CorruptMessage, NoEffect, []Kind{Produce, Fetch}},
+	// GroupMetadataManager.storeOffsets (3.9) passes the append's
+	// CORRUPT_MESSAGE on to both kinds of commit, and stores nothing
+	// (GroupMetadataManagerTest#testCommitOffsetFailure, core).
+	{CorruptMessage, NoEffect, []Kind{Produce, Fetch, TxnOffsetCommit, OffsetCommit}},
 	{InvalidRecord, NoEffect, []Kind{Produce}},
 	{InvalidTimestamp, NoEffect, []Kind{Produce}},
 	// ReplicaManager.appendRecords: acks other than -1, 0 or 1.
@@ -226,7 +238,11 @@ var table = []codeInfo{
 	// GroupCoordinatorService: an empty or null group id, before the runtime.
 	{InvalidGroupID, NoEffect, groupCoordinator},
 	// GroupMetadataManager: a group of another type (KIP-848), or none.
-	{GroupIDNotFound, NoEffect, []Kind{TxnOffsetCommit, OffsetFetch, Heartbeat, LeaveGroup}},
+	// OffsetMetadataManager.validateOffsetCommit answers it to a plain
+	// commit with a generation for a group that does not exist, from
+	// OffsetCommit v9 on (older versions get ILLEGAL_GENERATION, as 3.9's
+	// GroupCoordinator.handleCommitOffsets answers every version).
+	{GroupIDNotFound, NoEffect, []Kind{TxnOffsetCommit, OffsetCommit, OffsetFetch, Heartbeat, LeaveGroup}},
 	// GroupCoordinatorService.joinGroup: a session timeout out of bounds.
 	{InvalidSessionTimeout, NoEffect, []Kind{JoinGroup}},
 	// GroupMetadataManager.classicGroupJoin: a protocol the group does
@@ -244,8 +260,9 @@ var table = []codeInfo{
 	// before it builds a record; GroupMetadataManager.storeOffsets (before
 	// 4.0) turns MESSAGE_TOO_LARGE into INVALID_COMMIT_OFFSET_SIZE, which
 	// the log answers before the append.
-	{OffsetMetadataTooLarge, NoEffect, []Kind{TxnOffsetCommit}},
-	{InvalidCommitOffsetSize, NoEffect, []Kind{TxnOffsetCommit}},
+	// OffsetMetadataManager.commitOffset refuses it the same way.
+	{OffsetMetadataTooLarge, NoEffect, offsetCommits},
+	{InvalidCommitOffsetSize, NoEffect, offsetCommits},
 	// ReplicaManager.readFromLog: a fetch changes nothing, whatever it answers.
 	{OffsetOutOfRange, NoEffect, []Kind{Fetch}},
 	{FencedLeaderEpoch, NoEffect, []Kind{Fetch}},
@@ -283,8 +300,14 @@ var table = []codeInfo{
 	{UnknownServerError, Undecided, allRequests},
 	// GroupMetadataManager.classicGroupHeartbeatToClassicGroup renews the
 	// session, then answers it; convertToConsumerGroup answers it to a
-	// member already joined.
-	{RebalanceInProgress, Undecided, []Kind{JoinGroup, Heartbeat}},
+	// member already joined. A plain OffsetCommit gets it while the group
+	// completes a rebalance (ClassicGroup.validateOffsetCommit, 4.x;
+	// GroupCoordinator.doCommitOffsets, CompletingRebalance, 3.9). Kafka
+	// writes nothing then, but a code is undecided for every request or
+	// for none (Result.Undecided takes no request). So the commit is
+	// placed anywhere after its call, or never, which allows Kafka's
+	// answer too.
+	{RebalanceInProgress, Undecided, []Kind{JoinGroup, Heartbeat, OffsetCommit}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -377,6 +400,7 @@ var apiNames = map[Kind]string{
 	InitProducerID: "InitProducerId", AddPartitions: "AddPartitionsToTxn", AddOffsets: "AddOffsetsToTxn",
 	Produce: "Produce", TxnOffsetCommit: "TxnOffsetCommit", EndTxn: "EndTxn", JoinGroup: "JoinGroup",
 	Heartbeat: "Heartbeat", LeaveGroup: "LeaveGroup", OffsetFetch: "OffsetFetch", Fetch: "Fetch",
+	OffsetCommit: "OffsetCommit",
 }
 
 // mayBeginImplicitly reports whether a request of kind k adds to its

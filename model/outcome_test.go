@@ -41,6 +41,17 @@ func TestCodesMeanWhatKafkaDoes(t *testing.T) {
 		{Produce, OperationNotAttempted, FencedProducer},
 		{TxnOffsetCommit, OperationNotAttempted, FencedProducer},
 		{EndTxn, OperationNotAttempted, ""},
+		// A plain OffsetCommit: ClassicGroup.validateOffsetCommit (4.x),
+		// GroupCoordinator.validateOffsetCommit (3.9) refuse before the
+		// write; it has no producer to fence.
+		{OffsetCommit, UnknownMemberID, FencedConsumer},
+		{OffsetCommit, IllegalGeneration, FencedConsumer},
+		{OffsetCommit, GroupIDNotFound, NoEffect},
+		{OffsetCommit, InvalidCommitOffsetSize, NoEffect},
+		{OffsetCommit, RebalanceInProgress, Undecided},
+		{OffsetCommit, NotCoordinator, Undecided},
+		{OffsetCommit, ProducerFenced, ""},
+		{OffsetCommit, InvalidTxnState, ""},
 	} {
 		require.Equal(t, c.class != "", Answers(c.kind, c.code), "%s answered %s", c.kind, c.code)
 		if c.class != "" {

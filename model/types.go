@@ -26,11 +26,14 @@ const (
 	Produce         Kind = "produce"
 	AddOffsets      Kind = "add_offsets"
 	TxnOffsetCommit Kind = "txn_offset_commit"
-	EndTxn          Kind = "end_txn"
-	JoinGroup       Kind = "join_group"
-	LeaveGroup      Kind = "leave_group"
-	OffsetFetch     Kind = "offset_fetch"
-	Fetch           Kind = "fetch"
+	// OffsetCommit is a consumer's own commit outside a transaction (an
+	// at-least-once consumer's, or an admin's): visible at once.
+	OffsetCommit Kind = "offset_commit"
+	EndTxn       Kind = "end_txn"
+	JoinGroup    Kind = "join_group"
+	LeaveGroup   Kind = "leave_group"
+	OffsetFetch  Kind = "offset_fetch"
+	Fetch        Kind = "fetch"
 	// Heartbeat is recorded from real clients only (fencecheck's own
 	// clients never send one): it keeps a member's session alive.
 	Heartbeat Kind = "heartbeat"
@@ -51,7 +54,7 @@ const (
 // Kinds lists every operation type, requests first.
 var Kinds = []Kind{
 	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
-	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat,
+	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit,
 	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
 }
 
@@ -59,7 +62,7 @@ var Kinds = []Kind{
 func (k Kind) IsRequest() bool {
 	switch k {
 	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
-		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat:
+		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit:
 		return true
 	}
 	return false
@@ -136,7 +139,7 @@ type Request struct {
 	Group            string
 	MemberID         string
 	GenerationID     int32
-	Offsets          map[Partition]int64 // txn_offset_commit: partition -> next offset
+	Offsets          map[Partition]int64 // txn_offset_commit, offset_commit: partition -> next offset
 	Commit           bool
 	SessionTimeoutMs int64 // join_group; 0: the default
 	Offset           int64 // fetch: where to start

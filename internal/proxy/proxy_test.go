@@ -541,3 +541,59 @@ func requireHeld(t *testing.T, ended <-chan error, what string) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// An at-least-once consumer's own commit through the proxy is recorded
+// as an offset_commit: the member id and generation its join was
+// answered, and the next offset of each partition it read. franz-go
+// sends OffsetCommit v10 to kfake, which names topics by id.
+func TestPlainOffsetCommitsAreRecorded(t *testing.T) {
+	cluster := startCluster(t)
+	rec := histories.NewRecorder(nil, wallClock)
+	p, err := New(Config{Upstream: cluster.ListenAddrs(), Record: rec, Logf: t.Logf})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-writer"), kgo.DefaultProduceTopic("trips"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	for i := range 2 {
+		require.NoError(t, producer.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "trip-%d", i), Partition: 0}).FirstErr())
+	}
+	producer.Close()
+
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-auditor"), kgo.ConsumeTopics("trips"),
+		kgo.ConsumerGroup("fare-auditors"), kgo.DisableAutoCommit())
+	require.NoError(t, err)
+	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for read := 0; read < 2; {
+		fetches := consumer.PollFetches(deadline)
+		require.NoError(t, deadline.Err())
+		read += fetches.NumRecords()
+	}
+	require.NoError(t, consumer.CommitUncommittedOffsets(ctx))
+	consumer.Close()
+	require.NoError(t, p.Close())
+
+	var join, commit *histories.Op
+	for _, op := range rec.History().Ops {
+		switch op.Kind {
+		case model.JoinGroup:
+			join = &op
+		case model.OffsetCommit:
+			commit = &op
+		}
+	}
+	require.NotNil(t, join, "the consumer joined")
+	require.NotNil(t, commit, "the consumer's commit is recorded")
+	require.Equal(t, "fare-auditors", commit.Req.Group)
+	require.Equal(t, join.Result.Resp.MemberID, commit.Req.MemberID)
+	require.Equal(t, join.Result.Resp.GenerationID, commit.Req.GenerationID)
+	require.Equal(t, map[model.Partition]int64{"trips-0": 2}, commit.Req.Offsets, "at %s", commit.APIVersion)
+	require.True(t, commit.Result.Succeeded(), "%+v", commit.Result)
+
+	var saved bytes.Buffer
+	require.NoError(t, histories.Save(&saved, rec.History()), "the recording is a valid history")
+	_, err = histories.Load(&saved)
+	require.NoError(t, err)
+}

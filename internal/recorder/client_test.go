@@ -652,3 +652,46 @@ func TestAnswersReadAfterForwarding(t *testing.T) {
 	require.True(t, ops[1].Returned)
 	require.Less(t, ops[0].Return, ops[1].Call)
 }
+
+// TestRecorderPlainOffsetCommits: a consumer's OffsetCommit outside a
+// transaction is an offset_commit with the member and generation it sent
+// and an offset per partition, refused by the first partition's refusal;
+// a simple consumer's carries no member and generation -1.
+func TestRecorderPlainOffsetCommits(t *testing.T) {
+	w := newWire(t)
+	for _, tc := range []struct {
+		member string
+		gen    int32
+		code   int16
+	}{{"m1", 3, 0}, {"m1", 2, kerr.IllegalGeneration.Code}, {"", -1, 0}, {"m1", 3, kerr.RebalanceInProgress.Code}} {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 8
+		req.Group, req.MemberID, req.Generation = "fencecheck-fare-auditors", tc.member, tc.gen
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "fencecheck-trips"
+		for p := range int32(2) {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, 10+int64(p)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+		resp := kmsg.NewPtrOffsetCommitResponse()
+		st := kmsg.NewOffsetCommitResponseTopic()
+		st.Topic = "fencecheck-trips"
+		for p := range int32(2) {
+			sp := kmsg.NewOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, tc.code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = []kmsg.OffsetCommitResponseTopic{st}
+		w.answer(w.send(req, 8), resp, 8)
+	}
+	var got []string
+	for _, op := range w.ops() {
+		require.Equal(t, model.OffsetCommit, op.Kind)
+		require.Equal(t, "fare-auditors", op.Req.Group)
+		require.Equal(t, map[model.Partition]int64{"trips-0": 10, "trips-1": 11}, op.Req.Offsets)
+		got = append(got, fmt.Sprintf("%q gen %d: %s", op.Req.MemberID, op.Req.GenerationID, op.Result.Err))
+	}
+	require.Equal(t, []string{`"m1" gen 3: `, `"m1" gen 2: ILLEGAL_GENERATION`, `"" gen -1: `, `"m1" gen 3: REBALANCE_IN_PROGRESS`}, got)
+}

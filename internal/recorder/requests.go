@@ -48,7 +48,7 @@ func readsRequest(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
 		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
-		kmsg.OffsetFetch, kmsg.Heartbeat:
+		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit:
 		return true
 	}
 	return false
@@ -82,6 +82,8 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.offsetFetch(r)
 	case *kmsg.HeartbeatRequest:
 		return c.heartbeat(r)
+	case *kmsg.OffsetCommitRequest:
+		return c.offsetCommit(r)
 	}
 	return nil
 }
@@ -293,6 +295,37 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 		}
 	}
 	return one(c, model.TxnOffsetCommit, r.Version, req, codesOf[*kmsg.TxnOffsetCommitResponse](wire.TxnOffsetCommitCodes), nil)
+}
+
+// offsetCommitTopicIDs is the first OffsetCommit that names topics by id
+// (KIP-848).
+const offsetCommitTopicIDs = 10
+
+// offsetCommit is a consumer's own commit outside a transaction, as an
+// at-least-once consumer sends it. The group.instance.id it may carry is
+// not in the history format, so a static member's commit is recorded as
+// its member id's.
+func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
+	group, ok := c.cfg.Cluster.Name(r.Group)
+	if !ok {
+		return nil
+	}
+	req := model.NewRequest()
+	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	if r.Version < 1 || req.GenerationID < model.NoGeneration {
+		// v0 sends no member or generation: a simple consumer's commit.
+		req.MemberID, req.GenerationID = "", model.NoGeneration
+	}
+	req.Offsets = map[model.Partition]int64{}
+	for _, topic := range r.Topics {
+		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= offsetCommitTopicIDs)
+		for _, p := range topic.Partitions {
+			if mp, ok2 := c.partition(name, p.Partition); ok && ok2 {
+				req.Offsets[mp] = p.Offset
+			}
+		}
+	}
+	return one(c, model.OffsetCommit, r.Version, req, codesOf[*kmsg.OffsetCommitResponse](wire.OffsetCommitCodes), nil)
 }
 
 func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {

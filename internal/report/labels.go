@@ -43,6 +43,8 @@ func requestWord(kind model.Kind, req model.Request) string {
 		return "add offsets"
 	case model.TxnOffsetCommit:
 		return "send offsets"
+	case model.OffsetCommit:
+		return "commit offsets"
 	case model.EndTxn:
 		if req.Commit {
 			return "commit"

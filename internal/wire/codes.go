@@ -97,6 +97,22 @@ func TxnOffsetCommitCodes(resp kmsg.Response) []int16 {
 	return codes
 }
 
+// OffsetCommitCodes is each partition's code of an OffsetCommit answer,
+// which has no top-level one.
+func OffsetCommitCodes(resp kmsg.Response) []int16 {
+	r, ok := resp.(*kmsg.OffsetCommitResponse)
+	if !ok {
+		return nil
+	}
+	var codes []int16
+	for _, topic := range r.Topics {
+		for _, p := range topic.Partitions {
+			codes = append(codes, p.ErrorCode)
+		}
+	}
+	return codes
+}
+
 // LeaveCodes is every code of a LeaveGroup answer: the top-level one,
 // then each member's (v3 on).
 func LeaveCodes(resp kmsg.Response) []int16 {
