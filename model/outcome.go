@@ -109,10 +109,10 @@ const (
 // The requests by who answers them.
 var (
 	txnCoordinator   = []Kind{InitProducerID, AddPartitions, AddOffsets, EndTxn}
-	groupCoordinator = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}
+	groupCoordinator = []Kind{JoinGroup, SyncGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}
 	coordinators     = slices.Concat(txnCoordinator, groupCoordinator)
 	txnWrites        = slices.Concat(txnCoordinator, []Kind{Produce, TxnOffsetCommit})
-	groupMembers     = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit}
+	groupMembers     = []Kind{JoinGroup, SyncGroup, Heartbeat, LeaveGroup, TxnOffsetCommit}
 	allRequests      = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
 )
 
@@ -163,9 +163,11 @@ var table = []codeInfo{
 	// produce.
 	{InvalidProducerIDMapping, WrongProducerID, txnWrites},
 	// GroupMetadataManager.validateClassicGroupHeartbeat,
+	// validateSyncGroup (a SyncGroup to an unknown group or an Empty one
+	// is UNKNOWN_MEMBER_ID too, classicGroupSyncGroup),
 	// OffsetMetadataManager.validateTransactionalOffsetCommit (KIP-447).
 	{IllegalGeneration, FencedConsumer, groupMembers},
-	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}},
+	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, SyncGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetFetch}},
 	{FencedInstanceID, FencedConsumer, groupMembers},
 	// OffsetFetch with require_stable (KIP-447).
 	{UnstableOffsetCommit, Unstable, []Kind{OffsetFetch}},
@@ -177,9 +179,10 @@ var table = []codeInfo{
 	// handleTxnOffsetCommitRequest authorize the transactional id first.
 	{TransactionalIDAuthorizationFailed, NoEffect, txnWrites},
 	// KafkaApis.handleAddOffsetsToTxnRequest, handleTxnOffsetCommitRequest,
-	// handleJoinGroupRequest, handleHeartbeatRequest, handleLeaveGroupRequest,
-	// handleOffsetFetchRequest authorize the group first.
-	{GroupAuthorizationFailed, NoEffect, []Kind{AddOffsets, TxnOffsetCommit, JoinGroup, Heartbeat, LeaveGroup, OffsetFetch}},
+	// handleJoinGroupRequest, handleSyncGroupRequest, handleHeartbeatRequest,
+	// handleLeaveGroupRequest, handleOffsetFetchRequest authorize the group
+	// first.
+	{GroupAuthorizationFailed, NoEffect, []Kind{AddOffsets, TxnOffsetCommit, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetFetch}},
 	// KafkaApis.handleProduceRequest, handleFetchRequest,
 	// handleAddPartitionsToTxnRequest, handleTxnOffsetCommitRequest,
 	// handleOffsetFetchRequest filter the topics by authorization first.
@@ -230,8 +233,9 @@ var table = []codeInfo{
 	// GroupCoordinatorService.joinGroup: a session timeout out of bounds.
 	{InvalidSessionTimeout, NoEffect, []Kind{JoinGroup}},
 	// GroupMetadataManager.classicGroupJoin: a protocol the group does
-	// not share; KafkaApis.handleJoinGroupRequest.
-	{InconsistentGroupProtocol, NoEffect, []Kind{JoinGroup, Heartbeat}},
+	// not share; KafkaApis.handleJoinGroupRequest; validateSyncGroup: a
+	// SyncGroup's protocol type or name is not the group's (KIP-559).
+	{InconsistentGroupProtocol, NoEffect, []Kind{JoinGroup, SyncGroup, Heartbeat}},
 	// GroupMetadataManager.classicGroupJoin removes the member it refuses.
 	{GroupMaxSizeReached, NoEffect, []Kind{JoinGroup}},
 	// GroupMetadataManager.classicGroupJoinNewMember (KIP-394): the new id
@@ -283,8 +287,12 @@ var table = []codeInfo{
 	{UnknownServerError, Undecided, allRequests},
 	// GroupMetadataManager.classicGroupHeartbeatToClassicGroup renews the
 	// session, then answers it; convertToConsumerGroup answers it to a
-	// member already joined.
-	{RebalanceInProgress, Undecided, []Kind{JoinGroup, Heartbeat}},
+	// member already joined. A SyncGroup gets it while the group prepares
+	// a rebalance (classicGroupSyncToClassicGroup), and a parked one when
+	// a rebalance is prepared before the leader's SyncGroup came
+	// (prepareRebalance, resetAndPropagateAssignmentWithError). Undecided,
+	// as for every request: the model says where it is due (groups.go).
+	{RebalanceInProgress, Undecided, []Kind{JoinGroup, SyncGroup, Heartbeat}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -375,7 +383,7 @@ func (k Kind) APIName() string {
 
 var apiNames = map[Kind]string{
 	InitProducerID: "InitProducerId", AddPartitions: "AddPartitionsToTxn", AddOffsets: "AddOffsetsToTxn",
-	Produce: "Produce", TxnOffsetCommit: "TxnOffsetCommit", EndTxn: "EndTxn", JoinGroup: "JoinGroup",
+	Produce: "Produce", TxnOffsetCommit: "TxnOffsetCommit", EndTxn: "EndTxn", JoinGroup: "JoinGroup", SyncGroup: "SyncGroup",
 	Heartbeat: "Heartbeat", LeaveGroup: "LeaveGroup", OffsetFetch: "OffsetFetch", Fetch: "Fetch",
 }
 
