@@ -94,6 +94,7 @@ func (pe producerEntry) equal(o producerEntry) bool {
 
 func (g group) equal(o group) bool {
 	return g.generation == o.generation && g.answered == o.answered && g.unseenRound == o.unseenRound && g.leader == o.leader &&
+		g.syncDue == o.syncDue && g.phased == o.phased &&
 		mapsEqual(g.members, o.members, member.equal) && mapsEqual(g.removed, o.removed, same) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
 		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes
@@ -102,7 +103,7 @@ func (g group) equal(o group) bool {
 func (m member) equal(o member) bool {
 	return m.gen == o.gen && m.lastSeen == o.lastSeen && m.sessionMs == o.sessionMs && m.mayBeGone == o.mayBeGone &&
 		m.assignmentUnknown == o.assignmentUnknown && m.subscriptionForgotten == o.subscriptionForgotten &&
-		slicesEqual(m.assignment, o.assignment, same)
+		m.syncPending == o.syncPending && slicesEqual(m.assignment, o.assignment, same)
 }
 
 func same[T comparable](a, b T) bool { return a == b }

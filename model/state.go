@@ -212,6 +212,10 @@ type member struct {
 	// subscriptionForgotten: a broker restart lost what the member joined
 	// with (RestartForgetsMemberMetadata), until it joins again.
 	subscriptionForgotten bool
+	// syncPending: a JoinGroup alone (Request.JoinOnly) put the member in
+	// its generation, and its SyncGroup has not been answered yet
+	// (Kafka's ClassicGroup.pendingSyncMembers).
+	syncPending bool
 }
 
 type group struct {
@@ -227,6 +231,14 @@ type group struct {
 	// lateSync), 0 when none: its generation stays valid for commits
 	// until a join answers.
 	unseenRound int32
+	// syncDue is the generation whose JoinGroups were answered alone
+	// (Request.JoinOnly) and whose leader has not synced yet: Kafka's
+	// CompletingRebalance. 0 when none (see rounds.go).
+	syncDue int32
+	// phased: the group's rounds are recorded as JoinGroup and SyncGroup
+	// apart, so every request that moves its state is in the history,
+	// and a success while it prepares a rebalance is wrong.
+	phased bool
 	// leader is the member whose JoinGroup answer lists the others, ""
 	// while the model does not know which one it is (see withoutMember).
 	// Kafka forces a rebalance when the leader rejoins a stable group.
@@ -286,6 +298,9 @@ func (s State) String() string {
 		fmt.Fprintf(&b, "%s: generation %d %d members ", g, gr.generation, len(gr.members))
 		if gr.leader != "" {
 			fmt.Fprintf(&b, "led by %s ", gr.leader)
+		}
+		if gr.syncDue != 0 {
+			fmt.Fprintf(&b, "awaiting the leader's SyncGroup of generation %d ", gr.syncDue)
 		}
 		fmt.Fprintf(&b, "committed %v; ", gr.committed)
 	}

@@ -339,6 +339,8 @@ func (st *step) run() outcome {
 		return st.fetch(r)
 	case Heartbeat:
 		return st.heartbeat(r)
+	case SyncGroup:
+		return st.syncGroup(r)
 	case Tick:
 		st.tick(r.Ms)
 	case BrokerRestart:
