@@ -298,7 +298,7 @@ func (g group) nextGeneration(gen int32) group {
 	g.syncDue = 0
 	members := map[string]member{}
 	for id, m := range g.members {
-		m.assignment, m.syncPending = nil, false
+		m.assignment, m.syncPending, m.syncParked = nil, false, false
 		members[id] = m
 	}
 	g.members = members
@@ -467,8 +467,12 @@ func (st *step) expireMembers(name string, now int64, only *string) bool {
 // expiredBy reports whether m's session timed out at now: its heartbeat
 // deadline, the last time it was seen plus its session timeout, passed
 // (GroupCoordinator.onExpireHeartbeat in 3.9; the session timer of
-// GroupMetadataManager in 4.x).
-func (m member) expiredBy(now int64) bool { return now-m.lastSeen >= m.sessionMs }
+// GroupMetadataManager in 4.x). A member whose SyncGroup waits for the
+// leader's does not expire (ClassicGroupMember.hasSatisfiedHeartbeat,
+// isAwaitingSync, 4.x; MemberMetadata.hasSatisfiedHeartbeat, 3.9).
+func (m member) expiredBy(now int64) bool {
+	return !m.syncParked && now-m.lastSeen >= m.sessionMs
+}
 
 // heartbeat keeps a member's session alive (KIP-62): a member the group
 // does not know is UNKNOWN_MEMBER_ID, one of another generation

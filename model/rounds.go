@@ -82,10 +82,27 @@ func (st *step) syncGroup(r Request) outcome {
 	case g.syncDue == r.GenerationID && st.leadsSync(r, g):
 		return st.leaderSync(r, g)
 	case g.syncDue == r.GenerationID:
-		return refuse("sync-awaits-leader", RebalanceInProgress,
-			"%s's SyncGroup waits for the leader's, which has not come: only the leader's SyncGroup completes the round (classicGroupSyncToClassicGroup, COMPLETING_REBALANCE)", r.MemberID)
+		return st.followerWaits(r, g, m)
 	}
 	return st.stableSync(r, g, m)
+}
+
+// followerWaits is a follower's SyncGroup before its leader's: Kafka
+// parks it until the leader's comes, or answers it REBALANCE_IN_PROGRESS
+// when a rebalance is prepared first. So a success cannot come before
+// the leader's SyncGroup. A parked SyncGroup keeps its member's session
+// alive (expiredBy): judging a broker's answer, which came after the
+// park, the member is parked; the model's own answer parks nothing.
+// Test: GroupMetadataManagerTest#testLeaderFailureInSyncGroup.
+func (st *step) followerWaits(r Request, g group, m member) outcome {
+	out := refuse("sync-awaits-leader", RebalanceInProgress,
+		"%s's SyncGroup waits for the leader's, which has not come: only the leader's SyncGroup completes the round (classicGroupSyncToClassicGroup, COMPLETING_REBALANCE)", r.MemberID)
+	if st.got != nil {
+		m.syncParked, m.lastSeen = true, st.s.now
+		st.s.setGroup(r.Group, g.withMember(r.MemberID, m))
+		out.effects = true
+	}
+	return out
 }
 
 // leadsSync reports whether r is the SyncGroup of g's leader. While the
@@ -110,6 +127,11 @@ func (st *step) leaderSync(r Request, g group) outcome {
 			continue
 		}
 		m.assignment, m.assignmentUnknown = r.Assignments[id], false
+		if m.syncParked {
+			// The parked SyncGroup is answered now, and its session
+			// starts again (propagateAssignment).
+			m.syncParked, m.syncPending, m.lastSeen = false, false, st.s.now
+		}
 		if id == r.MemberID {
 			m.syncPending = false
 		}

@@ -216,6 +216,9 @@ type member struct {
 	// its generation, and its SyncGroup has not been answered yet
 	// (Kafka's ClassicGroup.pendingSyncMembers).
 	syncPending bool
+	// syncParked: the member's SyncGroup waits for the leader's (a
+	// judged answer only), which keeps its session alive.
+	syncParked bool
 }
 
 type group struct {
