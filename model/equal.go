@@ -103,7 +103,8 @@ func (g group) equal(o group) bool {
 func (m member) equal(o member) bool {
 	return m.gen == o.gen && m.lastSeen == o.lastSeen && m.sessionMs == o.sessionMs && m.mayBeGone == o.mayBeGone &&
 		m.assignmentUnknown == o.assignmentUnknown && m.subscriptionForgotten == o.subscriptionForgotten &&
-		m.syncPending == o.syncPending && m.syncParked == o.syncParked && slicesEqual(m.assignment, o.assignment, same)
+		m.syncPending == o.syncPending && m.syncParked == o.syncParked &&
+		m.protocolType == o.protocolType && slicesEqual(m.protocols, o.protocols, same) && slicesEqual(m.assignment, o.assignment, same)
 }
 
 func same[T comparable](a, b T) bool { return a == b }

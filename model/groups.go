@@ -26,6 +26,9 @@ func (st *step) joinGroup(r Request) outcome {
 	if out, late := st.lateSync(r, g); late {
 		return out
 	}
+	if out := protocolRefusal(r, g); out != nil {
+		return *out
+	}
 	id, gen, assignment := st.chooseJoin(r, g)
 	if st.undecided() {
 		// Nobody saw the answer: the member it created, if new, is one
@@ -58,7 +61,8 @@ func (st *step) joinGroup(r Request) outcome {
 		g = g.roundCompleted(gen)
 	}
 	newRound := gen > g.answered
-	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided()}
+	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
+		protocolType: r.ProtocolType, protocols: protocolNames(r)}
 	if r.JoinOnly {
 		m = g.joinedAlone(id, m, newRound)
 	}

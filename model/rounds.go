@@ -229,3 +229,68 @@ func sortedMembers(g group) []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// protocolRefusal is INCONSISTENT_GROUP_PROTOCOL where it is due, nil
+// where the join is taken or the model cannot say. A join to an Empty
+// group must name a protocol type and at least one protocol; a join to a
+// group with members must name the group's protocol type and a protocol
+// every member supports, the joining member's own last join counted
+// (ClassicGroup.supportsProtocols, from classicGroupJoinNewMember and
+// classicGroupJoinExistingMember, 4.x; GroupMetadata.supportsProtocols,
+// 3.9; tests: GroupMetadataManagerTest#testJoinGroupInconsistentGroupProtocol,
+// #testClassicGroupJoinInconsistentProtocolType,
+// #testJoinGroupWithEmptyGroupProtocol). Only a join that names its
+// protocol type is judged: a whole round's join_group says nothing of
+// its protocols. Where a member's protocols are unknown, or the member
+// may be gone, the count Kafka makes is unknown too.
+func protocolRefusal(r Request, g group) *outcome {
+	if r.ProtocolType == "" {
+		return nil
+	}
+	names := protocolNames(r)
+	refused := func(format string, args ...any) *outcome {
+		out := refuse("protocol-unsupported", InconsistentGroupProtocol, format, args...)
+		return &out
+	}
+	if len(names) == 0 {
+		return refused("the join names no protocol (ClassicGroup.supportsProtocols)")
+	}
+	ids := sortedMembers(g)
+	for _, id := range ids {
+		m := g.members[id]
+		if m.protocolType == "" || m.mayBeGone || g.preparedRoundMayDrop(m) {
+			return nil
+		}
+	}
+	for _, id := range ids {
+		if t := g.members[id].protocolType; t != r.ProtocolType {
+			return refused("%s joined %s with protocol type %q, and this join names %q (ClassicGroup.supportsProtocols)", id, r.Group, t, r.ProtocolType)
+		}
+	}
+	for _, name := range names {
+		if supportedByAll(g, ids, name) {
+			return nil
+		}
+	}
+	return refused("no protocol of %v is supported by every member of %s (ClassicGroup.supportsProtocols)", names, r.Group)
+}
+
+// supportedByAll reports whether every member ids of g joined with the
+// protocol name.
+func supportedByAll(g group, ids []string, name string) bool {
+	for _, id := range ids {
+		if !slices.Contains(g.members[id].protocols, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// protocolNames is the names of the protocols a join carries.
+func protocolNames(r Request) []string {
+	var names []string
+	for _, p := range r.Protocols {
+		names = append(names, p.Name)
+	}
+	return names
+}

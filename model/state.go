@@ -219,6 +219,10 @@ type member struct {
 	// syncParked: the member's SyncGroup waits for the leader's (a
 	// judged answer only), which keeps its session alive.
 	syncParked bool
+	// protocolType and protocols are what the member last joined with,
+	// "" and nil when its join did not say (see protocolRefusal).
+	protocolType string
+	protocols    []string
 }
 
 type group struct {
