@@ -29,14 +29,16 @@ func (g group) preparingRebalance() bool { return g.generation > g.answered }
 // generation keeps it: a follower's rejoin of a stable group is answered
 // the current generation, and its SyncGroup what it holds
 // (classicGroupJoinExistingMember, then classicGroupSyncToClassicGroup,
-// STABLE). Otherwise the member holds nothing until the leader syncs.
+// STABLE). Otherwise what the member holds is unknown until the leader
+// syncs.
 func (g group) joinedAlone(id string, m member, newRound bool) member {
 	m.syncPending = true
 	if held, ok := g.members[id]; ok && !newRound && held.gen == m.gen {
 		m.assignment, m.assignmentUnknown = held.assignment, held.assignmentUnknown
 		return m
 	}
-	m.assignment, m.assignmentUnknown = nil, false
+	// Unknown until the leader's SyncGroup hands it out (leaderSync).
+	m.assignment, m.assignmentUnknown = nil, true
 	return m
 }
 
@@ -81,10 +83,20 @@ func (st *step) syncGroup(r Request) outcome {
 			"%s prepares a rebalance, so a SyncGroup is answered REBALANCE_IN_PROGRESS (classicGroupSyncToClassicGroup, PREPARING_REBALANCE)", r.Group)
 	case g.syncDue == r.GenerationID && st.leadsSync(r, g):
 		return st.leaderSync(r, g)
-	case g.syncDue == r.GenerationID:
+	case g.syncDue == r.GenerationID && g.leaderAwaitsSync():
 		return st.followerWaits(r, g, m)
 	}
 	return st.stableSync(r, g, m)
+}
+
+// leaderAwaitsSync reports whether the leader's own JoinGroup of the
+// round awaiting its SyncGroup is in the history, so that its SyncGroup
+// is too. A leader whose join went unrecorded (a client outside the
+// recording) may have synced unseen: then a follower's answer is taken
+// as a stable group's (stableSync).
+func (g group) leaderAwaitsSync() bool {
+	l, ok := g.members[g.leader]
+	return ok && l.syncPending && l.gen == g.syncDue
 }
 
 // followerWaits is a follower's SyncGroup before its leader's: Kafka
