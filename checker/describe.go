@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -41,7 +43,12 @@ func describeDoes(op histories.Op) string {
 		}
 		return "`abort_transaction()`"
 	case model.JoinGroup:
+		if req.JoinOnly {
+			return strings.TrimSpace("`join_group()` " + req.Group + " (JoinGroup only)")
+		}
 		return strings.TrimSpace("`join_group()` " + req.Group)
+	case model.SyncGroup:
+		return describeSync(req)
 	case model.LeaveGroup:
 		return strings.TrimSpace("`leave_group()` " + req.Group)
 	case model.OffsetFetch:
@@ -57,6 +64,20 @@ func describeDoes(op histories.Op) string {
 		return does
 	}
 	return string(op.Kind)
+}
+
+// describeSync is a SyncGroup, with the leader's assignment when it
+// carries one.
+func describeSync(req model.Request) string {
+	out := fmt.Sprintf("`sync_group()` %s (%s, generation %d)", req.Group, req.MemberID, req.GenerationID)
+	if len(req.Assignments) == 0 {
+		return out
+	}
+	var shares []string
+	for _, member := range slices.Sorted(maps.Keys(req.Assignments)) {
+		shares = append(shares, member+": "+orNothing(joinPartitions(req.Assignments[member])))
+	}
+	return out + ", assigning " + strings.Join(shares, "; ")
 }
 
 // faultWords is what the faults without parameters do.
@@ -178,7 +199,12 @@ func describeSuccess(op histories.Op) string {
 	case model.EndTxn:
 		return describeEnd(op)
 	case model.JoinGroup:
+		if op.Req.JoinOnly {
+			return fmt.Sprintf("generation %d, led by %s", resp.GenerationID, orNothing(resp.Leader))
+		}
 		return fmt.Sprintf("generation %d, gets %s", resp.GenerationID, orNothing(joinPartitions(resp.Assignment)))
+	case model.SyncGroup:
+		return "gets " + orNothing(joinPartitions(resp.Assignment))
 	case model.OffsetFetch:
 		if resp.Offset == model.NoOffset {
 			return "no offset"

@@ -224,12 +224,12 @@ func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) 
 	if !ok {
 		return Violation{}, false
 	}
-	for _, join := range laterJoins(h, commit, last.Result.Resp.GenerationID) {
-		for _, p := range join.Result.Resp.Assignment {
-			if _, mine := commit.Req.Offsets[p]; mine && join.Process() != client {
-				return Violation{Op: commit.ID, Related: []int{last.ID, join.ID},
+	for _, given := range laterAssignments(h, commit, last.Result.Resp.GenerationID) {
+		for _, p := range given.Result.Resp.Assignment {
+			if _, mine := commit.Req.Offsets[p]; mine && given.Process() != client {
+				return Violation{Op: commit.ID, Related: []int{last.ID, given.ID},
 					Reason: fmt.Sprintf("%s of group %s for %s with no generation (%s) accepted from %s, whose last join (op %d) answered generation %d, after op %d gave %s to %s at generation %d",
-						commit.Kind, commit.Req.Group, p, noGenerationName(commit.Kind), client, last.ID, last.Result.Resp.GenerationID, join.ID, p, join.Process(), join.Result.Resp.GenerationID)}, true
+						commit.Kind, commit.Req.Group, p, noGenerationName(commit.Kind), client, last.ID, last.Result.Resp.GenerationID, given.ID, p, given.Process(), assignedGeneration(given))}, true
 			}
 		}
 	}
@@ -242,6 +242,30 @@ func noGenerationName(k model.Kind) string {
 		return "a simple consumer's"
 	}
 	return "groupId string"
+}
+
+// laterAssignments are the answers that handed out partitions of commit's
+// group at a generation newer than gen, returned before commit was
+// called: a whole round's join_group, or a sync_group (whose generation
+// is its request's).
+func laterAssignments(h histories.History, commit histories.Op, gen int32) []histories.Op {
+	var out []histories.Op
+	for _, op := range h.Ops {
+		handsOut := (op.Kind == model.JoinGroup && !op.Req.JoinOnly) || op.Kind == model.SyncGroup
+		if handsOut && op.Result.Succeeded() && op.Req.Group == commit.Req.Group &&
+			op.Return < commit.Call && assignedGeneration(op) > gen {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// assignedGeneration is the generation an assignment answer is of.
+func assignedGeneration(op histories.Op) int32 {
+	if op.Kind == model.SyncGroup {
+		return op.Req.GenerationID
+	}
+	return op.Result.Resp.GenerationID
 }
 
 // lastJoin is the join that tells the generation of commit's client (see

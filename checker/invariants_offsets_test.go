@@ -109,6 +109,29 @@ func TestOffsetsMonotonicStaleGeneration(t *testing.T) {
 
 }
 
+// A round recorded in two parts hands partitions out in its sync_group:
+// the zombie's commit is judged against that answer, of the generation
+// its request names.
+func TestOffsetsMonotonicZombieAfterSplitRound(t *testing.T) {
+	b := &historyBuilder{}
+	first := b.joinGroup("A", 0, 1, "g", 1, "trips-0")
+	join := b.joinGroup("B", 10, 11, "g", 2)
+	b.op(join).Req.JoinOnly = true
+	req := model.NewRequest()
+	req.Group, req.MemberID, req.GenerationID = "g", "b", 2
+	resp := model.NewResponse()
+	resp.Assignment = []model.Partition{"trips-0"}
+	sync := b.add("B", 11, 12, model.SyncGroup, req, resp)
+	zombie := b.txnOffsetCommit("A", 13, 14, ctp, "g", -1, "trips-0", 6)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, zombie, "txn_offset_commit of group g for trips-0 with no generation (groupId string) accepted from A, whose last join (op 0) answered generation 1, after op 2 gave trips-0 to B at generation 2")
+	require.Equal(t, []int{first, sync}, v.Violations[0].Related)
+
+	// The sync answered after the commit was sent: no zombie yet.
+	b.op(sync).Return = 14
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+}
+
 // The groupId-string overload carries no generation, but its zombie is
 // still one: its process's last join answered an older generation, and a
 // newer one gave its partition to another process (seed 002).

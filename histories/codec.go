@@ -395,6 +395,45 @@ func (o partitionOffsets) encode() any {
 	return out
 }
 
+// memberAssignments is sync_group's {member id: [partitions]}, the
+// leader's assignment. Absent and {} are the same: no member is given
+// anything.
+type memberAssignments struct{ p *map[string][]model.Partition }
+
+func (a memberAssignments) decode(path string, raw json.RawMessage) error {
+	m, err := asObject(path, raw)
+	if err != nil {
+		return err
+	}
+	var out map[string][]model.Partition
+	for _, id := range sortedKeys(m) {
+		if id == "" {
+			return bad(path, "a member id must not be empty")
+		}
+		var share []model.Partition
+		if err := (texts[model.Partition]{&share, validPartition}).decode(path+"."+id, m[id]); err != nil {
+			return err
+		}
+		if out == nil {
+			out = map[string][]model.Partition{}
+		}
+		out[id] = share
+	}
+	*a.p = out
+	return nil
+}
+
+func (a memberAssignments) absent() bool { return len(*a.p) == 0 }
+
+func (a memberAssignments) encode() any {
+	out := object{}
+	for _, id := range sortedKeys(*a.p) {
+		share := (*a.p)[id]
+		out = append(out, member{id, texts[model.Partition]{p: &share}.encode()})
+	}
+	return out
+}
+
 // sortedKeys are m's keys in order, so that errors and files do not depend
 // on map iteration.
 func sortedKeys[K ~string, V any](m map[K]V) []K {

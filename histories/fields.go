@@ -120,8 +120,17 @@ var (
 	qSessionTimeoutMs = field[request]{"session_timeout_ms", func(r *request) codec {
 		return number[int64]{&r.SessionTimeoutMs, durations}
 	}}
-	qOffset    = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, offsets} }}
-	qIsolation = field[request]{"isolation", func(r *request) codec {
+	qJoinOnly           = field[request]{"join_only", func(r *request) codec { return flag{&r.JoinOnly} }}
+	qRebalanceTimeoutMs = field[request]{"rebalance_timeout_ms", func(r *request) codec {
+		return number[int64]{&r.RebalanceTimeoutMs, durations}
+	}}
+	qProtocolType = field[request]{"protocol_type", func(r *request) codec { return text[string]{p: &r.ProtocolType} }}
+	qProtocols    = field[request]{"protocols", func(r *request) codec {
+		return list[model.Protocol]{&r.Protocols, func() model.Protocol { return model.Protocol{} }, protocolSlots}
+	}}
+	qAssignments = field[request]{"assignments", func(r *request) codec { return memberAssignments{&r.Assignments} }}
+	qOffset      = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, offsets} }}
+	qIsolation   = field[request]{"isolation", func(r *request) codec {
 		return text[model.Isolation]{&r.Isolation, validIsolation}
 	}}
 	qRequireStable = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
@@ -157,6 +166,11 @@ var recordSlots = []slot[model.Record]{
 	{field[model.Record]{"value", func(r *model.Record) codec { return text[string]{p: &r.Value} }}, optional},
 }
 
+var protocolSlots = []slot[model.Protocol]{
+	{field[model.Protocol]{"name", func(p *model.Protocol) codec { return text[string]{p: &p.Name} }}, always},
+	{field[model.Protocol]{"topics", func(p *model.Protocol) codec { return texts[string]{p: &p.Topics} }}, optional},
+}
+
 // freshFetched is a fetched record before decoding: a record with no
 // "producer_id" was written by no producer id, Kafka's -1.
 func freshFetched() model.FetchedRecord { return model.FetchedRecord{ProducerID: model.NoProducerID} }
@@ -186,12 +200,14 @@ var reqSlots = map[model.Kind][]slot[request]{
 	// generation -1.
 	model.OffsetCommit: {qGroup.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always()},
 	model.EndTxn:       {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
-	model.JoinGroup:    {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt()},
-	model.LeaveGroup:   {qGroup.req(), qMemberID.req()},
-	model.OffsetFetch:  {qGroup.req(), qPartition.req(), qRequireStable.opt()},
-	model.Fetch:        {qPartition.req(), qOffset.req(), qIsolation.req()},
-	model.Heartbeat:    {qGroup.req(), qMemberID.req(), qGeneration.req()},
-	model.Tick:         {qMs.always()},
+	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
+		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt()},
+	model.SyncGroup:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt()},
+	model.LeaveGroup:  {qGroup.req(), qMemberID.req()},
+	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt()},
+	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
+	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req()},
+	model.Tick:        {qMs.always()},
 }
 
 // respSlots are the response fields of each type that has a "resp". They
@@ -210,6 +226,7 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.OffsetFetch:     {pOffset.opt()},
 	model.Fetch:           {pRecords.opt(), pHighWatermark.opt(), pLastStable.opt()},
 	model.Heartbeat:       {},
+	model.SyncGroup:       {pAssignment.opt()},
 	model.TimeoutAbort:    {pTxnID.req(), pProducerID.req(), pEpoch.req()},
 }
 

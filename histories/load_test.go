@@ -216,6 +216,18 @@ var loadRejects = []struct {
 	{"heartbeat member_id empty", doc(`{"id": 1, "proc": "A", "call": 0, "type": "heartbeat", "req": ` +
 		`{"group": "g", "member_id": "", "generation_id": 1}}`),
 		`op 1: heartbeat: req.member_id is required, got "", which means absent`},
+	{"sync_group assignments to an empty member id", doc(`{"id": 1, "proc": "A", "call": 0, "type": "sync_group", "req": ` +
+		`{"group": "g", "member_id": "m", "generation_id": 1, "assignments": {"": ["trips-0"]}}}`),
+		"op 1: sync_group: req.assignments: a member id must not be empty"},
+	{"sync_group assignments not partitions", doc(`{"id": 1, "proc": "A", "call": 0, "type": "sync_group", "req": ` +
+		`{"group": "g", "member_id": "m", "generation_id": 1, "assignments": {"m": ["trips"]}}}`),
+		`op 1: sync_group: req.assignments.m[0]: "trips" is not a partition written "topic-N"`},
+	{"sync_group without generation", doc(`{"id": 1, "proc": "A", "call": 0, "type": "sync_group", "req": ` +
+		`{"group": "g", "member_id": "m"}}`),
+		"op 1: sync_group: req.generation_id is required"},
+	{"join_group protocol without name", doc(`{"id": 1, "proc": "A", "call": 0, "type": "join_group", "req": ` +
+		`{"group": "g", "member_id": "", "partitions": [], "join_only": true, "protocols": [{"topics": ["trips"]}]}}`),
+		"op 1: join_group: req.protocols[0].name is required"},
 	{"fetch offset -1", doc(`{"id": 1, "proc": "R", "call": 0, "type": "fetch", "req": ` +
 		`{"partition": "fares-2", "offset": -1, "isolation": "read_committed"}}`),
 		"op 1: fetch: req.offset is required, got -1, which means absent"},
@@ -344,6 +356,7 @@ func requestOf(k model.Kind, code model.Code) string {
 		model.Fetch:           `{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}`,
 		model.Heartbeat:       `{"group": "g", "member_id": "m", "generation_id": 1}`,
 		model.OffsetCommit:    `{"group": "g", "offsets": {"trips-0": 3}}`,
+		model.SyncGroup:       `{"group": "g", "member_id": "m", "generation_id": 1, "assignments": {"m": ["trips-0"]}}`,
 	}
 	return fmt.Sprintf(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": %q, "req": %s, "error": %q}`, k, reqs[k], code)
 }

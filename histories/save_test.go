@@ -281,3 +281,35 @@ func TestRecordsAsTheirSlotsWriteThem(t *testing.T) {
 		require.Equal(t, want.String(), got.String())
 	}
 }
+
+// A round recorded in two parts, a join_group with join_only and its
+// fields, then the leader's sync_group, survives a save and a load.
+func TestSaveLoadSplitRound(t *testing.T) {
+	req := func(set func(*model.Request)) model.Request {
+		r := model.NewRequest()
+		set(&r)
+		return r
+	}
+	join := model.Op{Kind: model.JoinGroup, Req: req(func(r *model.Request) {
+		r.Group, r.JoinOnly, r.RebalanceTimeoutMs, r.ProtocolType = "fare-pricers", true, 30000, "consumer"
+		r.Protocols = []model.Protocol{{Name: "range", Topics: []string{"trips"}}, {Name: "roundrobin"}}
+	})}
+	joined := model.NewResponse()
+	joined.MemberID, joined.GenerationID, joined.Leader = "m-1", 1, "m-1"
+	sync := model.Op{Kind: model.SyncGroup, Req: req(func(r *model.Request) {
+		r.Group, r.MemberID, r.GenerationID = "fare-pricers", "m-1", 1
+		r.Assignments = map[string][]model.Partition{"m-1": {"trips-0"}, "m-2": {"trips-1"}}
+	})}
+	synced := model.NewResponse()
+	synced.Assignment = []model.Partition{"trips-0"}
+	h := History{Ops: []Op{
+		{ID: 0, Proc: "B", Call: 0, Return: 5, Returned: true, Op: join, Result: model.OK(joined)},
+		{ID: 1, Proc: "B", Call: 10, Return: 15, Returned: true, Op: sync, Result: model.OK(synced)},
+	}}
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	require.Contains(t, buf.String(), `"join_only": true, "rebalance_timeout_ms": 30000`)
+	got, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+}

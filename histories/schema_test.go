@@ -241,12 +241,15 @@ func TestSchemaAndLoadAgreeOnVersions(t *testing.T) {
 	require.NoError(t, err)
 	var every struct{ Ops []map[string]any }
 	require.NoError(t, json.Unmarshal(data, &every))
-	// every-type.json has no heartbeat or offset_commit, which came to
-	// the format later.
+	// every-type.json has no heartbeat, offset_commit nor sync_group,
+	// which came to the format later.
 	every.Ops = append(every.Ops, map[string]any{"type": "heartbeat", "return": 1,
 		"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1}},
 		map[string]any{"type": "offset_commit", "return": 1,
-			"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1, "offsets": map[string]any{"in-0": 3}}})
+			"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1, "offsets": map[string]any{"in-0": 3}}},
+		map[string]any{"type": "sync_group", "return": 1,
+			"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1,
+				"assignments": map[string]any{"m": []any{"t-0"}}}})
 	seen := map[model.Kind]bool{}
 	for _, op := range every.Ops {
 		kind := model.Kind(op["type"].(string))

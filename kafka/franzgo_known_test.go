@@ -102,12 +102,17 @@ func (m *membership) observe(op histories.Op) bool {
 	if !op.Returned || !op.Result.Answered {
 		return false
 	}
+	// A round recorded in two parts assigns in its sync_group, and a
+	// SyncGroup that came late is answered UNKNOWN_MEMBER_ID where the
+	// whole round's join_group was.
+	member := op.Kind == model.SyncGroup || (op.Kind == model.JoinGroup && op.Req.MemberID != "")
 	switch {
-	case op.Kind == model.JoinGroup && op.Result.Err == model.UnknownMemberID && op.Req.MemberID != "":
+	case member && op.Result.Err == model.UnknownMemberID:
 		for _, p := range m.owned {
 			m.lost[p] = true
 		}
-	case op.Kind == model.JoinGroup && op.Result.Err == "":
+	case op.Kind == model.JoinGroup && op.Result.Err == "" && !op.Req.JoinOnly,
+		op.Kind == model.SyncGroup && op.Result.Err == "":
 		m.owned = op.Result.Resp.Assignment
 	case op.Kind == model.OffsetFetch && op.Result.Err == "":
 		delete(m.lost, op.Req.Partition)

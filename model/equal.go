@@ -95,6 +95,7 @@ func (pe producerEntry) equal(o producerEntry) bool {
 
 func (g group) equal(o group) bool {
 	return g.generation == o.generation && g.answered == o.answered && g.unseenRound == o.unseenRound && g.leader == o.leader &&
+		g.syncDue == o.syncDue && g.phased == o.phased &&
 		mapsEqual(g.members, o.members, member.equal) && mapsEqual(g.removed, o.removed, same) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
 		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes
@@ -103,7 +104,8 @@ func (g group) equal(o group) bool {
 func (m member) equal(o member) bool {
 	return m.gen == o.gen && m.lastSeen == o.lastSeen && m.sessionMs == o.sessionMs && m.mayBeGone == o.mayBeGone &&
 		m.assignmentUnknown == o.assignmentUnknown && m.subscriptionForgotten == o.subscriptionForgotten &&
-		slicesEqual(m.assignment, o.assignment, same)
+		m.syncPending == o.syncPending && m.syncParked == o.syncParked &&
+		m.protocolType == o.protocolType && slicesEqual(m.protocols, o.protocols, same) && slicesEqual(m.assignment, o.assignment, same)
 }
 
 func same[T comparable](a, b T) bool { return a == b }

@@ -14,8 +14,8 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():       19,
 		reflect.TypeFor[partState]():     4,
 		reflect.TypeFor[producerEntry](): 4,
-		reflect.TypeFor[group]():         10,
-		reflect.TypeFor[member]():        7,
+		reflect.TypeFor[group]():         12,
+		reflect.TypeFor[member]():        11,
 		reflect.TypeFor[Options]():       8, // compared whole (==)
 	} {
 		if typ.NumField() != fields {

@@ -26,6 +26,9 @@ func (st *step) joinGroup(r Request) outcome {
 	if out, late := st.lateSync(r, g); late {
 		return out
 	}
+	if out := protocolRefusal(r, g); out != nil {
+		return *out
+	}
 	id, gen, assignment := st.chooseJoin(r, g)
 	if st.undecided() {
 		// Nobody saw the answer: the member it created, if new, is one
@@ -38,6 +41,10 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	if got := st.observed(); got != nil {
 		id, gen, assignment = got.MemberID, got.GenerationID, got.Assignment
+		if r.JoinOnly {
+			// A JoinGroup's answer assigns nothing: its SyncGroup does.
+			assignment = nil
+		}
 		if out := st.checkJoin(r, g, id, gen, assignment, got.Leader); out != nil {
 			return *out
 		}
@@ -53,13 +60,25 @@ func (st *step) joinGroup(r Request) outcome {
 	if gen > g.answered {
 		g = g.roundCompleted(gen)
 	}
-	g = g.withMember(id, member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided()})
+	newRound := gen > g.answered
+	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
+		protocolType: r.ProtocolType, protocols: protocolNames(r)}
+	if r.JoinOnly {
+		m = g.joinedAlone(id, m, newRound)
+	}
+	g = g.withMember(id, m)
 	g.answered, g.unseenRound = g.generation, 0
 	g.leader = st.leaderAfterJoin(g, id, gen)
 	g = g.leaderJoined(gen, id)
+	if r.JoinOnly {
+		g = g.awaitingSync(gen, newRound)
+	}
 	st.s.setGroup(r.Group, g)
 	resp := NewResponse()
-	resp.MemberID, resp.GenerationID, resp.Assignment, resp.Leader = id, gen, assignment, g.leader
+	resp.MemberID, resp.GenerationID, resp.Leader = id, gen, g.leader
+	if !r.JoinOnly {
+		resp.Assignment = assignment
+	}
 	return ok(resp)
 }
 
@@ -131,7 +150,11 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	current := known && m.gen == g.generation
 	// A member whose subscription the broker forgot may be in the
 	// current generation unrecorded (a client's background rejoin).
-	leaderRejoins := (current && id == g.leader) || (known && m.subscriptionForgotten)
+	// A leader that rejoins while its round awaits its SyncGroup is
+	// answered that round (classicGroupJoinExistingMember,
+	// COMPLETING_REBALANCE: "return current group information for the
+	// current generation"); only a stable group's leader forces a new one.
+	leaderRejoins := (current && id == g.leader && g.syncDue == 0) || (known && m.subscriptionForgotten)
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}
@@ -187,7 +210,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 	if gen < g.generation && gen <= g.answered {
 		return fail("generations-grow", "generation %d, but %s is at generation %d and generations only grow", gen, r.Group, g.generation)
 	}
-	if m, ok := g.members[id]; ok && r.MemberID != "" && m.gen == gen && gen == g.generation && !m.assignmentUnknown && !sameSet(m.assignment, assignment) {
+	if m, ok := g.members[id]; ok && !r.JoinOnly && r.MemberID != "" && m.gen == gen && gen == g.generation && !m.assignmentUnknown && !sameSet(m.assignment, assignment) {
 		// A generation's assignment is its leader's, handed out once: a
 		// follower rejoining a stable group is answered the current
 		// generation, and its SyncGroup the assignment it holds
@@ -197,7 +220,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// assignment comes with a new generation.
 		return fail("assignment-kept", "%s rejoined generation %d, which it is in, and was assigned %v, not the %v it holds there", id, gen, assignment, m.assignment)
 	}
-	if m, ok := g.members[id]; ok && leader == id && id == g.leader && m.gen == gen && gen == g.generation && g.answered == g.generation && !m.assignmentUnknown && !m.subscriptionForgotten {
+	if m, ok := g.members[id]; ok && leader == id && id == g.leader && m.gen == gen && gen == g.generation && g.answered == g.generation && g.syncDue == 0 && !m.assignmentUnknown && !m.subscriptionForgotten {
 		// The leader's rejoin of a stable group is a rebalance (3.9
 		// GroupCoordinator.doCurrentMemberJoinGroup, Stable: "force a
 		// rebalance if the leader sends JoinGroup"; 4.x
@@ -272,9 +295,14 @@ func (g group) holder(p Partition, gen int32, id string) (string, bool) {
 // since holds nothing (KIP-447).
 func (g group) nextGeneration(gen int32) group {
 	g.generation = gen
+	// A round that awaited its leader's SyncGroup is over: Kafka answers
+	// the SyncGroups it parked REBALANCE_IN_PROGRESS
+	// (GroupMetadataManager.prepareRebalance,
+	// resetAndPropagateAssignmentWithError).
+	g.syncDue = 0
 	members := map[string]member{}
 	for id, m := range g.members {
-		m.assignment = nil
+		m.assignment, m.syncPending, m.syncParked = nil, false, false
 		members[id] = m
 	}
 	g.members = members
@@ -443,8 +471,12 @@ func (st *step) expireMembers(name string, now int64, only *string) bool {
 // expiredBy reports whether m's session timed out at now: its heartbeat
 // deadline, the last time it was seen plus its session timeout, passed
 // (GroupCoordinator.onExpireHeartbeat in 3.9; the session timer of
-// GroupMetadataManager in 4.x).
-func (m member) expiredBy(now int64) bool { return now-m.lastSeen >= m.sessionMs }
+// GroupMetadataManager in 4.x). A member whose SyncGroup waits for the
+// leader's does not expire (ClassicGroupMember.hasSatisfiedHeartbeat,
+// isAwaitingSync, 4.x; MemberMetadata.hasSatisfiedHeartbeat, 3.9).
+func (m member) expiredBy(now int64) bool {
+	return !m.syncParked && now-m.lastSeen >= m.sessionMs
+}
 
 // heartbeat keeps a member's session alive (KIP-62): a member the group
 // does not know is UNKNOWN_MEMBER_ID, one of another generation
@@ -453,8 +485,8 @@ func (m member) expiredBy(now int64) bool { return now-m.lastSeen >= m.sessionMs
 // completeAndScheduleNextHeartbeatExpiration, in 3.9;
 // GroupMetadataManager.classicGroupHeartbeat in 4.x). While the group
 // prepares a rebalance Kafka answers REBALANCE_IN_PROGRESS and renews the
-// session all the same; the history format has no name for that code, so
-// such an answer is undecided.
+// session all the same (heartbeatWhilePreparing). While a round awaits
+// its leader's SyncGroup, a heartbeat succeeds.
 func (st *step) heartbeat(r Request) outcome {
 	if out := st.checkGeneration(r); out != nil {
 		return *out
@@ -465,6 +497,9 @@ func (st *step) heartbeat(r Request) outcome {
 	}
 	m.lastSeen = st.s.now
 	st.s.setGroup(r.Group, g.withMember(r.MemberID, m))
+	if g.preparingRebalance() {
+		return st.heartbeatWhilePreparing(g)
+	}
 	return ok(NewResponse())
 }
 

@@ -116,7 +116,7 @@ var commands = map[string]model.Kind{
 	"add-offsets": model.AddOffsets, "commit-offsets": model.TxnOffsetCommit, "end-txn": model.EndTxn,
 	"join": model.JoinGroup, "leave": model.LeaveGroup, "offset-fetch": model.OffsetFetch,
 	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "offset-commit": model.OffsetCommit,
-	"tick": model.Tick, "restart": model.BrokerRestart,
+	"tick": model.Tick, "restart": model.BrokerRestart, "sync": model.SyncGroup,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
@@ -146,6 +146,11 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.RequireStable = td.HasArg("stable")
 	r.Ms = int64(intArg(t, td, "ms", 0))
 	r.SessionTimeoutMs = int64(intArg(t, td, "session", 0))
+	r.JoinOnly = td.HasArg("join-only")
+	r.RebalanceTimeoutMs = int64(intArg(t, td, "rebalance", 0))
+	r.ProtocolType = strArg(td, "protocol-type")
+	r.Protocols = protocols(td)
+	r.Assignments = assignments(t, td)
 	return model.Op{Kind: kind, Req: r, Span: span(t, td)}
 }
 
@@ -282,6 +287,45 @@ func records(t *testing.T, td *datadriven.TestData) []model.Record {
 	return recs
 }
 
+// protocols reads protocols=(range:trips+fares,roundrobin): each
+// protocol's name and the topics its subscription names.
+func protocols(td *datadriven.TestData) []model.Protocol {
+	arg, _ := td.Arg("protocols")
+	var out []model.Protocol
+	for _, v := range arg.Vals {
+		name, topics, _ := strings.Cut(v, ":")
+		p := model.Protocol{Name: name}
+		if topics != "" {
+			p.Topics = strings.Split(topics, "+")
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// assignments reads a leader's sync assign=(member-0:trips-0,
+// member-0:trips-1,member-1:): each member's partitions, one a value; a
+// member with nothing after the colon is in the map with none.
+func assignments(t *testing.T, td *datadriven.TestData) map[string][]model.Partition {
+	arg, ok := td.Arg("assign")
+	if !ok {
+		return nil
+	}
+	out := map[string][]model.Partition{}
+	for _, v := range arg.Vals {
+		id, p, found := strings.Cut(v, ":")
+		if !found || id == "" {
+			td.Fatalf(t, "assign=%s is not member:partition", v)
+		}
+		if p == "" {
+			out[id] = append(out[id], []model.Partition{}...)
+			continue
+		}
+		out[id] = append(out[id], model.Partition(p))
+	}
+	return out
+}
+
 // offsets reads offsets=(trips-0:6,trips-1:3).
 func offsets(t *testing.T, td *datadriven.TestData) map[model.Partition]int64 {
 	arg, ok := td.Arg("offsets")
@@ -316,6 +360,8 @@ func render(kind model.Kind, res model.Result) string {
 		return fmt.Sprintf("offset %d", r.BaseOffset)
 	case model.JoinGroup:
 		return fmt.Sprintf("%s generation %d assigned %v led by %s", r.MemberID, r.GenerationID, r.Assignment, r.Leader)
+	case model.SyncGroup:
+		return fmt.Sprintf("assigned %v", r.Assignment)
 	case model.OffsetFetch:
 		return fmt.Sprintf("offset %d", r.Offset)
 	case model.Fetch:

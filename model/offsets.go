@@ -98,9 +98,11 @@ func (st *step) checkPlainCommit(r Request) *outcome {
 }
 
 // completingRebalance reports whether g's round has answered its joins
-// and awaits the leader's SyncGroup (Kafka's CompletingRebalance state).
-// The model's join is JoinGroup and SyncGroup in one, so none of its
-// groups is ever in that state, and it never answers REBALANCE_IN_PROGRESS
-// itself. Judging, the code is undecided (outcome.go), so a broker's
-// REBALANCE_IN_PROGRESS is taken wherever it comes.
-func (st *step) completingRebalance(group) bool { return false }
+// and awaits the leader's SyncGroup (Kafka's CompletingRebalance). Only
+// a round recorded in two parts (join_only, rounds.go) is known to be
+// there, and only while the leader's own JoinGroup is in the history: a
+// leader outside the recording may have synced unseen. A whole round's
+// join_group includes its SyncGroup, so such a group is never there.
+func (st *step) completingRebalance(g group) bool {
+	return g.syncDue != 0 && g.syncDue == g.generation && g.leaderAwaitsSync()
+}

@@ -109,10 +109,10 @@ const (
 // The requests by who answers them.
 var (
 	txnCoordinator   = []Kind{InitProducerID, AddPartitions, AddOffsets, EndTxn}
-	groupCoordinator = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit, OffsetFetch}
+	groupCoordinator = []Kind{JoinGroup, SyncGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit, OffsetFetch}
 	coordinators     = slices.Concat(txnCoordinator, groupCoordinator)
 	txnWrites        = slices.Concat(txnCoordinator, []Kind{Produce, TxnOffsetCommit})
-	groupMembers     = []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit}
+	groupMembers     = []Kind{JoinGroup, SyncGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit}
 	// offsetCommits are both kinds of commit: their refusals before the
 	// write are the same (OffsetMetadataManager.commitOffset and
 	// commitTransactionalOffset, 4.x; GroupMetadataManager.storeOffsets, 3.9).
@@ -167,12 +167,14 @@ var table = []codeInfo{
 	// produce.
 	{InvalidProducerIDMapping, WrongProducerID, txnWrites},
 	// GroupMetadataManager.validateClassicGroupHeartbeat,
+	// validateSyncGroup (a SyncGroup to an unknown group or an Empty one
+	// is UNKNOWN_MEMBER_ID too, classicGroupSyncGroup),
 	// OffsetMetadataManager.validateTransactionalOffsetCommit (KIP-447),
 	// and validateOffsetCommit for a plain commit (ClassicGroup
 	// .validateOffsetCommit, 4.x; GroupCoordinator.validateOffsetCommit,
 	// 3.9): refusals before anything is written.
 	{IllegalGeneration, FencedConsumer, groupMembers},
-	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit, OffsetFetch}},
+	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, SyncGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit, OffsetFetch}},
 	{FencedInstanceID, FencedConsumer, groupMembers},
 	// OffsetFetch with require_stable (KIP-447).
 	{UnstableOffsetCommit, Unstable, []Kind{OffsetFetch}},
@@ -184,10 +186,10 @@ var table = []codeInfo{
 	// handleTxnOffsetCommitRequest authorize the transactional id first.
 	{TransactionalIDAuthorizationFailed, NoEffect, txnWrites},
 	// KafkaApis.handleAddOffsetsToTxnRequest, handleTxnOffsetCommitRequest,
-	// handleJoinGroupRequest, handleHeartbeatRequest, handleLeaveGroupRequest,
-	// handleOffsetFetchRequest authorize the group first.
-	// handleOffsetCommitRequest too.
-	{GroupAuthorizationFailed, NoEffect, []Kind{AddOffsets, TxnOffsetCommit, OffsetCommit, JoinGroup, Heartbeat, LeaveGroup, OffsetFetch}},
+	// handleJoinGroupRequest, handleSyncGroupRequest, handleHeartbeatRequest,
+	// handleLeaveGroupRequest, handleOffsetFetchRequest and
+	// handleOffsetCommitRequest authorize the group first.
+	{GroupAuthorizationFailed, NoEffect, []Kind{AddOffsets, TxnOffsetCommit, OffsetCommit, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetFetch}},
 	// KafkaApis.handleProduceRequest, handleFetchRequest,
 	// handleAddPartitionsToTxnRequest, handleTxnOffsetCommitRequest,
 	// handleOffsetCommitRequest, handleOffsetFetchRequest filter the
@@ -246,8 +248,9 @@ var table = []codeInfo{
 	// GroupCoordinatorService.joinGroup: a session timeout out of bounds.
 	{InvalidSessionTimeout, NoEffect, []Kind{JoinGroup}},
 	// GroupMetadataManager.classicGroupJoin: a protocol the group does
-	// not share; KafkaApis.handleJoinGroupRequest.
-	{InconsistentGroupProtocol, NoEffect, []Kind{JoinGroup, Heartbeat}},
+	// not share; KafkaApis.handleJoinGroupRequest; validateSyncGroup: a
+	// SyncGroup's protocol type or name is not the group's (KIP-559).
+	{InconsistentGroupProtocol, NoEffect, []Kind{JoinGroup, SyncGroup, Heartbeat}},
 	// GroupMetadataManager.classicGroupJoin removes the member it refuses.
 	{GroupMaxSizeReached, NoEffect, []Kind{JoinGroup}},
 	// GroupMetadataManager.classicGroupJoinNewMember (KIP-394): the new id
@@ -300,14 +303,16 @@ var table = []codeInfo{
 	{UnknownServerError, Undecided, allRequests},
 	// GroupMetadataManager.classicGroupHeartbeatToClassicGroup renews the
 	// session, then answers it; convertToConsumerGroup answers it to a
-	// member already joined. A plain OffsetCommit gets it while the group
-	// completes a rebalance (ClassicGroup.validateOffsetCommit, 4.x;
-	// GroupCoordinator.doCommitOffsets, CompletingRebalance, 3.9). Kafka
-	// writes nothing then, but a code is undecided for every request or
-	// for none (Result.Undecided takes no request). So the commit is
-	// placed anywhere after its call, or never, which allows Kafka's
-	// answer too.
-	{RebalanceInProgress, Undecided, []Kind{JoinGroup, Heartbeat, OffsetCommit}},
+	// member already joined. A SyncGroup gets it while the group prepares
+	// a rebalance (classicGroupSyncToClassicGroup), and a parked one when
+	// a rebalance is prepared before the leader's SyncGroup came
+	// (prepareRebalance, resetAndPropagateAssignmentWithError). A plain
+	// OffsetCommit gets it while the group completes a rebalance
+	// (ClassicGroup.validateOffsetCommit, 4.x; GroupCoordinator
+	// .doCommitOffsets, CompletingRebalance, 3.9), and Kafka writes
+	// nothing then. Undecided, as for every request: the model says where
+	// it is due (groups.go, offsets.go).
+	{RebalanceInProgress, Undecided, []Kind{JoinGroup, SyncGroup, Heartbeat, OffsetCommit}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -398,7 +403,7 @@ func (k Kind) APIName() string {
 
 var apiNames = map[Kind]string{
 	InitProducerID: "InitProducerId", AddPartitions: "AddPartitionsToTxn", AddOffsets: "AddOffsetsToTxn",
-	Produce: "Produce", TxnOffsetCommit: "TxnOffsetCommit", EndTxn: "EndTxn", JoinGroup: "JoinGroup",
+	Produce: "Produce", TxnOffsetCommit: "TxnOffsetCommit", EndTxn: "EndTxn", JoinGroup: "JoinGroup", SyncGroup: "SyncGroup",
 	Heartbeat: "Heartbeat", LeaveGroup: "LeaveGroup", OffsetFetch: "OffsetFetch", Fetch: "Fetch",
 	OffsetCommit: "OffsetCommit",
 }

@@ -225,6 +225,17 @@ type member struct {
 	// subscriptionForgotten: a broker restart lost what the member joined
 	// with (RestartForgetsMemberMetadata), until it joins again.
 	subscriptionForgotten bool
+	// syncPending: a JoinGroup alone (Request.JoinOnly) put the member in
+	// its generation, and its SyncGroup has not been answered yet
+	// (Kafka's ClassicGroup.pendingSyncMembers).
+	syncPending bool
+	// syncParked: the member's SyncGroup waits for the leader's (a
+	// judged answer only), which keeps its session alive.
+	syncParked bool
+	// protocolType and protocols are what the member last joined with,
+	// "" and nil when its join did not say (see protocolRefusal).
+	protocolType string
+	protocols    []string
 }
 
 type group struct {
@@ -240,6 +251,14 @@ type group struct {
 	// lateSync), 0 when none: its generation stays valid for commits
 	// until a join answers.
 	unseenRound int32
+	// syncDue is the generation whose JoinGroups were answered alone
+	// (Request.JoinOnly) and whose leader has not synced yet: Kafka's
+	// CompletingRebalance. 0 when none (see rounds.go).
+	syncDue int32
+	// phased: the group's rounds are recorded as JoinGroup and SyncGroup
+	// apart, so every request that moves its state is in the history,
+	// and a success while it prepares a rebalance is wrong.
+	phased bool
 	// leader is the member whose JoinGroup answer lists the others, ""
 	// while the model does not know which one it is (see withoutMember).
 	// Kafka forces a rebalance when the leader rejoins a stable group.
@@ -299,6 +318,9 @@ func (s State) String() string {
 		fmt.Fprintf(&b, "%s: generation %d %d members ", g, gr.generation, len(gr.members))
 		if gr.leader != "" {
 			fmt.Fprintf(&b, "led by %s ", gr.leader)
+		}
+		if gr.syncDue != 0 {
+			fmt.Fprintf(&b, "awaiting the leader's SyncGroup of generation %d ", gr.syncDue)
 		}
 		fmt.Fprintf(&b, "committed %v; ", gr.committed)
 	}

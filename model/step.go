@@ -341,6 +341,8 @@ func (st *step) run() outcome {
 		return st.heartbeat(r)
 	case OffsetCommit:
 		return st.offsetCommit(r)
+	case SyncGroup:
+		return st.syncGroup(r)
 	case Tick:
 		st.tick(r.Ms)
 	case BrokerRestart:

@@ -31,9 +31,13 @@ const (
 	OffsetCommit Kind = "offset_commit"
 	EndTxn       Kind = "end_txn"
 	JoinGroup    Kind = "join_group"
-	LeaveGroup   Kind = "leave_group"
-	OffsetFetch  Kind = "offset_fetch"
-	Fetch        Kind = "fetch"
+	// SyncGroup is the second half of a classic group's round: it hands
+	// out the leader's assignment. It follows a join_group whose JoinOnly
+	// says so; a join_group without it is the whole round.
+	SyncGroup   Kind = "sync_group"
+	LeaveGroup  Kind = "leave_group"
+	OffsetFetch Kind = "offset_fetch"
+	Fetch       Kind = "fetch"
 	// Heartbeat is recorded from real clients only (fencecheck's own
 	// clients never send one): it keeps a member's session alive.
 	Heartbeat Kind = "heartbeat"
@@ -54,7 +58,7 @@ const (
 // Kinds lists every operation type, requests first.
 var Kinds = []Kind{
 	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
-	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit,
+	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
 	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
 }
 
@@ -62,7 +66,7 @@ var Kinds = []Kind{
 func (k Kind) IsRequest() bool {
 	switch k {
 	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
-		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit:
+		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup:
 		return true
 	}
 	return false
@@ -142,10 +146,26 @@ type Request struct {
 	Offsets          map[Partition]int64 // txn_offset_commit, offset_commit: partition -> next offset
 	Commit           bool
 	SessionTimeoutMs int64 // join_group; 0: the default
-	Offset           int64 // fetch: where to start
-	Isolation        Isolation
-	RequireStable    bool
-	Ms               int64 // tick: how far the clock moves
+	// JoinOnly: this join_group is the JoinGroup only, and its SyncGroup
+	// follows as a sync_group op; false: the whole round.
+	JoinOnly           bool
+	RebalanceTimeoutMs int64 // join_group; 0: not said
+	ProtocolType       string
+	Protocols          []Protocol // join_group: the protocols, in the member's order
+	// Assignments is a sync_group's {member: partitions}: the leader's
+	// assignment of the generation. Kafka ignores a follower's.
+	Assignments   map[string][]Partition
+	Offset        int64 // fetch: where to start
+	Isolation     Isolation
+	RequireStable bool
+	Ms            int64 // tick: how far the clock moves
+}
+
+// Protocol is one protocol a member joins with: its name and, for a
+// consumer protocol, the topics its subscription names.
+type Protocol struct {
+	Name   string
+	Topics []string
 }
 
 // NewRequest is a Request with every optional number at its sentinel.

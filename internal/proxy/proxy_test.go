@@ -407,7 +407,8 @@ func wallClock() int64 { return time.Now().UnixMilli() }
 // produce (one operation per partition, its records decoded from kgo's
 // default snappy compression; under transactions v2 a partition joins
 // the transaction with its first produce) and end_txn; the
-// consumer's join_group with its assignment, and its offset_fetch.
+// consumer's join_group, its sync_group with its assignment, and its
+// offset_fetch.
 func TestClientsAreRecordedUnderTheirClientID(t *testing.T) {
 	cluster := startCluster(t)
 	rec := histories.NewRecorder(nil, wallClock)
@@ -451,12 +452,16 @@ func TestClientsAreRecordedUnderTheirClientID(t *testing.T) {
 		}
 		if op.Kind == model.JoinGroup {
 			require.Equal(t, "fare-readers", op.Req.Group)
+			require.True(t, op.Req.JoinOnly, "its SyncGroup is an op of its own")
+		}
+		if op.Kind == model.SyncGroup && op.Result.Succeeded() {
+			require.Equal(t, "fare-readers", op.Req.Group)
 			require.ElementsMatch(t, []model.Partition{"trips-0", "trips-1", "trips-2"}, op.Result.Resp.Assignment)
 		}
 	}
 	require.Equal(t, []string{"fare-reader", "fare-writer"}, p.Processes())
 	require.Subset(t, byProc["fare-writer"], []model.Kind{model.InitProducerID, model.Produce, model.EndTxn})
-	require.Subset(t, byProc["fare-reader"], []model.Kind{model.JoinGroup, model.OffsetFetch})
+	require.Subset(t, byProc["fare-reader"], []model.Kind{model.JoinGroup, model.SyncGroup, model.OffsetFetch})
 	require.ElementsMatch(t, []model.Record{{Key: "trip-0", Value: "from the airport"}, {Key: "trip-1", Value: "from the airport"}}, produced)
 
 	var saved bytes.Buffer

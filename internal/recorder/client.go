@@ -93,10 +93,13 @@ type Client struct {
 
 	mu      sync.Mutex
 	lanes   map[string][]bool   // busy, by instance (instanceOf)
-	joins   map[string]*pending // member id -> its join_group, open until its SyncGroup answers
+	joins   map[string]*pending // member id -> its join_group, open until a JoinGroup answers
 	members map[string]bool     // those whose join_group answered, who may leave
-	conns   map[*conn]bool
-	faults  faults
+	// subscriptions are each joined member's partitions to spread, the
+	// order a SyncGroup's assignment is written in.
+	subscriptions map[string][]model.Partition
+	conns         map[*conn]bool
+	faults        faults
 	// topicNames are the cluster's topics by id, as found so far.
 	topicNames map[[16]byte]string
 	// txnID is the first transactional id the process used (see
@@ -145,7 +148,8 @@ func New(proc string, cfg Config) *Client {
 		cfg.Logf = func(string, ...any) {}
 	}
 	return &Client{cfg: cfg, proc: proc, recording: recording, lanes: map[string][]bool{}, joins: map[string]*pending{},
-		members: map[string]bool{}, conns: map[*conn]bool{}, topicNames: map[[16]byte]string{}}
+		members: map[string]bool{}, subscriptions: map[string][]model.Partition{}, conns: map[*conn]bool{},
+		topicNames: map[[16]byte]string{}}
 }
 
 // Dial is dial, for the client: a crashed client dials nowhere, and every
@@ -178,10 +182,8 @@ func (c *Client) tap(raw net.Conn) *conn {
 }
 
 // Close ends what is still in flight unanswered: the client is gone. A
-// join whose JoinGroup answered ends there, with no assignment (its
-// member never learned one); a member's rejoin never answered is
-// unanswered; a new member's join that only learned its member id never
-// joined, and is left out.
+// member's rejoin never answered is unanswered; a new member's join that
+// only learned its member id never joined, and is left out.
 func (c *Client) Close() {
 	c.mu.Lock()
 	conns := c.connList()
@@ -193,8 +195,6 @@ func (c *Client) Close() {
 	}
 	for _, p := range joins {
 		switch {
-		case p.joined:
-			c.finish(p, model.OK(p.resp))
 		case p.req.MemberID != "":
 			c.finish(p, model.NoAnswer())
 		default:
@@ -218,8 +218,9 @@ func (c *Client) connList() []*conn {
 func (c *Client) leaves(member string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	joined := c.members[member] || c.joins[member] != nil && c.joins[member].joined
+	joined := c.members[member]
 	delete(c.members, member)
+	delete(c.subscriptions, member)
 	return joined
 }
 
@@ -229,11 +230,8 @@ type pending struct {
 	lane     int
 	kind     model.Kind
 	req      model.Request
-	resp     model.Response // a join_group's member and generation, before its SyncGroup
-	// joined: a join_group's JoinGroup answered; it waits for its
-	// SyncGroup.
-	joined bool
-	end    func(model.Result)
+	resp     model.Response // a join_group's member id, learned from MEMBER_ID_REQUIRED
+	end      func(model.Result)
 }
 
 // begin records an operation's call on a free lane.
@@ -318,12 +316,28 @@ func (p *pending) member() string {
 	return p.req.MemberID
 }
 
-// awaitSync keeps a member's join_group open between its JoinGroup's
-// answer and its SyncGroup (or its next JoinGroup).
-func (c *Client) awaitSync(member string, p *pending) {
+// awaitRejoin keeps a member's join_group open until its next JoinGroup:
+// the rejoin with the member id MEMBER_ID_REQUIRED gave (KIP-394), or the
+// same JoinGroup asked again elsewhere.
+func (c *Client) awaitRejoin(member string, p *pending) {
 	c.mu.Lock()
 	c.joins[member] = p
 	c.mu.Unlock()
+}
+
+// noteSubscription keeps the partitions a joined member spreads.
+func (c *Client) noteSubscription(member string, partitions []model.Partition) {
+	c.mu.Lock()
+	c.subscriptions[member] = partitions
+	c.mu.Unlock()
+}
+
+// subscription is the partitions member joined to spread, nil when its
+// join was not seen.
+func (c *Client) subscription(member string) []model.Partition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.subscriptions[member]
 }
 
 // takeJoin is the open join_group of member, if any.

@@ -199,15 +199,17 @@ func TestRecorderKnowsTheTransactionProtocolSpoken(t *testing.T) {
 	require.Equal(t, 2, w.client.TransactionsVersion())
 }
 
-// TestRecorderJoinIsOneRound: a new member's JoinGroup that only learns its
-// id, the JoinGroup that joins, a SyncGroup that meets a rebalance, the
-// rejoin and the SyncGroup that answers are one join_group, which ends
-// with the last generation and the assignment.
-func TestRecorderJoinIsOneRound(t *testing.T) {
+// TestRecorderJoinThenSync: a new member's JoinGroup that only learns its
+// id and the JoinGroup that joins are one join_group, the JoinGroup alone
+// (join_only), with the member's timeouts and protocols. Each SyncGroup
+// is a sync_group of its own, REBALANCE_IN_PROGRESS included, and the
+// leader's carries its assignment of every member.
+func TestRecorderJoinThenSync(t *testing.T) {
 	w := newWire(t)
 	join := func(member string, code int16, gen int32, leader string) {
 		req := kmsg.NewPtrJoinGroupRequest()
 		req.Group, req.MemberID, req.ProtocolType, req.SessionTimeoutMillis = "fencecheck-fare-workers", member, "consumer", 1000
+		req.RebalanceTimeoutMillis = 3000
 		meta := kmsg.NewConsumerMemberMetadata()
 		meta.Topics = []string{"fencecheck-trips"}
 		protocol := kmsg.NewJoinGroupRequestProtocol()
@@ -218,47 +220,73 @@ func TestRecorderJoinIsOneRound(t *testing.T) {
 		resp.ErrorCode, resp.MemberID, resp.Generation, resp.LeaderID = code, "m1", gen, leader
 		w.answer(corr, resp, 9)
 	}
-	sync := func(gen int32, code int16, assigned ...int32) {
+	assignment := func(partitions ...int32) []byte {
+		a := kmsg.NewConsumerMemberAssignment()
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic, at.Partitions = "fencecheck-trips", partitions
+		a.Topics = []kmsg.ConsumerMemberAssignmentTopic{at}
+		return a.AppendTo(nil)
+	}
+	sync := func(gen int32, code int16, leads bool, assigned ...int32) {
 		req := kmsg.NewPtrSyncGroupRequest()
 		req.Group, req.MemberID, req.Generation = "fencecheck-fare-workers", "m1", gen
+		if leads {
+			for member, share := range map[string][]int32{"m1": {1}, "m2": {0}} {
+				a := kmsg.NewSyncGroupRequestGroupAssignment()
+				a.MemberID, a.MemberAssignment = member, assignment(share...)
+				req.GroupAssignment = append(req.GroupAssignment, a)
+			}
+		}
 		corr := w.send(req, 5)
 		resp := kmsg.NewPtrSyncGroupResponse()
 		resp.ErrorCode = code
 		if assigned != nil {
-			a := kmsg.NewConsumerMemberAssignment()
-			at := kmsg.NewConsumerMemberAssignmentTopic()
-			at.Topic, at.Partitions = "fencecheck-trips", assigned
-			a.Topics = []kmsg.ConsumerMemberAssignmentTopic{at}
-			resp.MemberAssignment = a.AppendTo(nil)
+			resp.MemberAssignment = assignment(assigned...)
 		}
 		w.answer(corr, resp, 5)
 	}
 	join("", kerr.MemberIDRequired.Code, -1, "")
+	require.Empty(t, w.ops(), "the join goes on with the member id")
 	join("m1", 0, 1, "m1")
-	sync(1, kerr.RebalanceInProgress.Code)
-	require.Empty(t, w.ops(), "the join goes on")
-	join("m1", 0, 2, "m0")
-	sync(2, 0, 1)
+	sync(1, kerr.RebalanceInProgress.Code, true)
+	join("m1", 0, 2, "m1")
+	sync(2, 0, true, 1)
 
 	ops := w.ops()
-	require.Len(t, ops, 1)
+	require.Len(t, ops, 4)
 	j := ops[0]
 	require.Equal(t, model.JoinGroup, j.Kind)
+	require.True(t, j.Req.JoinOnly)
 	require.Equal(t, "fare-workers", j.Req.Group)
 	require.Empty(t, j.Req.MemberID, "a new member")
 	require.Equal(t, []model.Partition{"trips-0", "trips-1"}, j.Req.Partitions)
 	require.Equal(t, int64(100000), j.Req.SessionTimeoutMs)
+	require.Equal(t, int64(300000), j.Req.RebalanceTimeoutMs)
+	require.Equal(t, "consumer", j.Req.ProtocolType)
+	require.Equal(t, []model.Protocol{{Name: "cooperative-sticky", Topics: []string{"trips"}}}, j.Req.Protocols)
 	require.True(t, j.Result.Succeeded())
 	require.Equal(t, "m1", j.Result.Resp.MemberID)
-	require.Equal(t, int32(2), j.Result.Resp.GenerationID)
-	require.Equal(t, "m0", j.Result.Resp.Leader, "the leader the last round named")
-	require.Equal(t, []model.Partition{"trips-1"}, j.Result.Resp.Assignment)
+	require.Equal(t, int32(1), j.Result.Resp.GenerationID)
+	require.Equal(t, "m1", j.Result.Resp.Leader)
+	require.Empty(t, j.Result.Resp.Assignment, "a JoinGroup assigns nothing")
+
+	s := ops[1]
+	require.Equal(t, model.SyncGroup, s.Kind)
+	require.Equal(t, int32(1), s.Req.GenerationID)
+	require.Equal(t, map[string][]model.Partition{"m1": {"trips-1"}, "m2": {"trips-0"}}, s.Req.Assignments)
+	require.Equal(t, model.RebalanceInProgress, s.Result.Err)
+
+	require.Equal(t, model.JoinGroup, ops[2].Kind)
+	require.Equal(t, "m1", ops[2].Req.MemberID)
+	require.Equal(t, int32(2), ops[2].Result.Resp.GenerationID)
+	require.Equal(t, model.SyncGroup, ops[3].Kind)
+	require.True(t, ops[3].Result.Succeeded())
+	require.Equal(t, []model.Partition{"trips-1"}, ops[3].Result.Resp.Assignment)
 }
 
 // TestRecorderLostAnswers: a request in flight when its connection closes
-// never returned, but a join goes on (its member asks again); a join whose
-// client closed after its JoinGroup answered ends there, with nothing
-// assigned; only a member that joined is recorded leaving.
+// never returned, but a join goes on (its member asks again) and ends when
+// a JoinGroup answers; only a member that joined is recorded leaving.
 func TestRecorderLostAnswers(t *testing.T) {
 	w := newWire(t)
 	commit := kmsg.NewPtrTxnOffsetCommitRequest()
@@ -540,10 +568,9 @@ func keysOf(records []model.FetchedRecord) []string {
 	return keys
 }
 
-// TestRecorderHeartbeats: a member's heartbeat is recorded, one answered
-// REBALANCE_IN_PROGRESS as renewed (Kafka renews the session then); one
-// sent before the member has an id or a generation is not a member's, and
-// is left out.
+// TestRecorderHeartbeats: a member's heartbeat is recorded with its
+// answer, REBALANCE_IN_PROGRESS too; one sent before the member has an id
+// or a generation is not a member's, and is left out.
 func TestRecorderHeartbeats(t *testing.T) {
 	w := newWire(t)
 	for _, tc := range []struct {
@@ -562,7 +589,7 @@ func TestRecorderHeartbeats(t *testing.T) {
 		require.Equal(t, model.Heartbeat, op.Kind)
 		got = append(got, fmt.Sprintf("%s gen %d: %s", op.Req.MemberID, op.Req.GenerationID, op.Result.Err))
 	}
-	require.Equal(t, []string{"m1 gen 3: ", "m1 gen 3: ", "m1 gen 2: ILLEGAL_GENERATION"}, got)
+	require.Equal(t, []string{"m1 gen 3: ", "m1 gen 3: REBALANCE_IN_PROGRESS", "m1 gen 2: ILLEGAL_GENERATION"}, got)
 }
 
 // Two transactional ids in one client are two producers sharing a

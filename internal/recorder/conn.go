@@ -155,7 +155,7 @@ func (t *conn) lost() {
 	for _, in := range lost {
 		for _, o := range in.ops {
 			if member := o.op.member(); member != "" {
-				t.c.awaitSync(member, o.op) // the member asks again on another connection
+				t.c.awaitRejoin(member, o.op) // the member asks again on another connection
 				continue
 			}
 			t.c.finish(o.op, model.NoAnswer())

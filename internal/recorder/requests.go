@@ -30,7 +30,7 @@ type fate int
 const (
 	ended    fate = iota
 	notTaken      // the broker did nothing (misrouted): left out
-	goesOn        // a join_group between its JoinGroup and SyncGroup
+	goesOn        // a join_group whose JoinGroup is asked again (KIP-394, or elsewhere)
 )
 
 // endTxnAnswersEpoch is the first EndTxn whose answer carries the
@@ -88,12 +88,10 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 	return nil
 }
 
-// heartbeat is a member keeping its session alive. Kafka renews the
-// session of a member that heartbeats while its group prepares a
-// rebalance, and answers REBALANCE_IN_PROGRESS, a code the history format
-// has no name for: as far as the history goes, that heartbeat succeeded
-// (GroupCoordinator.handleHeartbeat in 3.9,
-// GroupMetadataManager.classicGroupHeartbeat in 4.x).
+// heartbeat is a member keeping its session alive. Every answer is
+// recorded: REBALANCE_IN_PROGRESS says the group prepares a rebalance,
+// after Kafka renewed the session (GroupCoordinator.handleHeartbeat in
+// 3.9, GroupMetadataManager.classicGroupHeartbeat in 4.x).
 func (c *Client) heartbeat(r *kmsg.HeartbeatRequest) []observed {
 	group, ok := c.cfg.Cluster.Name(r.Group)
 	if !ok || r.MemberID == "" || r.Generation < 0 {
@@ -101,12 +99,8 @@ func (c *Client) heartbeat(r *kmsg.HeartbeatRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
-	return one(c, model.Heartbeat, r.Version, req, func(r *kmsg.HeartbeatResponse) []int16 {
-		if r.ErrorCode == kerr.RebalanceInProgress.Code {
-			return []int16{0}
-		}
-		return []int16{r.ErrorCode}
-	}, nil)
+	return one(c, model.Heartbeat, r.Version, req,
+		func(r *kmsg.HeartbeatResponse) []int16 { return []int16{r.ErrorCode} }, nil)
 }
 
 // answered ends (or leaves out, or keeps open) the operations of one
@@ -348,8 +342,10 @@ func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
 }
 
 // joinGroup begins a join_group, or goes on with the one a member began:
-// a new member's first JoinGroup only learns its id (KIP-394), and the
-// join ends when its SyncGroup answers with the assignment.
+// a new member's first JoinGroup only learns its id (KIP-394), and its
+// rejoin with that id is the same operation. The operation ends when a
+// JoinGroup answers: it is the JoinGroup alone (join_only), and the
+// member's SyncGroup is a sync_group of its own.
 func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 	group, ok := c.cfg.Cluster.Name(r.Group)
 	if !ok {
@@ -357,11 +353,7 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 	}
 	op := c.takeJoin(r.MemberID)
 	if op == nil {
-		req := model.NewRequest()
-		req.Group, req.MemberID = group, r.MemberID
-		req.SessionTimeoutMs = c.cfg.Cluster.Millis(r.SessionTimeoutMillis)
-		req.Partitions = c.subscribed(r.Protocols)
-		op = c.begin(model.JoinGroup, r.Version, req)
+		op = c.begin(model.JoinGroup, r.Version, c.joinRequest(group, r))
 	}
 	return []observed{{op: op, answer: func(resp kmsg.Response) (model.Result, fate) {
 		jr, ok := resp.(*kmsg.JoinGroupResponse)
@@ -370,20 +362,59 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 			return c.undecided(model.JoinGroup, "the answer is a %T", resp), ended
 		case jr.ErrorCode == kerr.MemberIDRequired.Code:
 			op.resp.MemberID = jr.MemberID
-			c.awaitSync(jr.MemberID, op)
+			c.awaitRejoin(jr.MemberID, op)
 			return model.Result{}, goesOn
 		case jr.ErrorCode == 0:
-			op.resp.MemberID, op.resp.GenerationID, op.resp.Leader, op.joined = jr.MemberID, jr.Generation, jr.LeaderID, true
-			c.awaitSync(jr.MemberID, op)
-			return model.Result{}, goesOn
+			out := model.NewResponse()
+			out.MemberID, out.GenerationID, out.Leader = jr.MemberID, jr.Generation, jr.LeaderID
+			c.noteSubscription(jr.MemberID, op.req.Partitions)
+			return model.OK(out), ended
 		case wire.Misrouted(jr.ErrorCode) && r.MemberID != "":
-			c.awaitSync(r.MemberID, op) // it asks again elsewhere
+			c.awaitRejoin(r.MemberID, op) // it asks again elsewhere
 			return model.Result{}, goesOn
 		case wire.Misrouted(jr.ErrorCode):
 			return model.Result{}, notTaken
 		}
 		return c.result(model.JoinGroup, jr.ErrorCode, model.NewResponse()), ended
 	}}}
+}
+
+// joinRequest is a JoinGroup as a join_group of group: the JoinGroup
+// alone, with the member's timeouts and protocols. A JoinGroup before v1
+// has no rebalance timeout of its own (the session timeout serves).
+func (c *Client) joinRequest(group string, r *kmsg.JoinGroupRequest) model.Request {
+	req := model.NewRequest()
+	req.Group, req.MemberID, req.JoinOnly = group, r.MemberID, true
+	req.SessionTimeoutMs = c.cfg.Cluster.Millis(r.SessionTimeoutMillis)
+	if r.Version >= 1 {
+		req.RebalanceTimeoutMs = c.cfg.Cluster.Millis(r.RebalanceTimeoutMillis)
+	}
+	req.ProtocolType = r.ProtocolType
+	req.Partitions = c.subscribed(r.Protocols)
+	for _, p := range r.Protocols {
+		req.Protocols = append(req.Protocols, model.Protocol{Name: p.Name, Topics: c.protocolTopics(r.ProtocolType, p)})
+	}
+	return req
+}
+
+// protocolTopics is the topics a consumer protocol's subscription names,
+// those of the cluster's that the history knows; nil for another
+// protocol type or metadata that does not read.
+func (c *Client) protocolTopics(protocolType string, p kmsg.JoinGroupRequestProtocol) []string {
+	if protocolType != "consumer" {
+		return nil
+	}
+	var meta kmsg.ConsumerMemberMetadata
+	if meta.ReadFrom(p.Metadata) != nil {
+		return nil
+	}
+	var out []string
+	for _, topic := range meta.Topics {
+		if name, ok := c.cfg.Cluster.Name(topic); ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // subscribed is the partitions of the topics a member subscribes to, which
@@ -408,31 +439,45 @@ func (c *Client) subscribed(protocols []kmsg.JoinGroupRequestProtocol) []model.P
 	return out
 }
 
-// syncGroup ends the join_group of the member it comes from.
+// syncGroup is a member's SyncGroup, as a sync_group: the leader's
+// carries its assignment of every member. Every answer is recorded,
+// REBALANCE_IN_PROGRESS too; a misrouted one is left out, as the member
+// asks again at the coordinator.
 func (c *Client) syncGroup(r *kmsg.SyncGroupRequest) []observed {
-	op := c.takeJoin(r.MemberID)
-	if op == nil {
+	group, ok := c.cfg.Cluster.Name(r.Group)
+	if !ok || r.MemberID == "" || r.Generation < 0 {
 		return nil
 	}
+	requested := c.subscription(r.MemberID)
+	req := model.NewRequest()
+	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	for _, a := range r.GroupAssignment {
+		share, err := wire.Assignment(a.MemberAssignment, requested, c.partition)
+		if err != nil {
+			c.cfg.Logf("recorder: SyncGroup of %s: %s's assignment does not read: %v", c.proc, a.MemberID, err)
+			continue
+		}
+		if req.Assignments == nil {
+			req.Assignments = map[string][]model.Partition{}
+		}
+		req.Assignments[a.MemberID] = share
+	}
+	op := c.begin(model.SyncGroup, r.Version, req)
 	return []observed{{op: op, answer: func(resp kmsg.Response) (model.Result, fate) {
 		sr, ok := resp.(*kmsg.SyncGroupResponse)
 		switch {
 		case !ok:
-			return c.undecided(model.JoinGroup, "the answer is a %T", resp), ended
-		case wire.Misrouted(sr.ErrorCode), sr.ErrorCode == kerr.RebalanceInProgress.Code:
-			// Asked again elsewhere, or the member rejoins: it is a
-			// member all along, and its join ends with a SyncGroup
-			// that answers.
-			c.awaitSync(r.MemberID, op)
-			return model.Result{}, goesOn
+			return c.undecided(model.SyncGroup, "the answer is a %T", resp), ended
+		case wire.Misrouted(sr.ErrorCode):
+			return model.Result{}, notTaken
 		case sr.ErrorCode != 0:
-			return c.result(model.JoinGroup, sr.ErrorCode, model.NewResponse()), ended
+			return c.result(model.SyncGroup, sr.ErrorCode, model.NewResponse()), ended
 		}
-		assignment, err := wire.Assignment(sr.MemberAssignment, op.req.Partitions, c.partition)
+		assignment, err := wire.Assignment(sr.MemberAssignment, requested, c.partition)
 		if err != nil {
-			return c.undecided(model.JoinGroup, "unreadable assignment: %v", err), ended
+			return c.undecided(model.SyncGroup, "unreadable assignment: %v", err), ended
 		}
-		out := op.resp
+		out := model.NewResponse()
 		out.Assignment = assignment
 		return model.OK(out), ended
 	}}}

@@ -10,7 +10,8 @@ import (
 )
 
 // groupView is one consumer group: who owned which partitions in each
-// generation, as the join answers handed them out.
+// generation, as the answers handed them out: a whole round's join_group,
+// or the sync_group after a join_group that was the JoinGroup alone.
 type groupView struct {
 	Group       string
 	Generations []generationView
@@ -29,17 +30,26 @@ type ownerView struct {
 
 func groupViews(rows []checker.TimelineRow) []groupView {
 	gens := map[string]map[int32][]ownerView{}
+	own := func(group string, gen int32, owner ownerView) {
+		if gens[group] == nil {
+			gens[group] = map[int32][]ownerView{}
+		}
+		gens[group][gen] = append(gens[group][gen], owner)
+	}
 	for _, row := range rows {
 		op := row.Op
-		if op.Kind != model.JoinGroup || !op.Result.Succeeded() {
+		if !op.Result.Succeeded() {
 			continue
 		}
 		resp := op.Result.Resp
-		if gens[op.Req.Group] == nil {
-			gens[op.Req.Group] = map[int32][]ownerView{}
+		switch {
+		case op.Kind == model.JoinGroup && !op.Req.JoinOnly:
+			own(op.Req.Group, resp.GenerationID, ownerView{Proc: op.Proc, Member: resp.MemberID,
+				Partitions: orNone(partitionList(resp.Assignment)), Op: op.ID})
+		case op.Kind == model.SyncGroup:
+			own(op.Req.Group, op.Req.GenerationID, ownerView{Proc: op.Proc, Member: op.Req.MemberID,
+				Partitions: orNone(partitionList(resp.Assignment)), Op: op.ID})
 		}
-		owner := ownerView{Proc: op.Proc, Member: resp.MemberID, Partitions: orNone(partitionList(resp.Assignment)), Op: op.ID}
-		gens[op.Req.Group][resp.GenerationID] = append(gens[op.Req.Group][resp.GenerationID], owner)
 	}
 	var views []groupView
 	for _, name := range slices.Sorted(maps.Keys(gens)) {

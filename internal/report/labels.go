@@ -52,6 +52,8 @@ func requestWord(kind model.Kind, req model.Request) string {
 		return "abort"
 	case model.JoinGroup:
 		return "join"
+	case model.SyncGroup:
+		return "sync"
 	case model.LeaveGroup:
 		return "leave"
 	case model.OffsetFetch:
@@ -70,6 +72,8 @@ func successWord(kind model.Kind, resp model.Response) string {
 		return fmt.Sprintf("@%d", resp.BaseOffset)
 	case model.JoinGroup:
 		return fmt.Sprintf("→ gen %d", resp.GenerationID)
+	case model.SyncGroup:
+		return "→ " + orNone(partitionList(resp.Assignment))
 	case model.OffsetFetch:
 		return fmt.Sprintf("→ %d", resp.Offset)
 	case model.Fetch:
