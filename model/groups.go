@@ -20,7 +20,7 @@ func (st *step) joinGroup(r Request) outcome {
 		if out != nil {
 			return *out
 		}
-		r, g, st.staticTakeover = taken, st.s.groups[r.Group], true
+		r, g, st.staticTakeover, st.replaced = taken, st.s.groups[r.Group], true, old
 	} else if r.MemberID != "" {
 		// A known member's join meets validateMember first
 		// (classicGroupJoinExistingMember, 4.x; doCurrentMemberJoinGroup, 3.9).
@@ -102,7 +102,7 @@ func (st *step) joinGroup(r Request) outcome {
 // (ClassicGroup.add, 4.x; GroupMetadata.add, 3.9), and a round the leader
 // missed elects one of those that joined it (maybeElectNewJoinedLeader).
 func (st *step) leaderAfterJoin(g group, id string, gen int32) string {
-	if got := st.observed(); got != nil && got.Leader != "" {
+	if got := st.observed(); got != nil && got.Leader != "" && !st.namesReplacedLeader(got.Leader) {
 		return got.Leader
 	}
 	if m, ok := g.members[g.leader]; ok && m.gen == gen {
@@ -255,7 +255,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// so: where answers name none, the model's leader is a guess.
 		return fail("leader-rejoin-rebalances", "%s leads generation %d of a stable group, and its rejoin was answered that generation, not a new one", id, gen)
 	}
-	if _, member := g.members[leader]; g.removed[leader] && !member {
+	if _, member := g.members[leader]; g.removed[leader] && !member && !st.namesReplacedLeader(leader) {
 		// A removed member is gone for good. Its client rejoins as a new
 		// member, under a new id that the coordinator makes of the client
 		// id and a random UUID (ClassicGroup.generateMemberId, 4.x;
@@ -273,7 +273,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// (restartReloadsGroups).
 		return fail("leader-removed", "%s was removed from %s, and a removed member never leads a later round", leader, r.Group)
 	}
-	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
+	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && !st.namesReplacedLeader(leader) && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
 		// A generation has one leader: the round that completed it
 		// elected it, and every answer of that generation names it
 		// (JoinGroupResponse.LeaderId, ClassicGroup.leaderOrNull, set at

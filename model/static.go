@@ -128,3 +128,13 @@ func (st *step) checkStaticMember(r Request) *outcome {
 	}
 	return st.checkInstance(r)
 }
+
+// namesReplacedLeader reports whether leader is the member id a static
+// takeover just replaced, named as the leader by its own answer. Kafka
+// answers a JoinGroup below v9 with the leader it had before the
+// replacement (updateStaticMemberThenRebalanceOrCompleteJoin,
+// currentLeader, 4.x; updateStaticMemberAndRebalance, 3.9; test:
+// GroupCoordinatorTest#staticMemberRejoinWithLeaderIdAndUnknownMemberId).
+func (st *step) namesReplacedLeader(leader string) bool {
+	return st.staticTakeover && leader == st.replaced
+}

@@ -283,8 +283,9 @@ type step struct {
 	// (verification.go).
 	verified *verification
 	// staticTakeover: the join is a static member's rejoin with no member
-	// id, which took its instance over from an old member id (static.go).
+	// id, which took its instance over from replaced (static.go).
 	staticTakeover bool
+	replaced       string
 }
 
 // markBegun records that the request began or added to its transaction by
