@@ -204,7 +204,9 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
 		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
 	model.SyncGroup:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt()},
-	model.LeaveGroup:  {qGroup.req(), qMemberID.req(), qInstanceID.opt()},
+	// A leave may name a static member by its instance alone (member_id
+	// ""), as an admin's removal does (LeaveGroup v3+).
+	model.LeaveGroup:  {qGroup.req(), qMemberID.always(), qInstanceID.opt()},
 	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt()},
 	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
 	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qInstanceID.opt()},

@@ -439,10 +439,22 @@ func (g group) preparedRoundMayDrop(m member) bool {
 }
 
 func (st *step) leaveGroup(r Request) outcome {
-	if out := st.checkStaticMember(r); out != nil {
+	g := st.s.groups[r.Group]
+	if r.MemberID == "" && r.InstanceID != "" {
+		// An admin's removal names the instance alone (LeaveGroup v3+).
+		// Kafka removes whichever member id holds it
+		// (classicGroupLeaveToClassicGroup, 4.x; GroupCoordinator
+		// .handleLeaveGroup, 3.9; tests:
+		// GroupCoordinatorTest#testStaticMembersValidBatchLeaveGroup,
+		// #testLeaveGroupStaticMemberWithUnknownMemberId).
+		owner, held := g.staticMember(r.InstanceID)
+		if !held {
+			return refuse("unknown-instance", UnknownMemberID, "no member of %s holds instance %s", r.Group, r.InstanceID)
+		}
+		r.MemberID = owner
+	} else if out := st.checkStaticMember(r); out != nil {
 		return *out
 	}
-	g := st.s.groups[r.Group]
 	if _, ok := g.members[r.MemberID]; !ok {
 		return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)
 	}
