@@ -203,7 +203,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.EndTxn:       {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
 	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
 		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
-	model.SyncGroup:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt()},
+	model.SyncGroup: {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt()},
 	// A leave may name a static member by its instance alone (member_id
 	// ""), as an admin's removal does (LeaveGroup v3+).
 	model.LeaveGroup:  {qGroup.req(), qMemberID.always(), qInstanceID.opt()},
