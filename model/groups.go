@@ -15,6 +15,9 @@ import (
 // generation.
 func (st *step) joinGroup(r Request) outcome {
 	g := st.s.groups[r.Group]
+	if out, fenced := st.parkedJoinFenced(r); fenced {
+		return out
+	}
 	if old, held := g.staticMember(r.InstanceID); r.MemberID == "" && r.InstanceID != "" && held {
 		taken, out := st.takeOverInstance(r, old)
 		if out != nil {

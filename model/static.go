@@ -138,3 +138,19 @@ func (st *step) checkStaticMember(r Request) *outcome {
 func (st *step) namesReplacedLeader(leader string) bool {
 	return st.staticTakeover && leader == st.replaced
 }
+
+// parkedJoinFenced is a static member's join with no member id answered
+// FENCED_INSTANCE_ID. Kafka answers so a join parked in a round when a
+// later join of the same instance replaced it (ClassicGroup
+// .replaceStaticMember completes the old member's join future; test:
+// GroupMetadataManagerTest#testJoinGroupReplaceStaticMember). The member
+// it added is gone again, and the instance is the later join's, so the
+// model takes it as a join that changed nothing. The round it may have
+// prepared is one the later join is answered in.
+func (st *step) parkedJoinFenced(r Request) (outcome, bool) {
+	fenced := st.got != nil && st.got.Answered && st.got.Err == FencedInstanceID
+	if !fenced || r.MemberID != "" || r.InstanceID == "" {
+		return outcome{}, false
+	}
+	return refuse("fenced-instance", FencedInstanceID, "a later join of instance %s replaced this one while it was parked (replaceStaticMember)", r.InstanceID), true
+}
