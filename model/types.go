@@ -180,15 +180,10 @@ func NewRequest() Request {
 
 // Response is every response type's fields in one flat struct.
 type Response struct {
-	ProducerID int64 // init_producer_id; end_txn under transactions v2
-	Epoch      int16
-	BaseOffset int64 // produce
-	MemberID   string
-	// InstanceID is the member's group.instance.id (KIP-345): a static
-	// member's name that outlives its member ids; "" for a dynamic
-	// member. join_group, sync_group, heartbeat, leave_group,
-	// offset_commit and txn_offset_commit carry it.
-	InstanceID       string
+	ProducerID       int64 // init_producer_id; end_txn under transactions v2
+	Epoch            int16
+	BaseOffset       int64 // produce
+	MemberID         string
 	GenerationID     int32
 	Assignment       []Partition
 	Leader           string // join_group: the group's leader, "" when not said
