@@ -430,6 +430,9 @@ func (g *group) plainCommitRefusal(r model.Request) model.Code {
 // staticMember is the member id instance maps to, if any (model:
 // group.staticMember).
 func (g *group) staticMember(instance string) (string, bool) {
+	if instance == "" {
+		return "", false // a dynamic member holds no instance
+	}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		if g.members[id].instance == instance {
 			return id, true

@@ -19,6 +19,9 @@ import (
 // removed by a leave or an expiry takes its mapping with it
 // (ClassicGroup.remove, 4.x; GroupMetadata.remove, 3.9).
 func (g group) staticMember(instance string) (string, bool) {
+	if instance == "" {
+		return "", false // a dynamic member holds no instance
+	}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		if g.members[id].instance == instance {
 			return id, true
