@@ -14,7 +14,16 @@ import (
 // a Kafka client, as the seeds' timelines do: "`init_transactions()`
 // fare-writer-7", "producer id 4001, epoch 0".
 func describe(op histories.Op) (does, result string) {
-	return describeDoes(op), describeResult(op)
+	return describeDoes(op) + asInstance(op.Req), describeResult(op)
+}
+
+// asInstance names a static member's group.instance.id (KIP-345), which
+// a zombie shares with the member that took its place.
+func asInstance(req model.Request) string {
+	if req.InstanceID == "" {
+		return ""
+	}
+	return " as instance " + req.InstanceID
 }
 
 func describeDoes(op histories.Op) string {

@@ -75,3 +75,14 @@ func TestDescribeAbbreviatesLongRecordLists(t *testing.T) {
 	_, result := describe(b.h.Ops[b.fetch("R", 2, 3, "fares-2", 0, model.ReadCommitted, records...)])
 	require.Equal(t, "trip-0@0, trip-1@1, trip-2@2, …, trip-37@37, trip-38@38, trip-39@39 (40 records), hw -1, lso -1", result)
 }
+
+// A static member's request names its instance, so that a zombie and the
+// member id that replaced it read as one consumer.
+func TestDescribeStaticMember(t *testing.T) {
+	b := &historyBuilder{}
+	commit := b.fail(b.plainCommit("C", 0, 1, "g", "m", 2, "trips-0", 7), model.FencedInstanceID)
+	b.op(commit).Req.InstanceID = "pricer-1"
+	does, result := describe(b.h.Ops[commit])
+	require.Equal(t, "`commit_offsets()` trips-0 → 7 (generation 2) as instance pricer-1", does)
+	require.Equal(t, "rejected: FENCED_INSTANCE_ID", result)
+}

@@ -104,6 +104,7 @@ var (
 	qEpoch      = epoch(func(r *request) *int16 { return &r.Epoch })
 	qMemberID   = memberID(func(r *request) *string { return &r.MemberID })
 	qGeneration = generationID(func(r *request) *int32 { return &r.GenerationID })
+	qInstanceID = field[request]{"group_instance_id", func(r *request) codec { return text[string]{p: &r.InstanceID} }}
 	qPartitions = partitions("partitions", func(r *request) *[]model.Partition { return &r.Partitions })
 
 	qTimeoutMs = field[request]{"timeout_ms", func(r *request) codec { return number[int64]{&r.TimeoutMs, durations} }}
@@ -195,18 +196,20 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req()},
 	// The groupId-string overload sends no member and generation -1.
 	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req(), qMemberID.opt(),
-		qGeneration.opt(), qOffsets.always()},
+		qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
 	// A plain commit: the "simple" or admin commit sends no member and
 	// generation -1.
-	model.OffsetCommit: {qGroup.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always()},
+	model.OffsetCommit: {qGroup.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
 	model.EndTxn:       {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
 	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
-		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt()},
-	model.SyncGroup:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt()},
-	model.LeaveGroup:  {qGroup.req(), qMemberID.req()},
+		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
+	model.SyncGroup: {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt()},
+	// A leave may name a static member by its instance alone (member_id
+	// ""), as an admin's removal does (LeaveGroup v3+).
+	model.LeaveGroup:  {qGroup.req(), qMemberID.always(), qInstanceID.opt()},
 	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt()},
 	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
-	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req()},
+	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qInstanceID.opt()},
 	model.Tick:        {qMs.always()},
 }
 

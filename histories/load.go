@@ -552,6 +552,9 @@ func decodeRequest(m map[string]json.RawMessage, op *Op) error {
 	if err := decodeStruct("req", m["req"], &op.Req, slots); err != nil {
 		return err
 	}
+	if op.Kind == model.LeaveGroup && op.Req.MemberID == "" && op.Req.InstanceID == "" {
+		return errors.New(`req.member_id of a leave_group may be "" only with a group_instance_id (KIP-345)`)
+	}
 	// KIP-360: a producer bumping its own epoch sends both.
 	if op.Kind == model.InitProducerID && (op.Req.ProducerID == model.NoProducerID) != (op.Req.Epoch == model.NoEpoch) {
 		return errors.New("req.producer_id and req.epoch go together: both or neither")

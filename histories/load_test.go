@@ -235,6 +235,12 @@ var loadRejects = []struct {
 		`op 4: produce: req.partition: "fares-2147483648" is not a partition written "topic-N"`},
 	{"epoch without producer_id", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": {"epoch": 3}}`),
 		"op 1: init_producer_id: req.producer_id and req.epoch go together: both or neither"},
+	{"leave with no member and no instance", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": ` +
+		`{"group": "g", "member_id": ""}, "resp": {}}`),
+		`op 1: leave_group: req.member_id of a leave_group may be "" only with a group_instance_id (KIP-345)`},
+	{"leave with no member and an empty instance", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": ` +
+		`{"group": "g", "member_id": "", "group_instance_id": ""}, "resp": {}}`),
+		`op 1: leave_group: req.member_id of a leave_group may be "" only with a group_instance_id (KIP-345)`},
 	{"resp an array", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": ` +
 		`{"group": "g", "member_id": "m"}, "resp": []}`),
 		"op 1: leave_group: resp: must be an object, got an array"},
@@ -279,7 +285,8 @@ func TestLoadRejects(t *testing.T) {
 // loadAccepts are documents Load must accept. TestSchemaAcceptsWhatLoadAccepts
 // holds the schema to the same table.
 var loadAccepts = map[string]string{
-	"empty": doc(),
+	"a leave naming the instance alone": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": {"group": "g", "member_id": "", "group_instance_id": "i"}, "resp": {}}`),
+	"empty":                             doc(),
 	"api_version on requests": doc(`{"id": 0, "proc": "A", "call": 0, "return": 5, "type": "init_producer_id", "api_version": 4, "req": {"transactional_id": "t"}, "resp": {"producer_id": 1, "epoch": 0}}`,
 		`{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 1, "req": {`+txnFields+`, "commit": true}, "error": "INVALID_PRODUCER_EPOCH"}`,
 		`{"id": 2, "proc": "A", "call": 9, "return": 10, "type": "end_txn", "api_version": 3, "req": {`+txnFields+`, "commit": true}, "error": "PRODUCER_FENCED"}`,

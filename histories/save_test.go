@@ -313,3 +313,29 @@ func TestSaveLoadSplitRound(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, h, got)
 }
+
+// A static member's group.instance.id (KIP-345) survives a save and a
+// load on each of the six requests that carry it.
+func TestSaveLoadInstanceID(t *testing.T) {
+	var ops []Op
+	for i, kind := range []model.Kind{model.JoinGroup, model.SyncGroup, model.Heartbeat, model.LeaveGroup,
+		model.OffsetCommit, model.TxnOffsetCommit} {
+		r := model.NewRequest()
+		r.Group, r.MemberID, r.InstanceID = "fare-pricers", "m-1", "pricer-1"
+		if kind == model.SyncGroup || kind == model.Heartbeat {
+			r.GenerationID = 1
+		}
+		if kind == model.TxnOffsetCommit {
+			r.TransactionalID, r.ProducerID, r.Epoch = "t", 7, 0
+		}
+		ops = append(ops, Op{ID: i, Proc: "B", Call: int64(10 * i), Return: int64(10*i + 5), Returned: true,
+			Op: model.Op{Kind: kind, Req: r}, Result: model.Fail(model.FencedInstanceID)})
+	}
+	h := History{Ops: ops}
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	require.Equal(t, len(ops), strings.Count(buf.String(), `"group_instance_id": "pricer-1"`))
+	got, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, got)
+}

@@ -79,6 +79,23 @@ type seqKey struct {
 type joined struct {
 	id  string
 	gen int32
+	// instance is the group.instance.id it joined with, "" for a dynamic
+	// member (KIP-345).
+	instance string
+}
+
+// instances are the group.instance.ids static members join with; ""
+// joins as a dynamic member.
+var instances = []string{"", "", "static-a", "static-b"}
+
+// instanceFor is the instance a member's request names: mostly its own,
+// sometimes another, so that FENCED_INSTANCE_ID and UNKNOWN_MEMBER_ID
+// come up.
+func instanceFor(t *rapid.T, m joined) string {
+	if rapid.IntRange(0, 5).Draw(t, "other instance") == 0 {
+		return rapid.SampledFrom(instances).Draw(t, "instance")
+	}
+	return m.instance
 }
 
 func newDifferential(version int, asyncMarkers bool, expiry model.Expiry) *differential {
@@ -227,7 +244,9 @@ func (d *differential) commitOffsets(t *rapid.T) {
 	offsets := map[model.Partition]int64{
 		rapid.SampledFrom(inputs).Draw(t, "input"): rapid.Int64Range(0, 20).Draw(t, "offset"),
 	}
-	d.send(t, model.TxnOffsetCommit, commitOffsetsReq(id, d.sessionFor(t, id), theGroup, m.id, m.gen, offsets))
+	r := commitOffsetsReq(id, d.sessionFor(t, id), theGroup, m.id, m.gen, offsets)
+	r.InstanceID = instanceFor(t, m)
+	d.send(t, model.TxnOffsetCommit, r)
 }
 
 // plainCommit is a consumer's own commit outside a transaction: mostly a
@@ -247,7 +266,9 @@ func (d *differential) plainCommit(t *rapid.T) {
 	offsets := map[model.Partition]int64{
 		rapid.SampledFrom(inputs).Draw(t, "input"): rapid.Int64Range(0, 20).Draw(t, "offset"),
 	}
-	d.send(t, model.OffsetCommit, offsetCommitReq(group, m.id, m.gen, offsets))
+	r := offsetCommitReq(group, m.id, m.gen, offsets)
+	r.InstanceID = instanceFor(t, m)
+	d.send(t, model.OffsetCommit, r)
 }
 
 // memberFor draws a member as a consumer knows it: mostly one that joined
@@ -265,20 +286,33 @@ func (d *differential) endTxn(t *rapid.T, commit bool) {
 	d.granted(id, d.send(t, model.EndTxn, endTxnReq(id, d.sessionFor(t, id), commit)))
 }
 
+// joinGroup is a new member's join, dynamic or static (a static one
+// takes over an instance a member holds), or a member's rejoin.
 func (d *differential) joinGroup(t *rapid.T) {
-	id := ""
+	m := joined{instance: rapid.SampledFrom(instances).Draw(t, "instance")}
 	if len(d.members) > 0 && rapid.Bool().Draw(t, "rejoin") {
-		id = d.memberFor(t).id
+		m = d.memberFor(t)
+		m.instance = instanceFor(t, m)
 	}
 	sessionMs := rapid.SampledFrom([]int64{0, 2_000, 10_000}).Draw(t, "session timeout")
-	res := d.send(t, model.JoinGroup, joinReq(theGroup, id, sessionMs, inputs...))
+	r := joinReq(theGroup, m.id, sessionMs, inputs...)
+	r.InstanceID = m.instance
+	res := d.send(t, model.JoinGroup, r)
 	if res.Succeeded() {
-		d.members = append(d.members, joined{id: res.Resp.MemberID, gen: res.Resp.GenerationID})
+		d.members = append(d.members, joined{id: res.Resp.MemberID, gen: res.Resp.GenerationID, instance: m.instance})
 	}
 }
 
+// leaveGroup is a member's leave, sometimes an admin's removal that
+// names the instance alone.
 func (d *differential) leaveGroup(t *rapid.T) {
-	d.send(t, model.LeaveGroup, leaveReq(theGroup, d.memberFor(t).id))
+	m := d.memberFor(t)
+	r := leaveReq(theGroup, m.id)
+	r.InstanceID = instanceFor(t, m)
+	if r.InstanceID != "" && rapid.IntRange(0, 3).Draw(t, "by instance alone") == 0 {
+		r.MemberID = ""
+	}
+	d.send(t, model.LeaveGroup, r)
 }
 
 func (d *differential) fetch(t *rapid.T, isolation model.Isolation) {

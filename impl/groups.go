@@ -55,6 +55,9 @@ type member struct {
 	assignment []model.Partition
 	lastSeen   int64
 	sessionMs  int64
+	// instance is the member's group.instance.id (KIP-345), "" for a
+	// dynamic member (model: member.instance).
+	instance string
 }
 
 // noGroup is what a group that was never written looks like.
@@ -203,20 +206,31 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
-	if _, ok := g.members[r.MemberID]; r.MemberID != "" && !ok {
-		return model.Fail(model.UnknownMemberID) // KIP-345
-	}
-	id, gen, share := b.chooseJoin(r, g)
-	members, generation := maps.Clone(g.members), g.generation
+	members, leader := maps.Clone(g.members), g.leader
 	if members == nil {
 		members = map[string]member{}
 	}
+	old, held := g.staticMember(r.InstanceID)
+	takeover := r.MemberID == "" && r.InstanceID != "" && held
+	if takeover {
+		r.MemberID, leader = b.takeOverInstance(members, old, leader)
+		g = &group{generation: g.generation, answered: g.answered, leader: leader, members: members}
+	} else if r.MemberID != "" {
+		if refused := g.instanceRefusal(r); refused != "" {
+			return model.Fail(refused)
+		}
+	}
+	if _, ok := g.members[r.MemberID]; r.MemberID != "" && !ok {
+		return model.Fail(model.UnknownMemberID) // KIP-345
+	}
+	id, gen, share := b.chooseJoin(r, g, takeover)
+	generation := g.generation
 	if gen > generation {
 		// A new generation: every member holds nothing until it rejoins.
 		members, generation = nextGeneration(members), gen
 	}
-	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r)}
-	leader := id // the round's leader is one that joined it (model: leaderAfterJoin)
+	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r), instance: r.InstanceID}
+	leader = id // the round's leader is one that joined it (model: leaderAfterJoin)
 	if m, ok := members[g.leader]; ok && m.gen == gen {
 		leader = g.leader
 	}
@@ -231,14 +245,17 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 // current one keeps its assignment, as Kafka answers a follower's rejoin
 // without a rebalance, but for the group's leader, whose rejoin starts a
 // new generation. Each takes its round-robin share.
-func (b *Broker) chooseJoin(r model.Request, g *group) (string, int32, []model.Partition) {
+func (b *Broker) chooseJoin(r model.Request, g *group, takeover bool) (string, int32, []model.Partition) {
 	id := r.MemberID
 	if id == "" {
 		id = fmt.Sprintf("member-%d", b.nextMember.Add(1)-1)
 	}
 	m, known := g.members[id]
 	current := known && m.gen == g.generation
-	leaderRejoins := current && id == g.leader
+	// A static member's takeover keeps a stable group's generation, the
+	// leader's too (model: chooseJoin, staticTakeover): a whole round's
+	// group is never completing one.
+	leaderRejoins := current && id == g.leader && !takeover
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}
@@ -280,6 +297,16 @@ func (b *Broker) leaveGroup(r model.Request) model.Result {
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
+	if r.MemberID == "" && r.InstanceID != "" {
+		// An admin's removal names the instance alone (model: leaveGroup).
+		owner, held := g.staticMember(r.InstanceID)
+		if !held {
+			return model.Fail(model.UnknownMemberID)
+		}
+		r.MemberID = owner
+	} else if refused := g.instanceRefusal(r); refused != "" {
+		return model.Fail(refused)
+	}
 	if _, ok := g.members[r.MemberID]; !ok {
 		return model.Fail(model.UnknownMemberID)
 	}
@@ -321,8 +348,11 @@ func (b *Broker) groupNames() []string {
 // is generation -1 while the group has no members; else generation -1 is
 // never the group's (model: checkGeneration).
 func (g *group) generationRefusal(r model.Request) model.Code {
-	if r.GenerationID == model.NoGeneration && (r.MemberID == "" || len(g.members) == 0) {
+	if r.GenerationID == model.NoGeneration && ((r.MemberID == "" && r.InstanceID == "") || len(g.members) == 0) {
 		return ""
+	}
+	if refused := g.instanceRefusal(r); refused != "" {
+		return refused
 	}
 	if _, ok := g.members[r.MemberID]; !ok {
 		return model.UnknownMemberID
@@ -395,4 +425,52 @@ func (g *group) plainCommitRefusal(r model.Request) model.Code {
 		return model.UnknownMemberID
 	}
 	return g.generationRefusal(r)
+}
+
+// staticMember is the member id instance maps to, if any (model:
+// group.staticMember).
+func (g *group) staticMember(instance string) (string, bool) {
+	if instance == "" {
+		return "", false // a dynamic member holds no instance
+	}
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		if g.members[id].instance == instance {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// instanceRefusal is ClassicGroup.validateMember's instance check: an
+// instance mapped to another member id is FENCED_INSTANCE_ID, one not
+// mapped UNKNOWN_MEMBER_ID; "" for a dynamic member's request or a right
+// one (model: checkInstance).
+func (g *group) instanceRefusal(r model.Request) model.Code {
+	if r.InstanceID == "" {
+		return ""
+	}
+	switch owner, held := g.staticMember(r.InstanceID); {
+	case !held:
+		return model.UnknownMemberID
+	case owner != r.MemberID:
+		return model.FencedInstanceID
+	}
+	return ""
+}
+
+// takeOverInstance moves old's place in members to a new member id, and
+// returns it and the group's leader after: a static member's rejoin
+// with no member id (model: takeOverInstance). The new id leads where
+// old did; else the leader is who leads once old is gone
+// (leaderAmong). It writes members in place.
+func (b *Broker) takeOverInstance(members map[string]member, old, leader string) (string, string) {
+	id := fmt.Sprintf("member-%d", b.nextMember.Add(1)-1)
+	m := members[old]
+	delete(members, old)
+	next := leaderAmong(members, leader)
+	if leader == old {
+		next = id
+	}
+	members[id] = m
+	return id, next
 }

@@ -105,6 +105,7 @@ func (m member) equal(o member) bool {
 	return m.gen == o.gen && m.lastSeen == o.lastSeen && m.sessionMs == o.sessionMs && m.mayBeGone == o.mayBeGone &&
 		m.assignmentUnknown == o.assignmentUnknown && m.subscriptionForgotten == o.subscriptionForgotten &&
 		m.syncPending == o.syncPending && m.syncParked == o.syncParked &&
+		m.instance == o.instance && m.mayBeReplaced == o.mayBeReplaced &&
 		m.protocolType == o.protocolType && slicesEqual(m.protocols, o.protocols, same) && slicesEqual(m.assignment, o.assignment, same)
 }
 

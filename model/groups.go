@@ -15,6 +15,22 @@ import (
 // generation.
 func (st *step) joinGroup(r Request) outcome {
 	g := st.s.groups[r.Group]
+	if out, fenced := st.parkedJoinFenced(r); fenced {
+		return out
+	}
+	if old, held := g.staticMember(r.InstanceID); r.MemberID == "" && r.InstanceID != "" && held {
+		taken, out := st.takeOverInstance(r, old)
+		if out != nil {
+			return *out
+		}
+		r, g, st.staticTakeover, st.replaced = taken, st.s.groups[r.Group], true, old
+	} else if r.MemberID != "" {
+		// A known member's join meets validateMember first
+		// (classicGroupJoinExistingMember, 4.x; doCurrentMemberJoinGroup, 3.9).
+		if out := st.checkStaticMember(r); out != nil {
+			return *out
+		}
+	}
 	if r.MemberID != "" {
 		if _, ok := g.members[r.MemberID]; !ok {
 			return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s (KIP-345)", r.MemberID, r.Group)
@@ -62,7 +78,7 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	newRound := gen > g.answered
 	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
-		protocolType: r.ProtocolType, protocols: protocolNames(r)}
+		protocolType: r.ProtocolType, protocols: protocolNames(r), instance: r.InstanceID}
 	if r.JoinOnly {
 		m = g.joinedAlone(id, m, newRound)
 	}
@@ -89,7 +105,7 @@ func (st *step) joinGroup(r Request) outcome {
 // (ClassicGroup.add, 4.x; GroupMetadata.add, 3.9), and a round the leader
 // missed elects one of those that joined it (maybeElectNewJoinedLeader).
 func (st *step) leaderAfterJoin(g group, id string, gen int32) string {
-	if got := st.observed(); got != nil && got.Leader != "" {
+	if got := st.observed(); got != nil && got.Leader != "" && !st.namesReplacedLeader(got.Leader) {
 		return got.Leader
 	}
 	if m, ok := g.members[g.leader]; ok && m.gen == gen {
@@ -155,6 +171,13 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	// COMPLETING_REBALANCE: "return current group information for the
 	// current generation"); only a stable group's leader forces a new one.
 	leaderRejoins := (current && id == g.leader && g.syncDue == 0) || (known && m.subscriptionForgotten)
+	if st.staticTakeover {
+		// A static member's takeover of a stable group keeps the
+		// generation, the leader's too, and one of a group completing
+		// its round starts the next (updateStaticMemberThenRebalanceOrCompleteJoin,
+		// STABLE and COMPLETING_REBALANCE, 4.x; updateStaticMemberAndRebalance, 3.9).
+		leaderRejoins = current && g.syncDue != 0
+	}
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}
@@ -220,7 +243,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// assignment comes with a new generation.
 		return fail("assignment-kept", "%s rejoined generation %d, which it is in, and was assigned %v, not the %v it holds there", id, gen, assignment, m.assignment)
 	}
-	if m, ok := g.members[id]; ok && leader == id && id == g.leader && m.gen == gen && gen == g.generation && g.answered == g.generation && g.syncDue == 0 && !m.assignmentUnknown && !m.subscriptionForgotten {
+	if m, ok := g.members[id]; ok && !st.staticTakeover && leader == id && id == g.leader && m.gen == gen && gen == g.generation && g.answered == g.generation && g.syncDue == 0 && !m.assignmentUnknown && !m.subscriptionForgotten {
 		// The leader's rejoin of a stable group is a rebalance (3.9
 		// GroupCoordinator.doCurrentMemberJoinGroup, Stable: "force a
 		// rebalance if the leader sends JoinGroup"; 4.x
@@ -235,7 +258,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// so: where answers name none, the model's leader is a guess.
 		return fail("leader-rejoin-rebalances", "%s leads generation %d of a stable group, and its rejoin was answered that generation, not a new one", id, gen)
 	}
-	if _, member := g.members[leader]; g.removed[leader] && !member {
+	if _, member := g.members[leader]; g.removed[leader] && !member && !st.namesReplacedLeader(leader) {
 		// A removed member is gone for good. Its client rejoins as a new
 		// member, under a new id that the coordinator makes of the client
 		// id and a random UUID (ClassicGroup.generateMemberId, 4.x;
@@ -253,7 +276,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// (restartReloadsGroups).
 		return fail("leader-removed", "%s was removed from %s, and a removed member never leads a later round", leader, r.Group)
 	}
-	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
+	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && !st.namesReplacedLeader(leader) && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
 		// A generation has one leader: the round that completed it
 		// elected it, and every answer of that generation names it
 		// (JoinGroupResponse.LeaderId, ClassicGroup.leaderOrNull, set at
@@ -320,7 +343,9 @@ func (g group) nextGeneration(gen int32) group {
 func (g group) roundCompleted(gen int32) group {
 	members := map[string]member{}
 	for id, m := range g.members {
-		m.mayBeGone = m.mayBeGone || m.gen < gen
+		// A static member stays (notYetRejoinedDynamicMembers, 4.x;
+		// GroupCoordinator.onCompleteJoin, 3.9).
+		m.mayBeGone = m.mayBeGone || (m.gen < gen && m.instance == "")
 		members[id] = m
 	}
 	g.members = members
@@ -413,11 +438,26 @@ func (st *step) lateSync(r Request, g group) (outcome, bool) {
 // answer. Met on kfake, where the target's background heartbeats rejoined
 // one member in time and not the other.
 func (g group) preparedRoundMayDrop(m member) bool {
-	return g.generation > g.answered && m.gen < g.generation
+	return g.generation > g.answered && m.gen < g.generation && m.instance == ""
 }
 
 func (st *step) leaveGroup(r Request) outcome {
 	g := st.s.groups[r.Group]
+	if r.MemberID == "" && r.InstanceID != "" {
+		// An admin's removal names the instance alone (LeaveGroup v3+).
+		// Kafka removes whichever member id holds it
+		// (classicGroupLeaveToClassicGroup, 4.x; GroupCoordinator
+		// .handleLeaveGroup, 3.9; tests:
+		// GroupCoordinatorTest#testStaticMembersValidBatchLeaveGroup,
+		// #testLeaveGroupStaticMemberWithUnknownMemberId).
+		owner, held := g.staticMember(r.InstanceID)
+		if !held {
+			return refuse("unknown-instance", UnknownMemberID, "no member of %s holds instance %s", r.Group, r.InstanceID)
+		}
+		r.MemberID = owner
+	} else if out := st.checkStaticMember(r); out != nil {
+		return *out
+	}
 	if _, ok := g.members[r.MemberID]; !ok {
 		return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)
 	}
@@ -599,8 +639,11 @@ func (st *step) member(r Request) (group, member, bool) {
 // GroupCoordinatorTest#testTxnCommitOffsetWithInvalidMemberId,
 // OffsetMetadataManagerTest#testGenericGroupTransactionalOffsetCommitWithUnknownMemberId).
 func (st *step) checkGeneration(r Request) *outcome {
-	if r.GenerationID == NoGeneration && (r.MemberID == "" || (st.op.Kind == TxnOffsetCommit && st.takenAsEmpty(r.Group))) {
+	if r.GenerationID == NoGeneration && ((r.MemberID == "" && r.InstanceID == "") || (st.op.Kind == TxnOffsetCommit && st.takenAsEmpty(r.Group))) {
 		return nil
+	}
+	if out := st.checkStaticMember(r); out != nil {
+		return out
 	}
 	g, _, ok := st.member(r)
 	if !ok {

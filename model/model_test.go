@@ -135,6 +135,7 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.Records = records(t, td)
 	r.Group = strArg(td, "group")
 	r.MemberID = strArg(td, "member")
+	r.InstanceID = strArg(td, "instance")
 	r.GenerationID = int32(intArg(t, td, "gen", -1))
 	r.Offsets = offsets(t, td)
 	r.Commit = td.HasArg("commit")

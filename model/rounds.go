@@ -65,6 +65,9 @@ func (g group) awaitingSync(gen int32, newRound bool) group {
 // #testSyncGroupFromIllegalGeneration, #testSyncGroupLeaderAfterFollower,
 // #testSyncGroupFollowerAfterLeader, 3.8 to 4.x).
 func (st *step) syncGroup(r Request) outcome {
+	if out := st.checkStaticMember(r); out != nil {
+		return *out
+	}
 	g, m, known := st.member(r)
 	if !known {
 		return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)

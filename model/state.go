@@ -236,6 +236,14 @@ type member struct {
 	// "" and nil when its join did not say (see protocolRefusal).
 	protocolType string
 	protocols    []string
+	// instance is the member's group.instance.id (KIP-345), "" for a
+	// dynamic member. A static member is not removed for missing a
+	// round, only by its session timeout or a leave (see static.go).
+	instance string
+	// mayBeReplaced: a rejoin of this member's instance with no member
+	// id was not answered, so a new member id may hold the instance now
+	// (see replacedMember).
+	mayBeReplaced bool
 }
 
 type group struct {

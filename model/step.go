@@ -282,6 +282,10 @@ type step struct {
 	// moved at its partition's leader, which stays whatever the answer
 	// (verification.go).
 	verified *verification
+	// staticTakeover: the join is a static member's rejoin with no member
+	// id, which took its instance over from replaced (static.go).
+	staticTakeover bool
+	replaced       string
 }
 
 // markBegun records that the request began or added to its transaction by

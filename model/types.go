@@ -132,16 +132,21 @@ type FetchedRecord struct {
 // history format; a request uses the fields of its type. Absent numbers hold
 // Kafka's sentinels (NoProducerID, NoEpoch, NoGeneration, 0 for timeouts).
 type Request struct {
-	TransactionalID  string // "": none (an idempotent-only producer)
-	TimeoutMs        int64  // init_producer_id: transaction.timeout.ms; 0: the default
-	ProducerID       int64
-	Epoch            int16
-	Partitions       []Partition // add_partitions; join_group: the partitions to spread
-	Partition        Partition   // produce, offset_fetch, fetch
-	Sequence         int32
-	Records          []Record
-	Group            string
-	MemberID         string
+	TransactionalID string // "": none (an idempotent-only producer)
+	TimeoutMs       int64  // init_producer_id: transaction.timeout.ms; 0: the default
+	ProducerID      int64
+	Epoch           int16
+	Partitions      []Partition // add_partitions; join_group: the partitions to spread
+	Partition       Partition   // produce, offset_fetch, fetch
+	Sequence        int32
+	Records         []Record
+	Group           string
+	MemberID        string
+	// InstanceID is the member's group.instance.id (KIP-345): a static
+	// member's name that outlives its member ids; "" for a dynamic
+	// member. join_group, sync_group, heartbeat, leave_group,
+	// offset_commit and txn_offset_commit carry it.
+	InstanceID       string
 	GenerationID     int32
 	Offsets          map[Partition]int64 // txn_offset_commit, offset_commit: partition -> next offset
 	Commit           bool

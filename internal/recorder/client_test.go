@@ -722,3 +722,65 @@ func TestRecorderPlainOffsetCommits(t *testing.T) {
 	}
 	require.Equal(t, []string{`"m1" gen 3: `, `"m1" gen 2: ILLEGAL_GENERATION`, `"" gen -1: `, `"m1" gen 3: REBALANCE_IN_PROGRESS`}, got)
 }
+
+// TestRecorderStaticMember: a static member's group.instance.id (KIP-345)
+// is recorded on each of the six requests that carry it, and a fenced
+// instance's answer is FENCED_INSTANCE_ID.
+func TestRecorderStaticMember(t *testing.T) {
+	w := newWire(t)
+	instance := "pricer-1"
+	group := "fencecheck-fare-pricers"
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.InstanceID, join.ProtocolType = group, &instance, "consumer"
+	joined := kmsg.NewPtrJoinGroupResponse()
+	joined.MemberID, joined.Generation, joined.LeaderID = "m1", 1, "m1"
+	w.answer(w.send(join, 5), joined, 5)
+
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.MemberID, sync.Generation, sync.InstanceID = group, "m1", 1, &instance
+	w.answer(w.send(sync, 3), kmsg.NewPtrSyncGroupResponse(), 3)
+
+	beat := kmsg.NewPtrHeartbeatRequest()
+	beat.Group, beat.MemberID, beat.Generation, beat.InstanceID = group, "m1", 1, &instance
+	fenced := kmsg.NewPtrHeartbeatResponse()
+	fenced.ErrorCode = kerr.FencedInstanceID.Code
+	w.answer(w.send(beat, 3), fenced, 3)
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version = 7
+	commit.Group, commit.MemberID, commit.Generation, commit.InstanceID = group, "m1", 1, &instance
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "fencecheck-trips"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 10
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	w.answer(w.send(commit, 7), kmsg.NewPtrOffsetCommitResponse(), 7)
+
+	txnID := "fencecheck-t"
+	txn := kmsg.NewPtrTxnOffsetCommitRequest()
+	txn.TransactionalID, txn.Group, txn.ProducerID = txnID, group, 7
+	txn.MemberID, txn.Generation, txn.InstanceID = "m1", 1, &instance
+	w.answer(w.send(txn, 3), kmsg.NewPtrTxnOffsetCommitResponse(), 3)
+
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group = group
+	m := kmsg.NewLeaveGroupRequestMember()
+	m.MemberID, m.InstanceID = "m1", &instance
+	leave.Members = []kmsg.LeaveGroupRequestMember{m}
+	w.answer(w.send(leave, 3), kmsg.NewPtrLeaveGroupResponse(), 3)
+
+	var got []string
+	for _, op := range w.ops() {
+		got = append(got, fmt.Sprintf("%s %s %q %s", op.Kind, op.Req.MemberID, op.Req.InstanceID, op.Result.Err))
+	}
+	require.Equal(t, []string{
+		`join_group  "pricer-1" `,
+		`sync_group m1 "pricer-1" `,
+		`heartbeat m1 "pricer-1" FENCED_INSTANCE_ID`,
+		`offset_commit m1 "pricer-1" `,
+		`txn_offset_commit m1 "pricer-1" `,
+		`leave_group m1 "pricer-1" `,
+	}, got)
+}

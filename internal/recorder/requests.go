@@ -99,6 +99,7 @@ func (c *Client) heartbeat(r *kmsg.HeartbeatRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	req.InstanceID = instanceID(r.InstanceID)
 	return one(c, model.Heartbeat, r.Version, req,
 		func(r *kmsg.HeartbeatResponse) []int16 { return []int16{r.ErrorCode} }, nil)
 }
@@ -279,6 +280,7 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 	req := model.NewRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.Epoch = id, group, r.ProducerID, r.ProducerEpoch
 	req.MemberID, req.GenerationID = r.MemberID, r.Generation
+	req.InstanceID = instanceID(r.InstanceID)
 	req.Offsets = map[model.Partition]int64{}
 	for _, topic := range r.Topics {
 		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= commitTopicIDs)
@@ -296,9 +298,8 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 const offsetCommitTopicIDs = 10
 
 // offsetCommit is a consumer's own commit outside a transaction, as an
-// at-least-once consumer sends it. The group.instance.id it may carry is
-// not in the history format, so a static member's commit is recorded as
-// its member id's.
+// at-least-once consumer sends it. A static member's carries its
+// group.instance.id (v7+).
 func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 	group, ok := c.cfg.Cluster.Name(r.Group)
 	if !ok {
@@ -310,6 +311,7 @@ func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 		// v0 sends no member or generation: a simple consumer's commit.
 		req.MemberID, req.GenerationID = "", model.NoGeneration
 	}
+	req.InstanceID = instanceID(r.InstanceID)
 	req.Offsets = map[model.Partition]int64{}
 	for _, topic := range r.Topics {
 		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= offsetCommitTopicIDs)
@@ -385,6 +387,7 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 func (c *Client) joinRequest(group string, r *kmsg.JoinGroupRequest) model.Request {
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.JoinOnly = group, r.MemberID, true
+	req.InstanceID = instanceID(r.InstanceID)
 	req.SessionTimeoutMs = c.cfg.Cluster.Millis(r.SessionTimeoutMillis)
 	if r.Version >= 1 {
 		req.RebalanceTimeoutMs = c.cfg.Cluster.Millis(r.RebalanceTimeoutMillis)
@@ -451,6 +454,7 @@ func (c *Client) syncGroup(r *kmsg.SyncGroupRequest) []observed {
 	requested := c.subscription(r.MemberID)
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	req.InstanceID = instanceID(r.InstanceID)
 	for _, a := range r.GroupAssignment {
 		share, err := wire.Assignment(a.MemberAssignment, requested, c.partition)
 		if err != nil {
@@ -488,20 +492,17 @@ func (c *Client) leaveGroup(r *kmsg.LeaveGroupRequest) []observed {
 	if !ok {
 		return nil
 	}
-	members := []string{r.MemberID}
+	members := []kmsg.LeaveGroupRequestMember{{MemberID: r.MemberID}}
 	if r.Version >= 3 {
-		members = members[:0]
-		for _, m := range r.Members {
-			members = append(members, m.MemberID)
-		}
+		members = r.Members
 	}
 	var ops []observed
 	for _, m := range members {
-		if !c.leaves(m) {
+		if !c.leaves(m.MemberID) {
 			continue
 		}
 		req := model.NewRequest()
-		req.Group, req.MemberID = group, m
+		req.Group, req.MemberID, req.InstanceID = group, m.MemberID, instanceID(m.InstanceID)
 		ops = append(ops, one(c, model.LeaveGroup, r.Version, req, codesOf[*kmsg.LeaveGroupResponse](wire.LeaveCodes), nil)...)
 	}
 	return ops
@@ -649,4 +650,13 @@ func (c *Client) result(kind model.Kind, code int16, resp model.Response) model.
 func (c *Client) undecided(kind model.Kind, format string, args ...any) model.Result {
 	c.cfg.Logf("recorder: %s of %s undecided: %s", kind, c.proc, fmt.Sprintf(format, args...))
 	return model.Fail(model.RequestTimedOut)
+}
+
+// instanceID is a request's group.instance.id (KIP-345), "" for a dynamic
+// member or a version that has none.
+func instanceID(id *string) string {
+	if id == nil {
+		return ""
+	}
+	return *id
 }
