@@ -138,7 +138,7 @@ func (e Exploration) Run(report func(Explored)) error {
 	if len(scenarios) == 0 {
 		scenarios = CorrectScenarios()
 	}
-	realTime, err := e.probe()
+	realTime, err := e.probe(scenarios)
 	if err != nil {
 		return err
 	}
@@ -174,9 +174,9 @@ func (e Exploration) Run(report func(Explored)) error {
 	return nil
 }
 
-// probe makes one target, to see that it can, and tells whether its
-// clock is the wall clock.
-func (e Exploration) probe() (realTime bool, err error) {
+// probe makes one target, to see that it can and that it takes what the
+// scenarios send, and tells whether its clock is the wall clock.
+func (e Exploration) probe(scenarios []Scenario) (realTime bool, err error) {
 	if e.Target == nil {
 		return false, fmt.Errorf("no target to explore")
 	}
@@ -185,8 +185,14 @@ func (e Exploration) probe() (realTime bool, err error) {
 		return false, err
 	}
 	_, exact := t.(exactClock)
+	_, committer := t.(model.OffsetCommitter)
 	if err := t.Close(); err != nil {
 		return false, fmt.Errorf("closing the target: %w", err)
+	}
+	for _, sc := range scenarios {
+		if sc.auditors && !committer {
+			return false, fmt.Errorf("scenario %s sends plain OffsetCommits, and the target, a %T, is not a model.OffsetCommitter", sc.Name, t)
+		}
 	}
 	return !exact, nil
 }

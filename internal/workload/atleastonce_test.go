@@ -1,0 +1,84 @@
+package workload
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// The at-least-once scenario sends plain OffsetCommits, some of them from
+// a consumer whose generation a rebalance made stale, and a correct broker
+// holds every check under it.
+func TestAtLeastOnceScenarioSendsPlainCommits(t *testing.T) {
+	sc, err := ScenarioNamed(AtLeastOnceScenario)
+	require.NoError(t, err)
+	require.True(t, sc.Correct())
+	cov := NewCoverage()
+	target := func() (model.Target, error) {
+		return model.NewBroker(model.Options{TxnVersion: 2, AsyncMarkers: true}), nil
+	}
+	out, err := Explore(Options{Scenario: sc, Target: target, TxnVersion: 2, Coverage: cov, Swarm: true},
+		Budget{Checks: 300, Steps: 30, Seed: 1, ShrinkTime: 5 * time.Second}, nil)
+	require.NoError(t, err)
+	t.Cleanup(out.Discard)
+	if out.Failure != nil {
+		h, report, steps, _ := out.Failure.Found()
+		t.Fatalf("a correct broker broke %v (%d operations): %v", report.Violated(), len(h.Ops), steps)
+	}
+	t.Logf("coverage:\n%s", cov)
+	require.Positive(t, cov.Ran(PlainCommits), "no plain commit sent")
+	require.Positive(t, cov.Ran(PlainCommitsFenced), "no stale plain commit refused")
+}
+
+// A target that takes no plain OffsetCommit cannot run the scenario: the
+// exploration says which target and why before it starts.
+func TestAtLeastOnceScenarioNeedsAnOffsetCommitter(t *testing.T) {
+	sc, err := ScenarioNamed(AtLeastOnceScenario)
+	require.NoError(t, err)
+	target := func() (model.Target, error) {
+		return noPlainCommits{model.NewBroker(model.Options{TxnVersion: 2})}, nil
+	}
+	err = Exploration{Scenarios: []Scenario{sc}, Target: target}.Run(func(Explored) { t.Error("explored") })
+	require.EqualError(t, err, "scenario at-least-once-beside sends plain OffsetCommits, and the target, a workload.noPlainCommits, is not a model.OffsetCommitter")
+}
+
+// noPlainCommits is a target without the OffsetCommit method.
+type noPlainCommits struct{ b *model.RefBroker }
+
+func (n noPlainCommits) InitProducerID(ctx context.Context, r model.Request) model.Result {
+	return n.b.InitProducerID(ctx, r)
+}
+func (n noPlainCommits) AddPartitions(ctx context.Context, r model.Request) model.Result {
+	return n.b.AddPartitions(ctx, r)
+}
+func (n noPlainCommits) Produce(ctx context.Context, r model.Request) model.Result {
+	return n.b.Produce(ctx, r)
+}
+func (n noPlainCommits) AddOffsets(ctx context.Context, r model.Request) model.Result {
+	return n.b.AddOffsets(ctx, r)
+}
+func (n noPlainCommits) TxnOffsetCommit(ctx context.Context, r model.Request) model.Result {
+	return n.b.TxnOffsetCommit(ctx, r)
+}
+func (n noPlainCommits) EndTxn(ctx context.Context, r model.Request) model.Result {
+	return n.b.EndTxn(ctx, r)
+}
+func (n noPlainCommits) JoinGroup(ctx context.Context, r model.Request) model.Result {
+	return n.b.JoinGroup(ctx, r)
+}
+func (n noPlainCommits) LeaveGroup(ctx context.Context, r model.Request) model.Result {
+	return n.b.LeaveGroup(ctx, r)
+}
+func (n noPlainCommits) OffsetFetch(ctx context.Context, r model.Request) model.Result {
+	return n.b.OffsetFetch(ctx, r)
+}
+func (n noPlainCommits) Fetch(ctx context.Context, r model.Request) model.Result {
+	return n.b.Fetch(ctx, r)
+}
+func (n noPlainCommits) Tick(ms int64) { n.b.Tick(ms) }
+func (n noPlainCommits) Restart()      { n.b.Restart() }
+func (n noPlainCommits) Close() error  { return n.b.Close() }
