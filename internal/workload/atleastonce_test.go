@@ -1,12 +1,14 @@
 package workload
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -82,3 +84,24 @@ func (n noPlainCommits) Fetch(ctx context.Context, r model.Request) model.Result
 func (n noPlainCommits) Tick(ms int64) { n.b.Tick(ms) }
 func (n noPlainCommits) Restart()      { n.b.Restart() }
 func (n noPlainCommits) Close() error  { return n.b.Close() }
+
+// The same seed gives the same histories, byte for byte, plain commits
+// included.
+func TestAtLeastOnceScenarioDeterministic(t *testing.T) {
+	sc, err := ScenarioNamed(AtLeastOnceScenario)
+	require.NoError(t, err)
+	explore := func() []byte {
+		var all bytes.Buffer
+		target := func() (model.Target, error) { return model.NewBroker(model.Options{TxnVersion: 2}), nil }
+		opts := Options{Scenario: sc, Target: target, TxnVersion: 2,
+			Observe: func(h histories.History) { require.NoError(t, histories.Save(&all, h)) }}
+		out, err := Explore(opts, Budget{Checks: 30, Steps: 30, Seed: 3}, nil)
+		require.NoError(t, err)
+		t.Cleanup(out.Discard)
+		require.Nil(t, out.Failure)
+		return all.Bytes()
+	}
+	first := explore()
+	require.Contains(t, string(first), `"offset_commit"`, "the histories hold plain commits")
+	require.Equal(t, first, explore())
+}
