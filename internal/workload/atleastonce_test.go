@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,6 +47,15 @@ func TestAtLeastOnceScenarioNeedsAnOffsetCommitter(t *testing.T) {
 	}
 	err = Exploration{Scenarios: []Scenario{sc}, Target: target}.Run(func(Explored) { t.Error("explored") })
 	require.EqualError(t, err, "scenario at-least-once-beside sends plain OffsetCommits, and the target, a workload.noPlainCommits, is not a model.OffsetCommitter")
+
+	// By default the scenario is left out, and the others explored, so
+	// that a broker written before plain commits keeps its exploration.
+	var explored []string
+	var logged []string
+	ex := Exploration{Target: target, Checks: 2, Seed: 1, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }}
+	require.NoError(t, ex.Run(func(e Explored) { explored = append(explored, e.Scenario.Name) }))
+	require.Equal(t, []string{"stable-id", "adversary"}, explored)
+	require.Contains(t, logged, "fencecheck: at-least-once-beside left out: the target, a workload.noPlainCommits, takes no plain OffsetCommit (model.OffsetCommitter)")
 }
 
 // noPlainCommits is a target without the OffsetCommit method.
