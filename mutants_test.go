@@ -70,7 +70,7 @@ const mutantShrinkTime = workload.DefaultShrinkTime
 func exploreMutant(t *testing.T, mutant string) (workload.Outcome, string) {
 	var out workload.Outcome
 	for _, version := range []int{2, 1} {
-		for _, name := range []string{"stable-id", "adversary"} {
+		for _, name := range []string{"stable-id", "adversary", workload.AtLeastOnceScenario} {
 			target := func() (model.Target, error) {
 				return impl.New(impl.Config{TxnVersion: version, Mutants: map[string]bool{mutant: true}, SegmentSize: impl.ExploringSegmentSize, AsyncMarkers: true}), nil
 			}

@@ -19,7 +19,7 @@ import (
 // logs; the model keeps it), and every check must hold on the history.
 func TestPropertyDifferential(t *testing.T) {
 	for _, version := range []int{1, 2} {
-		for _, name := range []string{"stable-id", "adversary"} {
+		for _, name := range []string{"stable-id", "adversary", workload.AtLeastOnceScenario} {
 			sc := scenario(t, name)
 			t.Run(fmt.Sprintf("%s-v%d", name, version), func(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
@@ -59,6 +59,11 @@ func (w *twin) both(_ context.Context, kind model.Kind, r model.Request) model.R
 		w.diff = fmt.Sprintf("%s %+v: the model answered %+v, the optimised broker %+v", kind, r, want, got)
 	}
 	return want
+}
+
+// OffsetCommit sends a plain commit to both, which both take.
+func (w *twin) OffsetCommit(ctx context.Context, r model.Request) model.Result {
+	return w.both(ctx, model.OffsetCommit, r)
 }
 
 func (w *twin) Tick(ms int64) { w.model.Tick(ms); w.impl.Tick(ms) }

@@ -18,6 +18,10 @@ const MainProc = "main"
 // the answer comes back, ids in call order. It is itself a model.Broker
 // (recording under MainProc); Proc gives views for other processes.
 //
+// It records a plain OffsetCommit too when the broker it wraps takes one
+// (model.OffsetCommitter): its views are then OffsetCommitters, and
+// otherwise not (see TakesOffsetCommit).
+//
 // It is safe for concurrent use. A process's calls must not overlap (one
 // goroutine per process), as the format requires.
 type Recorder struct {
@@ -47,8 +51,40 @@ func NewRecorder(b model.Broker, clock func() int64) *Recorder {
 }
 
 // Proc is a view of the recorder whose calls are recorded as operations of
-// the process name.
-func (r *Recorder) Proc(name string) model.Broker { return r.proc(name) }
+// the process name. It is a model.OffsetCommitter exactly when the broker
+// the recorder wraps is one, so that a caller asking the view learns what
+// the broker takes.
+func (r *Recorder) Proc(name string) model.Broker {
+	if r.TakesOffsetCommit() {
+		return committingProc{r.proc(name)}
+	}
+	return r.proc(name)
+}
+
+// TakesOffsetCommit reports whether the wrapped broker takes a plain
+// OffsetCommit (model.OffsetCommitter).
+func (r *Recorder) TakesOffsetCommit() bool {
+	_, ok := r.b.(model.OffsetCommitter)
+	return ok
+}
+
+// OffsetCommit records a plain OffsetCommit under MainProc. The wrapped
+// broker must be a model.OffsetCommitter (TakesOffsetCommit): a recorder
+// of one that is not panics, naming it, as for any request its broker
+// cannot be sent, because no answer could be recorded for it.
+func (r *Recorder) OffsetCommit(ctx context.Context, req model.Request) model.Result {
+	return r.record(ctx, MainProc, model.OffsetCommit, req)
+}
+
+var _ model.OffsetCommitter = (*Recorder)(nil)
+
+// committingProc is a process's view of a recorder whose broker takes a
+// plain OffsetCommit.
+type committingProc struct{ model.BrokerFunc }
+
+func (p committingProc) OffsetCommit(ctx context.Context, req model.Request) model.Result {
+	return p.BrokerFunc(ctx, model.OffsetCommit, req)
+}
 
 func (r *Recorder) proc(name string) model.BrokerFunc {
 	return func(ctx context.Context, kind model.Kind, req model.Request) model.Result {
@@ -137,6 +173,11 @@ func (r *Recorder) end(op Op, res model.Result, returned bool) {
 
 // record sends a request of proc to the broker and records it.
 func (r *Recorder) record(ctx context.Context, proc string, kind model.Kind, req model.Request) model.Result {
+	if kind == model.OffsetCommit && !r.TakesOffsetCommit() {
+		// Checked before the operation begins, so that no id is taken
+		// for a request that never goes out.
+		panic(fmt.Sprintf("histories: %s's %q cannot be recorded: the recorder wraps %T, which is not a model.OffsetCommitter", proc, kind, r.b))
+	}
 	op := r.begin(proc, kind, req)
 	ctx, version := model.WithVersionNote(ctx)
 	res, err := model.Send(ctx, r.b, model.Op{Kind: kind, Req: req})

@@ -279,3 +279,49 @@ func TestWriterWritesWithoutAFlush(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), `"id": 7`) }, 10*time.Second, flushEvery)
 	require.NoError(t, w.Close(History{}))
 }
+
+// committingBroker is echoBroker that also takes a plain OffsetCommit.
+type committingBroker struct{ model.BrokerFunc }
+
+func (b committingBroker) OffsetCommit(ctx context.Context, r model.Request) model.Result {
+	return b.BrokerFunc(ctx, model.OffsetCommit, r)
+}
+
+// TestRecorderPlainCommits: a recorder of a broker that takes a plain
+// OffsetCommit records one, from its own methods and from a process's
+// view; a recorder of one that does not says so, and its views are no
+// OffsetCommitters, so a caller can ask before it sends.
+func TestRecorderPlainCommits(t *testing.T) {
+	ctx := context.Background()
+	commit := model.NewRequest()
+	commit.Group, commit.MemberID, commit.GenerationID = "g", "m-1", 3
+	commit.Offsets = map[model.Partition]int64{"trips-0": 2}
+
+	rec := NewRecorder(committingBroker{echoBroker}, nil)
+	require.True(t, rec.TakesOffsetCommit())
+	view, ok := rec.Proc("A").(model.OffsetCommitter)
+	require.True(t, ok, "the view of a committing broker is an OffsetCommitter")
+	require.True(t, view.OffsetCommit(ctx, commit).Succeeded())
+	res, err := model.Send(ctx, rec, model.Op{Kind: model.OffsetCommit, Req: commit})
+	require.NoError(t, err)
+	require.True(t, res.Succeeded())
+	h := rec.History()
+	require.Len(t, h.Ops, 2)
+	require.Equal(t, []string{"A", MainProc}, []string{h.Ops[0].Proc, h.Ops[1].Proc})
+	for _, op := range h.Ops {
+		require.Equal(t, model.OffsetCommit, op.Kind)
+		require.Equal(t, commit, op.Req)
+		require.True(t, op.Returned)
+	}
+
+	plain := NewRecorder(echoBroker, nil)
+	require.False(t, plain.TakesOffsetCommit())
+	_, ok = plain.Proc("A").(model.OffsetCommitter)
+	require.False(t, ok, "the view of a broker without plain commits is no OffsetCommitter")
+	require.PanicsWithValue(t,
+		`histories: main's "offset_commit" cannot be recorded: the recorder wraps model.BrokerFunc, which is not a model.OffsetCommitter`,
+		func() { plain.OffsetCommit(ctx, commit) })
+	require.Empty(t, plain.History().Ops, "nothing recorded")
+	plain.Proc("A").Produce(ctx, produceReq(0))
+	require.Equal(t, 0, plain.History().Ops[0].ID, "no id taken by the refused commit")
+}

@@ -391,7 +391,7 @@ func (b *Broker) offsetCommit(r model.Request) model.Result {
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
-	if refused := g.plainCommitRefusal(r); refused != "" {
+	if refused := g.plainCommitRefusal(r); refused != "" && !b.staleCommitTaken(g, r, refused) {
 		return model.Fail(refused)
 	}
 	if m, ok := g.members[r.MemberID]; ok && r.GenerationID != model.NoGeneration {
@@ -402,6 +402,13 @@ func (b *Broker) offsetCommit(r model.Request) model.Result {
 	}
 	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets)})
 	return done()
+}
+
+// staleCommitTaken is the plain-commit-ignores-generation mutant: a
+// member's commit refused for its generation alone is taken.
+func (b *Broker) staleCommitTaken(g *group, r model.Request, refused model.Code) bool {
+	_, member := g.members[r.MemberID]
+	return b.bugs.has(plainCommitIgnoresGeneration) && member && refused == model.IllegalGeneration
 }
 
 // exists reports whether a join or a commit's record created g; a

@@ -15,7 +15,7 @@ import (
 func TestParseMutants(t *testing.T) {
 	all, err := ParseMutants("all")
 	require.NoError(t, err)
-	require.Len(t, all, 14)
+	require.Len(t, all, 15)
 	require.ElementsMatch(t, slices.Collect(maps.Keys(Mutants)), mutantNames[:])
 
 	some, err := ParseMutants(" hanging-txn, no-epoch-check ,")
@@ -90,6 +90,16 @@ var mutantCases = map[string]mutantCase{
 		send(b, model.AddOffsets, addOffsetsReq("t", s, "g"))
 		offsets := map[model.Partition]int64{"in-0": 5}
 		return send(b, model.TxnOffsetCommit, commitOffsetsReq("t", s, "g", zombie.MemberID, zombie.GenerationID, offsets))
+	}},
+	// A member fenced by a rebalance commits plainly under its old
+	// generation: the offsets move backward for the new owner.
+	"plain-commit-ignores-generation": {2, func(b model.Target) model.Result {
+		zombie := send(b, model.JoinGroup, joinReq("g", "", 0, inputs...)).Resp
+		send(b, model.JoinGroup, joinReq("g", "", 0, inputs...))
+		commit := model.NewRequest()
+		commit.Group, commit.MemberID, commit.GenerationID = "g", zombie.MemberID, zombie.GenerationID
+		commit.Offsets = map[model.Partition]int64{"in-0": 5}
+		return send(b, model.OffsetCommit, commit)
 	}},
 	"read-committed-ignores-aborts": {1, func(b model.Target) model.Result {
 		s := sessionOf(send(b, model.InitProducerID, initReq("t", 0)))

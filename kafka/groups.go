@@ -310,3 +310,54 @@ func offsetFetchCodes(resp kmsg.Response) []int16 {
 	_, code, _ := offsetFetchAnswer(r)
 	return []int16{code}
 }
+
+// OffsetCommit is a consumer's plain commit, outside any transaction, as
+// an at-least-once consumer sends it: to the group's coordinator, with the
+// member id and generation of the member's join (generation -1 and no
+// member for a consumer outside the group). The offsets are committed
+// when the broker answers; no marker is involved.
+func (t *Target) OffsetCommit(ctx context.Context, r model.Request) model.Result {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = t.names.group(r.Group)
+	req.Generation, req.MemberID = r.GenerationID, r.MemberID
+	topics, err := t.plainCommitTopics(ctx, r.Offsets)
+	if err != nil {
+		return t.undecided(model.OffsetCommit, "not sent: %v", err)
+	}
+	req.Topics = topics
+	resp, undecided := exchange[*kmsg.OffsetCommitResponse](ctx, t, model.OffsetCommit,
+		t.toCoordinator(groupCoordinator, req.Group, wire.OffsetCommitCodes), req)
+	if undecided != nil {
+		return *undecided
+	}
+	res := t.result(model.OffsetCommit, wire.FirstError(wire.OffsetCommitCodes(resp)), model.NewResponse())
+	if res.Succeeded() {
+		// A member's commit renews its session as a heartbeat does
+		// (model/offsets.go), and shows its client alive.
+		t.noteMember(r.MemberID, nil, 0)
+	}
+	return res
+}
+
+var _ model.OffsetCommitter = (*Target)(nil)
+
+// plainCommitTopics is commitTopics in OffsetCommit's shape: each topic by
+// name (up to v9) and by id (v10 on).
+func (t *Target) plainCommitTopics(ctx context.Context, offsets map[model.Partition]int64) ([]kmsg.OffsetCommitRequestTopic, error) {
+	txnTopics, err := t.commitTopics(ctx, offsets)
+	if err != nil {
+		return nil, err
+	}
+	topics := make([]kmsg.OffsetCommitRequestTopic, 0, len(txnTopics))
+	for _, tt := range txnTopics {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = tt.Topic, tt.TopicID
+		for _, tp := range tt.Partitions {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = tp.Partition, tp.Offset
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		topics = append(topics, rt)
+	}
+	return topics, nil
+}

@@ -63,3 +63,38 @@ func TestSilentMemberNotKept(t *testing.T) {
 		s.check("silent-member-dropped")
 	})
 }
+
+// A member's plain OffsetCommit goes over the wire with its member id and
+// generation: the group's offset moves, a commit under the generation
+// before a rebalance is ILLEGAL_GENERATION and moves nothing, and the
+// recorded history (one operation per commit, no more) is judged correct.
+func TestPlainOffsetCommit(t *testing.T) {
+	trips0 := model.Partition("trips-0")
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		commit := func(member string, gen int32, offset int64) model.Request {
+			r := model.NewRequest()
+			r.Group, r.MemberID, r.GenerationID = "fare-workers", member, gen
+			r.Offsets = map[model.Partition]int64{trips0: offset}
+			return r
+		}
+		j1 := s.ok("W1", model.JoinGroup, joinRequest("fare-workers", "", trips0))
+		s.ok("W1", model.OffsetCommit, commit(j1.MemberID, j1.GenerationID, 2))
+		require.Equal(t, int64(2), s.ok("W1", model.OffsetFetch, offsetFetchRequest("fare-workers", trips0)).Offset)
+
+		j2 := s.ok("W2", model.JoinGroup, joinRequest("fare-workers", "", trips0))
+		require.Greater(t, j2.GenerationID, j1.GenerationID)
+		stale := s.send("W1", model.OffsetCommit, commit(j1.MemberID, j1.GenerationID, 1))
+		require.Equal(t, model.IllegalGeneration, stale.Err)
+		require.Equal(t, int64(2), s.ok("W2", model.OffsetFetch, offsetFetchRequest("fare-workers", trips0)).Offset)
+
+		h := s.history("plain-offset-commit")
+		var commits int
+		for _, op := range h.Ops {
+			if op.Kind == model.OffsetCommit {
+				commits++
+			}
+		}
+		require.Equal(t, 2, commits, "each commit recorded once")
+		s.check("plain-offset-commit")
+	})
+}

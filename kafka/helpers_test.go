@@ -186,6 +186,9 @@ func (l *lossyBroker) OffsetFetch(ctx context.Context, r model.Request) model.Re
 func (l *lossyBroker) Fetch(ctx context.Context, r model.Request) model.Result {
 	return l.call(ctx, model.Fetch, r)
 }
+func (l *lossyBroker) OffsetCommit(ctx context.Context, r model.Request) model.Result {
+	return l.call(ctx, model.OffsetCommit, r)
+}
 
 func joinRequest(group, member string, partitions ...model.Partition) model.Request {
 	r := model.NewRequest()

@@ -79,9 +79,9 @@ func TestScenarioLists(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []string{"stable-id", "adversary"}, names("correct"))
-	require.Equal(t, []string{"shared-id", "stable-id", "adversary"}, names("shared-id,correct,stable-id"))
-	require.Len(t, names("all,correct"), 6)
+	require.Equal(t, []string{"stable-id", "adversary", "at-least-once-beside"}, names("correct"))
+	require.Equal(t, []string{"shared-id", "stable-id", "adversary", "at-least-once-beside"}, names("shared-id,correct,stable-id"))
+	require.Len(t, names("all,correct"), 7)
 	_, err := scenariosNamed("stable-id,nope")
 	require.ErrorContains(t, err, `unknown scenario "nope"`)
 }

@@ -460,7 +460,7 @@ func (r *run) LeaveWorker(t *rapid.T) {
 	if r.liveWorkers() < 2 {
 		return
 	}
-	p := r.pick(t, r.where(r.procs, func(p *proc) bool { _, ok := p.c.(*worker); return ok && p.live() }), "leave")
+	p := r.pick(t, r.where(r.procs, func(p *proc) bool { return exactlyOnce(p) && p.live() }), "leave")
 	if p == nil {
 		return
 	}
@@ -486,9 +486,17 @@ func (r *run) RejoinWorker(t *rapid.T) {
 	p.c.(*worker).rejoin()
 }
 
+// liveWorkers counts the exactly-once workers the orchestrator keeps.
 func (r *run) liveWorkers() int {
 	return len(r.where(r.procs, func(p *proc) bool {
-		_, ok := p.c.(*worker)
-		return ok && p.live() && p.slot.current == p && p.slot.restarts
+		return exactlyOnce(p) && p.live() && p.slot.current == p && p.slot.restarts
 	}))
+}
+
+// exactlyOnce reports whether p is a consume-transform-produce worker:
+// the at-least-once consumers (newAuditor) write nothing, so that the
+// workers must not all leave while they stay.
+func exactlyOnce(p *proc) bool {
+	w, ok := p.c.(*worker)
+	return ok && !w.atLeastOnce
 }

@@ -135,11 +135,15 @@ func (e Exploration) time() time.Duration {
 // misconfigured one), or a scenario's runners cannot.
 func (e Exploration) Run(report func(Explored)) error {
 	scenarios := e.Scenarios
-	if len(scenarios) == 0 {
+	defaulted := len(scenarios) == 0
+	if defaulted {
 		scenarios = CorrectScenarios()
 	}
-	realTime, err := e.probe()
+	realTime, noPlainCommits, err := e.probe()
 	if err != nil {
+		return err
+	}
+	if scenarios, err = e.fitting(scenarios, noPlainCommits, defaulted); err != nil {
 		return err
 	}
 	batchChecks := DefaultBatchChecks
@@ -175,20 +179,47 @@ func (e Exploration) Run(report func(Explored)) error {
 }
 
 // probe makes one target, to see that it can, and tells whether its
-// clock is the wall clock.
-func (e Exploration) probe() (realTime bool, err error) {
+// clock is the wall clock. noPlainCommits names the target's type when
+// it takes no plain OffsetCommit (model.OffsetCommitter), else it is "".
+func (e Exploration) probe() (realTime bool, noPlainCommits string, err error) {
 	if e.Target == nil {
-		return false, fmt.Errorf("no target to explore")
+		return false, "", fmt.Errorf("no target to explore")
 	}
 	t, err := e.Target()
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	_, exact := t.(exactClock)
-	if err := t.Close(); err != nil {
-		return false, fmt.Errorf("closing the target: %w", err)
+	if _, ok := t.(model.OffsetCommitter); !ok {
+		noPlainCommits = fmt.Sprintf("%T", t)
 	}
-	return !exact, nil
+	if err := t.Close(); err != nil {
+		return false, "", fmt.Errorf("closing the target: %w", err)
+	}
+	return !exact, noPlainCommits, nil
+}
+
+// fitting are the scenarios the target can run. A target that takes no
+// plain OffsetCommit (noPlainCommits names its type) cannot run one with
+// at-least-once consumers. Among the default scenarios that one is left
+// out, with a line in the log, so that a broker written before plain
+// commits keeps its default exploration; named, it is an error.
+func (e Exploration) fitting(scenarios []Scenario, noPlainCommits string, defaulted bool) ([]Scenario, error) {
+	if noPlainCommits == "" {
+		return scenarios, nil
+	}
+	var fit []Scenario
+	for _, sc := range scenarios {
+		switch {
+		case !sc.auditors:
+			fit = append(fit, sc)
+		case !defaulted:
+			return nil, fmt.Errorf("scenario %s sends plain OffsetCommits, and the target, a %s, is not a model.OffsetCommitter", sc.Name, noPlainCommits)
+		case e.Logf != nil:
+			e.Logf("fencecheck: %s left out: the target, a %s, takes no plain OffsetCommit (model.OffsetCommitter)", sc.Name, noPlainCommits)
+		}
+	}
+	return fit, nil
 }
 
 func (e Exploration) runners(opts Options) ([]Runner, error) {

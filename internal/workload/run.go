@@ -66,10 +66,11 @@ type run struct {
 	// actionsOver is set by an action that is a run's last (ExhaustEpoch):
 	// the actions left do nothing, and the history is checked at the end.
 	actionsOver bool
-	// generation is the newest group generation answered, and
-	// groupChanges counts what may have changed the group since the run
-	// began: new generations, leaves, clock ticks, broker restarts.
-	generation   int32
+	// generations are the newest generation answered, by group (the
+	// workers' and the auditors' are apart), and groupChanges counts
+	// what may have changed a group since the run began: new
+	// generations, leaves, clock ticks, broker restarts.
+	generations  map[string]int32
 	groupChanges int
 	// delayed are requests the network holds back: their clients gave up
 	// on them and sent them again, and they arrive later all the same.
@@ -203,6 +204,7 @@ func (r *run) deliver(p *proc, lose bool) {
 	}
 	op.Returned, op.Return, op.Result = true, r.tick(), res
 	r.answers++
+	r.countPlainCommit(op.Op, res)
 	if commits(op.Op, res) {
 		r.stuck, r.idleRounds = 0, 0
 		clear(r.rivalFenced)
@@ -314,13 +316,35 @@ func commits(op model.Op, res model.Result) bool {
 	return false
 }
 
+// Coverage lines of the at-least-once consumers' plain OffsetCommits:
+// those answered, and those refused for a stale generation or an unknown
+// member (the fencing a zombie consumer meets).
+const (
+	PlainCommits       = "plain offset commit"
+	PlainCommitsFenced = "plain commit fenced"
+)
+
+// countPlainCommit counts an answered plain OffsetCommit.
+func (r *run) countPlainCommit(op model.Op, res model.Result) {
+	if op.Kind != model.OffsetCommit {
+		return
+	}
+	r.cov.count(PlainCommits, false)
+	if model.ClassOf(op.Kind, res.Err) == model.FencedConsumer {
+		r.cov.count(PlainCommitsFenced, false)
+	}
+}
+
 // noteGroup keeps count of what may have changed the group, so that an
 // idle worker knows, as its heartbeat would tell it, whether to rejoin.
 func (r *run) noteGroup(p *proc, op model.Op, res model.Result) {
 	switch {
 	case op.Kind == model.JoinGroup && res.Succeeded():
-		if res.Resp.GenerationID > r.generation {
-			r.generation = res.Resp.GenerationID
+		if res.Resp.GenerationID > r.generations[op.Req.Group] {
+			if r.generations == nil {
+				r.generations = map[string]int32{}
+			}
+			r.generations[op.Req.Group] = res.Resp.GenerationID
 			r.groupChanges++
 		}
 		p.sawGroup = r.groupChanges

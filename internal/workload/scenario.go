@@ -25,6 +25,7 @@ type Scenario struct {
 	replicas  int       // writer processes per shard; up to 8 for shared-id
 	workers   bool      // consume-transform-produce workers (seed 002)
 	groupMeta bool      // workers commit offsets with their group metadata (KIP-447)
+	auditors  bool      // at-least-once consumers beside the workers, in a group of their own (newAuditor)
 	about     string
 }
 
@@ -51,9 +52,15 @@ var Scenarios = []Scenario{
 		about: "an idempotent-only producer resends after a restart under a new producer id (seed 001)"},
 	{Name: adversaryScenario, writers: stableID, replicas: 1, workers: true, groupMeta: true,
 		about: "the correct configuration, plus an adversary sending stale and forged producer ids, epochs, sequences, generations and timeouts (correct)"},
+	{Name: AtLeastOnceScenario, workers: true, groupMeta: true, auditors: true,
+		about: "KIP-447 workers, and beside them at-least-once consumers of the same input that commit with a plain OffsetCommit, their member id and generation (correct)"},
 	{Name: "groupid-string-offsets", workers: true, Breaks: []string{"offsets-monotonic", "exactly-once"},
 		about: "workers commit offsets with the groupId-string overload: no generation fencing (seed 002)"},
 }
+
+// AtLeastOnceScenario is the correct scenario whose consumers include
+// at-least-once ones: the one that sends plain OffsetCommits.
+const AtLeastOnceScenario = "at-least-once-beside"
 
 // Correct reports whether the scenario is a correct configuration.
 func (s Scenario) Correct() bool { return len(s.Breaks) == 0 }

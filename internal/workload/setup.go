@@ -54,7 +54,26 @@ func newRun(t *rapid.T, sc Scenario, target model.Target, v2 bool, cov *Coverage
 			r.addWorker()
 		}
 	}
+	if sc.auditors {
+		r.addAuditors(t)
+	}
 	return r
+}
+
+// auditorGroup is the at-least-once consumers' group: their commits
+// must not move the offsets the exactly-once workers read.
+const auditorGroup = "trip-auditors"
+
+// addAuditors starts one or two at-least-once consumers of the input
+// topic (newAuditor). They commit with a plain OffsetCommit, which only
+// a model.OffsetCommitter takes.
+func (r *run) addAuditors(t *rapid.T) {
+	if _, ok := r.target.(model.OffsetCommitter); !ok {
+		t.Fatalf("scenario %s sends plain OffsetCommits, and the target, a %T, is not a model.OffsetCommitter", r.sc.Name, r.target)
+	}
+	for range rapid.IntRange(1, 2).Draw(t, "auditors") {
+		r.open(&slot{restarts: true, start: func(string) client { return newAuditor(auditorGroup, r.inputs) }})
+	}
 }
 
 // maxTripsPerShard is how many trips a fare writer's shard may hold.

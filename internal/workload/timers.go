@@ -68,6 +68,12 @@ func (ts *timers) answered(op model.Op, res model.Result) {
 		ts.members[memberKey{r.Group, res.Resp.MemberID}] = session{seen: ts.clock, timeout: positiveOr(r.SessionTimeoutMs, model.DefaultSessionTimeoutMs)}
 	case op.Kind == model.LeaveGroup && res.Answered || res.Err == model.UnknownMemberID:
 		delete(ts.members, key)
+	case op.Kind == model.OffsetCommit && res.Succeeded() && r.GenerationID != model.NoGeneration:
+		// A member's plain commit renews its session (model: offsetCommit).
+		if s, ok := ts.members[key]; ok {
+			s.seen = ts.clock
+			ts.members[key] = s
+		}
 	}
 }
 

@@ -21,6 +21,10 @@ type worker struct {
 	outOf     func(model.Partition) model.Partition
 	groupMeta bool // commit offsets with group metadata; false: the groupId-string overload
 	v2        bool
+	// atLeastOnce: the worker has no producer and writes nothing; it
+	// commits each batch's offsets with a plain OffsetCommit once it has
+	// processed the batch (see newAuditor).
+	atLeastOnce bool
 
 	member     string
 	generation int32
@@ -55,11 +59,30 @@ const (
 	workerAbort
 	workerLeave
 	workerClosed
+	// workerPlainCommit: an at-least-once worker commits the batch it
+	// processed (newAuditor). Last, so that no transaction step
+	// (inTxn) includes it.
+	workerPlainCommit
 )
 
 func newWorker(txnID, group string, inputs []model.Partition, outOf func(model.Partition) model.Partition, groupMeta, v2 bool) *worker {
 	return &worker{producer: newProducer(txnID), group: group, inputs: inputs, outOf: outOf,
 		groupMeta: groupMeta, v2: v2, generation: model.NoGeneration}
+}
+
+// newAuditor is an at-least-once consumer beside the exactly-once
+// workers: a member of a group of its own that reads the input topic
+// read_committed, processes each batch (it counts trips, say, and writes
+// nothing), then commits the batch's offsets with a plain OffsetCommit
+// carrying its member id and generation. Kafka's consumer does so with
+// commitSync after its poll (ConsumerCoordinator.commitOffsetsSync). A
+// crash between processing and commit processes the batch again: at least
+// once. A rebalance fences its stale commits by generation, as KIP-447
+// fences a worker's transactional ones.
+func newAuditor(group string, inputs []model.Partition) *worker {
+	w := newWorker("", group, inputs, nil, true, false)
+	w.atLeastOnce, w.step = true, workerJoin
+	return w
 }
 
 func (w *worker) closed() bool { return w.step == workerClosed }
@@ -141,8 +164,19 @@ func (w *worker) next() (model.Op, bool) {
 		r := model.NewRequest()
 		r.Group, r.MemberID = w.group, w.member
 		return model.Op{Kind: model.LeaveGroup, Req: r}, true
+	case workerPlainCommit:
+		return w.plainCommitOp(), true
 	}
 	return model.Op{}, false
+}
+
+// plainCommitOp commits the processed batch: the offset after its last
+// record, under the worker's member id and generation.
+func (w *worker) plainCommitOp() model.Op {
+	r := model.NewRequest()
+	r.Group, r.MemberID, r.GenerationID = w.group, w.member, w.generation
+	r.Offsets = map[model.Partition]int64{w.from: w.batch[len(w.batch)-1].Offset + 1}
+	return model.Op{Kind: model.OffsetCommit, Req: r}
 }
 
 func (w *worker) joinOp() model.Op {
@@ -213,6 +247,11 @@ func (w *worker) learn(op model.Op, res model.Result) {
 		w.ended(op, res)
 	case model.LeaveGroup:
 		w.step = workerClosed
+	case model.OffsetCommit:
+		w.position[w.from] = op.Req.Offsets[w.from]
+		w.batch = nil
+		w.step = workerRead
+		w.drained[w.from] = w.position[w.from] >= w.stable[w.from]
 	}
 }
 
@@ -260,6 +299,9 @@ func (w *worker) read(p model.Partition, resp model.Response) {
 	}
 	w.batch, w.from = resp.Records, p
 	w.step = workerAddPartition
+	if w.atLeastOnce {
+		w.step = workerPlainCommit // processed: nothing is written
+	}
 }
 
 func (w *worker) ended(op model.Op, res model.Result) {
@@ -315,6 +357,11 @@ func (w *worker) recover(op model.Op, res model.Result) {
 	case model.ClassOf(op.Kind, res.Err) == model.FencedConsumer:
 		w.generation = model.NoGeneration
 		w.step = workerAbort
+		if w.atLeastOnce {
+			// No transaction to abort: the batch goes uncommitted, and
+			// whoever holds its partition now reads it again.
+			w.step, w.batch = workerJoin, nil
+		}
 		if res.Err == model.UnknownMemberID {
 			w.member = ""
 		}
