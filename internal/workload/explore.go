@@ -200,11 +200,17 @@ func (o Outcome) Discard() {
 // setRapidFlags points rapid at the budget. rapid reads its settings from
 // the process's flags; the CLI never parses those, so they are set here,
 // and put back by restore, so that a test run after an exploration gets
-// its own budget, not this one.
+// its own budget, not this one. Under go test -short rapid runs a fifth
+// of its checks and half its steps, so the settings are scaled up by as
+// much: a budget is the same, and so is its outcome, with or without it.
 func setRapidFlags(b Budget) (restore func(), err error) {
+	checks, steps := b.Checks, b.Steps
+	if testing.Short() {
+		checks, steps = checks*5, steps*2
+	}
 	settings := map[string]string{
-		"rapid.checks":     fmt.Sprint(b.Checks),
-		"rapid.steps":      fmt.Sprint(b.Steps),
+		"rapid.checks":     fmt.Sprint(checks),
+		"rapid.steps":      fmt.Sprint(steps),
 		"rapid.seed":       fmt.Sprint(b.Seed),
 		"rapid.failfile":   b.Replay,
 		"rapid.shrinktime": b.ShrinkTime.String(),
