@@ -206,7 +206,7 @@ func InTurn(campaigns []Campaign, runners [][]Runner, p *Progress, ended func(i 
 // firstSlice and firstSliceBatches size a campaign's first slice when
 // campaigns run in turn (see InTurn); each round doubles them. Half a
 // second is enough to meet each of impl's named bugs in the scenario
-// that meets it, from most seeds (docs/time-to-catch.tsv, "found by").
+// that meets it, from most seeds (docs/measurements/time-to-catch.tsv, "found by").
 const (
 	firstSlice        = 500 * time.Millisecond
 	firstSliceBatches = 1

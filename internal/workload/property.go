@@ -102,7 +102,7 @@ func (f *Failure) set(b *brokenRun) {
 // length after 500 attempts took 257 s in all where shrinking to the end
 // those longer than readableOps, and settling the others after 2,000,
 // took 1,160 s. After 250 attempts rather than 500, the 10 seeds of
-// docs/time-to-catch.tsv took 62.9 s rather than 76.3 s to catch
+// docs/measurements/time-to-catch.tsv took 62.9 s rather than 76.3 s to catch
 // leader-ignores-marker-epoch, and 74.8 s rather than 85.8 s
 // late-endtxn-hits-next-txn, every counterexample as short
 // (scripts/compare-catch.sh): rapid's attempts that far past the last
@@ -270,7 +270,7 @@ func (r *run) counts(cut histories.History) bool {
 // only then, rather than at every step, saves most of its checks, and
 // still finds its violation, cut where it broke; but the run goes on
 // drawing past that step, and rapid's shrinking, which keeps the draws,
-// ends elsewhere: on the 130 runs of docs/time-to-catch.tsv, at 1,118
+// ends elsewhere: on the 130 runs of docs/measurements/time-to-catch.tsv, at 1,118
 // operations in all rather than 1,079, and from one seed at 12 rather
 // than 4.
 func (r *run) checkSoFar() {
