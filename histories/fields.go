@@ -211,6 +211,8 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
 	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qInstanceID.opt()},
 	model.Tick:        {qMs.always()},
+	// consumergroups.go
+	model.ConsumerGroupHeartbeat: consumerHeartbeatReq,
 }
 
 // respSlots are the response fields of each type that has a "resp". They
@@ -231,6 +233,8 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.Heartbeat:       {},
 	model.SyncGroup:       {pAssignment.opt()},
 	model.TimeoutAbort:    {pTxnID.req(), pProducerID.req(), pEpoch.req()},
+	// consumergroups.go
+	model.ConsumerGroupHeartbeat: consumerHeartbeatResp,
 }
 
 func validIsolation(i model.Isolation) error {

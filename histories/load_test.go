@@ -34,6 +34,10 @@ var loadRejects = []struct {
 	name, doc, err string
 }{
 	{"not json", `{"format":`, "not a JSON document: unexpected EOF"},
+	{"consumer_group_heartbeat without member_epoch", doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m"}}`),
+		"op 1: consumer_group_heartbeat: req.member_epoch is required"},
+	{"consumer_group_heartbeat owning a topic", doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m", "member_epoch": 1, "owned_partitions": ["trips"]}}`),
+		`op 1: consumer_group_heartbeat: req.owned_partitions[0]: "trips" is not a partition written "topic-N"`},
 	{"trailing data", doc() + ` {}`, "more data after the JSON document"},
 	{"not an object", `[]`, "document: must be an object, got an array"},
 	{"format missing", `{"ops": []}`, "format is required"},
@@ -287,6 +291,8 @@ func TestLoadRejects(t *testing.T) {
 var loadAccepts = map[string]string{
 	"a leave naming the instance alone": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": {"group": "g", "member_id": "", "group_instance_id": "i"}, "resp": {}}`),
 	"empty":                             doc(),
+	"consumer_group_heartbeat": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "", "member_epoch": 0, "group_instance_id": "i", "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["trips"], "server_assignor": "uniform", "owned_partitions": []}, "resp": {"member_id": "m", "member_epoch": 1, "heartbeat_interval_ms": 5000, "assignment": []}}`,
+		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m", "member_epoch": -2, "group_instance_id": "i"}, "resp": {"member_id": "m", "member_epoch": -2}}`),
 	"api_version on requests": doc(`{"id": 0, "proc": "A", "call": 0, "return": 5, "type": "init_producer_id", "api_version": 4, "req": {"transactional_id": "t"}, "resp": {"producer_id": 1, "epoch": 0}}`,
 		`{"id": 1, "proc": "A", "call": 6, "return": 8, "type": "end_txn", "api_version": 1, "req": {`+txnFields+`, "commit": true}, "error": "INVALID_PRODUCER_EPOCH"}`,
 		`{"id": 2, "proc": "A", "call": 9, "return": 10, "type": "end_txn", "api_version": 3, "req": {`+txnFields+`, "commit": true}, "error": "PRODUCER_FENCED"}`,
@@ -351,19 +357,20 @@ func TestLoadAccepts(t *testing.T) {
 // requestOf is a minimal request of each kind, answered with code.
 func requestOf(k model.Kind, code model.Code) string {
 	reqs := map[model.Kind]string{
-		model.InitProducerID:  `{"transactional_id": "t"}`,
-		model.AddPartitions:   `{` + txnFields + `, "partitions": ["fares-2"]}`,
-		model.Produce:         `{` + txnFields + goodProduce + `}`,
-		model.AddOffsets:      `{` + txnFields + `, "group": "g"}`,
-		model.TxnOffsetCommit: `{` + txnFields + `, "group": "g", "offsets": {"trips-0": 3}}`,
-		model.EndTxn:          `{` + txnFields + `, "commit": true}`,
-		model.JoinGroup:       `{"group": "g", "member_id": "", "partitions": ["trips-0"]}`,
-		model.LeaveGroup:      `{"group": "g", "member_id": "m"}`,
-		model.OffsetFetch:     `{"group": "g", "partition": "trips-0"}`,
-		model.Fetch:           `{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}`,
-		model.Heartbeat:       `{"group": "g", "member_id": "m", "generation_id": 1}`,
-		model.OffsetCommit:    `{"group": "g", "offsets": {"trips-0": 3}}`,
-		model.SyncGroup:       `{"group": "g", "member_id": "m", "generation_id": 1, "assignments": {"m": ["trips-0"]}}`,
+		model.InitProducerID:         `{"transactional_id": "t"}`,
+		model.AddPartitions:          `{` + txnFields + `, "partitions": ["fares-2"]}`,
+		model.Produce:                `{` + txnFields + goodProduce + `}`,
+		model.AddOffsets:             `{` + txnFields + `, "group": "g"}`,
+		model.TxnOffsetCommit:        `{` + txnFields + `, "group": "g", "offsets": {"trips-0": 3}}`,
+		model.EndTxn:                 `{` + txnFields + `, "commit": true}`,
+		model.JoinGroup:              `{"group": "g", "member_id": "", "partitions": ["trips-0"]}`,
+		model.LeaveGroup:             `{"group": "g", "member_id": "m"}`,
+		model.OffsetFetch:            `{"group": "g", "partition": "trips-0"}`,
+		model.Fetch:                  `{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}`,
+		model.Heartbeat:              `{"group": "g", "member_id": "m", "generation_id": 1}`,
+		model.OffsetCommit:           `{"group": "g", "offsets": {"trips-0": 3}}`,
+		model.SyncGroup:              `{"group": "g", "member_id": "m", "generation_id": 1, "assignments": {"m": ["trips-0"]}}`,
+		model.ConsumerGroupHeartbeat: `{"group": "g", "member_id": "m", "member_epoch": 1}`,
 	}
 	return fmt.Sprintf(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": %q, "req": %s, "error": %q}`, k, reqs[k], code)
 }

@@ -250,6 +250,10 @@ func TestSchemaAndLoadAgreeOnVersions(t *testing.T) {
 		map[string]any{"type": "sync_group", "return": 1,
 			"req": map[string]any{"group": "g", "member_id": "m", "generation_id": 1,
 				"assignments": map[string]any{"m": []any{"t-0"}}}})
+	// Nor a consumer_group_heartbeat (KIP-848), later still.
+	every.Ops = append(every.Ops, map[string]any{"type": "consumer_group_heartbeat", "return": 1,
+		"req": map[string]any{"group": "g", "member_id": "m", "member_epoch": 0, "subscribed_topic_names": []any{"trips"},
+			"owned_partitions": []any{}, "rebalance_timeout_ms": 300000}})
 	seen := map[model.Kind]bool{}
 	for _, op := range every.Ops {
 		kind := model.Kind(op["type"].(string))

@@ -548,6 +548,7 @@ func (st *step) tick(ms int64) {
 	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
 		st.expireMembers(name, st.s.now, nil)
 	}
+	st.expireConsumerMembers()
 	st.expireIdle()
 }
 

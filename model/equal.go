@@ -21,6 +21,7 @@ func Equal(a, b State) bool {
 		mapsEqual(a.pids, b.pids, same) &&
 		mapsEqual(a.parts, b.parts, partState.equal) &&
 		mapsEqual(a.groups, b.groups, group.equal) &&
+		mapsEqual(a.consumer, b.consumer, consumerGroup.equal) &&
 		mapsEqual(a.triedEpochs, b.triedEpochs, same)
 }
 

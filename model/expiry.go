@@ -274,7 +274,7 @@ func (s State) dueExpiries(op Op) []State {
 func (s State) mayHaveFired(op Op) []State {
 	var out []State
 	if s.opts.WallClock {
-		out = s.dueTimers(op)
+		out = append(s.dueTimers(op), s.dueConsumerTimers(op)...) // consumerreconcile.go
 	}
 	return append(out, s.dueExpiries(op)...)
 }

@@ -639,6 +639,9 @@ func (st *step) member(r Request) (group, member, bool) {
 // GroupCoordinatorTest#testTxnCommitOffsetWithInvalidMemberId,
 // OffsetMetadataManagerTest#testGenericGroupTransactionalOffsetCommitWithUnknownMemberId).
 func (st *step) checkGeneration(r Request) *outcome {
+	if _, consumer := st.s.consumer[r.Group]; consumer && st.op.Kind == TxnOffsetCommit {
+		return st.checkConsumerCommit(r) // KIP-848 (consumercommit.go)
+	}
 	if r.GenerationID == NoGeneration && ((r.MemberID == "" && r.InstanceID == "") || (st.op.Kind == TxnOffsetCommit && st.takenAsEmpty(r.Group))) {
 		return nil
 	}

@@ -38,8 +38,9 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 		case "reset":
 			s = model.Init(model.Options{TxnVersion: intArg(t, td, "txn-version", 1), WallClock: td.HasArg("wall-clock"),
 				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once"),
-				TxnMaxTimeoutMs:         int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0)),
-				NoPartitionVerification: verificationOff(t, td)})
+				TxnMaxTimeoutMs:          int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0)),
+				NoPartitionVerification:  verificationOff(t, td),
+				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""
 		case "land-markers":
 			s = model.LandMarkers(s)
@@ -117,6 +118,7 @@ var commands = map[string]model.Kind{
 	"join": model.JoinGroup, "leave": model.LeaveGroup, "offset-fetch": model.OffsetFetch,
 	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "offset-commit": model.OffsetCommit,
 	"tick": model.Tick, "restart": model.BrokerRestart, "sync": model.SyncGroup,
+	"consumer-heartbeat": model.ConsumerGroupHeartbeat,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
@@ -152,7 +154,11 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.ProtocolType = strArg(td, "protocol-type")
 	r.Protocols = protocols(td)
 	r.Assignments = assignments(t, td)
-	return model.Op{Kind: kind, Req: r, Span: span(t, td)}
+	op := model.Op{Kind: kind, Req: r, Span: span(t, td)}
+	if kind == model.ConsumerGroupHeartbeat {
+		parseConsumerHeartbeat(t, td, &op)
+	}
+	return op
 }
 
 // span reads at=T (sent and answered at T) or at=(FROM,TO), the wall-clock
@@ -201,6 +207,7 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 	r.Leader = strArg(td, "got-leader")
 	r.HighWatermark = int64(intArg(t, td, "got-hw", -1))
 	r.LastStableOffset = int64(intArg(t, td, "got-lso", -1))
+	parseConsumerAnswer(t, td, &r)
 	if arg, ok := td.Arg("got-records"); ok {
 		for _, v := range arg.Vals {
 			if v != "" {
@@ -365,6 +372,8 @@ func render(kind model.Kind, res model.Result) string {
 		return fmt.Sprintf("assigned %v", r.Assignment)
 	case model.OffsetFetch:
 		return fmt.Sprintf("offset %d", r.Offset)
+	case model.ConsumerGroupHeartbeat:
+		return renderConsumerHeartbeat(r)
 	case model.Fetch:
 		var b strings.Builder
 		for _, rec := range r.Records {

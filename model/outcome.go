@@ -64,6 +64,11 @@ const (
 	FetchSessionIDNotFound             Code = "FETCH_SESSION_ID_NOT_FOUND"
 	InvalidFetchSessionEpoch           Code = "INVALID_FETCH_SESSION_EPOCH"
 
+	// KIP-848's (consumergroups.go).
+	FencedMemberEpoch        Code = "FENCED_MEMBER_EPOCH"
+	UnsupportedAssignor      Code = "UNSUPPORTED_ASSIGNOR"
+	InvalidSubscriptionRegex Code = "INVALID_SUBSCRIPTION_REGEX"
+
 	// Answers that may follow an effect.
 	NotCoordinator               Code = "NOT_COORDINATOR"
 	CoordinatorNotAvailable      Code = "COORDINATOR_NOT_AVAILABLE"
@@ -118,6 +123,9 @@ var (
 	// commitTransactionalOffset, 4.x; GroupMetadataManager.storeOffsets, 3.9).
 	offsetCommits = []Kind{TxnOffsetCommit, OffsetCommit}
 	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
+	// consumerGroups are KIP-848's requests (consumergroups.go), with
+	// rows of their own at the end of the table.
+	consumerGroups = []Kind{ConsumerGroupHeartbeat}
 )
 
 // codeInfo is one row of the table: a code's class for the requests
@@ -313,6 +321,40 @@ var table = []codeInfo{
 	// nothing then. Undecided, as for every request: the model says where
 	// it is due (groups.go, offsets.go).
 	{RebalanceInProgress, Undecided, []Kind{JoinGroup, SyncGroup, Heartbeat, OffsetCommit}},
+
+	// (c) KIP-848's ConsumerGroupHeartbeat (ConsumerGroupHeartbeatResponse.json,
+	// GroupMetadataManager.consumerGroupHeartbeat).
+	//
+	// A member the group does not have, an instance id another member
+	// holds, and (throwIfConsumerGroupMemberEpochIsInvalid) a member
+	// epoch ahead of or behind the coordinator's: the member gives up
+	// its partitions and joins again.
+	{UnknownMemberID, FencedConsumer, consumerGroups},
+	{FencedInstanceID, FencedConsumer, consumerGroups},
+	{FencedMemberEpoch, FencedConsumer, consumerGroups},
+	// Refused before the group changes: authorization, validation
+	// (throwIfConsumerGroupHeartbeatRequestIsInvalid: INVALID_REQUEST, an
+	// assignor the broker lacks, and from v1 a regex that does not
+	// compile), a group that does not exist and is not joined (or is not
+	// a consumer group), a full group (throwIfConsumerGroupIsFull), and
+	// an instance id whose member has not left with epoch -2
+	// (throwIfInstanceIdIsUnreleased).
+	{GroupAuthorizationFailed, NoEffect, consumerGroups},
+	{InvalidRequest, NoEffect, consumerGroups},
+	{UnsupportedVersion, NoEffect, consumerGroups},
+	{UnsupportedAssignor, NoEffect, consumerGroups},
+	{InvalidSubscriptionRegex, NoEffect, consumerGroups},
+	{GroupIDNotFound, NoEffect, consumerGroups},
+	{GroupMaxSizeReached, NoEffect, consumerGroups},
+	{UnreleasedInstanceID, NoEffect, consumerGroups},
+	// A failed or unconfirmed append, as from every coordinator above,
+	// and the client's own codes.
+	{RequestTimedOut, Undecided, consumerGroups},
+	{NetworkException, Undecided, consumerGroups},
+	{NotCoordinator, Undecided, consumerGroups},
+	{CoordinatorNotAvailable, Undecided, consumerGroups},
+	{CoordinatorLoadInProgress, Undecided, consumerGroups},
+	{UnknownServerError, Undecided, consumerGroups},
 }
 
 // rowsOf is each code's rows of the table.
@@ -405,7 +447,8 @@ var apiNames = map[Kind]string{
 	InitProducerID: "InitProducerId", AddPartitions: "AddPartitionsToTxn", AddOffsets: "AddOffsetsToTxn",
 	Produce: "Produce", TxnOffsetCommit: "TxnOffsetCommit", EndTxn: "EndTxn", JoinGroup: "JoinGroup", SyncGroup: "SyncGroup",
 	Heartbeat: "Heartbeat", LeaveGroup: "LeaveGroup", OffsetFetch: "OffsetFetch", Fetch: "Fetch",
-	OffsetCommit: "OffsetCommit",
+	OffsetCommit:           "OffsetCommit",
+	ConsumerGroupHeartbeat: "ConsumerGroupHeartbeat",
 }
 
 // mayBeginImplicitly reports whether a request of kind k adds to its
@@ -553,6 +596,11 @@ var versionRules = []versionRule{
 		source: "AddOffsetsToTxnRequest.json: \"Version 4 adds support for new error code TRANSACTION_ABORTABLE\""},
 	{kind: EndTxn, code: TransactionAbortable, since: 4,
 		source: "EndTxnRequest.json: \"Version 4 adds support for new error code TRANSACTION_ABORTABLE\""},
+
+	// KIP-848: a regex subscription (SubscribedTopicRegex) is v1 and
+	// later only.
+	{kind: ConsumerGroupHeartbeat, code: InvalidSubscriptionRegex, since: 1,
+		source: "ConsumerGroupHeartbeatResponse.json: \"INVALID_SUBSCRIPTION_REGEX (version 1+)\""},
 
 	// KAFKA-7296: clients before 2.3 (TxnOffsetCommit below v2) could
 	// crash on COORDINATOR_LOAD_IN_PROGRESS.

@@ -51,6 +51,9 @@ type Options struct {
 	// without asking the coordinator (verification.go). Kafka's default,
 	// and the zero value, is true.
 	NoPartitionVerification bool
+	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
+	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
+	ConsumerSessionTimeoutMs int64
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -84,6 +87,8 @@ type State struct {
 	nextMember  int
 	parts       map[Partition]partState
 	groups      map[string]group
+	// consumer are the KIP-848 consumer groups (consumergroups.go).
+	consumer map[string]consumerGroup
 	// triedEpochs, kept only under the deviation EpochPerProducerID, is
 	// the newest epoch each producer id sent a batch at, taken or
 	// refused (deviations.go).
@@ -331,6 +336,9 @@ func (s State) String() string {
 			fmt.Fprintf(&b, "awaiting the leader's SyncGroup of generation %d ", gr.syncDue)
 		}
 		fmt.Fprintf(&b, "committed %v; ", gr.committed)
+	}
+	for _, g := range slices.Sorted(maps.Keys(s.consumer)) {
+		fmt.Fprintf(&b, "consumer group %s: %s; ", g, s.consumer[g])
 	}
 	return strings.TrimSuffix(b.String(), "; ")
 }

@@ -347,6 +347,8 @@ func (st *step) run() outcome {
 		return st.offsetCommit(r)
 	case SyncGroup:
 		return st.syncGroup(r)
+	case ConsumerGroupHeartbeat:
+		return st.consumerGroupHeartbeat(r)
 	case Tick:
 		st.tick(r.Ms)
 	case BrokerRestart:
@@ -363,6 +365,7 @@ func (st *step) run() outcome {
 		st.restartForgetsVerification()
 		st.restartForgets()
 		st.restartReloadsGroups()
+		st.restartReloadsConsumerGroups()
 	}
 	return ok(NewResponse())
 }

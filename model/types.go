@@ -41,6 +41,10 @@ const (
 	// Heartbeat is recorded from real clients only (fencecheck's own
 	// clients never send one): it keeps a member's session alive.
 	Heartbeat Kind = "heartbeat"
+	// ConsumerGroupHeartbeat is KIP-848's one request of a consumer group
+	// (group.protocol=consumer): it joins, heartbeats, reconciles and
+	// leaves (consumergroups.go).
+	ConsumerGroupHeartbeat Kind = "consumer_group_heartbeat"
 )
 
 // Faults. Only BrokerRestart and Tick reach the broker; the others describe
@@ -59,6 +63,7 @@ const (
 var Kinds = []Kind{
 	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
 	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
+	ConsumerGroupHeartbeat,
 	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
 }
 
@@ -66,7 +71,8 @@ var Kinds = []Kind{
 func (k Kind) IsRequest() bool {
 	switch k {
 	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
-		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup:
+		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
+		ConsumerGroupHeartbeat:
 		return true
 	}
 	return false
@@ -114,6 +120,15 @@ const (
 	NoGeneration int32 = -1
 )
 
+// KIP-848's member epochs with a meaning of their own
+// (ConsumerGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH and
+// LEAVE_GROUP_STATIC_MEMBER_EPOCH).
+const (
+	JoinMemberEpoch        int32 = 0
+	LeaveMemberEpoch       int32 = -1
+	StaticLeaveMemberEpoch int32 = -2
+)
+
 // Record is a record as a producer sends it. Keys are trip ids.
 type Record struct {
 	Key   string
@@ -145,7 +160,8 @@ type Request struct {
 	// InstanceID is the member's group.instance.id (KIP-345): a static
 	// member's name that outlives its member ids; "" for a dynamic
 	// member. join_group, sync_group, heartbeat, leave_group,
-	// offset_commit and txn_offset_commit carry it.
+	// offset_commit, txn_offset_commit and consumer_group_heartbeat carry
+	// it.
 	InstanceID       string
 	GenerationID     int32
 	Offsets          map[Partition]int64 // txn_offset_commit, offset_commit: partition -> next offset
@@ -153,8 +169,10 @@ type Request struct {
 	SessionTimeoutMs int64 // join_group; 0: the default
 	// JoinOnly: this join_group is the JoinGroup only, and its SyncGroup
 	// follows as a sync_group op; false: the whole round.
-	JoinOnly           bool
-	RebalanceTimeoutMs int64 // join_group; 0: not said
+	JoinOnly bool
+	// RebalanceTimeoutMs: join_group's, 0 when not said; a
+	// consumer_group_heartbeat's, 0 when not sent (Kafka's -1: unchanged).
+	RebalanceTimeoutMs int64
 	ProtocolType       string
 	Protocols          []Protocol // join_group: the protocols, in the member's order
 	// Assignments is a sync_group's {member: partitions}: the leader's
@@ -164,6 +182,13 @@ type Request struct {
 	Isolation     Isolation
 	RequireStable bool
 	Ms            int64 // tick: how far the clock moves
+	// consumer_group_heartbeat (KIP-848). A nil list is Kafka's null:
+	// unchanged since the member's last heartbeat.
+	MemberEpoch      int32 // 0 joins, -1 leaves, -2 leaves for a static member's return
+	SubscribedTopics *[]string
+	SubscribedRegex  string
+	ServerAssignor   string
+	OwnedPartitions  *[]Partition
 }
 
 // Protocol is one protocol a member joins with: its name and, for a
@@ -192,6 +217,13 @@ type Response struct {
 	HighWatermark    int64
 	LastStableOffset int64
 	TransactionalID  string // timeout_abort
+	// consumer_group_heartbeat (KIP-848): the member's epoch (0: the
+	// answer did not say; Kafka answers a member that stays at least
+	// epoch 1), and its assignment, nil when the answer left it out
+	// (unchanged).
+	MemberEpoch         int32
+	HeartbeatIntervalMs int64
+	MemberAssignment    *[]Partition
 }
 
 // NewResponse is a Response with every optional number at its sentinel.

@@ -1,0 +1,393 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// reconcileConsumer answers the member id's heartbeat: the member, with
+// its subscription updated (m), moves towards the target assignment the
+// broker's assignor chose (CurrentAssignmentBuilder). Judging, the answer
+// shows the broker's choice, held to the rules every assignor keeps.
+func (st *step) reconcileConsumer(r Request, g consumerGroup, id string, m consumerMember) outcome {
+	owned := r.OwnedPartitions
+	revoking := m.revoking
+	m.revoking = m.releasedBy(owned)
+	var released []Partition
+	if len(m.revoking) == 0 {
+		released = revoking
+	}
+	if st.undecided() {
+		return st.lostHeartbeat(r, g, id, m)
+	}
+	resp, out := st.consumerAnswer(r, g, m)
+	if out != nil {
+		return *out
+	}
+	if resp.MemberID != "" && resp.MemberID != id {
+		return bad("consumer-member-id", "the answer names member %s, but the heartbeat is member %s's", resp.MemberID, id)
+	}
+	next, out := st.nextConsumerMember(g, id, m, resp, owned, released)
+	if out != nil {
+		return *out
+	}
+	if resp.MemberEpoch > g.epoch {
+		// Only a loose group gets here (consumerAnswer).
+		g.epoch = resp.MemberEpoch
+	}
+	next.lastSeen = st.s.now
+	st.s.setConsumerGroup(r.Group, g.withMember(id, next))
+	resp.MemberID = id
+	return ok(resp)
+}
+
+// releasedBy is the member's partitions pending revocation once the
+// request is taken: all of them are released when the owned partitions
+// it sends hold none (CurrentAssignmentBuilder.ownsRevokedPartitions; a
+// request that does not send them owns them still). KIP-848, "Assignment
+// Reconciliation"; test: GroupMetadataManagerTest#testReconciliationProcess.
+func (m consumerMember) releasedBy(owned *[]Partition) []Partition {
+	if owned == nil {
+		return m.revoking
+	}
+	for _, p := range *owned {
+		if slices.Contains(m.revoking, p) {
+			return m.revoking
+		}
+	}
+	return nil
+}
+
+// consumerAnswer is the answer to take: the broker's when judging, else
+// the model's own (an assignor that assigns nothing new: the member keeps
+// what it has and moves to the group epoch). The answer's epoch is held
+// to the group epoch.
+func (st *step) consumerAnswer(r Request, g consumerGroup, m consumerMember) (Response, *outcome) {
+	if obs := st.observed(); obs != nil {
+		resp := *obs
+		if resp.MemberEpoch > g.epoch && !g.loose {
+			out := bad("consumer-epoch-above-group", "member epoch %d is above the group epoch %d "+
+				"(the member's epoch is the target assignment's, which is at most the group's: "+
+				"GroupMetadataManager.consumerGroupHeartbeat)", resp.MemberEpoch, g.epoch)
+			return resp, &out
+		}
+		return resp, nil
+	}
+	resp := NewResponse()
+	resp.MemberEpoch = m.epoch
+	if len(m.revoking) == 0 {
+		resp.MemberEpoch = g.epoch
+	}
+	resp.HeartbeatIntervalMs = DefaultConsumerHeartbeatIntervalMs
+	if r.MemberEpoch == JoinMemberEpoch || isFullHeartbeat(r) {
+		assigned := slices.Clone(m.assigned)
+		resp.MemberAssignment = &assigned
+	}
+	return resp, nil
+}
+
+// isFullHeartbeat is Kafka's test for a request that sends everything
+// (after an error, say), which is answered with the whole assignment.
+func isFullHeartbeat(r Request) bool {
+	return r.RebalanceTimeoutMs > 0 && r.SubscribedTopics != nil && r.OwnedPartitions != nil
+}
+
+// nextConsumerMember is m once the answer resp is taken: its epoch, its
+// assignment and its partitions pending revocation. released are the
+// partitions m was revoking, which the request released.
+func (st *step) nextConsumerMember(g consumerGroup, id string, m consumerMember, resp Response,
+	owned *[]Partition, released []Partition) (consumerMember, *outcome) {
+	epoch := resp.MemberEpoch
+	assigned := m.assigned
+	if resp.MemberAssignment != nil {
+		assigned = slices.Sorted(slices.Values(*resp.MemberAssignment))
+	}
+	if epoch == 0 {
+		// The answer did not say: the next one will.
+		epoch, m.unsure = m.epoch, true
+	} else if out := m.checkEpochGrows(epoch); out != nil {
+		return m, out
+	}
+	if len(m.revoking) > 0 && !m.unsure {
+		return m.stillRevoking(epoch, assigned)
+	}
+	dropped := without(m.assigned, assigned)
+	if len(dropped) > 0 && ownsAny(owned, dropped) {
+		return st.startRevoking(m, epoch, assigned, dropped, len(released) > 0)
+	}
+	if out := m.checkGrants(g, id, without(assigned, m.assigned)); out != nil {
+		return m, out
+	}
+	if len(released) > 0 && epoch == m.epoch && !m.unsure && m.subscribesToAny(released) {
+		// UNREVOKED_PARTITIONS began when the target's epoch was past
+		// the member's, so once it has released its partitions it moves
+		// on (CurrentAssignmentBuilder.build); test:
+		// CurrentAssignmentBuilderTest#testUnrevokedPartitionsToStable.
+		// Newer releases also revoke the partitions of topics the member
+		// no longer subscribes to at once, before the target moves, and
+		// then stay at the epoch: Math.min(memberEpoch + 1,
+		// targetAssignmentEpoch), updateCurrentAssignment.
+		out := bad("consumer-revocation-pending", "the member released the partitions it was revoking, so it "+
+			"moves past epoch %d to the target's, but the answer keeps it there (CurrentAssignmentBuilder, "+
+			"UNREVOKED_PARTITIONS)", epoch)
+		return m, &out
+	}
+	m.setEpoch(epoch, !slices.Equal(assigned, m.assigned))
+	m.assignedAt = assignmentEpochs(m.assignedAt, assigned, epoch)
+	m.assigned, m.revoking, m.unsure = assigned, nil, m.unsure && resp.MemberEpoch == 0
+	return m, nil
+}
+
+// subscribesToAny reports whether a partition of ps is of a topic m
+// subscribes to by name; a regex subscription may hold any.
+func (m consumerMember) subscribesToAny(ps []Partition) bool {
+	for _, p := range ps {
+		if topic, _ := p.Topic(); m.regex != "" || slices.Contains(m.topics, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// assignmentEpochs is the assignment epochs of a member that now holds
+// held: a partition it held before keeps its epoch, a new one gets epoch
+// (KIP-1251).
+func assignmentEpochs(before map[Partition]int32, held []Partition, epoch int32) map[Partition]int32 {
+	var out map[Partition]int32
+	for _, p := range held {
+		if out == nil {
+			out = map[Partition]int32{}
+		}
+		if at, kept := before[p]; kept {
+			out[p] = at
+		} else {
+			out[p] = epoch
+		}
+	}
+	return out
+}
+
+// checkEpochGrows: a member's epoch never goes back (KIP-848, "Member
+// Epoch"; ConsumerGroupMember.Builder.updateMemberEpoch only ever takes
+// the target's, which grows). A member at epoch 0 is one that joins.
+func (m consumerMember) checkEpochGrows(epoch int32) *outcome {
+	if epoch >= m.epoch || m.unsure {
+		return nil
+	}
+	out := bad("consumer-epoch-went-back", "member epoch %d is below the member's %d", epoch, m.epoch)
+	return &out
+}
+
+// stillRevoking is a member that still owns partitions pending
+// revocation: it waits at its epoch with its assignment unchanged
+// (CurrentAssignmentBuilder, UNREVOKED_PARTITIONS returns the member as
+// it was). Test: GroupMetadataManagerTest#testReconciliationProcess.
+// Newer releases take from it, at once, the partitions of topics it no
+// longer subscribes to (updateCurrentAssignment): they join those
+// pending revocation.
+func (m consumerMember) stillRevoking(epoch int32, assigned []Partition) (consumerMember, *outcome) {
+	dropped := without(m.assigned, assigned)
+	if epoch == m.epoch && len(without(assigned, m.assigned)) == 0 && !m.subscribesToAny(dropped) {
+		m.assigned, m.revoking = assigned, slices.Sorted(slices.Values(slices.Concat(m.revoking, dropped)))
+		return m, nil
+	}
+	if epoch != m.epoch || !slices.Equal(assigned, m.assigned) {
+		out := bad("consumer-revocation-pending", "the member still owns %v, pending revocation, so it stays at "+
+			"epoch %d with %v, but the answer moved it to epoch %d with %v (CurrentAssignmentBuilder, "+
+			"UNREVOKED_PARTITIONS)", m.revoking, m.epoch, m.assigned, epoch, assigned)
+		return m, &out
+	}
+	return m, nil
+}
+
+// startRevoking takes partitions from a member that still owns them: they
+// are pending revocation, and the answer gives it nothing new. It stays
+// at its epoch, or moves to the next one when this request released what
+// it was revoking before (CurrentAssignmentBuilder.build: STABLE and
+// UNRELEASED_PARTITIONS compute the next assignment at memberEpoch,
+// UNREVOKED_PARTITIONS at memberEpoch + 1; KIP-848, "Assignment
+// Reconciliation"). Test: GroupMetadataManagerTest#testReconciliationProcess.
+func (st *step) startRevoking(m consumerMember, epoch int32, assigned, dropped []Partition,
+	justReleased bool) (consumerMember, *outcome) {
+	if added := without(assigned, m.assigned); len(added) > 0 {
+		out := bad("consumer-revocation-pending", "the answer revokes %v, which the member still owns, and "+
+			"gives it %v at once: a member revoking partitions gets nothing new until it has (CurrentAssignmentBuilder)",
+			dropped, added)
+		return m, &out
+	}
+	want := m.epoch
+	if justReleased {
+		want++
+	}
+	if epoch != want && !m.unsure {
+		out := bad("consumer-revocation-pending", "the answer revokes %v and moves the member from epoch %d to %d: "+
+			"a member that begins revoking is at epoch %d (CurrentAssignmentBuilder)", dropped, m.epoch, epoch, want)
+		return m, &out
+	}
+	m.setEpoch(epoch, true)
+	m.assigned, m.revoking, m.unsure = assigned, dropped, false
+	m.revokingSince = st.s.now
+	return m, nil
+}
+
+// setEpoch moves m to epoch. Kafka's builder sets the previous epoch to
+// the current one each time it computes a new assignment
+// (updateMemberEpoch), even at the same epoch: a member waiting for
+// unreleased partitions gets one at every heartbeat. Whether it did when
+// nothing the answer shows changed is unknown (prevUnsure).
+func (m *consumerMember) setEpoch(epoch int32, changed bool) {
+	moved := epoch != m.epoch || changed
+	if moved {
+		m.prevEpoch = m.epoch
+	}
+	m.prevUnsure = !moved
+	m.epoch = epoch
+}
+
+// checkGrants: each partition the answer gives the member is held by no
+// other member, assigned or pending revocation (KIP-848: a partition is
+// assigned to its new owner only once its previous owner revoked it;
+// CurrentAssignmentBuilder.computeNextAssignment leaves out partitions
+// whose currentPartitionEpoch is not -1), and is of a topic it subscribes
+// to (the target assignment is computed from the subscriptions), unless
+// a lost answer left its subscription unknown.
+func (m consumerMember) checkGrants(g consumerGroup, id string, added []Partition) *outcome {
+	for _, p := range added {
+		if holder := g.holder(p, id); holder != "" {
+			out := bad("consumer-partition-not-released", "the answer gives %s to %s, but member %s has not "+
+				"released it (CurrentAssignmentBuilder: unreleased partitions are not assigned)", p, id, holder)
+			return &out
+		}
+		if topic, _ := p.Topic(); m.regex == "" && !m.unsure && !slices.Contains(m.topics, topic) {
+			out := bad("consumer-topic-not-subscribed", "the answer gives %s to %s, which subscribes to %v", p, id, m.topics)
+			return &out
+		}
+	}
+	return nil
+}
+
+// lostHeartbeat is a heartbeat whose answer was lost: it may have moved
+// the member's epoch and assignment, and released what it no longer
+// sends as owned. The next answer says where the member is.
+func (st *step) lostHeartbeat(r Request, g consumerGroup, id string, m consumerMember) outcome {
+	g.loose = true
+	if r.MemberID == "" {
+		// Kafka chose an id no answer showed.
+		g.unseenJoins++
+		st.s.setConsumerGroup(r.Group, g)
+		return ok(NewResponse())
+	}
+	if r.OwnedPartitions != nil {
+		m.assigned = common(m.assigned, *r.OwnedPartitions)
+		m.revoking = common(m.revoking, *r.OwnedPartitions)
+		m.assignedAt = assignmentEpochs(m.assignedAt, slices.Concat(m.assigned, m.revoking), 0)
+	}
+	m.unsure, m.lastSeen = true, st.s.now
+	st.s.setConsumerGroup(r.Group, g.withMember(id, m))
+	return ok(NewResponse())
+}
+
+// expireConsumerMembers fences each member whose session or rebalance
+// timer is due at now: GroupMetadataManager.scheduleConsumerGroupSessionTimeout
+// (group.consumer.session.timeout.ms after its last heartbeat) and
+// scheduleConsumerGroupRebalanceTimeout (its rebalance timeout after it
+// began revoking, if it has not moved on since). Tests:
+// GroupMetadataManagerTest#testSessionTimeoutExpiration,
+// #testSessionTimeoutExpirationStaticMember, #testRebalanceTimeoutExpiration.
+func (st *step) expireConsumerMembers() {
+	for _, name := range slices.Sorted(maps.Keys(st.s.consumer)) {
+		g := st.s.consumer[name]
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			if st.consumerTimerDue(g.members[id]) {
+				g = g.fenced(id)
+			}
+		}
+		st.s.setConsumerGroup(name, g)
+	}
+}
+
+func (st *step) consumerTimerDue(m consumerMember) bool {
+	return st.s.consumerTimerDueAt(m, st.s.now)
+}
+
+// consumerTimerDueAt reports whether m's session or rebalance timer is
+// due at now.
+func (s State) consumerTimerDueAt(m consumerMember, now int64) bool {
+	if now-m.lastSeen >= s.consumerSessionMs() {
+		return true
+	}
+	return len(m.revoking) > 0 && m.rebalanceMs > 0 && now-m.revokingSince >= m.rebalanceMs
+}
+
+// dueConsumerTimers is s with the timers of op's consumer group that may
+// have fired by op's answer, on a wall clock, where a timer fires at any
+// moment after it is due: each member's on its own, then all together
+// (as dueTimers does for classic groups).
+func (s State) dueConsumerTimers(op Op) []State {
+	g, ok := s.consumer[op.Req.Group]
+	if !ok {
+		return nil
+	}
+	var due []string
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		if s.consumerTimerDueAt(g.members[id], op.Span.To) {
+			due = append(due, id)
+		}
+	}
+	fire := func(ids []string) State {
+		fired, next := s, g
+		for _, id := range ids {
+			next = next.fenced(id)
+		}
+		fired.setConsumerGroup(op.Req.Group, next)
+		return fired
+	}
+	var out []State
+	for _, id := range due {
+		out = append(out, fire([]string{id}))
+	}
+	if len(due) > 1 {
+		out = append(out, fire(due))
+	}
+	return out
+}
+
+// restartReloadsConsumerGroups: the coordinator loads each consumer group
+// from its records, which it writes at every change, and schedules every
+// member's session timer again, in full, and the rebalance timer of each
+// member revoking partitions (GroupMetadataManager.onLoaded).
+func (st *step) restartReloadsConsumerGroups() {
+	for _, name := range slices.Sorted(maps.Keys(st.s.consumer)) {
+		g := st.s.consumer[name]
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			m := g.members[id]
+			m.lastSeen, m.revokingSince = st.s.now, st.s.now
+			g = g.withMember(id, m)
+		}
+		st.s.setConsumerGroup(name, g)
+	}
+}
+
+func ownsAny(owned *[]Partition, ps []Partition) bool {
+	if owned == nil {
+		return true
+	}
+	return len(common(*owned, ps)) > 0
+}
+
+// common is a's partitions that b holds too, in a's order.
+func common(a, b []Partition) []Partition {
+	var out []Partition
+	for _, p := range a {
+		if slices.Contains(b, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// String of a member for the state's description.
+func (m consumerMember) String() string {
+	return fmt.Sprintf("epoch %d owns %v revoking %v", m.epoch, m.assigned, m.revoking)
+}
