@@ -649,6 +649,12 @@ func (st *step) checkGeneration(r Request) *outcome {
 		return out
 	}
 	g, _, ok := st.member(r)
+	if !ok && r.MemberID == "" {
+		// A generation without a member id: Kafka checks the member
+		// all the same (ClassicGroup.validateMember), and "" is none.
+		out := refuse("unknown-member", UnknownMemberID, "the request names generation %d but no member id, and no member of %s has the id \"\" (KIP-447)", r.GenerationID, r.Group)
+		return &out
+	}
 	if !ok {
 		out := refuse("unknown-member", UnknownMemberID, "%s is not a member of %s (KIP-447)", r.MemberID, r.Group)
 		return &out
