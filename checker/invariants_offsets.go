@@ -11,7 +11,9 @@ import (
 
 // checkOffsetsMonotonic: a group's committed offsets never move backward,
 // neither as commits nor as offset_fetch answers, and no offset commit of a
-// stale generation succeeds (KIP-447).
+// stale generation (KIP-447), or of a stale member epoch in a KIP-848
+// consumer group, succeeds. A refused commit commits nothing, so it is
+// never counted.
 func checkOffsetsMonotonic(a *analysis) Verdict {
 	committed := a.committedOffsets()
 	var violations []Violation
@@ -176,17 +178,23 @@ func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOf
 
 // staleGenerations finds offset commits, transactional or plain, that
 // succeeded with a generation older than one a join_group of the group
-// had returned before the commit was called, and zombie commits with no
-// generation (the groupId-string overload, or a simple consumer's).
+// had returned before the commit was called, zombie commits with no
+// generation (the groupId-string overload, or a simple consumer's), and
+// commits to a KIP-848 consumer group at a member epoch the member had
+// left behind (staleMemberEpoch).
 func staleGenerations(h histories.History, progress *passProgress) []Violation {
+	consumerGroups := consumerGroupsOf(h)
 	var violations []Violation
 	for _, op := range counted(progress, slices.All(h.Ops)) {
 		if (op.Kind != model.TxnOffsetCommit && op.Kind != model.OffsetCommit) || !op.Result.Succeeded() {
 			continue
 		}
 		judge := staleGeneration
-		if op.Req.GenerationID < 0 {
+		switch {
+		case op.Req.GenerationID < 0:
 			judge = zombieOverload
+		case consumerGroups[op.Req.Group]:
+			judge = staleMemberEpoch
 		}
 		if v, stale := judge(h, op); stale {
 			violations = append(violations, v)
@@ -204,6 +212,76 @@ func staleGeneration(h histories.History, commit histories.Op) (Violation, bool)
 	return Violation{Op: commit.ID, Related: []int{join.ID},
 		Reason: fmt.Sprintf("%s of group %s at generation %d accepted after op %d returned generation %d",
 			commit.Kind, commit.Req.Group, commit.Req.GenerationID, join.ID, join.Result.Resp.GenerationID)}, true
+}
+
+// consumerGroupsOf names the groups that consumer_group_heartbeats
+// joined: KIP-848 consumer groups, whose commits carry a member epoch
+// where a classic group's carry a generation.
+func consumerGroupsOf(h histories.History) map[string]bool {
+	groups := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Kind == model.ConsumerGroupHeartbeat {
+			groups[op.Req.Group] = true
+		}
+	}
+	return groups
+}
+
+// staleMemberEpoch judges a commit to a KIP-848 consumer group, whose
+// generation_id is the member epoch. The epochs are the group's, so they
+// order the members' answers. The commit is a zombie's when, before it
+// was called, the committer's own heartbeat had answered a newer epoch
+// than the commit's, and another member's answer had given one of the
+// committed partitions to it at a newer epoch too. The epoch is then not
+// the member's, and the partition no longer is: Kafka refuses the commit
+// in every release (ConsumerGroup.validateOffsetCommit:
+// STALE_MEMBER_EPOCH to a plain commit, ILLEGAL_GENERATION to a
+// TxnOffsetCommit, UNKNOWN_MEMBER_ID once the member is gone). KIP-1251
+// takes an older epoch only for partitions the member still holds, and
+// holds since that epoch. The committer's own newer epoch is needed,
+// because a member that gives up the partitions of a topic it no longer
+// subscribes to may stay at its epoch (CurrentAssignmentBuilder), and
+// may still commit at it.
+func staleMemberEpoch(h histories.History, commit histories.Op) (Violation, bool) {
+	epoch := commit.Req.GenerationID
+	var movedOn *histories.Op
+	for i, op := range h.Ops {
+		if answered, member := consumerAnswer(op, commit); answered && member == commit.Req.MemberID && op.Result.Resp.MemberEpoch > epoch {
+			movedOn = &h.Ops[i]
+			break
+		}
+	}
+	if movedOn == nil {
+		return Violation{}, false
+	}
+	for _, op := range h.Ops {
+		answered, member := consumerAnswer(op, commit)
+		resp := op.Result.Resp
+		if !answered || member == commit.Req.MemberID || resp.MemberEpoch <= epoch || resp.MemberAssignment == nil {
+			continue
+		}
+		for _, p := range *resp.MemberAssignment {
+			if _, mine := commit.Req.Offsets[p]; mine {
+				return Violation{Op: commit.ID, Related: []int{movedOn.ID, op.ID},
+					Reason: fmt.Sprintf("%s of consumer group %s for %s at member epoch %d accepted from %s, after op %d moved it to epoch %d and op %d gave %s to %s at epoch %d",
+						commit.Kind, commit.Req.Group, p, epoch, commit.Req.MemberID, movedOn.ID, movedOn.Result.Resp.MemberEpoch, op.ID, p, member, resp.MemberEpoch)}, true
+			}
+		}
+	}
+	return Violation{}, false
+}
+
+// consumerAnswer reports whether op is a consumer_group_heartbeat of
+// commit's group answered before commit was called, and the member it
+// answered.
+func consumerAnswer(op, commit histories.Op) (bool, string) {
+	if op.Kind != model.ConsumerGroupHeartbeat || !op.Result.Succeeded() || op.Req.Group != commit.Req.Group || op.Return >= commit.Call {
+		return false, ""
+	}
+	if id := op.Result.Resp.MemberID; id != "" {
+		return true, id
+	}
+	return true, op.Req.MemberID
 }
 
 // zombieOverload judges the groupId-string overload (generation -1), which
