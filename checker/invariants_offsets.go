@@ -191,6 +191,8 @@ func staleGenerations(h histories.History, progress *passProgress) []Violation {
 		}
 		judge := staleGeneration
 		switch {
+		case op.Req.GenerationID < 0 && consumerGroups[op.Req.Group]:
+			judge = zombieMemberOverload
 		case op.Req.GenerationID < 0:
 			judge = zombieOverload
 		case consumerGroups[op.Req.Group]:
@@ -254,22 +256,61 @@ func staleMemberEpoch(h histories.History, commit histories.Op) (Violation, bool
 	if movedOn == nil {
 		return Violation{}, false
 	}
+	given, member, p, ok := givenAbove(h, commit, epoch, func(_ histories.Op, member string) bool { return member != commit.Req.MemberID })
+	if !ok {
+		return Violation{}, false
+	}
+	return Violation{Op: commit.ID, Related: []int{movedOn.ID, given.ID},
+		Reason: fmt.Sprintf("%s of consumer group %s for %s at member epoch %d accepted from %s, after op %d moved it to epoch %d and op %d gave %s to %s at epoch %d",
+			commit.Kind, commit.Req.Group, p, epoch, commit.Req.MemberID, movedOn.ID, movedOn.Result.Resp.MemberEpoch, given.ID, p, member, given.Result.Resp.MemberEpoch)}, true
+}
+
+// givenAbove is the first consumer_group_heartbeat answer of commit's
+// group, returned before commit was called, that gave one of the
+// committed partitions to a member other(op, member) accepts, at a
+// member epoch above epoch; with the member and the partition.
+func givenAbove(h histories.History, commit histories.Op, epoch int32, other func(histories.Op, string) bool) (histories.Op, string, model.Partition, bool) {
 	for _, op := range h.Ops {
 		answered, member := consumerAnswer(op, commit)
 		resp := op.Result.Resp
-		if !answered || member == commit.Req.MemberID || resp.MemberEpoch <= epoch || resp.MemberAssignment == nil {
+		if !answered || !other(op, member) || resp.MemberEpoch <= epoch || resp.MemberAssignment == nil {
 			continue
 		}
 		for _, p := range *resp.MemberAssignment {
 			if _, mine := commit.Req.Offsets[p]; mine {
-				return Violation{Op: commit.ID, Related: []int{movedOn.ID, op.ID},
-					Reason: fmt.Sprintf("%s of consumer group %s for %s at member epoch %d accepted from %s, after op %d moved it to epoch %d and op %d gave %s to %s at epoch %d",
-						commit.Kind, commit.Req.Group, p, epoch, commit.Req.MemberID, movedOn.ID, movedOn.Result.Resp.MemberEpoch, op.ID, p, member, resp.MemberEpoch)}, true
+				return op, member, p, true
 			}
 		}
 	}
-	return Violation{}, false
+	return histories.Op{}, "", "", false
 }
+
+// zombieMemberOverload is zombieOverload for a KIP-848 consumer group,
+// whose 4.x releases take the groupId-string overload unchecked
+// (ConsumerGroup.validateOffsetCommit), as a simple consumer's plain
+// commit is taken once the group has no members. The committer's member
+// epoch is the one its client's last consumer_group_heartbeat answered
+// (0 says none, so nothing is judged), and its commit is a zombie's when
+// another client had been given one of its partitions at a newer epoch.
+func zombieMemberOverload(h histories.History, commit histories.Op) (Violation, bool) {
+	client := commit.Process()
+	last, ok := lastAnswer(h, commit, model.ConsumerGroupHeartbeat, memberEpochOf)
+	epoch := memberEpochOf(last)
+	if !ok || epoch == 0 {
+		return Violation{}, false
+	}
+	given, _, p, ok := givenAbove(h, commit, epoch, func(op histories.Op, _ string) bool { return op.Process() != client })
+	if !ok {
+		return Violation{}, false
+	}
+	return Violation{Op: commit.ID, Related: []int{last.ID, given.ID},
+		Reason: fmt.Sprintf("%s of consumer group %s for %s with no member epoch (%s) accepted from %s, whose last heartbeat (op %d) answered member epoch %d, after op %d gave %s to %s at epoch %d",
+			commit.Kind, commit.Req.Group, p, noGenerationName(commit.Kind), client, last.ID, epoch, given.ID, p, given.Process(), given.Result.Resp.MemberEpoch)}, true
+}
+
+func memberEpochOf(op histories.Op) int32 { return op.Result.Resp.MemberEpoch }
+
+func generationOf(op histories.Op) int32 { return op.Result.Resp.GenerationID }
 
 // consumerAnswer reports whether op is a consumer_group_heartbeat of
 // commit's group answered before commit was called, and the member it
@@ -298,7 +339,7 @@ func consumerAnswer(op, commit histories.Op) (bool, string) {
 // client joins on one lane while it commits on another.
 func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) {
 	client := commit.Process()
-	last, ok := lastJoin(h, commit)
+	last, ok := lastAnswer(h, commit, model.JoinGroup, generationOf)
 	if !ok {
 		return Violation{}, false
 	}
@@ -346,12 +387,15 @@ func assignedGeneration(op histories.Op) int32 {
 	return op.Result.Resp.GenerationID
 }
 
-// lastJoin is the join that tells the generation of commit's client (see
-// zombieOverload); false when none does.
-func lastJoin(h histories.History, commit histories.Op) (histories.Op, bool) {
-	var last []histories.Op // the client's joins called last, by the commit's call
+// lastAnswer is the request of kind, a join_group or a
+// consumer_group_heartbeat, that tells the generation or the member epoch
+// of commit's client (see zombieOverload); false when none does. newest
+// is what an answer tells: of requests called at one instant, the one
+// that tells the newest counts.
+func lastAnswer(h histories.History, commit histories.Op, kind model.Kind, newest func(histories.Op) int32) (histories.Op, bool) {
+	var last []histories.Op // the client's requests called last, by the commit's call
 	for _, op := range h.Ops {
-		if op.Kind != model.JoinGroup || op.Process() != commit.Process() || op.Req.Group != commit.Req.Group || op.Call > commit.Call {
+		if op.Kind != kind || op.Process() != commit.Process() || op.Req.Group != commit.Req.Group || op.Call > commit.Call {
 			continue
 		}
 		switch {
@@ -364,16 +408,16 @@ func lastJoin(h histories.History, commit histories.Op) (histories.Op, bool) {
 	if len(last) == 0 {
 		return histories.Op{}, false
 	}
-	newest := last[0]
-	for _, join := range last {
-		if !join.Result.Succeeded() || join.Return >= commit.Call {
+	told := last[0]
+	for _, op := range last {
+		if !op.Result.Succeeded() || op.Return >= commit.Call {
 			return histories.Op{}, false
 		}
-		if join.Result.Resp.GenerationID > newest.Result.Resp.GenerationID {
-			newest = join
+		if newest(op) > newest(told) {
+			told = op
 		}
 	}
-	return newest, true
+	return told, true
 }
 
 // laterJoins are the join_group answers of commit's group, returned before

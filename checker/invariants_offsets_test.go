@@ -391,3 +391,27 @@ func TestOffsetsMonotonicConsumerGroupEpochsKafkaMayTake(t *testing.T) {
 	early := b.plainCommit("W1", 8, 14, "g", "w1", 1, "trips-1", 10)
 	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), early, "")
 }
+
+// The groupId-string overload to a consumer group (4.x takes it
+// unchecked): W1's last heartbeat answered epoch 1, and W2 was given
+// trips-0 at epoch 3 before W1 committed it, so W1's commit is a
+// zombie's. W2's own commit, or W1's whose last heartbeat is unanswered,
+// is not judged so.
+func TestOffsetsMonotonicConsumerGroupZombieOverload(t *testing.T) {
+	b := &historyBuilder{}
+	last := b.consumerHeartbeat("W1", 0, 1, "g", "w1", 1, "trips-0")
+	given := b.consumerHeartbeat("W2", 2, 3, "g", "w2", 3, "trips-0")
+	zombie := b.txnOffsetCommit("W1", 10, 11, ctp, "g", -1, "trips-0", 9)
+	b.endTxn("W1", 12, 13, ctp, true)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, zombie, "txn_offset_commit of consumer group g for trips-0 with no member epoch (groupId string) accepted from W1, "+
+		"whose last heartbeat (op 0) answered member epoch 1, after op 1 gave trips-0 to W2 at epoch 3")
+	require.Equal(t, []int{last, given}, v.Violations[0].Related)
+
+	b.op(zombie).Proc = "W2"
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	b.op(zombie).Proc = "W1"
+	b.lose(b.consumerHeartbeat("W1", 5, 6, "g", "w1", 1))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+}
