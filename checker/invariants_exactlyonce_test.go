@@ -133,3 +133,30 @@ func TestExactlyOnceDuplicateIsTheCopyCommittedLast(t *testing.T) {
 		"trip-9001 committed twice in fares: at fares-2 offset 44 and at fares-2 offset 42 (op 5 committed the first)")
 	require.Equal(t, []int{first}, v.Violations[0].Related)
 }
+
+// A consumer group's (KIP-848) pipeline: W1 (epoch 1) reads trip-9001
+// from trips-0 and writes it; W2 is given trips-0 at epoch 3, writes it
+// too and commits. W1's commit of its offset at epoch 1 refused
+// ILLEGAL_GENERATION, W1 aborts, and the trip is committed once. A
+// broker that takes the commit lets W1 commit a second copy.
+func TestExactlyOnceConsumerGroupZombieFencedByMemberEpoch(t *testing.T) {
+	w1, w2 := session{"fare-worker-w1", 4101, 0}, session{"fare-worker-w2", 4102, 0}
+	b := &historyBuilder{}
+	b.consumerHeartbeat("W1", 0, 1, "g", "w1", 1, "trips-0")
+	b.addPartitions("W1", 2, 3, w1, "fares-2")
+	b.produce("W1", 3, 4, w1, "fares-2", 0, "trip-9001")
+	b.consumerHeartbeat("W1", 5, 6, "g", "w1", 2, []model.Partition{}...)
+	b.consumerHeartbeat("W2", 7, 8, "g", "w2", 3, "trips-0")
+	b.committedTxn("W2", 10, w2, "fares-2", 1, "trip-9001")
+	zombie := b.txnOffsetCommit("W1", 20, 21, w1, "g", 1, "trips-0", 1)
+	b.op(zombie).Req.MemberID = "w1"
+	b.fail(zombie, model.IllegalGeneration)
+	end := b.endTxn("W1", 22, 23, w1, false)
+	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	b.op(zombie).Result = model.OK(model.NewResponse())
+	b.op(end).Req.Commit = true
+	requireViolation(t, checkExactlyOnce(analyze(b.h)), end, "")
+	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+}

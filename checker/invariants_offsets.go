@@ -11,7 +11,9 @@ import (
 
 // checkOffsetsMonotonic: a group's committed offsets never move backward,
 // neither as commits nor as offset_fetch answers, and no offset commit of a
-// stale generation succeeds (KIP-447).
+// stale generation (KIP-447), or of a stale member epoch in a KIP-848
+// consumer group, succeeds. A refused commit commits nothing, so it is
+// never counted.
 func checkOffsetsMonotonic(a *analysis) Verdict {
 	committed := a.committedOffsets()
 	var violations []Violation
@@ -176,17 +178,25 @@ func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOf
 
 // staleGenerations finds offset commits, transactional or plain, that
 // succeeded with a generation older than one a join_group of the group
-// had returned before the commit was called, and zombie commits with no
-// generation (the groupId-string overload, or a simple consumer's).
+// had returned before the commit was called, zombie commits with no
+// generation (the groupId-string overload, or a simple consumer's), and
+// commits to a KIP-848 consumer group at a member epoch the member had
+// left behind (staleMemberEpoch).
 func staleGenerations(h histories.History, progress *passProgress) []Violation {
+	consumerGroups := consumerGroupsOf(h)
 	var violations []Violation
 	for _, op := range counted(progress, slices.All(h.Ops)) {
 		if (op.Kind != model.TxnOffsetCommit && op.Kind != model.OffsetCommit) || !op.Result.Succeeded() {
 			continue
 		}
 		judge := staleGeneration
-		if op.Req.GenerationID < 0 {
+		switch {
+		case op.Req.GenerationID < 0 && consumerGroups[op.Req.Group]:
+			judge = zombieMemberOverload
+		case op.Req.GenerationID < 0:
 			judge = zombieOverload
+		case consumerGroups[op.Req.Group]:
+			judge = staleMemberEpoch
 		}
 		if v, stale := judge(h, op); stale {
 			violations = append(violations, v)
@@ -206,6 +216,115 @@ func staleGeneration(h histories.History, commit histories.Op) (Violation, bool)
 			commit.Kind, commit.Req.Group, commit.Req.GenerationID, join.ID, join.Result.Resp.GenerationID)}, true
 }
 
+// consumerGroupsOf names the groups that consumer_group_heartbeats
+// joined: KIP-848 consumer groups, whose commits carry a member epoch
+// where a classic group's carry a generation.
+func consumerGroupsOf(h histories.History) map[string]bool {
+	groups := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Kind == model.ConsumerGroupHeartbeat {
+			groups[op.Req.Group] = true
+		}
+	}
+	return groups
+}
+
+// staleMemberEpoch judges a commit to a KIP-848 consumer group, whose
+// generation_id is the member epoch. The epochs are the group's, so they
+// order the members' answers. The commit is a zombie's when, before it
+// was called, the committer's own heartbeat had answered a newer epoch
+// than the commit's, and another member's answer had given one of the
+// committed partitions to it at a newer epoch too. The epoch is then not
+// the member's, and the partition no longer is: Kafka refuses the commit
+// in every release (ConsumerGroup.validateOffsetCommit:
+// STALE_MEMBER_EPOCH to a plain commit, ILLEGAL_GENERATION to a
+// TxnOffsetCommit, UNKNOWN_MEMBER_ID once the member is gone). KIP-1251
+// takes an older epoch only for partitions the member still holds, and
+// holds since that epoch. The committer's own newer epoch is needed,
+// because a member that gives up the partitions of a topic it no longer
+// subscribes to may stay at its epoch (CurrentAssignmentBuilder), and
+// may still commit at it.
+func staleMemberEpoch(h histories.History, commit histories.Op) (Violation, bool) {
+	epoch := commit.Req.GenerationID
+	var movedOn *histories.Op
+	for i, op := range h.Ops {
+		if answered, member := consumerAnswer(op, commit); answered && member == commit.Req.MemberID && op.Result.Resp.MemberEpoch > epoch {
+			movedOn = &h.Ops[i]
+			break
+		}
+	}
+	if movedOn == nil {
+		return Violation{}, false
+	}
+	given, member, p, ok := givenAbove(h, commit, epoch, func(_ histories.Op, member string) bool { return member != commit.Req.MemberID })
+	if !ok {
+		return Violation{}, false
+	}
+	return Violation{Op: commit.ID, Related: []int{movedOn.ID, given.ID},
+		Reason: fmt.Sprintf("%s of consumer group %s for %s at member epoch %d accepted from %s, after op %d moved it to epoch %d and op %d gave %s to %s at epoch %d",
+			commit.Kind, commit.Req.Group, p, epoch, commit.Req.MemberID, movedOn.ID, movedOn.Result.Resp.MemberEpoch, given.ID, p, member, given.Result.Resp.MemberEpoch)}, true
+}
+
+// givenAbove is the first consumer_group_heartbeat answer of commit's
+// group, returned before commit was called, that gave one of the
+// committed partitions to a member other(op, member) accepts, at a
+// member epoch above epoch; with the member and the partition.
+func givenAbove(h histories.History, commit histories.Op, epoch int32, other func(histories.Op, string) bool) (histories.Op, string, model.Partition, bool) {
+	for _, op := range h.Ops {
+		answered, member := consumerAnswer(op, commit)
+		resp := op.Result.Resp
+		if !answered || !other(op, member) || resp.MemberEpoch <= epoch || resp.MemberAssignment == nil {
+			continue
+		}
+		for _, p := range *resp.MemberAssignment {
+			if _, mine := commit.Req.Offsets[p]; mine {
+				return op, member, p, true
+			}
+		}
+	}
+	return histories.Op{}, "", "", false
+}
+
+// zombieMemberOverload is zombieOverload for a KIP-848 consumer group,
+// whose 4.x releases take the groupId-string overload unchecked
+// (ConsumerGroup.validateOffsetCommit), as a simple consumer's plain
+// commit is taken once the group has no members. The committer's member
+// epoch is the one its client's last consumer_group_heartbeat answered
+// (0 says none, so nothing is judged), and its commit is a zombie's when
+// another client had been given one of its partitions at a newer epoch.
+func zombieMemberOverload(h histories.History, commit histories.Op) (Violation, bool) {
+	client := commit.Process()
+	last, ok := lastAnswer(h, commit, model.ConsumerGroupHeartbeat, memberEpochOf)
+	epoch := memberEpochOf(last)
+	if !ok || epoch == 0 {
+		return Violation{}, false
+	}
+	given, _, p, ok := givenAbove(h, commit, epoch, func(op histories.Op, _ string) bool { return op.Process() != client })
+	if !ok {
+		return Violation{}, false
+	}
+	return Violation{Op: commit.ID, Related: []int{last.ID, given.ID},
+		Reason: fmt.Sprintf("%s of consumer group %s for %s with no member epoch (%s) accepted from %s, whose last heartbeat (op %d) answered member epoch %d, after op %d gave %s to %s at epoch %d",
+			commit.Kind, commit.Req.Group, p, noGenerationName(commit.Kind), client, last.ID, epoch, given.ID, p, given.Process(), given.Result.Resp.MemberEpoch)}, true
+}
+
+func memberEpochOf(op histories.Op) int32 { return op.Result.Resp.MemberEpoch }
+
+func generationOf(op histories.Op) int32 { return op.Result.Resp.GenerationID }
+
+// consumerAnswer reports whether op is a consumer_group_heartbeat of
+// commit's group answered before commit was called, and the member it
+// answered.
+func consumerAnswer(op, commit histories.Op) (bool, string) {
+	if op.Kind != model.ConsumerGroupHeartbeat || !op.Result.Succeeded() || op.Req.Group != commit.Req.Group || op.Return >= commit.Call {
+		return false, ""
+	}
+	if id := op.Result.Resp.MemberID; id != "" {
+		return true, id
+	}
+	return true, op.Req.MemberID
+}
+
 // zombieOverload judges the groupId-string overload (generation -1), which
 // carries no generation, so that the broker cannot fence its zombie (seed
 // 002); the history still can. The committer's generation is the one its
@@ -220,7 +339,7 @@ func staleGeneration(h histories.History, commit histories.Op) (Violation, bool)
 // client joins on one lane while it commits on another.
 func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) {
 	client := commit.Process()
-	last, ok := lastJoin(h, commit)
+	last, ok := lastAnswer(h, commit, model.JoinGroup, generationOf)
 	if !ok {
 		return Violation{}, false
 	}
@@ -268,12 +387,15 @@ func assignedGeneration(op histories.Op) int32 {
 	return op.Result.Resp.GenerationID
 }
 
-// lastJoin is the join that tells the generation of commit's client (see
-// zombieOverload); false when none does.
-func lastJoin(h histories.History, commit histories.Op) (histories.Op, bool) {
-	var last []histories.Op // the client's joins called last, by the commit's call
+// lastAnswer is the request of kind, a join_group or a
+// consumer_group_heartbeat, that tells the generation or the member epoch
+// of commit's client (see zombieOverload); false when none does. newest
+// is what an answer tells: of requests called at one instant, the one
+// that tells the newest counts.
+func lastAnswer(h histories.History, commit histories.Op, kind model.Kind, newest func(histories.Op) int32) (histories.Op, bool) {
+	var last []histories.Op // the client's requests called last, by the commit's call
 	for _, op := range h.Ops {
-		if op.Kind != model.JoinGroup || op.Process() != commit.Process() || op.Req.Group != commit.Req.Group || op.Call > commit.Call {
+		if op.Kind != kind || op.Process() != commit.Process() || op.Req.Group != commit.Req.Group || op.Call > commit.Call {
 			continue
 		}
 		switch {
@@ -286,16 +408,16 @@ func lastJoin(h histories.History, commit histories.Op) (histories.Op, bool) {
 	if len(last) == 0 {
 		return histories.Op{}, false
 	}
-	newest := last[0]
-	for _, join := range last {
-		if !join.Result.Succeeded() || join.Return >= commit.Call {
+	told := last[0]
+	for _, op := range last {
+		if !op.Result.Succeeded() || op.Return >= commit.Call {
 			return histories.Op{}, false
 		}
-		if join.Result.Resp.GenerationID > newest.Result.Resp.GenerationID {
-			newest = join
+		if newest(op) > newest(told) {
+			told = op
 		}
 	}
-	return newest, true
+	return told, true
 }
 
 // laterJoins are the join_group answers of commit's group, returned before

@@ -314,3 +314,104 @@ func TestOffsetsMonotonicPlainCommitStaleGeneration(t *testing.T) {
 	requireViolation(t, v, stale, "offset_commit of group g for trips-0 with no generation (a simple consumer's) accepted from A, whose last join (op 0) answered generation 1, after op 1 gave trips-0 to B at generation 2")
 	require.Equal(t, []int{first, join}, v.Violations[0].Related)
 }
+
+// consumerHeartbeat is a consumer_group_heartbeat of member answered at
+// epoch with assigned (nil: the answer carries no assignment).
+func (b *historyBuilder) consumerHeartbeat(proc string, call, ret int64, group, member string, epoch int32, assigned ...model.Partition) int {
+	req := model.NewRequest()
+	req.Group, req.MemberID = group, member
+	resp := model.NewResponse()
+	resp.MemberID, resp.MemberEpoch = member, epoch
+	if assigned != nil {
+		resp.MemberAssignment = &assigned
+	}
+	return b.add(proc, call, ret, model.ConsumerGroupHeartbeat, req, resp)
+}
+
+// kip848Handover is a consumer group where W1 (epoch 1) held trips-0 and
+// trips-1, moved on to epoch 2 with trips-0 alone, and W2 was then given
+// trips-1 at epoch 2.
+func kip848Handover() *historyBuilder {
+	b := &historyBuilder{}
+	b.consumerHeartbeat("W1", 0, 1, "g", "w1", 1, "trips-0", "trips-1")
+	b.consumerHeartbeat("W2", 2, 3, "g", "w2", 2, []model.Partition{}...)
+	b.consumerHeartbeat("W1", 4, 5, "g", "w1", 2, "trips-0")
+	b.consumerHeartbeat("W2", 6, 7, "g", "w2", 2, "trips-1")
+	return b
+}
+
+// A consumer group's commits are judged by member epoch: W1's commit of
+// trips-1 at its old epoch 1, after W2 was given trips-1 at epoch 2, is a
+// zombie's, plain or transactional, whatever the offset.
+func TestOffsetsMonotonicConsumerGroupStaleMemberEpoch(t *testing.T) {
+	for _, kind := range []model.Kind{model.OffsetCommit, model.TxnOffsetCommit} {
+		t.Run(string(kind), func(t *testing.T) {
+			b := kip848Handover()
+			var stale int
+			if kind == model.OffsetCommit {
+				stale = b.plainCommit("W1", 10, 11, "g", "w1", 1, "trips-1", 9)
+			} else {
+				stale = b.txnOffsetCommit("W1", 10, 11, ctp, "g", 1, "trips-1", 9)
+				b.op(stale).Req.MemberID = "w1"
+				b.endTxn("W1", 12, 13, ctp, true)
+			}
+			v := checkOffsetsMonotonic(analyze(b.h))
+			requireViolation(t, v, stale, string(kind)+" of consumer group g for trips-1 at member epoch 1 accepted from w1, "+
+				"after op 2 moved it to epoch 2 and op 3 gave trips-1 to w2 at epoch 2")
+			require.Equal(t, []int{2, 3}, v.Violations[0].Related)
+
+			// Refused by member epoch, it commits nothing.
+			b.fail(stale, model.StaleMemberEpoch)
+			requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+		})
+	}
+}
+
+// What Kafka may accept is not called stale: W1's commit of trips-0,
+// which it still holds, at its old epoch (KIP-1251), its commit of
+// trips-1 at its new epoch (Kafka refuses it, but that is linearizable's
+// to say), and a commit called before W2's answer returned.
+func TestOffsetsMonotonicConsumerGroupEpochsKafkaMayTake(t *testing.T) {
+	b := kip848Handover()
+	b.plainCommit("W1", 10, 11, "g", "w1", 1, "trips-0", 9)
+	b.plainCommit("W1", 12, 13, "g", "w1", 2, "trips-1", 9)
+	b.plainCommit("W1", 6, 14, "g", "w1", 1, "trips-1", 10)
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	// A member that gives up trips-1 but stays at its epoch (the
+	// partitions of a topic it no longer subscribes to) may commit at it.
+	b = &historyBuilder{}
+	b.consumerHeartbeat("W1", 0, 1, "g", "w1", 1, "trips-0", "trips-1")
+	b.consumerHeartbeat("W2", 2, 3, "g", "w2", 2, "trips-1")
+	b.plainCommit("W1", 4, 5, "g", "w1", 1, "trips-1", 9)
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	// Called after W2's answer, the early commit is a zombie's.
+	b = kip848Handover()
+	early := b.plainCommit("W1", 8, 14, "g", "w1", 1, "trips-1", 10)
+	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), early, "")
+}
+
+// The groupId-string overload to a consumer group (4.x takes it
+// unchecked): W1's last heartbeat answered epoch 1, and W2 was given
+// trips-0 at epoch 3 before W1 committed it, so W1's commit is a
+// zombie's. W2's own commit, or W1's whose last heartbeat is unanswered,
+// is not judged so.
+func TestOffsetsMonotonicConsumerGroupZombieOverload(t *testing.T) {
+	b := &historyBuilder{}
+	last := b.consumerHeartbeat("W1", 0, 1, "g", "w1", 1, "trips-0")
+	given := b.consumerHeartbeat("W2", 2, 3, "g", "w2", 3, "trips-0")
+	zombie := b.txnOffsetCommit("W1", 10, 11, ctp, "g", -1, "trips-0", 9)
+	b.endTxn("W1", 12, 13, ctp, true)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, zombie, "txn_offset_commit of consumer group g for trips-0 with no member epoch (groupId string) accepted from W1, "+
+		"whose last heartbeat (op 0) answered member epoch 1, after op 1 gave trips-0 to W2 at epoch 3")
+	require.Equal(t, []int{last, given}, v.Violations[0].Related)
+
+	b.op(zombie).Proc = "W2"
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	b.op(zombie).Proc = "W1"
+	b.lose(b.consumerHeartbeat("W1", 5, 6, "g", "w1", 1))
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+}

@@ -11,10 +11,9 @@ import (
 
 // The transcript command consumer-heartbeat is a ConsumerGroupHeartbeat
 // (KIP-848): group member member-epoch, and instance rebalance
-// topics=(...) regex assignor owned=(...) api-version where the request
-// sends them. A list left out is Kafka's null (unchanged); () is empty.
-// Its answer takes got-member got-member-epoch got-interval
-// got-assignment=(...).
+// topics=(...) regex assignor owned=(...) where the request sends them.
+// A list left out is Kafka's null (unchanged); () is empty. Its answer
+// takes got-member got-member-epoch got-interval got-assignment=(...).
 
 // consumerSessionConfig is the broker setting a transcript's reset may
 // name: group.consumer.session.timeout.ms.
@@ -35,9 +34,6 @@ func parseConsumerHeartbeat(t *testing.T, td *datadriven.TestData, op *model.Op)
 		r.SubscribedTopics = &topics
 	}
 	r.OwnedPartitions = nullablePartitions(td, "owned")
-	if v := intArg(t, td, "api-version", -1); v >= 0 {
-		op.APIVersion = model.AtVersion(int16(v))
-	}
 }
 
 // parseConsumerAnswer reads the answer's own fields.

@@ -2,17 +2,38 @@ package model
 
 import "fmt"
 
-// checkConsumerCommit is ConsumerGroup.validateOffsetCommit for a
-// TxnOffsetCommit to a KIP-848 consumer group, nil when it is taken.
+// consumerCommit reports whether r is an offset commit, plain or
+// transactional, to a KIP-848 consumer group. Kafka looks the group up by
+// name whatever its type (GroupMetadataManager.group), so such a commit
+// is validated by the consumer group, by member epoch.
+func (st *step) consumerCommit(r Request) bool {
+	_, consumer := st.s.consumer[r.Group]
+	return consumer && (st.op.Kind == TxnOffsetCommit || st.op.Kind == OffsetCommit)
+}
+
+// checkConsumerCommit is ConsumerGroup.validateOffsetCommit for either
+// kind of commit to a KIP-848 consumer group, nil when it is taken. In
+// an offset commit the generation carries the member epoch (Kafka's
+// GenerationIdOrMemberEpoch).
+//
 // A commit with a member epoch below 0 to a group with no members is
 // taken unchecked, as an admin's or a simple consumer's. Otherwise the
-// member must be the group's (UNKNOWN_MEMBER_ID), at its current epoch:
-// Kafka answers STALE_MEMBER_EPOCH to a plain OffsetCommit at another
-// epoch, and OffsetMetadataManager.validateTransactionalOffsetCommit
-// turns it into ILLEGAL_GENERATION. From KIP-1251 an older epoch is
-// taken for partitions the member held by then (assignedBy). FENCED_MEMBER_EPOCH is the
-// heartbeat's alone. Tests: OffsetMetadataManagerTest#
-// testConsumerGroupTransactionalOffsetCommit,
+// member must be the group's (UNKNOWN_MEMBER_ID), a plain commit must be
+// OffsetCommit v9 or later (UNSUPPORTED_VERSION), and the epoch must be
+// the member's current one. Kafka answers STALE_MEMBER_EPOCH to a plain
+// commit at another epoch, and
+// OffsetMetadataManager.validateTransactionalOffsetCommit turns it into
+// ILLEGAL_GENERATION for a TxnOffsetCommit. From KIP-1251 an older epoch
+// is taken for partitions the member held by then (assignedBy).
+// FENCED_MEMBER_EPOCH is the heartbeat's alone. 3.9 and 4.x agree on
+// all of this, but for the TxnOffsetCommit with no member below. Tests:
+// ConsumerGroupTest#testValidateOffsetCommit,
+// #testValidateTransactionalOffsetCommit,
+// OffsetMetadataManagerTest#testConsumerGroupOffsetCommit,
+// #testConsumerGroupOffsetCommitWithUnknownMemberId,
+// #testConsumerGroupOffsetCommitWithStaleMemberEpoch,
+// #testConsumerGroupOffsetCommitFromAdminClient,
+// #testConsumerGroupTransactionalOffsetCommit,
 // #testConsumerGroupTransactionalOffsetCommitWithUnknownMemberId,
 // #testConsumerGroupTransactionalOffsetCommitWithStaleMemberEpoch.
 func (st *step) checkConsumerCommit(r Request) *outcome {
@@ -20,35 +41,57 @@ func (st *step) checkConsumerCommit(r Request) *outcome {
 	if r.GenerationID < 0 && len(g.members) == 0 {
 		return nil
 	}
-	if r.GenerationID == NoGeneration && r.MemberID == "" && !st.answered(UnknownMemberID) {
+	if st.op.Kind == TxnOffsetCommit && r.GenerationID == NoGeneration && r.MemberID == "" && !st.answered(UnknownMemberID) {
 		// The groupId-string overload sends no member: 4.x releases take
 		// it unchecked ("The TxnOffsetCommit API does not require the
 		// member id"); 3.9 and 4.0-SNAPSHOT look the member "" up and
-		// answer UNKNOWN_MEMBER_ID.
+		// answer UNKNOWN_MEMBER_ID. A plain commit has no such return in
+		// any version, so its member "" is UNKNOWN_MEMBER_ID.
 		return nil
 	}
 	m, known := g.members[r.MemberID]
 	if !known {
-		if g.unseenJoins > 0 && !st.answered(UnknownMemberID) {
+		if g.unseenJoins > 0 && r.MemberID != "" && !st.answered(UnknownMemberID) {
 			// A member whose join's answer was lost may be this one.
 			return nil
 		}
-		out := refuse("consumer-commit-unknown-member", UnknownMemberID, "%s is not a member of consumer group %s "+
-			"(ConsumerGroup.validateOffsetCommit)", r.MemberID, r.Group)
+		who := r.MemberID + " is not a member"
+		if r.MemberID == "" {
+			who = "a commit with no member id names no member"
+		}
+		out := refuse("consumer-commit-unknown-member", UnknownMemberID, "%s of consumer group %s "+
+			"(ConsumerGroup.validateOffsetCommit)", who, r.Group)
 		return &out
 	}
-	if r.GenerationID == m.epoch || (m.unsure && !st.answered(IllegalGeneration)) {
+	if n, known := st.op.APIVersion.Number(); st.op.Kind == OffsetCommit && known && n < 9 {
+		out := refuse("consumer-commit-version", UnsupportedVersion, "%s is a consumer group member, which must commit with "+
+			"OffsetCommit v9 or later, not v%d (ConsumerGroup.validateOffsetCommit)", r.MemberID, n)
+		return &out
+	}
+	stale := st.staleEpochCode()
+	if r.GenerationID == m.epoch || (m.unsure && !st.answered(stale)) {
 		return nil
 	}
-	if m.assignedBy(r.Offsets, r.GenerationID) && !st.answered(IllegalGeneration) {
+	if m.assignedBy(r.Offsets, r.GenerationID) && !st.answered(stale) {
 		// KIP-1251 (trunk of March 2026, KAFKA-20066): an older epoch is
 		// taken when each partition was the member's by then
-		// (ConsumerGroup.createAssignmentEpochValidator). Earlier
-		// releases refuse it.
+		// (ConsumerGroup.createAssignmentEpochValidator, which
+		// OffsetMetadataManager.commitOffset and commitTransactionalOffset
+		// run on each partition). Earlier releases refuse it.
 		return nil
 	}
-	out := refuse("consumer-commit-stale-epoch", IllegalGeneration, "%s", staleCommitEpoch(r, m))
+	out := refuse("consumer-commit-stale-epoch", stale, "%s", st.staleCommitEpoch(r, m))
 	return &out
+}
+
+// staleEpochCode is what Kafka answers a commit at a member epoch that
+// is not the member's: STALE_MEMBER_EPOCH to a plain commit,
+// ILLEGAL_GENERATION to a TxnOffsetCommit.
+func (st *step) staleEpochCode() Code {
+	if st.op.Kind == OffsetCommit {
+		return StaleMemberEpoch
+	}
+	return IllegalGeneration
 }
 
 // assignedBy reports whether epoch is below m's and at or after the
@@ -67,7 +110,10 @@ func (m consumerMember) assignedBy(offsets map[Partition]int64, epoch int32) boo
 	return true
 }
 
-func staleCommitEpoch(r Request, m consumerMember) string {
+func (st *step) staleCommitEpoch(r Request, m consumerMember) string {
+	if st.op.Kind == OffsetCommit {
+		return fmt.Sprintf("member epoch %d is not %s's, %d (ConsumerGroup.validateMemberEpoch)", r.GenerationID, r.MemberID, m.epoch)
+	}
 	return fmt.Sprintf("member epoch %d is not %s's, %d: STALE_MEMBER_EPOCH, which a TxnOffsetCommit answers "+
 		"ILLEGAL_GENERATION (OffsetMetadataManager.validateTransactionalOffsetCommit)", r.GenerationID, r.MemberID, m.epoch)
 }

@@ -639,7 +639,7 @@ func (st *step) member(r Request) (group, member, bool) {
 // GroupCoordinatorTest#testTxnCommitOffsetWithInvalidMemberId,
 // OffsetMetadataManagerTest#testGenericGroupTransactionalOffsetCommitWithUnknownMemberId).
 func (st *step) checkGeneration(r Request) *outcome {
-	if _, consumer := st.s.consumer[r.Group]; consumer && st.op.Kind == TxnOffsetCommit {
+	if st.consumerCommit(r) {
 		return st.checkConsumerCommit(r) // KIP-848 (consumercommit.go)
 	}
 	if r.GenerationID == NoGeneration && ((r.MemberID == "" && r.InstanceID == "") || (st.op.Kind == TxnOffsetCommit && st.takenAsEmpty(r.Group))) {

@@ -155,6 +155,9 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.Protocols = protocols(td)
 	r.Assignments = assignments(t, td)
 	op := model.Op{Kind: kind, Req: r, Span: span(t, td)}
+	if v := intArg(t, td, "api-version", -1); v >= 0 {
+		op.APIVersion = model.AtVersion(int16(v)) // the request header's version
+	}
 	if kind == model.ConsumerGroupHeartbeat {
 		parseConsumerHeartbeat(t, td, &op)
 	}

@@ -4,11 +4,13 @@ import "maps"
 
 // A plain OffsetCommit: a consumer's own commit outside a transaction, as
 // an at-least-once consumer or an admin client sends it. Kafka validates
-// it against the classic group (ClassicGroup.validateOffsetCommit and
+// it against the group of its name: a classic group
+// (ClassicGroup.validateOffsetCommit and
 // OffsetMetadataManager.validateOffsetCommit, 4.x;
 // GroupCoordinator.handleCommitOffsets and validateOffsetCommit, 3.9),
-// then writes one record per partition. The offsets are committed when
-// the record is: no marker is involved.
+// or a KIP-848 consumer group (ConsumerGroup.validateOffsetCommit,
+// consumercommit.go). Then it writes one record per partition. The
+// offsets are committed when the record is: no marker is involved.
 
 // offsetCommit answers a plain OffsetCommit (tests:
 // OffsetMetadataManagerTest#testSimpleGroupOffsetCommit,
@@ -18,7 +20,7 @@ func (st *step) offsetCommit(r Request) outcome {
 		return *out
 	}
 	g := st.s.groups[r.Group]
-	if m, member := g.members[r.MemberID]; member && r.GenerationID != NoGeneration {
+	if m, member := g.members[r.MemberID]; member && r.GenerationID != NoGeneration && !st.consumerCommit(r) {
 		// A member's commit renews its session, as a heartbeat does,
 		// because Kafka takes it as a sign of life (4.x
 		// OffsetMetadataManager.commitOffset calls
@@ -27,7 +29,8 @@ func (st *step) offsetCommit(r Request) outcome {
 		// completeAndScheduleNextHeartbeatExpiration; tests:
 		// OffsetMetadataManagerTest#testGenericGroupOffsetCommitMaintainsSession,
 		// GroupCoordinatorTest#testCommitMaintainsSession). A
-		// TxnOffsetCommit does not.
+		// TxnOffsetCommit does not, nor a commit to a consumer group,
+		// whose members only a ConsumerGroupHeartbeat keeps.
 		m.lastSeen = st.s.now
 		g = g.withMember(r.MemberID, m)
 	}
@@ -54,7 +57,8 @@ func (g group) withCommitted(offsets map[Partition]int64) group {
 }
 
 // checkPlainCommit is the group coordinator's validation of a plain
-// commit; nil when the commit is taken.
+// commit; nil when the commit is taken. A commit to a KIP-848 consumer
+// group is validated by member epoch (checkConsumerCommit).
 //
 // Generation -1 is a consumer that does not use the group (a "simple"
 // consumer, or the admin client). Its commit is taken while the group is
@@ -71,6 +75,9 @@ func (g group) withCommitted(offsets map[Partition]int64) group {
 // (OffsetMetadataManagerTest#testOffsetCommitWithUnknownGroup). The second
 // is a refusal with no effect, which the model takes anywhere.
 func (st *step) checkPlainCommit(r Request) *outcome {
+	if st.consumerCommit(r) {
+		return st.checkConsumerCommit(r) // KIP-848 (consumercommit.go)
+	}
 	g := st.s.groups[r.Group]
 	switch {
 	case r.GenerationID == NoGeneration && st.takenAsEmpty(r.Group):

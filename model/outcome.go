@@ -68,6 +68,7 @@ const (
 	FencedMemberEpoch        Code = "FENCED_MEMBER_EPOCH"
 	UnsupportedAssignor      Code = "UNSUPPORTED_ASSIGNOR"
 	InvalidSubscriptionRegex Code = "INVALID_SUBSCRIPTION_REGEX"
+	StaleMemberEpoch         Code = "STALE_MEMBER_EPOCH"
 
 	// Answers that may follow an effect.
 	NotCoordinator               Code = "NOT_COORDINATOR"
@@ -355,6 +356,15 @@ var table = []codeInfo{
 	{CoordinatorNotAvailable, Undecided, consumerGroups},
 	{CoordinatorLoadInProgress, Undecided, consumerGroups},
 	{UnknownServerError, Undecided, consumerGroups},
+
+	// (d) KIP-848's plain OffsetCommit to a consumer group
+	// (consumercommit.go): a member epoch that is not the member's
+	// (ConsumerGroup.validateOffsetCommit, validateMemberEpoch, 3.9 to
+	// 4.x). The member retries once a heartbeat has told it its epoch.
+	// Nothing is written. A TxnOffsetCommit never gets it, because
+	// OffsetMetadataManager.validateTransactionalOffsetCommit turns it
+	// into ILLEGAL_GENERATION.
+	{StaleMemberEpoch, FencedConsumer, []Kind{OffsetCommit}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -601,6 +611,13 @@ var versionRules = []versionRule{
 	// later only.
 	{kind: ConsumerGroupHeartbeat, code: InvalidSubscriptionRegex, since: 1,
 		source: "ConsumerGroupHeartbeatResponse.json: \"INVALID_SUBSCRIPTION_REGEX (version 1+)\""},
+
+	// KIP-848: a consumer group member's plain commit below v9 is
+	// UNSUPPORTED_VERSION before its epoch is looked at, so only v9 and
+	// later meet STALE_MEMBER_EPOCH.
+	{kind: OffsetCommit, code: StaleMemberEpoch, since: 9,
+		source: "ConsumerGroup.validateOffsetCommit: \"OffsetCommit version 9 or above must be used by members using the modern group protocol\"; " +
+			"OffsetCommitResponse.json: \"STALE_MEMBER_EPOCH (version 9+)\""},
 
 	// KAFKA-7296: clients before 2.3 (TxnOffsetCommit below v2) could
 	// crash on COORDINATOR_LOAD_IN_PROGRESS.
