@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -198,4 +199,132 @@ func without(h histories.History, drop func(histories.Op) bool) histories.Histor
 func assignedSome(assigned *sync.Map, name string) bool {
 	_, ok := assigned.Load(name)
 	return ok
+}
+
+// A member stalled while it revokes a partition is fenced at its
+// rebalance timeout: the first member, told to give up a partition to the
+// second, is stalled through the fault API as it starts revoking, and
+// woken after its rebalance timeout. Its held heartbeat is then answered
+// UNKNOWN_MEMBER_ID or FENCED_MEMBER_EPOCH, and the member joins again.
+// Every check holds. The model explains the fence by the rebalance
+// timeout the member's heartbeats sent: with a longer one written in its
+// place, the member is not fenced in time, and the answers that show it
+// fenced are wrong.
+func TestAMemberStalledWhileRevokingIsFenced(t *testing.T) {
+	const rebalance = 500 * time.Millisecond
+	cluster := startConsumerCluster(t)
+	rec := histories.NewRecorder(nil, wallClock)
+	p, err := New(Config{Upstream: cluster.ListenAddrs(), Record: rec, Logf: t.Logf})
+	require.NoError(t, err)
+	produceTrips(t, p.Addr(), 0, 6)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stalled := make(chan struct{})
+	var once sync.Once
+	first, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("trip-reader-1"), kgo.ConsumeTopics("trips"),
+		kgo.ConsumerGroup("trip-readers"), kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()),
+		kgo.DisableAutoCommit(), kgo.RebalanceTimeout(rebalance),
+		kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) {
+			once.Do(func() {
+				if err := p.Fault("trip-reader-1", "stall", 0); err != nil {
+					t.Errorf("stall: %v", err)
+				}
+				close(stalled)
+			})
+		}))
+	require.NoError(t, err)
+	defer first.Close()
+	for read := 0; read < 6; {
+		fetches := first.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		read += fetches.NumRecords()
+	}
+	var assigned sync.Map
+	second := consumer848(t, p.Addr(), "trip-reader-2", "trip-readers", &assigned)
+	defer second.Close()
+	polling := make(chan struct{})
+	go func() {
+		defer close(polling)
+		for ctx.Err() == nil && !assignedSome(&assigned, "trip-reader-2") {
+			poll, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+			second.PollFetches(poll)
+			stop()
+		}
+	}()
+	// The first member's revocation runs in its poll.
+	for told := false; !told; {
+		require.NoError(t, ctx.Err(), "the first member was never told to revoke")
+		poll, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+		first.PollFetches(poll)
+		stop()
+		select {
+		case <-stalled:
+			told = true
+		default:
+		}
+	}
+	time.Sleep(4 * rebalance)
+	require.NoError(t, p.Fault("trip-reader-1", "wake", 0))
+	<-polling
+	require.NoError(t, ctx.Err(), "the second member never got a partition")
+	// The first member hears it was fenced, and joins again.
+	fenced := func() (string, bool) {
+		var memberID string
+		for _, op := range consumerHeartbeats(rec.History()) {
+			if op.Proc != "trip-reader-1" && op.Client != "trip-reader-1" {
+				continue
+			}
+			if memberID == "" {
+				memberID = op.Req.MemberID
+			}
+			if op.Req.MemberID == memberID && (op.Result.Err == model.UnknownMemberID || op.Result.Err == model.FencedMemberEpoch) {
+				return memberID, true
+			}
+		}
+		return memberID, false
+	}
+	for {
+		if _, ok := fenced(); ok {
+			break
+		}
+		require.NoError(t, ctx.Err(), "the first member's fence is never recorded")
+		poll, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+		first.PollFetches(poll)
+		stop()
+	}
+	second.Close()
+	first.Close()
+	require.NoError(t, p.Close())
+
+	h := rec.History()
+	h.WallClock = true
+	stalls := 0
+	for _, op := range h.Ops {
+		if op.Proc == "trip-reader-1" && (op.Kind == model.Stall || op.Kind == model.Wake) {
+			stalls++
+		}
+	}
+	require.Equal(t, 2, stalls, "the stall and the wake are recorded")
+	memberID, _ := fenced()
+
+	// As in TestConsumerGroupHeartbeatsAreRecorded, without the commits
+	// and the offset fetches that read them.
+	beatsOnly := without(h, func(op histories.Op) bool {
+		return op.Kind == model.OffsetCommit || op.Kind == model.OffsetFetch
+	})
+	report := checker.Check(beatsOnly, checker.Options{})
+	require.True(t, report.Held(), "%v", report.Verdicts)
+
+	// The member with a rebalance timeout of a minute: its revocation
+	// has not run out when the answers show it fenced.
+	longer := beatsOnly
+	longer.Ops = slices.Clone(beatsOnly.Ops)
+	for i, op := range longer.Ops {
+		if op.Kind == model.ConsumerGroupHeartbeat && op.Req.MemberID == memberID && op.Req.RebalanceTimeoutMs > 0 {
+			longer.Ops[i].Req.RebalanceTimeoutMs = 60_000
+		}
+	}
+	v := checker.Check(longer, checker.Options{}).Verdict(checker.Linearizable)
+	require.False(t, v.Held(), "%v", v)
 }
