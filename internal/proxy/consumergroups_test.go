@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
@@ -327,4 +328,36 @@ func TestAMemberStalledWhileRevokingIsFenced(t *testing.T) {
 	}
 	v := checker.Check(longer, checker.Options{}).Verdict(checker.Linearizable)
 	require.False(t, v.Held(), "%v", v)
+}
+
+// A topic id that no Metadata answer the proxy forwarded named is asked
+// of the cluster, so that a KIP-848 assignment that comes back before
+// the client's own Metadata answer is still named; an id the cluster
+// does not know stays unnamed.
+func TestATopicIDIsAskedOfTheCluster(t *testing.T) {
+	cluster := startConsumerCluster(t)
+	p, _ := startProxy(t, cluster.ListenAddrs())
+	direct, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	require.NoError(t, err)
+	defer direct.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	meta, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, direct)
+	require.NoError(t, err)
+	var id [16]byte
+	for _, topic := range meta.Topics {
+		if topic.Topic != nil && *topic.Topic == "trips" {
+			id = topic.TopicID
+		}
+	}
+	require.NotZero(t, id, "the cluster names trips' id")
+
+	_, known := p.topics.named(id)
+	require.False(t, known, "no answer through the proxy named it")
+	name, ok := p.cfg.Cluster.TopicByID(ctx, id)
+	require.True(t, ok)
+	require.Equal(t, "trips", name)
+	require.Equal(t, int32(3), p.cfg.Cluster.Partitions("trips"))
+	_, ok = p.cfg.Cluster.TopicByID(ctx, [16]byte{7})
+	require.False(t, ok)
 }
