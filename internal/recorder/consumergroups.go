@@ -69,10 +69,11 @@ func (c *Client) consumerGroupHeartbeat(r *kmsg.ConsumerGroupHeartbeatRequest) [
 			return c.undecided(model.ConsumerGroupHeartbeat, "the answer is a %T", resp), ended
 		case wire.Misrouted(hr.ErrorCode):
 			return model.Result{}, notTaken
+		case unnamed != nil:
+			// A refusal too: its request is not as the broker read it.
+			return c.undecided(model.ConsumerGroupHeartbeat, "%v", unnamed), ended
 		case hr.ErrorCode != 0:
 			return c.result(model.ConsumerGroupHeartbeat, hr.ErrorCode, model.NewResponse()), ended
-		case unnamed != nil:
-			return c.undecided(model.ConsumerGroupHeartbeat, "%v", unnamed), ended
 		}
 		out := model.NewResponse()
 		if hr.MemberID != nil {
