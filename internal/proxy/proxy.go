@@ -18,6 +18,9 @@
 // every process does as operations of the history format (package
 // recorder reads the frames). The faults of package recorder apply to a
 // process by its name (Proxy.Process, and the control API of Control).
+// To name a topic id that none of the Metadata answers it forwarded
+// named, the proxy asks the cluster on a client of its own, which is no
+// process.
 //
 // One proxy records one history, for as long as it runs. A history is
 // judged from an empty cluster: a second run through the same proxy
@@ -38,6 +41,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencecheck/fencecheck/internal/recorder"
 	"github.com/fencecheck/fencecheck/model"
@@ -70,8 +75,9 @@ type Config struct {
 	// of the history format, and the faults of the control API.
 	Record Recorder
 	// Cluster names what Record records; default the cluster's names as
-	// they are, the topics learned from the Metadata the proxy forwards,
-	// and timeouts in the clients' milliseconds.
+	// they are, the topics learned from the Metadata the proxy forwards
+	// (a topic id none named is asked of the cluster, on a client of the
+	// proxy's own), and timeouts in the clients' milliseconds.
 	Cluster recorder.Cluster
 }
 
@@ -96,6 +102,7 @@ type Proxy struct {
 	wg      sync.WaitGroup
 
 	topics    topics
+	lookup    *kgo.Client // the proxy's own, for askTopics; nil until then
 	pause     pause
 	faultMu   sync.Mutex   // orders a pause's stall before its wake
 	anonymous atomic.Int64 // connections of clients that sent no client.id
@@ -134,6 +141,7 @@ func New(cfg Config) (*Proxy, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	p := &Proxy{cfg: cfg, host: host, brokers: map[string]*listener{}, procs: map[string]*recorder.Client{}}
+	p.topics.ask = p.askTopics
 	if p.cfg.Cluster == nil {
 		p.cfg.Cluster = &p.topics
 	}
@@ -156,6 +164,9 @@ func (p *Proxy) Addr() string { return p.bootstrap.addr }
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
+	if p.lookup != nil {
+		p.lookup.Close()
+	}
 	var all []*listener
 	if p.bootstrap != nil {
 		all = append(all, p.bootstrap)

@@ -43,8 +43,12 @@ func newWire(t *testing.T) *tap {
 
 // fakeCluster names the history's topics, ids and groups with the prefix
 // "fencecheck-" on the cluster, whose topics trips and fares have two
-// partitions each; its time runs at a hundredth of the history's.
+// partitions each; its time runs at a hundredth of the history's. It
+// knows the ids of tripsID and of otherID, a topic the history does not
+// hold.
 type fakeCluster struct{}
+
+var tripsID, otherID = [16]byte{1}, [16]byte{2}
 
 func (fakeCluster) Name(cluster string) (string, bool) {
 	return strings.CutPrefix(cluster, "fencecheck-")
@@ -53,8 +57,9 @@ func (fakeCluster) Partitions(topic string) int32 {
 	return map[string]int32{"trips": 2, "fares": 2}[topic]
 }
 func (fakeCluster) Millis(ms int32) int64 { return int64(ms) * 100 }
-func (fakeCluster) TopicByID(context.Context, [16]byte) (string, bool) {
-	return "", false
+func (fakeCluster) TopicByID(_ context.Context, id [16]byte) (string, bool) {
+	name, ok := map[[16]byte]string{tripsID: "fencecheck-trips", otherID: "other"}[id]
+	return name, ok
 }
 
 // send writes req as a client does, at version v, and returns its
@@ -783,4 +788,100 @@ func TestRecorderStaticMember(t *testing.T) {
 		`txn_offset_commit m1 "pricer-1" `,
 		`leave_group m1 "pricer-1" `,
 	}, got)
+}
+
+// cgTopics is a ConsumerGroupHeartbeat's list of partitions by topic id.
+func cgTopics(byID map[[16]byte][]int32) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	for _, id := range [][16]byte{tripsID, otherID, {9}} {
+		if ps, ok := byID[id]; ok {
+			out = append(out, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: id, Partitions: ps})
+		}
+	}
+	return out
+}
+
+// TestRecorderConsumerGroupHeartbeats: KIP-848's ConsumerGroupHeartbeat
+// is a consumer_group_heartbeat, with its lists' null (unchanged) told
+// from empty, topic ids named, the topics the history does not hold left
+// out, timeouts in the history's time, and refusals by name. A topic id
+// the cluster cannot name leaves the heartbeat recorded, its answer
+// undecided and the reason logged; a misrouted one is left out.
+func TestRecorderConsumerGroupHeartbeats(t *testing.T) {
+	w := newWire(t)
+	var logged []string
+	w.client.cfg.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	str := func(s string) *string { return &s }
+	beat := func(epoch int32, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) *kmsg.ConsumerGroupHeartbeatRequest {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.Topics = "fencecheck-trip-readers", "m1", epoch, owned
+		return req
+	}
+	answer := func(code int16, epoch int32, assigned []kmsg.ConsumerGroupHeartbeatRequestTopic) *kmsg.ConsumerGroupHeartbeatResponse {
+		resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		resp.ErrorCode, resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = code, str("m1"), epoch, 50
+		if assigned != nil {
+			resp.Assignment = &kmsg.ConsumerGroupHeartbeatResponseAssignment{}
+			for _, t := range assigned {
+				resp.Assignment.Topics = append(resp.Assignment.Topics,
+					kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: t.TopicID, Partitions: t.Partitions})
+			}
+		}
+		return resp
+	}
+
+	join := beat(0, cgTopics(nil))
+	join.InstanceID, join.RebalanceTimeoutMillis, join.ServerAssignor = str("reader-a"), 600, str("range")
+	join.SubscribedTopicNames = []string{"fencecheck-trips", "other"}
+	w.answer(w.send(join, 1), answer(0, 4, cgTopics(map[[16]byte][]int32{tripsID: {0, 1}, otherID: {0}})), 1)
+	keepalive := beat(4, nil)
+	w.answer(w.send(keepalive, 1), answer(0, 4, nil), 1)
+	w.answer(w.send(beat(4, cgTopics(map[[16]byte][]int32{tripsID: {1}})), 1), answer(kerr.FencedMemberEpoch.Code, -1, nil), 1)
+	w.answer(w.send(beat(4, nil), 1), answer(kerr.NotCoordinator.Code, -1, nil), 1) // misrouted
+	w.answer(w.send(beat(5, cgTopics(map[[16]byte][]int32{{9}: {0}})), 1), answer(0, 5, nil), 1)
+	w.answer(w.send(beat(5, cgTopics(map[[16]byte][]int32{{9}: {0}})), 1), answer(kerr.FencedMemberEpoch.Code, -1, nil), 1)
+	w.answer(w.send(beat(5, nil), 1), answer(0, 6, cgTopics(map[[16]byte][]int32{{9}: {0}})), 1)
+	w.answer(w.send(beat(-1, nil), 1), answer(0, -1, nil), 1)
+
+	ops := w.ops()
+	require.Len(t, ops, 7)
+	for _, op := range ops {
+		require.Equal(t, model.ConsumerGroupHeartbeat, op.Kind)
+		require.Equal(t, "trip-readers", op.Req.Group)
+		require.Equal(t, "m1", op.Req.MemberID)
+	}
+	j := ops[0]
+	require.Equal(t, int32(0), j.Req.MemberEpoch)
+	require.Equal(t, "reader-a", j.Req.InstanceID)
+	require.Equal(t, int64(60000), j.Req.RebalanceTimeoutMs)
+	require.Equal(t, "range", j.Req.ServerAssignor)
+	require.Equal(t, &[]string{"trips"}, j.Req.SubscribedTopics, "a topic the history does not hold is left out")
+	require.Equal(t, &[]model.Partition{}, j.Req.OwnedPartitions, "an empty list is none, not unchanged")
+	require.True(t, j.Result.Succeeded())
+	require.Equal(t, "m1", j.Result.Resp.MemberID)
+	require.Equal(t, int32(4), j.Result.Resp.MemberEpoch)
+	require.Equal(t, int64(5000), j.Result.Resp.HeartbeatIntervalMs)
+	require.Equal(t, &[]model.Partition{"trips-0", "trips-1"}, j.Result.Resp.MemberAssignment)
+
+	k := ops[1]
+	require.Nil(t, k.Req.SubscribedTopics, "null is unchanged")
+	require.Nil(t, k.Req.OwnedPartitions, "null is unchanged")
+	require.Zero(t, k.Req.RebalanceTimeoutMs, "-1 is unchanged")
+	require.Nil(t, k.Result.Resp.MemberAssignment, "no assignment: unchanged")
+
+	require.Equal(t, &[]model.Partition{"trips-1"}, ops[2].Req.OwnedPartitions)
+	require.Equal(t, model.FencedMemberEpoch, ops[2].Result.Err)
+
+	for _, op := range ops[3:5] {
+		require.Nil(t, op.Req.OwnedPartitions, "owned partitions of an unknown topic id cannot be written")
+		require.Equal(t, model.RequestTimedOut, op.Result.Err, "so the answer is undecided, a refusal's too")
+	}
+	require.Equal(t, model.RequestTimedOut, ops[5].Result.Err, "an assignment of an unknown topic id is undecided")
+	require.Len(t, logged, 3)
+	for _, line := range logged {
+		require.Contains(t, line, "topic id CQAAAAAAAAAAAAAAAAAAAA names no topic the recorder knows")
+	}
+
+	require.Equal(t, int32(-1), ops[6].Req.MemberEpoch)
+	require.Equal(t, int32(-1), ops[6].Result.Resp.MemberEpoch)
 }

@@ -48,7 +48,7 @@ func readsRequest(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
 		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
-		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit:
+		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat:
 		return true
 	}
 	return false
@@ -84,6 +84,8 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.heartbeat(r)
 	case *kmsg.OffsetCommitRequest:
 		return c.offsetCommit(r)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return c.consumerGroupHeartbeat(r)
 	}
 	return nil
 }
