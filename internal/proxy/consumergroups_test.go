@@ -166,19 +166,14 @@ func TestConsumerGroupHeartbeatsAreRecorded(t *testing.T) {
 	require.Positive(t, commits, "the members' commits are recorded")
 	require.NotContains(t, logs.all(), "undecided", "every answer reads")
 
-	// The model judges a plain offset_commit by a classic group's
-	// generation, and not yet by a KIP-848 member's epoch, so the
-	// heartbeats are checked without the group's commits and the
-	// offset fetches that read them.
-	beatsOnly := without(h, func(op histories.Op) bool {
-		return op.Kind == model.OffsetCommit || op.Kind == model.OffsetFetch
-	})
-	report := checker.Check(beatsOnly, checker.Options{})
+	// The whole recording checks: heartbeats, and commits judged by
+	// member epoch.
+	report := checker.Check(h, checker.Options{})
 	require.True(t, report.Held(), "%v", report.Verdicts)
 
 	// The check reads the heartbeats: without the members' joins, their
 	// later heartbeats are those of members the group never had.
-	noJoins := without(beatsOnly, func(op histories.Op) bool {
+	noJoins := without(h, func(op histories.Op) bool {
 		return op.Kind == model.ConsumerGroupHeartbeat && op.Req.MemberEpoch == model.JoinMemberEpoch
 	})
 	v := checker.Check(noJoins, checker.Options{}).Verdict(checker.Linearizable)
@@ -309,18 +304,13 @@ func TestAMemberStalledWhileRevokingIsFenced(t *testing.T) {
 	require.Equal(t, 2, stalls, "the stall and the wake are recorded")
 	memberID, _ := fenced()
 
-	// As in TestConsumerGroupHeartbeatsAreRecorded, without the commits
-	// and the offset fetches that read them.
-	beatsOnly := without(h, func(op histories.Op) bool {
-		return op.Kind == model.OffsetCommit || op.Kind == model.OffsetFetch
-	})
-	report := checker.Check(beatsOnly, checker.Options{})
+	report := checker.Check(h, checker.Options{})
 	require.True(t, report.Held(), "%v", report.Verdicts)
 
 	// The member with a rebalance timeout of a minute: its revocation
 	// has not run out when the answers show it fenced.
-	longer := beatsOnly
-	longer.Ops = slices.Clone(beatsOnly.Ops)
+	longer := h
+	longer.Ops = slices.Clone(h.Ops)
 	for i, op := range longer.Ops {
 		if op.Kind == model.ConsumerGroupHeartbeat && op.Req.MemberID == memberID && op.Req.RebalanceTimeoutMs > 0 {
 			longer.Ops[i].Req.RebalanceTimeoutMs = 60_000
