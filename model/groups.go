@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // The group coordinator: generations, members, and offsets (KIP-447).
@@ -84,6 +85,9 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	g = g.withMember(id, m)
 	g.answered, g.unseenRound = g.generation, 0
+	if got := st.observed(); got != nil {
+		g = g.takenOverUnseen(got.Leader)
+	}
 	g.leader = st.leaderAfterJoin(g, id, gen)
 	g = g.leaderJoined(gen, id)
 	if r.JoinOnly {
@@ -135,6 +139,18 @@ func (g group) leaderJoined(gen int32, joiner string) group {
 
 // lostMember names the member a join whose answer was lost created.
 const lostMember = "(a member whose join was not answered)"
+
+// unseenTakeover names the member that took over instance when the
+// model learned of the takeover but not of the new member id (see
+// replacedMember).
+func unseenTakeover(instance string) string {
+	return "(the member that took over instance " + instance + ")"
+}
+
+// unnamed reports whether id is a name the model gave a member nobody
+// has named: lostMember or an unseenTakeover. Member ids that brokers
+// give never start with a parenthesis here.
+func unnamed(id string) bool { return strings.HasPrefix(id, "(") }
 
 func sessionTimeout(r Request) int64 {
 	if r.SessionTimeoutMs > 0 {
@@ -276,7 +292,7 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// (restartReloadsGroups).
 		return fail("leader-removed", "%s was removed from %s, and a removed member never leads a later round", leader, r.Group)
 	}
-	if l, ok := g.members[g.leader]; ok && g.leader != lostMember && leader != "" && leader != g.leader && !st.namesReplacedLeader(leader) && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
+	if l, ok := g.members[g.leader]; ok && !unnamed(g.leader) && leader != "" && leader != g.leader && !st.namesReplacedLeader(leader) && !g.replacedUnseen(l, leader) && l.gen == gen && gen == g.generation && !st.allows(JoinersEachLead) {
 		// A generation has one leader: the round that completed it
 		// elected it, and every answer of that generation names it
 		// (JoinGroupResponse.LeaderId, ClassicGroup.leaderOrNull, set at
@@ -284,7 +300,8 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// group is answered the same). The lead moves only when its
 		// holder leaves or is removed, which prepares the next round. A
 		// leader whose join was not answered has a name nobody saw, which
-		// may be the one named.
+		// may be the one named, and so has one whose instance a rejoin
+		// may have taken over unseen (replacedUnseen).
 		return fail("leader-of-generation", "generation %d is led by %s, and this answer names %s", gen, g.leader, leader)
 	}
 	for _, p := range assignment {

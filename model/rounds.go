@@ -124,7 +124,7 @@ func (st *step) followerWaits(r Request, g group, m member) outcome {
 // model does not know the leader, a SyncGroup that carries assignments
 // is taken as the leader's.
 func (st *step) leadsSync(r Request, g group) bool {
-	if g.leader == "" || g.leader == lostMember {
+	if g.leader == "" || unnamed(g.leader) {
 		return len(r.Assignments) > 0
 	}
 	return r.MemberID == g.leader

@@ -449,7 +449,7 @@ func (g group) withMember(id string, m member) group {
 func (g group) withoutMember(id string) group {
 	g.members = maps.Clone(g.members)
 	delete(g.members, id)
-	if id != lostMember {
+	if !unnamed(id) {
 		g.removed = maps.Clone(g.removed)
 		if g.removed == nil {
 			g.removed = map[string]bool{}

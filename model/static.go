@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Static membership (KIP-345). A consumer with group.instance.id keeps
@@ -70,10 +71,46 @@ func (st *step) replacedMember(r Request) (outcome, bool) {
 	if !ok || !fenced || !m.mayBeReplaced || r.InstanceID == "" || r.InstanceID != m.instance {
 		return outcome{}, false
 	}
-	st.s.setGroup(r.Group, g.withoutMember(r.MemberID))
+	// The instance's place, its lead included, is the new member id's,
+	// which nobody saw yet: a later answer may name it
+	// (takenOverUnseen), and a later rejoin of the instance takes it over.
+	led := g.leader == r.MemberID
+	m.mayBeReplaced = false
+	unseen := unseenTakeover(r.InstanceID)
+	g = g.withoutMember(r.MemberID).withMember(unseen, m)
+	if led {
+		g.leader = unseen
+	}
+	st.s.setGroup(r.Group, g)
 	out := refuse("fenced-instance", FencedInstanceID, "a rejoin of instance %s whose answer was lost took it over from %s (KIP-345)", r.InstanceID, r.MemberID)
 	out.effects = true
 	return out, true
+}
+
+// replacedUnseen reports whether name may be the new member id of l, a
+// member whose instance a rejoin may have taken over unseen (its answer
+// was lost, takeOverInstance): a name the group has never known.
+func (g group) replacedUnseen(l member, name string) bool {
+	_, known := g.members[name]
+	return l.mayBeReplaced && !known && !g.removed[name]
+}
+
+// takenOverUnseen is g once an answer named leader, a name the group has
+// never known, while its leader's instance may have been taken over
+// unseen (replacedUnseen), or while its leader is a member nobody named
+// (unnamed: a join whose answer was lost, a takeover a fence showed).
+// The answer names that member: leader is its id, with its place.
+func (g group) takenOverUnseen(leader string) group {
+	l, ok := g.members[g.leader]
+	_, known := g.members[leader]
+	named := ok && unnamed(g.leader) && !known && !g.removed[leader]
+	if leader == "" || !ok || (!g.replacedUnseen(l, leader) && !named) {
+		return g
+	}
+	l.mayBeReplaced = false
+	g = g.withoutMember(g.leader).withMember(leader, l)
+	g.leader = leader
+	return g
 }
 
 // takeOverInstance is a static member's JoinGroup with no member id for
@@ -93,12 +130,14 @@ func (st *step) takeOverInstance(r Request, old string) (Request, *outcome) {
 	g := st.s.groups[r.Group]
 	if st.undecided() {
 		m := g.members[old]
-		m.mayBeReplaced = true
+		// A takeover renews the session (the join goes on as a rejoin),
+		// so a lost one is taken to have, as a lost rejoin is (joinGroup).
+		m.mayBeReplaced, m.lastSeen = true, st.s.now
 		st.s.setGroup(r.Group, g.withMember(old, m))
 		out := ok(NewResponse())
 		return r, &out
 	}
-	id := fmt.Sprintf("member-%d", st.s.nextMember)
+	id := TakeoverMemberID(old, st.s.nextMember)
 	st.s.nextMember++
 	if got := st.observed(); got != nil {
 		id = got.MemberID
@@ -120,6 +159,17 @@ func (st *step) takeOverInstance(r Request, old string) (Request, *outcome) {
 	st.s.setGroup(r.Group, g)
 	r.MemberID = id
 	return r, nil
+}
+
+// TakeoverMemberID is the member id the reference broker gives the
+// member n that takes over old's instance: old's id before any dot, a
+// dot, and n, for example member-0.2. Kafka's ids are any string. This
+// one sorts where old did among the other members, because a dot sorts
+// before every digit. So the round-robin shares of a generation spread
+// over old's id stay apart when the new id joins it (chooseJoin).
+func TakeoverMemberID(old string, n int) string {
+	root, _, _ := strings.Cut(old, ".")
+	return fmt.Sprintf("%s.%d", root, n)
 }
 
 // checkStaticMember is a request's instance check: a member id whose
