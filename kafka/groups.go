@@ -52,7 +52,7 @@ func (t *Target) joinRound(ctx context.Context, r model.Request, via *kgo.Client
 	if join.ErrorCode != 0 {
 		return t.result(model.JoinGroup, join.ErrorCode, model.NewResponse())
 	}
-	sync, undecided := t.sync(ctx, group, join, r.Partitions, via)
+	sync, undecided := t.sync(ctx, group, join, r, via)
 	if undecided != nil {
 		return *undecided
 	}
@@ -89,6 +89,7 @@ func (t *Target) join(ctx context.Context, group string, r model.Request, via *k
 func (t *Target) joinRequest(group, member string, r model.Request) *kmsg.JoinGroupRequest {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.ProtocolType = group, member, protocolType
+	req.InstanceID = instanceOf(r) // v5 on
 	session := r.SessionTimeoutMs
 	if session <= 0 {
 		session = model.DefaultSessionTimeoutMs
@@ -104,6 +105,16 @@ func (t *Target) joinRequest(group, member string, r model.Request) *kmsg.JoinGr
 	return req
 }
 
+// instanceOf is a request's group.instance.id as Kafka's requests carry
+// it: null for a dynamic member (KIP-345).
+func instanceOf(r model.Request) *string {
+	if r.InstanceID == "" {
+		return nil
+	}
+	id := r.InstanceID
+	return &id
+}
+
 // topicsOf is the cluster topics of partitions, sorted, each once.
 func (t *Target) topicsOf(partitions []model.Partition) []string {
 	var topics []string
@@ -116,9 +127,11 @@ func (t *Target) topicsOf(partitions []model.Partition) []string {
 	return topics
 }
 
-func (t *Target) sync(ctx context.Context, group string, join *kmsg.JoinGroupResponse, partitions []model.Partition, via *kgo.Client) (*kmsg.SyncGroupResponse, *model.Result) {
+func (t *Target) sync(ctx context.Context, group string, join *kmsg.JoinGroupResponse, r model.Request, via *kgo.Client) (*kmsg.SyncGroupResponse, *model.Result) {
+	partitions := r.Partitions
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.Generation, req.MemberID = group, join.Generation, join.MemberID
+	req.InstanceID = instanceOf(r) // v3 on
 	pt, pn := protocolType, protocolName
 	req.ProtocolType, req.Protocol = &pt, &pn
 	if join.LeaderID == join.MemberID {
@@ -225,7 +238,7 @@ func (t *Target) LeaveGroup(ctx context.Context, r model.Request) model.Result {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Group, req.MemberID = group, r.MemberID // up to v2
 	m := kmsg.NewLeaveGroupRequestMember()
-	m.MemberID = r.MemberID
+	m.MemberID, m.InstanceID = r.MemberID, instanceOf(r)
 	req.Members = []kmsg.LeaveGroupRequestMember{m} // v3 on
 	resp, undecided := exchange[*kmsg.LeaveGroupResponse](ctx, t, model.LeaveGroup,
 		t.toCoordinator(groupCoordinator, group, wire.LeaveCodes), req)
@@ -320,6 +333,7 @@ func (t *Target) OffsetCommit(ctx context.Context, r model.Request) model.Result
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = t.names.group(r.Group)
 	req.Generation, req.MemberID = r.GenerationID, r.MemberID
+	req.InstanceID = instanceOf(r) // v7 on
 	topics, err := t.plainCommitTopics(ctx, r.Offsets)
 	if err != nil {
 		return t.undecided(model.OffsetCommit, "not sent: %v", err)

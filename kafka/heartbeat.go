@@ -202,6 +202,7 @@ func (t *Target) heartbeat(ctx context.Context, id string, m member) int16 {
 	group := t.names.group(m.join.Group)
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group, req.Generation, req.MemberID = group, m.gen, id
+	req.InstanceID = instanceOf(m.join) // v3 on
 	resp, undecided := groupExchange(ctx, t, m.cl, group, func(r *kmsg.HeartbeatResponse) int16 { return r.ErrorCode }, req)
 	if undecided != nil {
 		return kerr.UnknownServerError.Code

@@ -118,7 +118,7 @@ func (g *rawGroup) join(cl *kgo.Client, member string, sessionMs int32) *kmsg.Jo
 // sync sends the member's SyncGroup, the leader's with the target's
 // round-robin assignment, and returns its error code.
 func (g *rawGroup) sync(cl *kgo.Client, join *kmsg.JoinGroupResponse) int16 {
-	resp, undecided := g.s.target.sync(context.Background(), g.s.target.names.group(g.round.Group), join, g.round.Partitions, cl)
+	resp, undecided := g.s.target.sync(context.Background(), g.s.target.names.group(g.round.Group), join, g.round, cl)
 	require.Nil(g.t, undecided)
 	return resp.ErrorCode
 }

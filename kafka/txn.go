@@ -95,6 +95,7 @@ func (t *Target) TxnOffsetCommit(ctx context.Context, r model.Request) model.Res
 	req.Group = t.names.group(r.Group)
 	req.ProducerID, req.ProducerEpoch = r.ProducerID, r.Epoch
 	req.Generation, req.MemberID = r.GenerationID, r.MemberID
+	req.InstanceID = instanceOf(r) // v3 on
 	topics, err := t.commitTopics(ctx, r.Offsets)
 	if err != nil {
 		return t.undecided(model.TxnOffsetCommit, "not sent: %v", err)
