@@ -70,12 +70,13 @@ const mutantShrinkTime = workload.DefaultShrinkTime
 func exploreMutant(t *testing.T, mutant string) (workload.Outcome, string) {
 	var out workload.Outcome
 	for _, version := range []int{2, 1} {
-		for _, name := range []string{"stable-id", "adversary", workload.AtLeastOnceScenario} {
+		for _, sc := range workload.CorrectScenarios() {
+			name := sc.Name
 			target := func() (model.Target, error) {
 				return impl.New(impl.Config{TxnVersion: version, Mutants: map[string]bool{mutant: true}, SegmentSize: impl.ExploringSegmentSize, AsyncMarkers: true}), nil
 			}
 			var err error
-			out, err = workload.Explore(workload.Options{Scenario: scenario(t, name), Target: target, TxnVersion: version},
+			out, err = workload.Explore(workload.Options{Scenario: sc, Target: target, TxnVersion: version},
 				workload.Budget{Checks: 3000, Steps: 30, ShrinkTime: mutantShrinkTime}, nil)
 			require.NoError(t, err)
 			if out.Failure != nil {

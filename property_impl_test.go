@@ -19,8 +19,8 @@ import (
 // logs; the model keeps it), and every check must hold on the history.
 func TestPropertyDifferential(t *testing.T) {
 	for _, version := range []int{1, 2} {
-		for _, name := range []string{"stable-id", "adversary", workload.AtLeastOnceScenario} {
-			sc := scenario(t, name)
+		for _, sc := range workload.CorrectScenarios() {
+			name := sc.Name
 			t.Run(fmt.Sprintf("%s-v%d", name, version), func(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {
 					var pair *twin

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/fencecheck/fencecheck/model"
@@ -103,14 +105,25 @@ func (s *groupShard) recover() (highestMember int64) {
 		s.apply(rec)
 		if m, ok := rec.(membership); ok {
 			for id := range m.members {
-				var n int64
-				if _, err := fmt.Sscanf(id, "member-%d", &n); err == nil {
+				if n, ok := memberNumber(id); ok {
 					highestMember = max(highestMember, n)
 				}
 			}
 		}
 	}
 	return highestMember
+}
+
+// memberNumber is the number an id impl gave ends in: member-7, or a
+// static takeover's member-3.7 (model.TakeoverMemberID).
+func memberNumber(id string) (int64, bool) {
+	if _, after, found := strings.Cut(id, "."); found {
+		n, err := strconv.ParseInt(after, 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	_, err := fmt.Sscanf(id, "member-%d", &n)
+	return n, err == nil
 }
 
 // A groupRecord is one entry of a shard's log.
@@ -347,12 +360,16 @@ func (b *Broker) groupNames() []string {
 // groupId-string overload (member "", generation -1) is not checked, nor
 // is generation -1 while the group has no members; else generation -1 is
 // never the group's (model: checkGeneration).
-func (g *group) generationRefusal(r model.Request) model.Code {
+func (g *group) generationRefusal(r model.Request, bugs mutantSet) model.Code {
 	if r.GenerationID == model.NoGeneration && ((r.MemberID == "" && r.InstanceID == "") || len(g.members) == 0) {
 		return ""
 	}
 	if refused := g.instanceRefusal(r); refused != "" {
-		return refused
+		if refused != model.FencedInstanceID || !bugs.has(replacedInstanceCommits) {
+			return refused
+		}
+		// The mutant: the old member id's commit is the new one's.
+		r.MemberID, _ = g.staticMember(r.InstanceID)
 	}
 	if _, ok := g.members[r.MemberID]; !ok {
 		return model.UnknownMemberID
@@ -391,7 +408,7 @@ func (b *Broker) offsetCommit(r model.Request) model.Result {
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
-	if refused := g.plainCommitRefusal(r); refused != "" && !b.staleCommitTaken(g, r, refused) {
+	if refused := g.plainCommitRefusal(r, b.bugs); refused != "" && !b.staleCommitTaken(g, r, refused) {
 		return model.Fail(refused)
 	}
 	if m, ok := g.members[r.MemberID]; ok && r.GenerationID != model.NoGeneration {
@@ -422,7 +439,7 @@ func (g *group) exists() bool {
 // not a commit with a generation to a group that does not exist, nor one with
 // no member to a group with members; else the member and generation
 // checks of any commit (model: checkPlainCommit).
-func (g *group) plainCommitRefusal(r model.Request) model.Code {
+func (g *group) plainCommitRefusal(r model.Request, bugs mutantSet) model.Code {
 	switch {
 	case r.GenerationID == model.NoGeneration && len(g.members) == 0:
 		return ""
@@ -431,7 +448,7 @@ func (g *group) plainCommitRefusal(r model.Request) model.Code {
 	case r.GenerationID == model.NoGeneration && r.MemberID == "":
 		return model.UnknownMemberID
 	}
-	return g.generationRefusal(r)
+	return g.generationRefusal(r, bugs)
 }
 
 // staticMember is the member id instance maps to, if any (model:
@@ -471,7 +488,7 @@ func (g *group) instanceRefusal(r model.Request) model.Code {
 // old did; else the leader is who leads once old is gone
 // (leaderAmong). It writes members in place.
 func (b *Broker) takeOverInstance(members map[string]member, old, leader string) (string, string) {
-	id := fmt.Sprintf("member-%d", b.nextMember.Add(1)-1)
+	id := model.TakeoverMemberID(old, int(b.nextMember.Add(1)-1))
 	m := members[old]
 	delete(members, old)
 	next := leaderAmong(members, leader)

@@ -26,6 +26,7 @@ var Mutants = map[string]string{
 	"hanging-txn":                     "partition leaders accept a transactional write for a partition the coordinator does not have in the transaction (KAFKA-14402)",
 	"next-txn-before-markers":         "with markers in flight, a producer's next transaction begins and writes before the markers of its last one are written",
 	"plain-commit-ignores-generation": "the group coordinator takes a plain OffsetCommit from a member of the group under any generation, a stale one included",
+	"replaced-instance-commits":       "the group coordinator takes a commit from a static member's old member id, after a restart took its instance over, as the new member's",
 }
 
 // mutant is one seeded bug, as the code paths test for it.
@@ -47,6 +48,7 @@ const (
 	hangingTxn
 	nextTxnBeforeMarkers
 	plainCommitIgnoresGeneration
+	replacedInstanceCommits
 	mutantCount
 )
 
@@ -66,6 +68,7 @@ var mutantNames = [mutantCount]string{
 	markerMatchesPIDOnly:         "marker-matches-pid-only",
 	hangingTxn:                   "hanging-txn",
 	plainCommitIgnoresGeneration: "plain-commit-ignores-generation",
+	replacedInstanceCommits:      "replaced-instance-commits",
 }
 
 // mutantSet is the switched-on bugs, one bit each, so that the hot paths

@@ -15,7 +15,7 @@ import (
 func TestParseMutants(t *testing.T) {
 	all, err := ParseMutants("all")
 	require.NoError(t, err)
-	require.Len(t, all, 15)
+	require.Len(t, all, 16)
 	require.ElementsMatch(t, slices.Collect(maps.Keys(Mutants)), mutantNames[:])
 
 	some, err := ParseMutants(" hanging-txn, no-epoch-check ,")
@@ -98,6 +98,18 @@ var mutantCases = map[string]mutantCase{
 		send(b, model.JoinGroup, joinReq("g", "", 0, inputs...))
 		commit := model.NewRequest()
 		commit.Group, commit.MemberID, commit.GenerationID = "g", zombie.MemberID, zombie.GenerationID
+		commit.Offsets = map[model.Partition]int64{"in-0": 5}
+		return send(b, model.OffsetCommit, commit)
+	}},
+	// A restarted static member takes the instance over; the process it
+	// replaced commits under its old member id.
+	"replaced-instance-commits": {2, func(b model.Target) model.Result {
+		static := joinReq("g", "", 0, inputs...)
+		static.InstanceID = "w1"
+		zombie := send(b, model.JoinGroup, static).Resp
+		send(b, model.JoinGroup, static)
+		commit := model.NewRequest()
+		commit.Group, commit.MemberID, commit.GenerationID, commit.InstanceID = "g", zombie.MemberID, zombie.GenerationID, "w1"
 		commit.Offsets = map[model.Partition]int64{"in-0": 5}
 		return send(b, model.OffsetCommit, commit)
 	}},

@@ -89,7 +89,7 @@ func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
 	b.writeQueuedGroupBefore(gs, r.Group)
 	var fencedConsumer model.Code
 	if !b.bugs.has(offsetsIgnoreGeneration) {
-		fencedConsumer = gs.lookup(r.Group).generationRefusal(r)
+		fencedConsumer = gs.lookup(r.Group).generationRefusal(r, b.bugs)
 	}
 	switch {
 	case fencedProducer != "":

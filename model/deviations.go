@@ -122,6 +122,14 @@ const (
 	// the generation names it. kfake, FINDINGS 23: completeRebalance sets
 	// g.leader to each member in turn as it answers it.
 	JoinersEachLead
+	// LeaveResolvesInstance: a LeaveGroup member that names a member id
+	// and an instance id removes whichever member holds the instance, so
+	// a replaced process's leave removes the member that replaced it.
+	// Kafka checks the member id against the instance first
+	// (ClassicGroup.validateMember, 4.x; GroupCoordinator
+	// .handleLeaveGroup, 3.9) and answers FENCED_INSTANCE_ID. kfake,
+	// FINDINGS 27: its leave resolves the member id from the instance id.
+	LeaveResolvesInstance
 )
 
 var deviationNames = []struct {
@@ -142,6 +150,7 @@ var deviationNames = []struct {
 	{RestartForgetsMemberMetadata, "restart-forgets-member-metadata"},
 	{LateFirstSequenceAccepted, "late-first-sequence-accepted"},
 	{JoinersEachLead, "joiners-each-lead"},
+	{LeaveResolvesInstance, "leave-resolves-instance"},
 }
 
 // ParseDeviation is the deviation of that name, or of several names

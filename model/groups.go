@@ -460,6 +460,9 @@ func (g group) preparedRoundMayDrop(m member) bool {
 
 func (st *step) leaveGroup(r Request) outcome {
 	g := st.s.groups[r.Group]
+	if owner, held := g.staticMember(r.InstanceID); held && r.MemberID != "" && st.allows(LeaveResolvesInstance) {
+		r.MemberID = owner // a known broker's way (deviations.go)
+	}
 	if r.MemberID == "" && r.InstanceID != "" {
 		// An admin's removal names the instance alone (LeaveGroup v3+).
 		// Kafka removes whichever member id holds it

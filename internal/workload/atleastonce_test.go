@@ -54,7 +54,7 @@ func TestAtLeastOnceScenarioNeedsAnOffsetCommitter(t *testing.T) {
 	var logged []string
 	ex := Exploration{Target: target, Checks: 2, Seed: 1, Logf: func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }}
 	require.NoError(t, ex.Run(func(e Explored) { explored = append(explored, e.Scenario.Name) }))
-	require.Equal(t, []string{"stable-id", "adversary"}, explored)
+	require.Equal(t, []string{"stable-id", "adversary", StaticScenario}, explored)
 	require.Contains(t, logged, "fencecheck: at-least-once-beside left out: the target, a workload.noPlainCommits, takes no plain OffsetCommit (model.OffsetCommitter)")
 }
 

@@ -41,18 +41,20 @@ type slot struct {
 
 // run is one exploration: the target, the processes, the history so far.
 type run struct {
-	sc      Scenario
-	target  model.Target
-	v2      bool
-	h       histories.History
-	now     int64
-	procs   []*proc
-	slots   []*slot
-	named   int
-	steps   []string // the actions taken, for the bug report
-	cov     *Coverage
-	inputs  []model.Partition
-	outputs []string // topics
+	sc     Scenario
+	target model.Target
+	v2     bool
+	h      histories.History
+	now    int64
+	procs  []*proc
+	slots  []*slot
+	named  int
+	// workerSlots counts the worker slots opened (instanceID).
+	workerSlots int
+	steps       []string // the actions taken, for the bug report
+	cov         *Coverage
+	inputs      []model.Partition
+	outputs     []string // topics
 	// stuck counts restarts since the last commit: when every slot has
 	// been restarted twice and nobody committed, the quiet phase gives up.
 	stuck int

@@ -21,11 +21,12 @@ type Scenario struct {
 	// them); empty for a correct configuration.
 	Breaks []string
 	// What the scenario runs.
-	writers   writerIDs // fare writers (seed 000), or none
-	replicas  int       // writer processes per shard; up to 8 for shared-id
-	workers   bool      // consume-transform-produce workers (seed 002)
-	groupMeta bool      // workers commit offsets with their group metadata (KIP-447)
-	auditors  bool      // at-least-once consumers beside the workers, in a group of their own (newAuditor)
+	writers   writerIDs   // fare writers (seed 000), or none
+	replicas  int         // writer processes per shard; up to 8 for shared-id
+	workers   bool        // consume-transform-produce workers (seed 002)
+	groupMeta bool        // workers commit offsets with their group metadata (KIP-447)
+	auditors  bool        // at-least-once consumers beside the workers, in a group of their own (newAuditor)
+	instances instanceIDs // the workers' group.instance.id (KIP-345), or none
 	about     string
 }
 
@@ -38,6 +39,15 @@ const (
 	freshID              // a new transactional.id at every start (seed 000's warning)
 	sharedID             // every replica of the service shares one id (seed 000)
 	idempotent           // no transactional.id: idempotence only (seed 001)
+)
+
+// instanceIDs is how workers choose their group.instance.id (KIP-345).
+type instanceIDs int
+
+const (
+	dynamicMembers  instanceIDs = iota // no group.instance.id
+	instancePerSlot                    // one per worker the orchestrator keeps, whichever process runs it
+	sharedInstance                     // every worker is given one group.instance.id
 )
 
 // Scenarios are the configurations fencecheck explores.
@@ -54,9 +64,17 @@ var Scenarios = []Scenario{
 		about: "the correct configuration, plus an adversary sending stale and forged producer ids, epochs, sequences, generations and timeouts (correct)"},
 	{Name: AtLeastOnceScenario, workers: true, groupMeta: true, auditors: true,
 		about: "KIP-447 workers, and beside them at-least-once consumers of the same input that commit with a plain OffsetCommit, their member id and generation (correct)"},
+	{Name: StaticScenario, workers: true, groupMeta: true, instances: instancePerSlot,
+		about: "KIP-447 workers that are static members (KIP-345): each worker the orchestrator keeps has its own group.instance.id, so a restarted worker takes its member's place without a rebalance, and the process it replaced is fenced by its instance id (correct)"},
+	{Name: "shared-instance-id", workers: true, groupMeta: true, instances: sharedInstance, Breaks: []string{"progress"},
+		about: "every worker is given one group.instance.id: each live process's join takes the instance from the other, which is then fenced (FENCED_INSTANCE_ID)"},
 	{Name: "groupid-string-offsets", workers: true, Breaks: []string{"offsets-monotonic", "exactly-once"},
 		about: "workers commit offsets with the groupId-string overload: no generation fencing (seed 002)"},
 }
+
+// StaticScenario is the correct scenario whose workers are static
+// members of their group (KIP-345).
+const StaticScenario = "static-members"
 
 // AtLeastOnceScenario is the correct scenario whose consumers include
 // at-least-once ones: the one that sends plain OffsetCommits.

@@ -151,10 +151,26 @@ func (r *run) sendDirect(proc string, op model.Op, learn func(model.Result)) mod
 }
 
 func (r *run) addWorker() {
+	instance := r.instanceID()
 	r.open(&slot{restarts: true, start: func(name string) client {
 		// KIP-447: a producer per worker, its id that worker's own.
-		return newWorker("fare-worker-"+name, group, r.inputs, outputOf, r.sc.groupMeta, r.v2)
+		w := newWorker("fare-worker-"+name, group, r.inputs, outputOf, r.sc.groupMeta, r.v2)
+		w.instance = instance
+		return w
 	}})
+}
+
+// instanceID is the group.instance.id of the next worker slot: the same
+// for every process the orchestrator starts in that slot.
+func (r *run) instanceID() string {
+	r.workerSlots++
+	switch r.sc.instances {
+	case instancePerSlot:
+		return fmt.Sprintf("fare-worker-%d", r.workerSlots)
+	case sharedInstance:
+		return "fare-worker"
+	}
+	return ""
 }
 
 // outputOf is the output partition of an input partition.

@@ -25,6 +25,11 @@ type worker struct {
 	// commits each batch's offsets with a plain OffsetCommit once it has
 	// processed the batch (see newAuditor).
 	atLeastOnce bool
+	// instance is the worker's group.instance.id (KIP-345), "" for a
+	// dynamic member. A static member's join without a member id takes
+	// the instance's place in the group, and the process that held it is
+	// fenced: its next request naming the instance is FENCED_INSTANCE_ID.
+	instance string
 
 	member     string
 	generation int32
@@ -42,6 +47,10 @@ type worker struct {
 	// awaitStable: its committed offset was refused as unstable; it asks
 	// again once a transaction may have ended (txnMayEnd).
 	awaitStable bool
+	// instanceFenced: another process took the worker's instance. Kafka's
+	// consumer takes FENCED_INSTANCE_ID as fatal (FencedInstanceIdException),
+	// so the worker aborts what is open and closes.
+	instanceFenced bool
 }
 
 type workerStep int
@@ -162,7 +171,7 @@ func (w *worker) next() (model.Op, bool) {
 		return w.endTxnOp(false), true
 	case workerLeave:
 		r := model.NewRequest()
-		r.Group, r.MemberID = w.group, w.member
+		r.Group, r.MemberID, r.InstanceID = w.group, w.member, w.instance
 		return model.Op{Kind: model.LeaveGroup, Req: r}, true
 	case workerPlainCommit:
 		return w.plainCommitOp(), true
@@ -181,7 +190,7 @@ func (w *worker) plainCommitOp() model.Op {
 
 func (w *worker) joinOp() model.Op {
 	r := model.NewRequest()
-	r.Group, r.MemberID, r.Partitions = w.group, w.member, w.inputs
+	r.Group, r.MemberID, r.Partitions, r.InstanceID = w.group, w.member, w.inputs, w.instance
 	return model.Op{Kind: model.JoinGroup, Req: r}
 }
 
@@ -204,7 +213,9 @@ func (w *worker) commitOffsetsOp() model.Op {
 	r.Group = w.group
 	r.Offsets = map[model.Partition]int64{w.from: w.batch[0].Offset + 1}
 	if w.groupMeta {
-		r.MemberID, r.GenerationID = w.member, w.generation
+		// The consumer's group metadata: a static member's carries its
+		// instance id (TxnOffsetCommit v3, KIP-447).
+		r.MemberID, r.GenerationID, r.InstanceID = w.member, w.generation, w.instance
 	}
 	return model.Op{Kind: model.TxnOffsetCommit, Req: r}
 }
@@ -267,10 +278,13 @@ func (w *worker) txnMayEnd() { w.awaitStable = false }
 
 // fenced closes the worker: a fenced producer is closed for good, and the
 // application closes its consumer with it, which leaves the group so that
-// its partitions go to others at once.
+// its partitions go to others at once. A static member's consumer closes
+// without leaving (AbstractCoordinator.maybeLeaveGroup leaves only for a
+// dynamic member), so that the process that replaces it takes its place
+// without a rebalance.
 func (w *worker) fenced() {
 	w.step = workerClosed
-	if w.member != "" && w.generation != model.NoGeneration {
+	if w.member != "" && w.generation != model.NoGeneration && w.instance == "" {
 		w.step, w.leaving = workerLeave, true
 	}
 }
@@ -325,6 +339,10 @@ func (w *worker) ended(op model.Op, res model.Result) {
 // afterAbort goes back to the committed offsets, rejoining first when the
 // group fenced the worker.
 func (w *worker) afterAbort() {
+	if w.instanceFenced {
+		w.step = workerClosed
+		return
+	}
 	if w.generation == model.NoGeneration {
 		w.step = workerJoin
 		return
@@ -349,6 +367,14 @@ func (w *worker) recover(op model.Op, res model.Result) {
 	switch {
 	case op.Kind == model.LeaveGroup:
 		w.step = workerClosed // gone from the group either way
+	case res.Err == model.FencedInstanceID:
+		// Fatal to the consumer: abort what is open, then close.
+		w.instanceFenced, w.member, w.generation = true, "", model.NoGeneration
+		if w.inTxn() {
+			w.step = workerAbort
+		} else {
+			w.step = workerClosed
+		}
 	case model.ClassOf(op.Kind, res.Err) == model.FencedConsumer && op.Kind == model.JoinGroup:
 		// Forgotten by the group: join anew before reading on (a rejoin
 		// may be refused with partitions still to read).
