@@ -408,3 +408,25 @@ func TestConsumerGroupRestartKeepsGroups(t *testing.T) {
 	require.Equal(t, model.UnknownMemberID, gone.Err, "the session ended")
 	require.True(t, strings.HasPrefix(w3.Resp.MemberID, "consumer-"))
 }
+
+// consumeKIP848 is a member of a KIP-848 group that heartbeats beats
+// times, owning what it was told, and joins again when it is fenced.
+func consumeKIP848(b *Broker, member string, beats int) {
+	var epoch int32
+	var owned []model.Partition
+	for range beats {
+		r := joinConsumerReq("kip848", member, "t")
+		if epoch > 0 {
+			r = beatReq("kip848", member, epoch, owned...)
+		}
+		res := b.ConsumerGroupHeartbeat(context.Background(), r)
+		if !res.Succeeded() {
+			epoch, owned = 0, nil
+			continue
+		}
+		epoch = res.Resp.MemberEpoch
+		if res.Resp.MemberAssignment != nil {
+			owned = slices.Clone(*res.Resp.MemberAssignment)
+		}
+	}
+}
