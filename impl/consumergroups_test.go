@@ -220,7 +220,7 @@ func (run *consumerRun) actions() map[string]func(*rapid.T) {
 		"Leave":          run.leave,
 		"StrayHeartbeat": run.stray,
 		"Tick": func(rt *rapid.T) {
-			ms := rapid.SampledFrom([]int64{1_000, 5_000, 20_000, 46_000, 70_000}).Draw(rt, "ms")
+			ms := rapid.SampledFrom([]int64{1_000, 5_000, 20_000, 30_000, 46_000, 70_000}).Draw(rt, "ms")
 			run.b.Tick(ms)
 			run.state, _ = model.Check(run.state, model.Op{Kind: model.Tick, Req: model.Request{Ms: ms}}, model.Result{})
 		},
