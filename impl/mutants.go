@@ -9,7 +9,8 @@ import (
 
 // Mutants names every seeded bug the broker carries, each a real way to get
 // fencing wrong, with what it does. All are off unless Config.Mutants names
-// them; the checker must catch each one (mutants_test.go).
+// them; the checker must catch each one (mutants_test.go, or the test that
+// CaughtOutsideWorkload names).
 var Mutants = map[string]string{
 	"no-epoch-check":                        "partition leaders accept a produce of any epoch: neither their producer table nor the coordinator's verification compares epochs",
 	"init-keeps-txn-open":                   "InitProducerId bumps the epoch but leaves the open transaction open: no ABORT markers",
