@@ -4,6 +4,7 @@ package impl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -167,8 +168,61 @@ func recordConversation(t *testing.T, conversation func(consumerConversation), m
 // commits under the members' epochs. Every answer must be one the model
 // accepts (model.Check), one at a time.
 func TestPropertyConsumerGroupHeartbeat(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		run := &consumerRun{b: New(Config{TxnVersion: 2}), state: model.Init(model.Options{TxnVersion: 2})}
+	rapid.Check(t, consumerGroupProperty(nil))
+}
+
+// TestPropertyConsumerGroupHeartbeatCatchesAssignBeforeRevoke: the
+// property fails on a broker that gives a partition before its owner
+// revoked it.
+func TestPropertyConsumerGroupHeartbeatCatchesAssignBeforeRevoke(t *testing.T) {
+	// rapid keeps a failure's draws under testdata/rapid/, and replays
+	// them first the next time: this failure is wanted, so none is kept.
+	failures := filepath.Join("testdata", "rapid", t.Name())
+	require.NoError(t, os.RemoveAll(failures))
+	t.Cleanup(func() {
+		_ = os.RemoveAll(failures)
+		// The folders above go too when nothing else is in them.
+		_ = os.Remove(filepath.Dir(failures))
+		_ = os.Remove(filepath.Dir(filepath.Dir(failures)))
+	})
+	caught := &failureOf{TB: t}
+	rapid.Check(caught, consumerGroupProperty(map[string]bool{"assign-before-revoke": true}))
+	require.True(t, caught.failed, "the property held on assign-before-revoke")
+	require.Contains(t, caught.report, "consumer-partition-not-released")
+}
+
+// failureOf is a test that records its failure instead of failing, so
+// that a test can require a property to fail.
+type failureOf struct {
+	testing.TB
+	failed bool
+	report string
+}
+
+func (f *failureOf) Fatalf(format string, args ...any) {
+	f.failed, f.report = true, fmt.Sprintf(format, args...)
+}
+
+func (f *failureOf) Errorf(format string, args ...any) { f.Fatalf(format, args...) }
+func (f *failureOf) Error(args ...any)                 { f.Fatalf("%s", fmt.Sprint(args...)) }
+func (f *failureOf) Fatal(args ...any)                 { f.Fatalf("%s", fmt.Sprint(args...)) }
+func (f *failureOf) Fail()                             { f.failed = true }
+func (f *failureOf) FailNow()                          { f.failed = true }
+func (f *failureOf) Failed() bool                      { return f.failed }
+func (f *failureOf) Logf(string, ...any)               {}
+func (f *failureOf) Log(...any)                        {}
+
+// consumerGroupProperty is the property, against a broker with mutants.
+// Each run draws how many partitions a topic has and how long a
+// member's session lasts.
+func consumerGroupProperty(mutants map[string]bool) func(*rapid.T) {
+	return func(rt *rapid.T) {
+		partitions := rapid.SampledFrom([]int{3, 1, 2, 5}).Draw(rt, "topicPartitions")
+		sessionMs := rapid.SampledFrom([]int64{0, 10_000}).Draw(rt, "sessionMs")
+		run := &consumerRun{
+			b:     New(Config{TxnVersion: 2, Mutants: mutants, TopicPartitions: partitions, ConsumerSessionTimeoutMs: sessionMs}),
+			state: model.Init(model.Options{TxnVersion: 2, ConsumerSessionTimeoutMs: sessionMs}),
+		}
 		for i := range 4 {
 			run.clients = append(run.clients, &consumerClient{
 				name:     fmt.Sprintf("m%d", i),
@@ -176,7 +230,7 @@ func TestPropertyConsumerGroupHeartbeat(t *testing.T) {
 			})
 		}
 		rt.Repeat(run.actions())
-	})
+	}
 }
 
 const consumerGroupName = "cg"
@@ -236,8 +290,12 @@ func (run *consumerRun) actions() map[string]func(*rapid.T) {
 func (run *consumerRun) judge(rt *rapid.T, op model.Op, res model.Result) {
 	before := run.state
 	next, err := model.Check(run.state, op, res)
+	var refused *model.Disallowed
+	if errors.As(err, &refused) {
+		rt.Fatalf("the model refuses the broker's answer (%s)\nstate: %v\nrequest: %s %+v\nanswer: %+v\n%v", refused.Rule, before, op.Kind, op.Req, res, err)
+	}
 	if err != nil {
-		rt.Fatalf("the model refuses the broker's answer\nstate: %v\nrequest: %s %+v\nanswer: %+v\n%v", before, op.Kind, op.Req, res, err)
+		rt.Fatalf("judging %s: %v", op.Kind, err)
 	}
 	run.state = next
 }
