@@ -56,6 +56,16 @@ type Config struct {
 	// TxnMaxTimeoutMs is transaction.max.timeout.ms; 0 takes any
 	// timeout (model.Options.TxnMaxTimeoutMs).
 	TxnMaxTimeoutMs int64
+	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
+	// session of every KIP-848 consumer group member; 0 is Kafka's
+	// 45000 (model.Options.ConsumerSessionTimeoutMs).
+	ConsumerSessionTimeoutMs int64
+	// TopicPartitions is how many partitions every topic has, as the
+	// assignor of KIP-848 consumer groups counts them (Kafka's
+	// num.partitions for topics created on first use); 0 is 3, so that
+	// the members of a group share a topic. Nothing else reads it: a
+	// write to any partition creates it.
+	TopicPartitions int
 }
 
 // Broker is the optimised broker. It answers every request as the reference
@@ -72,6 +82,10 @@ type Broker struct {
 	expiry model.Expiry
 	// maxTxnTimeoutMs is Config.TxnMaxTimeoutMs.
 	maxTxnTimeoutMs int64
+	// consumerSessionMs and topicPartitions are Config's, 0 made the
+	// defaults (consumergroups.go).
+	consumerSessionMs int64
+	topicPartitions   int
 	// landings is when each transaction's last counted marker landed, by
 	// transactional id, until the id's metadata records it (expiry.go).
 	landings   map[string]int64
@@ -96,12 +110,16 @@ type Broker struct {
 // shardCount is how many shards each coordinator has.
 const shardCount = 16
 
+// defaultTopicPartitions is Config.TopicPartitions when it is 0.
+const defaultTopicPartitions = 3
+
 var _ model.Target = (*Broker)(nil)
 
 // New is a fresh broker: empty logs, no producers, no groups.
 func New(cfg Config) *Broker {
 	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry,
-		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs}
+		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
+		topicPartitions: cmp.Or(cfg.TopicPartitions, defaultTopicPartitions)}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)
 	for i := range b.txns {
@@ -154,6 +172,7 @@ func (b *Broker) Tick(ms int64) {
 	unlockParts()
 	b.expireTxns()
 	b.expireMembers()
+	b.expireConsumerMembers()
 }
 
 // Restart stops the broker and starts it again on its logs: every table is
@@ -169,7 +188,7 @@ func (b *Broker) Restart() {
 	}
 	var highest int64 = -1
 	for i := range b.groups {
-		highest = max(highest, b.groups[i].recover())
+		highest = max(highest, b.groups[i].recover(b.now.Load()))
 	}
 	b.nextMember.Store(highest + 1)
 	for _, p := range b.parts.all() {

@@ -286,8 +286,8 @@ func (c *client) read(budget int, b *Broker) {
 	}
 }
 
-// TestConcurrentTicksAndRestarts runs the clients while another goroutine
-// moves the clock (transactions and members expire under their feet) and
+// TestConcurrentTicksAndRestarts runs the clients, and two members of a
+// KIP-848 consumer group, while another goroutine moves the clock (transactions and members expire under their feet) and
 // restarts the broker. A tick has no duration in a history, so this run is
 // not checked for linearizability: it is here for the race detector and
 // for the lock order (it must end).
@@ -301,6 +301,9 @@ func TestConcurrentTicksAndRestarts(t *testing.T) {
 			c := newClient(rec, fmt.Sprintf("%s-%d", kind, i), 1+int(seed%2), rng.Uint64())
 			c.output, c.input = outputs[i%len(outputs)], model.Partition(c.name)
 			wg.Go(func() { c.run(kind, 60, b) })
+		}
+		for _, member := range []string{"c1", "c2"} {
+			wg.Go(func() { consumeKIP848(b, member, 60) })
 		}
 		wg.Go(func() {
 			for i := range 40 {

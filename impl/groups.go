@@ -24,6 +24,10 @@ type groupShard struct {
 	// written yet, in the order the transactions ended
 	// (Config.AsyncMarkers).
 	queued map[string][]queuedMarker
+	// consumer are the KIP-848 consumer groups (consumergroups.go). A
+	// consumer group and a classic group of one name are two groups, as
+	// in the model; the classic one holds the offsets of both.
+	consumer map[string]*consumerGroup
 }
 
 type group struct {
@@ -69,6 +73,7 @@ func (s *groupShard) reset(segmentSize int) {
 	s.groups = map[string]*group{}
 	s.log = newSegmented[groupRecord](segmentSize)
 	s.queued = map[string][]queuedMarker{}
+	s.consumer = map[string]*consumerGroup{}
 }
 
 // lookup is the named group, or noGroup; it must not be written.
@@ -86,49 +91,74 @@ func (s *groupShard) write(rec groupRecord) {
 }
 
 func (s *groupShard) apply(rec groupRecord) {
+	if c, ok := rec.(consumerRecord); ok {
+		// The table gets maps of its own: the record keeps its.
+		state := c.state.clone()
+		s.consumer[c.group] = &state
+		return
+	}
 	g := s.groups[rec.groupName()]
 	if g == nil {
 		g = &group{members: map[string]member{}, committed: map[model.Partition]int64{},
 			committedAt: map[model.Partition]int64{}, pending: map[int64]map[model.Partition]pendingOffset{}}
 		s.groups[rec.groupName()] = g
 	}
-	rec.applyTo(g)
+	rec.(classicRecord).applyTo(g)
 }
 
 // recover rebuilds the shard's groups from its log, as a coordinator loads
 // __consumer_offsets, and returns the highest member number it saw (-1 for
-// none), from which new member ids go on.
-func (s *groupShard) recover() (highestMember int64) {
+// none), from which new member ids go on. Consumer group members' timers
+// start again at now.
+func (s *groupShard) recover(now int64) (highestMember int64) {
 	s.groups = map[string]*group{}
+	s.consumer = map[string]*consumerGroup{}
 	highestMember = -1
+	seen := func(id, format string) {
+		if n, ok := memberNumber(id, format); ok {
+			highestMember = max(highestMember, n)
+		}
+	}
 	for _, rec := range s.log.All {
 		s.apply(rec)
-		if m, ok := rec.(membership); ok {
-			for id := range m.members {
-				if n, ok := memberNumber(id); ok {
-					highestMember = max(highestMember, n)
-				}
+		switch r := rec.(type) {
+		case membership:
+			for id := range r.members {
+				seen(id, "member-%d")
+			}
+		case consumerRecord:
+			for id := range r.state.members {
+				seen(id, "consumer-%d")
 			}
 		}
 	}
+	s.restartConsumerTimers(now)
 	return highestMember
 }
 
-// memberNumber is the number an id impl gave ends in: member-7, or a
-// static takeover's member-3.7 (model.TakeoverMemberID).
-func memberNumber(id string) (int64, bool) {
+// memberNumber is the number an id impl gave ends in: member-7 (format
+// "member-%d"), consumer-7, or a static takeover's member-3.7
+// (model.TakeoverMemberID).
+func memberNumber(id, format string) (int64, bool) {
 	if _, after, found := strings.Cut(id, "."); found {
 		n, err := strconv.ParseInt(after, 10, 64)
 		return n, err == nil
 	}
 	var n int64
-	_, err := fmt.Sscanf(id, "member-%d", &n)
+	_, err := fmt.Sscanf(id, format, &n)
 	return n, err == nil
 }
 
-// A groupRecord is one entry of a shard's log.
+// A groupRecord is one entry of a shard's log: a classicRecord, or a
+// consumer group's consumerRecord.
 type groupRecord interface {
 	groupName() string
+}
+
+// A classicRecord is a record of a classic group, or of the offsets that
+// every group keeps in its classic part.
+type classicRecord interface {
+	groupRecord
 	applyTo(g *group)
 }
 

@@ -88,7 +88,10 @@ func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
 	defer gs.mu.Unlock()
 	b.writeQueuedGroupBefore(gs, r.Group)
 	var fencedConsumer model.Code
-	if !b.bugs.has(offsetsIgnoreGeneration) {
+	if cg := gs.consumer[r.Group]; cg != nil {
+		// KIP-848: the member epoch stands for the generation.
+		fencedConsumer = b.consumerCommitRefusal(cg, r)
+	} else if !b.bugs.has(offsetsIgnoreGeneration) {
 		fencedConsumer = gs.lookup(r.Group).generationRefusal(r, b.bugs)
 	}
 	switch {
