@@ -14,7 +14,7 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():        19,
 		reflect.TypeFor[partState]():      4,
 		reflect.TypeFor[producerEntry]():  4,
-		reflect.TypeFor[group]():          12,
+		reflect.TypeFor[group]():          14,
 		reflect.TypeFor[member]():         13,
 		reflect.TypeFor[Options]():        9, // compared whole (==)
 		reflect.TypeFor[consumerGroup]():  4,

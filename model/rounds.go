@@ -78,6 +78,9 @@ func (st *step) syncGroup(r Request) outcome {
 	if out := st.checkGeneration(r); out != nil {
 		return *out
 	}
+	if out := st.syncProtocolRefusal(r, g); out != nil {
+		return *out
+	}
 	g.phased = true
 	switch {
 	case g.preparingRebalance():

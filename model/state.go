@@ -277,6 +277,11 @@ type group struct {
 	// Kafka forces a rebalance when the leader rejoins a stable group.
 	leader  string
 	members map[string]member
+	// protocol is the protocol the group chose for generation
+	// protocolGen (JoinGroupResponse.ProtocolName), as an answer named it
+	// or the model selected it; "" while unknown (see protocols.go).
+	protocol    string
+	protocolGen int32
 	// removed are the members the coordinator has removed since it last
 	// loaded the group. Kafka never hands a removed member's id out
 	// again, so none of them leads a later round (see checkJoin).

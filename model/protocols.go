@@ -1,0 +1,212 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"unicode/utf16"
+)
+
+// A classic group's protocol selection. When a round completes, Kafka
+// picks the group's protocol for the new generation: the candidates are
+// the protocols every member supports, each member votes for the first
+// candidate in its own order, and the one with the most votes wins
+// (ClassicGroup.selectProtocol, candidateProtocols and
+// ClassicGroupMember.vote, 4.x; GroupMetadata.selectProtocol and
+// MemberMetadata.vote, 3.9). Every JoinGroup answer of the generation
+// carries it (JoinGroupResponse.ProtocolName, set from
+// group.protocolName()), and a SyncGroup v5+ sends it back.
+
+// selection is the protocols Kafka may select for g's generation gen:
+// those with the most votes. A tie is broken by the order of a hash map
+// (4.x: Java's HashMap of votes, whose first maximum
+// Stream.max keeps; 3.9: Scala's groupBy and maxBy), so every tied
+// protocol is taken. ok is false where the model does not know every
+// voter: a member whose protocols it does not know, one that may be gone
+// or replaced unseen, or one not yet in gen, whose rejoin may still
+// change what it supports.
+func (g group) selection(gen int32) (tied []string, ok bool) {
+	if len(g.members) == 0 {
+		return nil, false // selectProtocol: "Cannot select protocol for empty group"
+	}
+	ids := sortedMembers(g)
+	for _, id := range ids {
+		m := g.members[id]
+		if unnamed(id) || m.gen != gen || m.protocolType == "" || len(m.protocols) == 0 ||
+			m.mayBeGone || m.mayBeReplaced || m.subscriptionForgotten {
+			return nil, false
+		}
+	}
+	votes := map[string]int{}
+	for _, id := range ids {
+		for _, name := range g.members[id].protocols {
+			if supportedByAll(g, ids, name) {
+				votes[name]++ // ClassicGroupMember.vote: its first candidate
+				break
+			}
+		}
+	}
+	if len(votes) == 0 {
+		return nil, false // no candidate: supportsProtocols kept this from happening
+	}
+	most := slices.Max(slices.Collect(maps.Values(votes)))
+	for _, name := range slices.Sorted(maps.Keys(votes)) {
+		if votes[name] == most {
+			tied = append(tied, name)
+		}
+	}
+	return tied, true
+}
+
+// selectedProtocol is the reference broker's own choice among tied:
+// the first in the iteration order of a Java HashMap of them, as the
+// newest release picks it. Names that share a bucket are taken in name
+// order, where Kafka takes them in the order the members voted.
+func selectedProtocol(tied []string) string {
+	capacity := 16 // HashMap's default, doubled past a load of 0.75
+	for len(tied) > capacity*3/4 {
+		capacity *= 2
+	}
+	best, bestBucket := "", capacity
+	for _, name := range tied {
+		if b := javaBucket(name, capacity); b < bestBucket {
+			best, bestBucket = name, b
+		}
+	}
+	return best
+}
+
+// javaBucket is the bucket of a Java HashMap of capacity that holds
+// the string key s: String.hashCode over UTF-16, spread by HashMap.hash.
+func javaBucket(s string, capacity int) int {
+	var h int32
+	for _, c := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(c)
+	}
+	spread := uint32(h) ^ (uint32(h) >> 16)
+	return int(spread & uint32(capacity-1))
+}
+
+// groupProtocolType is the protocol type of g's members, "" when no
+// member's is known. Every member shares it (supportsProtocols).
+func (g group) groupProtocolType() string {
+	for _, id := range sortedMembers(g) {
+		if m := g.members[id]; m.protocolType != "" && !m.mayBeGone {
+			return m.protocolType
+		}
+	}
+	return ""
+}
+
+// withProtocols is g with member id's protocols the ones r names.
+func (g group) withProtocols(id string, r Request) group {
+	m, ok := g.members[id]
+	if !ok || r.ProtocolType == "" {
+		return g
+	}
+	m.protocolType, m.protocols = r.ProtocolType, protocolNames(r)
+	return g.withMember(id, m)
+}
+
+// checkProtocol holds a join answer's protocol to the group's choice.
+// before is the group the join met, after the group once it joined gen
+// (rejoined is whether its member was in the group before, at an older
+// generation). The answer of every member of one generation names one
+// protocol (protocol-of-generation), one its member supports, of the
+// type it sent. Where the model knows every voter, it is one of the
+// protocols with the most votes (protocol-selected). That is judged
+// when the last member of the generation the group had before rejoins:
+// a new member's join that the history orders later may have been in
+// the round too, so a vote counted earlier may miss it.
+func (st *step) checkProtocol(r Request, before, after group, gen int32, rejoined bool) *outcome {
+	got := st.observed()
+	if got == nil {
+		return nil
+	}
+	fail := func(rule, format string, args ...any) *outcome {
+		out := bad(rule, format, args...)
+		return &out
+	}
+	if got.ProtocolType != "" && r.ProtocolType != "" && got.ProtocolType != r.ProtocolType {
+		return fail("protocol-selected", "the answer names protocol type %q, but the join sent %q, which every member of %s shares (ClassicGroup.supportsProtocols)", got.ProtocolType, r.ProtocolType, r.Group)
+	}
+	if got.Protocol == "" {
+		return nil
+	}
+	if before.protocol != "" && before.protocolGen == gen && got.Protocol != before.protocol {
+		return fail("protocol-of-generation", "generation %d of %s chose protocol %s, and this answer names %s (initNextGeneration selects it once)", gen, r.Group, before.protocol, got.Protocol)
+	}
+	if names := protocolNames(r); r.ProtocolType != "" && len(names) > 0 && !slices.Contains(names, got.Protocol) {
+		return fail("protocol-selected", "the answer names protocol %s, which the join's protocols %v do not include, and the group's protocol is one every member supports (ClassicGroup.candidateProtocols)", got.Protocol, names)
+	}
+	if tied, known := after.selection(gen); rejoined && known && !slices.Contains(tied, got.Protocol) {
+		return fail("protocol-selected", "the answer names protocol %s, but the members' votes choose %v (ClassicGroup.selectProtocol)", got.Protocol, tied)
+	}
+	return nil
+}
+
+// chosenProtocol is g once a join answered generation gen: the group's
+// protocol is the one the answer named, or else the one the model
+// selects where it knows every voter. The model's own answer carries it.
+func (st *step) chosenProtocol(g group, gen int32) group {
+	if got := st.observed(); got != nil {
+		if got.Protocol != "" {
+			g.protocol, g.protocolGen = got.Protocol, gen
+		}
+		return g
+	}
+	if g.protocolGen == gen && g.protocol != "" {
+		return g
+	}
+	if tied, known := g.selection(gen); known {
+		g.protocol, g.protocolGen = selectedProtocol(tied), gen
+	}
+	return g
+}
+
+// takeoverChangesProtocol reports whether a static member's takeover of
+// stable g, joining with r's protocols, changes the protocol the group
+// would select: Kafka then rebalances, and otherwise answers the current
+// generation (updateStaticMemberThenRebalanceOrCompleteJoin, STABLE,
+// "Check if group's selected protocol of next generation will change",
+// 4.x; updateStaticMemberAndRebalance, 3.9). Only where the model knows
+// the group's protocol and every vote.
+func (g group) takeoverChangesProtocol(id string, r Request) bool {
+	if g.protocol == "" || g.protocolGen != g.generation {
+		return false
+	}
+	tied, known := g.withProtocols(id, r).selection(g.generation)
+	return known && !slices.Contains(tied, g.protocol)
+}
+
+// syncProtocolRefusal is INCONSISTENT_GROUP_PROTOCOL for a SyncGroup v5+
+// whose protocol type or name is not the group's, checked after the
+// generation (validateSyncGroup, isProtocolInconsistent, 4.x;
+// GroupCoordinator.doSyncGroup, 3.9; tests:
+// GroupMetadataManagerTest#testSyncGroupReturnsAnErrorWhenProtocolTypeIsInconsistent,
+// #testSyncGroupReturnsAnErrorWhenProtocolNameIsInconsistent). Where the
+// model does not know the group's, an answer of that code is taken as
+// the refusal it would be.
+func (st *step) syncProtocolRefusal(r Request, g group) *outcome {
+	refused := func(format string, args ...any) *outcome {
+		out := refuse("sync-protocol", InconsistentGroupProtocol, format, args...)
+		return &out
+	}
+	known := true
+	if t := g.groupProtocolType(); r.ProtocolType != "" {
+		if t != "" && t != r.ProtocolType {
+			return refused("%s's protocol type is %q, and the SyncGroup names %q (validateSyncGroup)", r.Group, t, r.ProtocolType)
+		}
+		known = known && t != ""
+	}
+	if r.Protocol != "" {
+		named := g.protocol != "" && g.protocolGen == r.GenerationID
+		if named && g.protocol != r.Protocol {
+			return refused("generation %d of %s chose protocol %s, and the SyncGroup names %s (validateSyncGroup)", r.GenerationID, r.Group, g.protocol, r.Protocol)
+		}
+		known = known && named
+	}
+	if !known && st.got != nil && st.got.Answered && st.got.Err == InconsistentGroupProtocol {
+		return refused("the SyncGroup's protocol may not be %s's, which the model does not know (validateSyncGroup)", r.Group)
+	}
+	return nil
+}
