@@ -36,17 +36,35 @@ func (g group) selection(gen int32) (tied []string, ok bool) {
 			return nil, false
 		}
 	}
-	votes := map[string]int{}
+	var supported [][]string
 	for _, id := range ids {
-		for _, name := range g.members[id].protocols {
-			if supportedByAll(g, ids, name) {
+		supported = append(supported, g.members[id].protocols)
+	}
+	_, tied = SelectProtocol(supported)
+	return tied, len(tied) > 0 // none: supportsProtocols kept this from happening
+}
+
+// SelectProtocol is Kafka's vote among members that support the
+// protocols given, each in its member's order: tied are the protocols
+// every member supports with the most first-choice votes, in name
+// order, and chosen the reference broker's pick among them
+// (selectedProtocol). Both are empty when no protocol is supported by
+// every member.
+func SelectProtocol(supported [][]string) (chosen string, tied []string) {
+	if len(supported) == 0 {
+		return "", nil
+	}
+	votes := map[string]int{}
+	for _, protocols := range supported {
+		for _, name := range protocols {
+			if supportedByEvery(supported, name) {
 				votes[name]++ // ClassicGroupMember.vote: its first candidate
 				break
 			}
 		}
 	}
 	if len(votes) == 0 {
-		return nil, false // no candidate: supportsProtocols kept this from happening
+		return "", nil
 	}
 	most := slices.Max(slices.Collect(maps.Values(votes)))
 	for _, name := range slices.Sorted(maps.Keys(votes)) {
@@ -54,7 +72,18 @@ func (g group) selection(gen int32) (tied []string, ok bool) {
 			tied = append(tied, name)
 		}
 	}
-	return tied, true
+	return selectedProtocol(tied), tied
+}
+
+// supportedByEvery reports whether name is among each member's
+// protocols: a candidate (ClassicGroup.candidateProtocols).
+func supportedByEvery(supported [][]string, name string) bool {
+	for _, protocols := range supported {
+		if !slices.Contains(protocols, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // selectedProtocol is the reference broker's own choice among tied:
@@ -158,7 +187,7 @@ func (st *step) chosenProtocol(g group, gen int32) group {
 		return g
 	}
 	if tied, known := g.selection(gen); known {
-		g.protocol, g.protocolGen = selectedProtocol(tied), gen
+		g.protocol, g.protocolGen = selectedProtocol(tied), gen // SelectProtocol's pick
 	}
 	return g
 }
