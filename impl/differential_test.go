@@ -4,6 +4,7 @@ package impl
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -297,6 +298,19 @@ func (d *differential) joinGroup(t *rapid.T) {
 	sessionMs := rapid.SampledFrom([]int64{0, 2_000, 10_000}).Draw(t, "session timeout")
 	r := joinReq(theGroup, m.id, sessionMs, inputs...)
 	r.InstanceID = m.instance
+	if rapid.Bool().Draw(t, "names protocols") {
+		// Every member supports range and roundrobin, so no join is
+		// INCONSISTENT_GROUP_PROTOCOL, and the order of each member's
+		// list makes the vote (model.SelectProtocol).
+		r.ProtocolType = "consumer"
+		names := rapid.Permutation([]string{"range", "roundrobin", "sticky"}).Draw(t, "protocols")
+		if rapid.Bool().Draw(t, "without sticky") {
+			names = slices.DeleteFunc(names, func(n string) bool { return n == "sticky" })
+		}
+		for _, name := range names {
+			r.Protocols = append(r.Protocols, model.Protocol{Name: name})
+		}
+	}
 	res := d.send(t, model.JoinGroup, r)
 	if res.Succeeded() {
 		d.members = append(d.members, joined{id: res.Resp.MemberID, gen: res.Resp.GenerationID, instance: m.instance})
