@@ -73,6 +73,9 @@ type member struct {
 	// and nil when its join did not say.
 	protocolType string
 	protocols    []string
+	// subscription is its protocols with their topics
+	// (model.ProtocolKeys), which a rejoin that changes rebalances.
+	subscription []string
 }
 
 // noGroup is what a group that was never written looks like.
@@ -287,7 +290,7 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		members, generation = nextGeneration(members), gen
 	}
 	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r), instance: r.InstanceID,
-		protocolType: r.ProtocolType, protocols: protocolNames(r)}
+		protocolType: r.ProtocolType, protocols: protocolNames(r), subscription: model.ProtocolKeys(r.Protocols)}
 	leader = id // the round's leader is one that joined it (model: leaderAfterJoin)
 	if m, ok := members[g.leader]; ok && m.gen == gen {
 		leader = g.leader
@@ -326,7 +329,11 @@ func (b *Broker) chooseJoin(r model.Request, g *group, takeover bool) (string, i
 	// group is never completing one.
 	// A takeover whose protocols change the group's selected protocol
 	// rebalances (model: takeoverChangesProtocol).
-	leaderRejoins := (current && id == g.leader && !takeover) || (current && takeover && g.takeoverChangesProtocol(id, r))
+	// A member that rejoins with other protocols rebalances too (model:
+	// member.protocolsChanged).
+	changed := current && !takeover && m.protocolType != "" && r.ProtocolType != "" &&
+		!slices.Equal(m.subscription, model.ProtocolKeys(r.Protocols))
+	leaderRejoins := (current && id == g.leader && !takeover) || (current && takeover && g.takeoverChangesProtocol(id, r)) || changed
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}

@@ -107,7 +107,7 @@ func (m member) equal(o member) bool {
 		m.assignmentUnknown == o.assignmentUnknown && m.subscriptionForgotten == o.subscriptionForgotten &&
 		m.syncPending == o.syncPending && m.syncParked == o.syncParked &&
 		m.instance == o.instance && m.mayBeReplaced == o.mayBeReplaced &&
-		m.protocolType == o.protocolType && slicesEqual(m.protocols, o.protocols, same) && slicesEqual(m.assignment, o.assignment, same)
+		m.protocolType == o.protocolType && slicesEqual(m.protocols, o.protocols, same) && slicesEqual(m.subscription, o.subscription, same) && slicesEqual(m.assignment, o.assignment, same)
 }
 
 func same[T comparable](a, b T) bool { return a == b }

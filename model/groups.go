@@ -80,7 +80,7 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	newRound := gen > g.answered
 	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
-		protocolType: r.ProtocolType, protocols: protocolNames(r), instance: r.InstanceID}
+		protocolType: r.ProtocolType, protocols: protocolNames(r), subscription: ProtocolKeys(r.Protocols), instance: r.InstanceID}
 	if r.JoinOnly {
 		m = g.joinedAlone(id, m, newRound)
 	}
@@ -148,7 +148,7 @@ func (g group) leaderJoined(gen int32, joiner string) group {
 	m.mayBeGone, m.subscriptionForgotten = false, false
 	// What it rejoined with is unseen, so the protocols it votes with
 	// are unknown until its rejoin is in the history (selection).
-	m.protocolType, m.protocols = "", nil
+	m.protocolType, m.protocols, m.subscription = "", nil, nil
 	return g.withMember(g.leader, m)
 }
 
@@ -201,7 +201,7 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	// answered that round (classicGroupJoinExistingMember,
 	// COMPLETING_REBALANCE: "return current group information for the
 	// current generation"); only a stable group's leader forces a new one.
-	leaderRejoins := (current && id == g.leader && g.syncDue == 0) || (known && m.subscriptionForgotten)
+	leaderRejoins := (current && id == g.leader && g.syncDue == 0) || (known && m.subscriptionForgotten) || (current && m.protocolsChanged(r))
 	if st.staticTakeover {
 		// A static member's takeover of a stable group keeps the
 		// generation, the leader's too, and one of a group completing
@@ -290,6 +290,15 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// names its member the leader (JoinGroupResponse.LeaderId) says
 		// so: where answers name none, the model's leader is a guess.
 		return fail("leader-rejoin-rebalances", "%s leads generation %d of a stable group, and its rejoin was answered that generation, not a new one", id, gen)
+	}
+	if m, ok := g.members[id]; ok && g.phased && r.JoinOnly && !st.staticTakeover && r.MemberID != "" && m.gen == gen && gen == g.generation && g.answered == g.generation && m.protocolsChanged(r) {
+		// A member of the current generation that rejoins with other
+		// protocols rebalances the group, stable or completing its
+		// round (classicGroupJoinExistingMember: "!member.matches(...)",
+		// 4.x; GroupCoordinator.doCurrentMemberJoinGroup, 3.9). Judged
+		// where every join of the group is in the history (phased): a
+		// whole round's client rejoins unrecorded.
+		return fail("member-protocols-change-rebalances", "%s rejoined generation %d with protocols %v, not the %v it joined with, and was answered that generation, not a new one", id, gen, ProtocolKeys(r.Protocols), m.subscription)
 	}
 	if m, ok := g.members[id]; ok && st.staticTakeover && m.gen == gen && gen == g.generation && g.answered == g.generation && g.syncDue == 0 && g.takeoverChangesProtocol(id, r) {
 		// A static member's takeover of a stable group whose new

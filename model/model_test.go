@@ -373,7 +373,11 @@ func render(kind model.Kind, res model.Result) string {
 	case model.Produce:
 		return fmt.Sprintf("offset %d", r.BaseOffset)
 	case model.JoinGroup:
-		return fmt.Sprintf("%s generation %d assigned %v led by %s", r.MemberID, r.GenerationID, r.Assignment, r.Leader)
+		out := fmt.Sprintf("%s generation %d assigned %v led by %s", r.MemberID, r.GenerationID, r.Assignment, r.Leader)
+		if r.Protocol != "" {
+			out += fmt.Sprintf(", protocol %s (%s)", r.Protocol, r.ProtocolType)
+		}
+		return out
 	case model.SyncGroup:
 		return fmt.Sprintf("assigned %v", r.Assignment)
 	case model.OffsetFetch:

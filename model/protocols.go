@@ -3,6 +3,7 @@ package model
 import (
 	"maps"
 	"slices"
+	"strings"
 	"unicode/utf16"
 )
 
@@ -132,8 +133,33 @@ func (g group) withProtocols(id string, r Request) group {
 	if !ok || r.ProtocolType == "" {
 		return g
 	}
-	m.protocolType, m.protocols = r.ProtocolType, protocolNames(r)
+	m.protocolType, m.protocols, m.subscription = r.ProtocolType, protocolNames(r), ProtocolKeys(r.Protocols)
 	return g.withMember(id, m)
+}
+
+// ProtocolKeys is each protocol of a join, with the topics of its
+// subscription, as name:topic+topic: two joins whose keys differ sent
+// other metadata (ClassicGroupMember.matches).
+func ProtocolKeys(protocols []Protocol) []string {
+	var keys []string
+	for _, p := range protocols {
+		keys = append(keys, p.Name+":"+strings.Join(p.Topics, "+"))
+	}
+	return keys
+}
+
+// protocolsChanged reports whether r's protocols are, for certain, not
+// the ones m last joined with: other names, another order, or other
+// topics. Kafka compares each protocol's name and metadata bytes
+// (ClassicGroupMember.matches, 4.x; MemberMetadata.matches, 3.9). The
+// same names and topics may still differ in bytes the history does not
+// carry (user data, owned partitions), so that is not a match for
+// certain, and a rebalance is taken then too.
+func (m member) protocolsChanged(r Request) bool {
+	if m.protocolType == "" || r.ProtocolType == "" || m.subscriptionForgotten {
+		return false
+	}
+	return !slices.Equal(m.subscription, ProtocolKeys(r.Protocols))
 }
 
 // checkProtocol holds a join answer's protocol to the group's choice.

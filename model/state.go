@@ -241,6 +241,11 @@ type member struct {
 	// "" and nil when its join did not say (see protocolRefusal).
 	protocolType string
 	protocols    []string
+	// subscription is each protocol the member last joined with, its
+	// name and topics in order (ProtocolKeys), nil when its join did
+	// not say: what Kafka compares to tell a changed member
+	// (ClassicGroupMember.matches).
+	subscription []string
 	// instance is the member's group.instance.id (KIP-345), "" for a
 	// dynamic member. A static member is not removed for missing a
 	// round, only by its session timeout or a leave (see static.go).
