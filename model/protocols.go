@@ -209,6 +209,11 @@ func (st *step) chosenProtocol(g group, gen int32) group {
 		}
 		return g
 	}
+	if st.got != nil {
+		// A lost answer: the broker's pick among tied protocols is
+		// unknown until an answer names it.
+		return g
+	}
 	if g.protocolGen == gen && g.protocol != "" {
 		return g
 	}
