@@ -37,11 +37,7 @@ func (g group) selection(gen int32) (tied []string, ok bool) {
 			return nil, false
 		}
 	}
-	var supported [][]string
-	for _, id := range ids {
-		supported = append(supported, g.members[id].protocols)
-	}
-	_, tied = SelectProtocol(supported)
+	_, tied = SelectProtocol(g.supportedProtocols(ids))
 	return tied, len(tied) > 0 // none: supportsProtocols kept this from happening
 }
 
@@ -74,6 +70,15 @@ func SelectProtocol(supported [][]string) (chosen string, tied []string) {
 		}
 	}
 	return selectedProtocol(tied), tied
+}
+
+// supportedProtocols is the protocols each member of ids joined with.
+func (g group) supportedProtocols(ids []string) [][]string {
+	var supported [][]string
+	for _, id := range ids {
+		supported = append(supported, g.members[id].protocols)
+	}
+	return supported
 }
 
 // supportedByEvery reports whether name is among each member's
