@@ -129,6 +129,8 @@ var (
 	qProtocols    = field[request]{"protocols", func(r *request) codec {
 		return list[model.Protocol]{&r.Protocols, func() model.Protocol { return model.Protocol{} }, protocolSlots}
 	}}
+	// sync_group's protocol name (SyncGroup v5+).
+	qProtocol    = field[request]{"protocol", func(r *request) codec { return text[string]{p: &r.Protocol} }}
 	qAssignments = field[request]{"assignments", func(r *request) codec { return memberAssignments{&r.Assignments} }}
 	qOffset      = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, offsets} }}
 	qIsolation   = field[request]{"isolation", func(r *request) codec {
@@ -148,6 +150,10 @@ var (
 	pGeneration = generationID(func(r *response) *int32 { return &r.GenerationID })
 	pAssignment = partitions("assignment", func(r *response) *[]model.Partition { return &r.Assignment })
 	pLeader     = field[response]{"leader", func(r *response) codec { return text[string]{p: &r.Leader} }}
+	// join_group's chosen protocol (JoinGroupResponse.ProtocolName, and
+	// ProtocolType from v7).
+	pProtocolType = field[response]{"protocol_type", func(r *response) codec { return text[string]{p: &r.ProtocolType} }}
+	pProtocol     = field[response]{"protocol", func(r *response) codec { return text[string]{p: &r.Protocol} }}
 
 	pBaseOffset = field[response]{"base_offset", func(r *response) codec { return number[int64]{&r.BaseOffset, offsets} }}
 	pOffset     = field[response]{"offset", func(r *response) codec { return number[int64]{&r.Offset, offsets} }}
@@ -203,7 +209,8 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.EndTxn:       {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
 	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
 		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
-	model.SyncGroup: {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt()},
+	model.SyncGroup: {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt(),
+		qProtocolType.opt(), qProtocol.opt()},
 	// A leave may name a static member by its instance alone (member_id
 	// ""), as an admin's removal does (LeaveGroup v3+).
 	model.LeaveGroup:  {qGroup.req(), qMemberID.always(), qInstanceID.opt()},
@@ -226,13 +233,14 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.TxnOffsetCommit: {},
 	model.OffsetCommit:    {},
 	model.EndTxn:          {pProducerID.opt(), pEpoch.opt()},
-	model.JoinGroup:       {pMemberID.opt(), pGeneration.opt(), pAssignment.opt(), pLeader.opt()},
-	model.LeaveGroup:      {},
-	model.OffsetFetch:     {pOffset.opt()},
-	model.Fetch:           {pRecords.opt(), pHighWatermark.opt(), pLastStable.opt()},
-	model.Heartbeat:       {},
-	model.SyncGroup:       {pAssignment.opt()},
-	model.TimeoutAbort:    {pTxnID.req(), pProducerID.req(), pEpoch.req()},
+	model.JoinGroup: {pMemberID.opt(), pGeneration.opt(), pAssignment.opt(), pLeader.opt(), pProtocolType.opt(),
+		pProtocol.opt()},
+	model.LeaveGroup:   {},
+	model.OffsetFetch:  {pOffset.opt()},
+	model.Fetch:        {pRecords.opt(), pHighWatermark.opt(), pLastStable.opt()},
+	model.Heartbeat:    {},
+	model.SyncGroup:    {pAssignment.opt()},
+	model.TimeoutAbort: {pTxnID.req(), pProducerID.req(), pEpoch.req()},
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatResp,
 }

@@ -232,6 +232,12 @@ var loadRejects = []struct {
 	{"join_group protocol without name", doc(`{"id": 1, "proc": "A", "call": 0, "type": "join_group", "req": ` +
 		`{"group": "g", "member_id": "", "partitions": [], "join_only": true, "protocols": [{"topics": ["trips"]}]}}`),
 		"op 1: join_group: req.protocols[0].name is required"},
+	{"join_group answer's protocol not a string", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "join_group", "req": ` +
+		`{"group": "g", "member_id": "", "partitions": []}, "resp": {"member_id": "m", "protocol": 7}}`),
+		"op 1: join_group: resp.protocol: must be a string, got 7"},
+	{"sync_group protocol_type not a string", doc(`{"id": 1, "proc": "A", "call": 0, "type": "sync_group", "req": ` +
+		`{"group": "g", "member_id": "m", "generation_id": 1, "protocol_type": ["consumer"]}}`),
+		"op 1: sync_group: req.protocol_type: must be a string, got an array"},
 	{"fetch offset -1", doc(`{"id": 1, "proc": "R", "call": 0, "type": "fetch", "req": ` +
 		`{"partition": "fares-2", "offset": -1, "isolation": "read_committed"}}`),
 		"op 1: fetch: req.offset is required, got -1, which means absent"},

@@ -296,8 +296,10 @@ func TestSaveLoadSplitRound(t *testing.T) {
 	})}
 	joined := model.NewResponse()
 	joined.MemberID, joined.GenerationID, joined.Leader = "m-1", 1, "m-1"
+	joined.ProtocolType, joined.Protocol = "consumer", "range"
 	sync := model.Op{Kind: model.SyncGroup, Req: req(func(r *model.Request) {
 		r.Group, r.MemberID, r.GenerationID = "fare-pricers", "m-1", 1
+		r.ProtocolType, r.Protocol = "consumer", "range"
 		r.Assignments = map[string][]model.Partition{"m-1": {"trips-0"}, "m-2": {"trips-1"}}
 	})}
 	synced := model.NewResponse()
@@ -309,6 +311,8 @@ func TestSaveLoadSplitRound(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, Save(&buf, h))
 	require.Contains(t, buf.String(), `"join_only": true, "rebalance_timeout_ms": 30000`)
+	require.Contains(t, buf.String(), `"leader": "m-1", "protocol_type": "consumer", "protocol": "range"`)
+	require.Contains(t, buf.String(), `"protocol_type": "consumer", "protocol": "range"}`)
 	got, err := Load(&buf)
 	require.NoError(t, err)
 	require.Equal(t, h, got)

@@ -38,9 +38,14 @@ type group struct {
 	answered int32
 	// leader is the member that leads the group, "" until the next join
 	// round elects one (model: group.leader).
-	leader    string
-	members   map[string]member
-	committed map[model.Partition]int64
+	leader  string
+	members map[string]member
+	// protocol is the protocol the group chose for generation
+	// protocolGen, "" until every member of it said what it supports
+	// (model: group.protocol).
+	protocol    string
+	protocolGen int32
+	committed   map[model.Partition]int64
 	// committedAt is the place in the log of each committed offset's
 	// record, and writes counts the pending offset records applied: the
 	// record written later wins when markers land (model: pendingOffset).
@@ -64,6 +69,13 @@ type member struct {
 	// instance is the member's group.instance.id (KIP-345), "" for a
 	// dynamic member (model: member.instance).
 	instance string
+	// protocolType and protocols are what the member joined with, ""
+	// and nil when its join did not say.
+	protocolType string
+	protocols    []string
+	// subscription is its protocols with their topics
+	// (model.ProtocolKeys), which a rejoin that changes rebalances.
+	subscription []string
 }
 
 // noGroup is what a group that was never written looks like.
@@ -170,6 +182,9 @@ type membership struct {
 	answered   int32
 	leader     string
 	members    map[string]member
+	// protocol is the group's protocol for generation protocolGen.
+	protocol    string
+	protocolGen int32
 }
 
 // pendingOffsets is a TxnOffsetCommit waiting for its transaction's marker.
@@ -209,6 +224,7 @@ func (r committedOffsets) applyTo(g *group) {
 
 func (r membership) applyTo(g *group) {
 	g.generation, g.answered, g.leader = r.generation, r.answered, r.leader
+	g.protocol, g.protocolGen = r.protocol, r.protocolGen
 	g.members = maps.Clone(r.members)
 }
 
@@ -257,7 +273,8 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 	takeover := r.MemberID == "" && r.InstanceID != "" && held
 	if takeover {
 		r.MemberID, leader = b.takeOverInstance(members, old, leader)
-		g = &group{generation: g.generation, answered: g.answered, leader: leader, members: members}
+		g = &group{generation: g.generation, answered: g.answered, leader: leader, members: members,
+			protocol: g.protocol, protocolGen: g.protocolGen}
 	} else if r.MemberID != "" {
 		if refused := g.instanceRefusal(r); refused != "" {
 			return model.Fail(refused)
@@ -272,14 +289,26 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		// A new generation: every member holds nothing until it rejoins.
 		members, generation = nextGeneration(members), gen
 	}
-	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r), instance: r.InstanceID}
+	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r), instance: r.InstanceID,
+		protocolType: r.ProtocolType, protocols: protocolNames(r), subscription: model.ProtocolKeys(r.Protocols)}
 	leader = id // the round's leader is one that joined it (model: leaderAfterJoin)
 	if m, ok := members[g.leader]; ok && m.gen == gen {
 		leader = g.leader
 	}
-	sh.write(membership{group: r.Group, generation: generation, answered: generation, leader: leader, members: members})
+	protocol, protocolGen := g.protocol, g.protocolGen
+	if protocolGen != gen || protocol == "" {
+		protocol, protocolGen = "", 0
+		if chosen, _, known := selectProtocol(members, gen); known {
+			protocol, protocolGen = chosen, gen
+		}
+	}
+	sh.write(membership{group: r.Group, generation: generation, answered: generation, leader: leader, members: members,
+		protocol: protocol, protocolGen: protocolGen})
 	resp := model.NewResponse()
 	resp.MemberID, resp.GenerationID, resp.Assignment, resp.Leader = id, gen, share, leader
+	if protocol != "" {
+		resp.Protocol, resp.ProtocolType = protocol, groupProtocolType(members)
+	}
 	return model.OK(resp)
 }
 
@@ -298,7 +327,13 @@ func (b *Broker) chooseJoin(r model.Request, g *group, takeover bool) (string, i
 	// A static member's takeover keeps a stable group's generation, the
 	// leader's too (model: chooseJoin, staticTakeover): a whole round's
 	// group is never completing one.
-	leaderRejoins := current && id == g.leader && !takeover
+	// A takeover whose protocols change the group's selected protocol
+	// rebalances (model: takeoverChangesProtocol).
+	// A member that rejoins with other protocols rebalances too (model:
+	// member.protocolsChanged).
+	changed := current && !takeover && m.protocolType != "" && r.ProtocolType != "" &&
+		!slices.Equal(m.subscription, model.ProtocolKeys(r.Protocols))
+	leaderRejoins := (current && id == g.leader && !takeover) || (current && takeover && g.takeoverChangesProtocol(id, r)) || changed
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
 	}
@@ -356,7 +391,8 @@ func (b *Broker) leaveGroup(r model.Request) model.Result {
 	// A leave is a rebalance: the generation moves on.
 	members := maps.Clone(g.members)
 	delete(members, r.MemberID)
-	sh.write(membership{group: r.Group, generation: g.generation + 1, answered: g.answered, leader: leaderAmong(members, g.leader), members: nextGeneration(members)})
+	sh.write(membership{group: r.Group, generation: g.generation + 1, answered: g.answered, leader: leaderAmong(members, g.leader), members: nextGeneration(members),
+		protocol: g.protocol, protocolGen: g.protocolGen})
 	return done()
 }
 
@@ -370,7 +406,8 @@ func (b *Broker) expireMembers() {
 		members := maps.Clone(g.members)
 		maps.DeleteFunc(members, func(_ string, m member) bool { return now-m.lastSeen >= m.sessionMs })
 		if len(members) < len(g.members) {
-			sh.write(membership{group: name, generation: g.generation + 1, answered: g.answered, leader: leaderAmong(members, g.leader), members: nextGeneration(members)})
+			sh.write(membership{group: name, generation: g.generation + 1, answered: g.answered, leader: leaderAmong(members, g.leader), members: nextGeneration(members),
+				protocol: g.protocol, protocolGen: g.protocolGen})
 		}
 	}
 }
@@ -445,7 +482,8 @@ func (b *Broker) offsetCommit(r model.Request) model.Result {
 		members := maps.Clone(g.members)
 		m.lastSeen = b.now.Load()
 		members[r.MemberID] = m
-		sh.write(membership{group: r.Group, generation: g.generation, answered: g.answered, leader: g.leader, members: members})
+		sh.write(membership{group: r.Group, generation: g.generation, answered: g.answered, leader: g.leader, members: members,
+			protocol: g.protocol, protocolGen: g.protocolGen})
 	}
 	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets)})
 	return done()
@@ -527,4 +565,56 @@ func (b *Broker) takeOverInstance(members map[string]member, old, leader string)
 	}
 	members[id] = m
 	return id, next
+}
+
+// protocolNames is the names of the protocols a join carries.
+func protocolNames(r model.Request) []string {
+	var names []string
+	for _, p := range r.Protocols {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// selectProtocol is the protocol members choose for generation gen
+// (model.SelectProtocol), and the protocols tied for it; known is false
+// while a member is not in gen or did not say what it supports (model:
+// group.selection).
+func selectProtocol(members map[string]member, gen int32) (chosen string, tied []string, known bool) {
+	var supported [][]string
+	for _, id := range slices.Sorted(maps.Keys(members)) {
+		m := members[id]
+		if m.gen != gen || m.protocolType == "" || len(m.protocols) == 0 {
+			return "", nil, false
+		}
+		supported = append(supported, m.protocols)
+	}
+	chosen, tied = model.SelectProtocol(supported)
+	return chosen, tied, chosen != ""
+}
+
+// takeoverChangesProtocol reports whether id, a static member's new
+// member id, joining with r's protocols changes the protocol g selects
+// for its current generation (model: group.takeoverChangesProtocol).
+func (g *group) takeoverChangesProtocol(id string, r model.Request) bool {
+	if g.protocol == "" || g.protocolGen != g.generation || r.ProtocolType == "" {
+		return false
+	}
+	members := maps.Clone(g.members)
+	m := members[id]
+	m.protocolType, m.protocols = r.ProtocolType, protocolNames(r)
+	members[id] = m
+	_, tied, known := selectProtocol(members, g.generation)
+	return known && !slices.Contains(tied, g.protocol)
+}
+
+// groupProtocolType is the protocol type members joined with, which
+// every member shares (model: group.groupProtocolType).
+func groupProtocolType(members map[string]member) string {
+	for _, id := range slices.Sorted(maps.Keys(members)) {
+		if t := members[id].protocolType; t != "" {
+			return t
+		}
+	}
+	return ""
 }

@@ -58,6 +58,7 @@ func (t *Target) joinRound(ctx context.Context, r model.Request, via *kgo.Client
 	}
 	out := model.NewResponse()
 	out.MemberID, out.GenerationID, out.Leader = join.MemberID, join.Generation, join.LeaderID
+	out.Protocol, out.ProtocolType = wire.Nullable(join.Protocol), wire.Nullable(join.ProtocolType)
 	if sync.ErrorCode == 0 {
 		assignment, err := wire.Assignment(sync.MemberAssignment, r.Partitions, t.names.partition)
 		if err != nil {

@@ -96,7 +96,7 @@ func (pe producerEntry) equal(o producerEntry) bool {
 
 func (g group) equal(o group) bool {
 	return g.generation == o.generation && g.answered == o.answered && g.unseenRound == o.unseenRound && g.leader == o.leader &&
-		g.syncDue == o.syncDue && g.phased == o.phased &&
+		g.syncDue == o.syncDue && g.phased == o.phased && g.protocol == o.protocol && g.protocolGen == o.protocolGen &&
 		mapsEqual(g.members, o.members, member.equal) && mapsEqual(g.removed, o.removed, same) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
 		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes
@@ -107,7 +107,7 @@ func (m member) equal(o member) bool {
 		m.assignmentUnknown == o.assignmentUnknown && m.subscriptionForgotten == o.subscriptionForgotten &&
 		m.syncPending == o.syncPending && m.syncParked == o.syncParked &&
 		m.instance == o.instance && m.mayBeReplaced == o.mayBeReplaced &&
-		m.protocolType == o.protocolType && slicesEqual(m.protocols, o.protocols, same) && slicesEqual(m.assignment, o.assignment, same)
+		m.protocolType == o.protocolType && slicesEqual(m.protocols, o.protocols, same) && slicesEqual(m.subscription, o.subscription, same) && slicesEqual(m.assignment, o.assignment, same)
 }
 
 func same[T comparable](a, b T) bool { return a == b }

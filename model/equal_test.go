@@ -14,8 +14,8 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():        19,
 		reflect.TypeFor[partState]():      4,
 		reflect.TypeFor[producerEntry]():  4,
-		reflect.TypeFor[group]():          12,
-		reflect.TypeFor[member]():         13,
+		reflect.TypeFor[group]():          14,
+		reflect.TypeFor[member]():         14,
 		reflect.TypeFor[Options]():        9, // compared whole (==)
 		reflect.TypeFor[consumerGroup]():  4,
 		reflect.TypeFor[consumerMember](): 13,

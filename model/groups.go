@@ -46,6 +46,7 @@ func (st *step) joinGroup(r Request) outcome {
 	if out := protocolRefusal(r, g); out != nil {
 		return *out
 	}
+	before := g
 	id, gen, assignment := st.chooseJoin(r, g)
 	if st.undecided() {
 		// Nobody saw the answer: the member it created, if new, is one
@@ -79,11 +80,18 @@ func (st *step) joinGroup(r Request) outcome {
 	}
 	newRound := gen > g.answered
 	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
-		protocolType: r.ProtocolType, protocols: protocolNames(r), instance: r.InstanceID}
+		protocolType: r.ProtocolType, protocols: protocolNames(r), subscription: ProtocolKeys(r.Protocols), instance: r.InstanceID}
 	if r.JoinOnly {
 		m = g.joinedAlone(id, m, newRound)
 	}
+	prior, wasMember := g.members[id]
 	g = g.withMember(id, m)
+	// A leader taken to have joined the round unseen (leaderJoined) has
+	// no protocols until its own rejoin: that rejoin is the one it made.
+	rejoined := wasMember && (prior.gen < gen || prior.protocolType == "")
+	if out := st.checkProtocol(r, before, g, gen, rejoined); out != nil {
+		return *out
+	}
 	g.answered, g.unseenRound = g.generation, 0
 	if got := st.observed(); got != nil {
 		g = g.takenOverUnseen(got.Leader)
@@ -93,9 +101,13 @@ func (st *step) joinGroup(r Request) outcome {
 	if r.JoinOnly {
 		g = g.awaitingSync(gen, newRound)
 	}
+	g = st.chosenProtocol(g, gen)
 	st.s.setGroup(r.Group, g)
 	resp := NewResponse()
 	resp.MemberID, resp.GenerationID, resp.Leader = id, gen, g.leader
+	if g.protocolGen == gen && g.protocol != "" {
+		resp.Protocol, resp.ProtocolType = g.protocol, g.groupProtocolType()
+	}
 	if !r.JoinOnly {
 		resp.Assignment = assignment
 	}
@@ -134,6 +146,9 @@ func (g group) leaderJoined(gen int32, joiner string) group {
 	}
 	m.gen, m.assignment, m.assignmentUnknown = gen, nil, true
 	m.mayBeGone, m.subscriptionForgotten = false, false
+	// What it rejoined with is unseen, so the protocols it votes with
+	// are unknown until its rejoin is in the history (selection).
+	m.protocolType, m.protocols, m.subscription = "", nil, nil
 	return g.withMember(g.leader, m)
 }
 
@@ -186,13 +201,15 @@ func (st *step) chooseJoin(r Request, g group) (string, int32, []Partition) {
 	// answered that round (classicGroupJoinExistingMember,
 	// COMPLETING_REBALANCE: "return current group information for the
 	// current generation"); only a stable group's leader forces a new one.
-	leaderRejoins := (current && id == g.leader && g.syncDue == 0) || (known && m.subscriptionForgotten)
+	leaderRejoins := (current && id == g.leader && g.syncDue == 0) || (known && m.subscriptionForgotten) || (current && m.protocolsChanged(r))
 	if st.staticTakeover {
 		// A static member's takeover of a stable group keeps the
 		// generation, the leader's too, and one of a group completing
 		// its round starts the next (updateStaticMemberThenRebalanceOrCompleteJoin,
 		// STABLE and COMPLETING_REBALANCE, 4.x; updateStaticMemberAndRebalance, 3.9).
-		leaderRejoins = current && g.syncDue != 0
+		// A stable group rebalances when the new protocols change the
+		// protocol it would select (takeoverChangesProtocol).
+		leaderRejoins = current && (g.syncDue != 0 || g.takeoverChangesProtocol(id, r))
 	}
 	if current && !leaderRejoins {
 		return id, m.gen, m.assignment
@@ -273,6 +290,22 @@ func (st *step) checkJoin(r Request, g group, id string, gen int32, assignment [
 		// names its member the leader (JoinGroupResponse.LeaderId) says
 		// so: where answers name none, the model's leader is a guess.
 		return fail("leader-rejoin-rebalances", "%s leads generation %d of a stable group, and its rejoin was answered that generation, not a new one", id, gen)
+	}
+	if m, ok := g.members[id]; ok && g.phased && r.JoinOnly && !st.staticTakeover && r.MemberID != "" && m.gen == gen && gen == g.generation && g.answered == g.generation && m.protocolsChanged(r) {
+		// A member of the current generation that rejoins with other
+		// protocols rebalances the group, stable or completing its
+		// round (classicGroupJoinExistingMember: "!member.matches(...)",
+		// 4.x; GroupCoordinator.doCurrentMemberJoinGroup, 3.9). Judged
+		// where every join of the group is in the history (phased): a
+		// whole round's client rejoins unrecorded.
+		return fail("member-protocols-change-rebalances", "%s rejoined generation %d with protocols %v, not the %v it joined with, and was answered that generation, not a new one", id, gen, ProtocolKeys(r.Protocols), m.subscription)
+	}
+	if m, ok := g.members[id]; ok && st.staticTakeover && m.gen == gen && gen == g.generation && g.answered == g.generation && g.syncDue == 0 && g.takeoverChangesProtocol(id, r) {
+		// A static member's takeover of a stable group whose new
+		// protocols change the protocol the group selects rebalances
+		// (updateStaticMemberThenRebalanceOrCompleteJoin, STABLE, 4.x;
+		// updateStaticMemberAndRebalance, 3.9).
+		return fail("static-protocol-change-rebalances", "%s took over its instance with protocols %v, which change %s's selected protocol %s, and was answered the current generation %d, not a new one", id, protocolNames(r), r.Group, g.protocol, gen)
 	}
 	if _, member := g.members[leader]; g.removed[leader] && !member && !st.namesReplacedLeader(leader) {
 		// A removed member is gone for good. Its client rejoins as a new

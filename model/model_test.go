@@ -153,6 +153,7 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.RebalanceTimeoutMs = int64(intArg(t, td, "rebalance", 0))
 	r.ProtocolType = strArg(td, "protocol-type")
 	r.Protocols = protocols(td)
+	r.Protocol = strArg(td, "protocol")
 	r.Assignments = assignments(t, td)
 	op := model.Op{Kind: kind, Req: r, Span: span(t, td)}
 	if v := intArg(t, td, "api-version", -1); v >= 0 {
@@ -208,6 +209,8 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 	r.GenerationID = int32(intArg(t, td, "got-gen", -1))
 	r.Assignment = partitions(td, "got-assign")
 	r.Leader = strArg(td, "got-leader")
+	r.Protocol = strArg(td, "got-protocol")
+	r.ProtocolType = strArg(td, "got-protocol-type")
 	r.HighWatermark = int64(intArg(t, td, "got-hw", -1))
 	r.LastStableOffset = int64(intArg(t, td, "got-lso", -1))
 	parseConsumerAnswer(t, td, &r)
@@ -370,7 +373,11 @@ func render(kind model.Kind, res model.Result) string {
 	case model.Produce:
 		return fmt.Sprintf("offset %d", r.BaseOffset)
 	case model.JoinGroup:
-		return fmt.Sprintf("%s generation %d assigned %v led by %s", r.MemberID, r.GenerationID, r.Assignment, r.Leader)
+		out := fmt.Sprintf("%s generation %d assigned %v led by %s", r.MemberID, r.GenerationID, r.Assignment, r.Leader)
+		if r.Protocol != "" {
+			out += fmt.Sprintf(", protocol %s (%s)", r.Protocol, r.ProtocolType)
+		}
+		return out
 	case model.SyncGroup:
 		return fmt.Sprintf("assigned %v", r.Assignment)
 	case model.OffsetFetch:

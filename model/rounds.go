@@ -78,6 +78,9 @@ func (st *step) syncGroup(r Request) outcome {
 	if out := st.checkGeneration(r); out != nil {
 		return *out
 	}
+	if out := st.syncProtocolRefusal(r, g); out != nil {
+		return *out
+	}
 	g.phased = true
 	switch {
 	case g.preparingRebalance():
@@ -282,23 +285,13 @@ func protocolRefusal(r Request, g group) *outcome {
 			return refused("%s joined %s with protocol type %q, and this join names %q (ClassicGroup.supportsProtocols)", id, r.Group, t, r.ProtocolType)
 		}
 	}
+	supported := g.supportedProtocols(ids)
 	for _, name := range names {
-		if supportedByAll(g, ids, name) {
+		if supportedByEvery(supported, name) {
 			return nil
 		}
 	}
 	return refused("no protocol of %v is supported by every member of %s (ClassicGroup.supportsProtocols)", names, r.Group)
-}
-
-// supportedByAll reports whether every member ids of g joined with the
-// protocol name.
-func supportedByAll(g group, ids []string, name string) bool {
-	for _, id := range ids {
-		if !slices.Contains(g.members[id].protocols, name) {
-			return false
-		}
-	}
-	return true
 }
 
 // protocolNames is the names of the protocols a join carries.

@@ -241,6 +241,11 @@ type member struct {
 	// "" and nil when its join did not say (see protocolRefusal).
 	protocolType string
 	protocols    []string
+	// subscription is each protocol the member last joined with, its
+	// name and topics in order (ProtocolKeys), nil when its join did
+	// not say: what Kafka compares to tell a changed member
+	// (ClassicGroupMember.matches).
+	subscription []string
 	// instance is the member's group.instance.id (KIP-345), "" for a
 	// dynamic member. A static member is not removed for missing a
 	// round, only by its session timeout or a leave (see static.go).
@@ -277,6 +282,11 @@ type group struct {
 	// Kafka forces a rebalance when the leader rejoins a stable group.
 	leader  string
 	members map[string]member
+	// protocol is the protocol the group chose for generation
+	// protocolGen (JoinGroupResponse.ProtocolName), as an answer named it
+	// or the model selected it; "" while unknown (see protocols.go).
+	protocol    string
+	protocolGen int32
 	// removed are the members the coordinator has removed since it last
 	// loaded the group. Kafka never hands a removed member's id out
 	// again, so none of them leads a later round (see checkJoin).

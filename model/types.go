@@ -173,8 +173,13 @@ type Request struct {
 	// RebalanceTimeoutMs: join_group's, 0 when not said; a
 	// consumer_group_heartbeat's, 0 when not sent (Kafka's -1: unchanged).
 	RebalanceTimeoutMs int64
-	ProtocolType       string
-	Protocols          []Protocol // join_group: the protocols, in the member's order
+	// ProtocolType is join_group's, and sync_group's from SyncGroup v5
+	// on; "" when not said.
+	ProtocolType string
+	Protocols    []Protocol // join_group: the protocols, in the member's order
+	// Protocol is the protocol name a SyncGroup v5+ sends, the one the
+	// member's JoinGroup answer named; "" when not said.
+	Protocol string
 	// Assignments is a sync_group's {member: partitions}: the leader's
 	// assignment of the generation. Kafka ignores a follower's.
 	Assignments   map[string][]Partition
@@ -205,14 +210,18 @@ func NewRequest() Request {
 
 // Response is every response type's fields in one flat struct.
 type Response struct {
-	ProducerID       int64 // init_producer_id; end_txn under transactions v2
-	Epoch            int16
-	BaseOffset       int64 // produce
-	MemberID         string
-	GenerationID     int32
-	Assignment       []Partition
-	Leader           string // join_group: the group's leader, "" when not said
-	Offset           int64  // offset_fetch: NoOffset when the group has none
+	ProducerID   int64 // init_producer_id; end_txn under transactions v2
+	Epoch        int16
+	BaseOffset   int64 // produce
+	MemberID     string
+	GenerationID int32
+	Assignment   []Partition
+	Leader       string // join_group: the group's leader, "" when not said
+	// Protocol is the protocol the group chose (JoinGroupResponse
+	// .ProtocolName), and ProtocolType its type (v7+); "" when not said.
+	Protocol         string
+	ProtocolType     string
+	Offset           int64 // offset_fetch: NoOffset when the group has none
 	Records          []FetchedRecord
 	HighWatermark    int64
 	LastStableOffset int64

@@ -223,6 +223,9 @@ func TestRecorderJoinThenSync(t *testing.T) {
 		corr := w.send(req, 9)
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.ErrorCode, resp.MemberID, resp.Generation, resp.LeaderID = code, "m1", gen, leader
+		if code == 0 {
+			resp.ProtocolType, resp.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("cooperative-sticky")
+		}
 		w.answer(corr, resp, 9)
 	}
 	assignment := func(partitions ...int32) []byte {
@@ -235,6 +238,7 @@ func TestRecorderJoinThenSync(t *testing.T) {
 	sync := func(gen int32, code int16, leads bool, assigned ...int32) {
 		req := kmsg.NewPtrSyncGroupRequest()
 		req.Group, req.MemberID, req.Generation = "fencecheck-fare-workers", "m1", gen
+		req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("cooperative-sticky") // v5+
 		if leads {
 			for member, share := range map[string][]int32{"m1": {1}, "m2": {0}} {
 				a := kmsg.NewSyncGroupRequestGroupAssignment()
@@ -274,12 +278,16 @@ func TestRecorderJoinThenSync(t *testing.T) {
 	require.Equal(t, int32(1), j.Result.Resp.GenerationID)
 	require.Equal(t, "m1", j.Result.Resp.Leader)
 	require.Empty(t, j.Result.Resp.Assignment, "a JoinGroup assigns nothing")
+	require.Equal(t, "cooperative-sticky", j.Result.Resp.Protocol)
+	require.Equal(t, "consumer", j.Result.Resp.ProtocolType)
 
 	s := ops[1]
 	require.Equal(t, model.SyncGroup, s.Kind)
 	require.Equal(t, int32(1), s.Req.GenerationID)
 	require.Equal(t, map[string][]model.Partition{"m1": {"trips-1"}, "m2": {"trips-0"}}, s.Req.Assignments)
 	require.Equal(t, model.RebalanceInProgress, s.Result.Err)
+	require.Equal(t, "consumer", s.Req.ProtocolType)
+	require.Equal(t, "cooperative-sticky", s.Req.Protocol)
 
 	require.Equal(t, model.JoinGroup, ops[2].Kind)
 	require.Equal(t, "m1", ops[2].Req.MemberID)

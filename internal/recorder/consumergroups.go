@@ -31,7 +31,7 @@ func (c *Client) consumerGroupHeartbeat(r *kmsg.ConsumerGroupHeartbeatRequest) [
 	}
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.MemberEpoch = group, r.MemberID, r.MemberEpoch
-	req.InstanceID = instanceID(r.InstanceID)
+	req.InstanceID = wire.Nullable(r.InstanceID)
 	if r.RebalanceTimeoutMillis > 0 { // -1 is unchanged
 		req.RebalanceTimeoutMs = c.cfg.Cluster.Millis(r.RebalanceTimeoutMillis)
 	}

@@ -101,7 +101,7 @@ func (c *Client) heartbeat(r *kmsg.HeartbeatRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
-	req.InstanceID = instanceID(r.InstanceID)
+	req.InstanceID = wire.Nullable(r.InstanceID)
 	return one(c, model.Heartbeat, r.Version, req,
 		func(r *kmsg.HeartbeatResponse) []int16 { return []int16{r.ErrorCode} }, nil)
 }
@@ -282,7 +282,7 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 	req := model.NewRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.Epoch = id, group, r.ProducerID, r.ProducerEpoch
 	req.MemberID, req.GenerationID = r.MemberID, r.Generation
-	req.InstanceID = instanceID(r.InstanceID)
+	req.InstanceID = wire.Nullable(r.InstanceID)
 	req.Offsets = map[model.Partition]int64{}
 	for _, topic := range r.Topics {
 		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= commitTopicIDs)
@@ -313,7 +313,7 @@ func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 		// v0 sends no member or generation: a simple consumer's commit.
 		req.MemberID, req.GenerationID = "", model.NoGeneration
 	}
-	req.InstanceID = instanceID(r.InstanceID)
+	req.InstanceID = wire.Nullable(r.InstanceID)
 	req.Offsets = map[model.Partition]int64{}
 	for _, topic := range r.Topics {
 		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= offsetCommitTopicIDs)
@@ -371,6 +371,7 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 		case jr.ErrorCode == 0:
 			out := model.NewResponse()
 			out.MemberID, out.GenerationID, out.Leader = jr.MemberID, jr.Generation, jr.LeaderID
+			out.Protocol, out.ProtocolType = wire.Nullable(jr.Protocol), wire.Nullable(jr.ProtocolType)
 			c.noteSubscription(jr.MemberID, op.req.Partitions)
 			return model.OK(out), ended
 		case wire.Misrouted(jr.ErrorCode) && r.MemberID != "":
@@ -389,7 +390,7 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 func (c *Client) joinRequest(group string, r *kmsg.JoinGroupRequest) model.Request {
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.JoinOnly = group, r.MemberID, true
-	req.InstanceID = instanceID(r.InstanceID)
+	req.InstanceID = wire.Nullable(r.InstanceID)
 	req.SessionTimeoutMs = c.cfg.Cluster.Millis(r.SessionTimeoutMillis)
 	if r.Version >= 1 {
 		req.RebalanceTimeoutMs = c.cfg.Cluster.Millis(r.RebalanceTimeoutMillis)
@@ -456,7 +457,8 @@ func (c *Client) syncGroup(r *kmsg.SyncGroupRequest) []observed {
 	requested := c.subscription(r.MemberID)
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
-	req.InstanceID = instanceID(r.InstanceID)
+	req.InstanceID = wire.Nullable(r.InstanceID)
+	req.ProtocolType, req.Protocol = wire.Nullable(r.ProtocolType), wire.Nullable(r.Protocol) // v5+
 	for _, a := range r.GroupAssignment {
 		share, err := wire.Assignment(a.MemberAssignment, requested, c.partition)
 		if err != nil {
@@ -504,7 +506,7 @@ func (c *Client) leaveGroup(r *kmsg.LeaveGroupRequest) []observed {
 			continue
 		}
 		req := model.NewRequest()
-		req.Group, req.MemberID, req.InstanceID = group, m.MemberID, instanceID(m.InstanceID)
+		req.Group, req.MemberID, req.InstanceID = group, m.MemberID, wire.Nullable(m.InstanceID)
 		ops = append(ops, one(c, model.LeaveGroup, r.Version, req, codesOf[*kmsg.LeaveGroupResponse](wire.LeaveCodes), nil)...)
 	}
 	return ops
@@ -652,13 +654,4 @@ func (c *Client) result(kind model.Kind, code int16, resp model.Response) model.
 func (c *Client) undecided(kind model.Kind, format string, args ...any) model.Result {
 	c.cfg.Logf("recorder: %s of %s undecided: %s", kind, c.proc, fmt.Sprintf(format, args...))
 	return model.Fail(model.RequestTimedOut)
-}
-
-// instanceID is a request's group.instance.id (KIP-345), "" for a dynamic
-// member or a version that has none.
-func instanceID(id *string) string {
-	if id == nil {
-		return ""
-	}
-	return *id
 }

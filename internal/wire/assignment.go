@@ -41,3 +41,13 @@ func Assignment(raw []byte, requested []model.Partition, partition func(topic st
 	}
 	return out, nil
 }
+
+// Nullable is a nullable string field as the history writes it: "" when
+// null, or when the version does not carry it (a dynamic member's
+// group.instance.id, a JoinGroup answer's protocol type before v7).
+func Nullable(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
