@@ -77,7 +77,7 @@ func TestGroupTransactSessionStaticMembers(t *testing.T) {
 		requireValidDocument(t, h)
 		requireAllHold(t, h)
 
-		takeover := takeoverJoin(t, h, "W2", "fare-worker-2")
+		takeover := takeoverJoinOf(t, h, "W2", "fare-worker-2")
 		require.True(t, slices.ContainsFunc(h.Ops, func(op histories.Op) bool {
 			return op.Proc == "W1" && op.Kind == model.JoinGroup && op.Req.InstanceID == "fare-worker-1"
 		}), "W1's joins carry no instance id")
@@ -89,19 +89,18 @@ func TestGroupTransactSessionStaticMembers(t *testing.T) {
 	})
 }
 
-// takeoverJoin is the ID of proc's join after its restart that names
-// instance and no member id, answered with a member id: the rejoin that
-// took the instance over.
-func takeoverJoin(t *testing.T, h histories.History, proc, instance string) int {
+// takeoverJoinOf is the ID of proc's join that names instance and no
+// member id and is answered with a member id, after proc's restart if it
+// restarted: the join that took the instance over.
+func takeoverJoinOf(t *testing.T, h histories.History, proc, instance string) int {
 	t.Helper()
-	restart := slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.Proc == proc && op.Kind == model.Restart })
-	require.GreaterOrEqual(t, restart, 0, "%s never restarted", proc)
-	i := slices.IndexFunc(h.Ops[restart:], func(op histories.Op) bool {
-		return strings.HasPrefix(op.Proc, proc) && op.Kind == model.JoinGroup && op.Req.MemberID == "" &&
-			op.Req.InstanceID == instance && op.Result.Succeeded()
+	from := max(0, slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.Proc == proc && op.Kind == model.Restart }))
+	i := slices.IndexFunc(h.Ops[from:], func(op histories.Op) bool {
+		return isProc(op, proc) && op.Kind == model.JoinGroup && op.Req.MemberID == "" &&
+			op.Req.InstanceID == instance && op.Result.Succeeded() && op.Result.Resp.MemberID != ""
 	})
-	require.GreaterOrEqual(t, i, 0, "no join of %s after its restart took instance %s over", proc, instance)
-	return h.Ops[restart+i].ID
+	require.GreaterOrEqual(t, i, 0, "no join of %s took instance %s over", proc, instance)
+	return h.Ops[from+i].ID
 }
 
 // withOp is a copy of h whose operation id is changed by doctor.
@@ -133,4 +132,75 @@ func requireAllHold(t *testing.T, h histories.History) checker.Report {
 		}
 	}
 	return report
+}
+
+// TestGroupTransactSessionStaticRestartFencesTheStalled: a static
+// worker's process W1 is stalled through the proxy (Proxy.Fault), as a
+// host that hangs. Its supervisor starts another process, W1b, with the
+// same instance id and transactional id. W1b's join takes the instance
+// over before W1's session times out, and W1b commits the trips. Then W1
+// wakes: its next group request naming the instance (a heartbeat, a
+// commit or a rejoin) is refused with FENCED_INSTANCE_ID, so it never
+// commits again. Every check holds, and a copy of the history in which
+// that request succeeded is flagged.
+func TestGroupTransactSessionStaticRestartFencesTheStalled(t *testing.T) {
+	forEachSessionProtocol(t, func(t *testing.T, s *scenario) {
+		p := newStaticProxy(t, s)
+		src := s.newSource()
+		trips := src.write(3)
+		w1 := s.startSession(staticWorker(p, "W1", "fare-worker"))
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "w1 commits the first trips")
+
+		require.NoError(t, p.Fault("W1", "stall", 0))
+		trips = append(trips, src.write(3)...)
+		w1b := s.startSession(staticWorker(p, "W1b", "fare-worker"))
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "w1b takes the instance over and commits")
+		require.NoError(t, p.Fault("W1", "wake", 0))
+		s.waitFor(func() bool { return fencedInstance(s.rec.History(), "W1", "fare-worker") >= 0 }, "w1 is fenced")
+		trips = append(trips, src.write(3)...)
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "every trip committed")
+		t.Logf("closing: w1 %v, w1b %v", w1.Close(), w1b.Close())
+
+		s.readAll("fares")
+		h := s.history("static-restart-fences-the-stalled")
+		h.Trips, h.OutputTopics = trips, []string{"fares"}
+		requireValidDocument(t, h)
+		report := requireAllHold(t, h)
+		if testing.Verbose() {
+			var timeline strings.Builder
+			_ = checker.WriteTimeline(&timeline, h, report.Verdicts)
+			t.Log(timeline.String())
+		}
+		takeoverJoinOf(t, h, "W1b", "fare-worker")
+		require.False(t, slices.ContainsFunc(h.Ops, func(op histories.Op) bool {
+			return isProc(op, "W1") && op.Kind == model.EndTxn && op.Req.Commit && op.Result.Succeeded() && op.ID > fencedInstance(h, "W1", "fare-worker")
+		}), "W1 committed a transaction after it was fenced")
+
+		fenced := fencedInstance(h, "W1", "fare-worker")
+		doctored := withOp(h, fenced, func(op *histories.Op) { op.Result = model.Result{Answered: true, Resp: op.Result.Resp} })
+		report = checker.Check(doctored, checker.Options{})
+		require.False(t, report.Verdict(checker.Linearizable).Held(),
+			"W1's fenced %s answered success went unnoticed:\n%v", h.Ops[slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.ID == fenced })].Kind, report.Verdicts)
+	})
+}
+
+// fencedInstance is the ID of proc's first request naming instance that
+// it sent after it woke, when that request was refused with
+// FENCED_INSTANCE_ID; -1 when there is none yet or it was answered
+// otherwise. Only group requests name an instance.
+func fencedInstance(h histories.History, proc, instance string) int {
+	woke := slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.Proc == proc && op.Kind == model.Wake })
+	if woke < 0 {
+		return -1
+	}
+	i := slices.IndexFunc(h.Ops[woke:], func(op histories.Op) bool { return isProc(op, proc) && op.Req.InstanceID == instance })
+	if i < 0 || h.Ops[woke+i].Result.Err != model.FencedInstanceID {
+		return -1
+	}
+	return h.Ops[woke+i].ID
+}
+
+// isProc reports whether op is process proc's, on any of its lanes.
+func isProc(op histories.Op, proc string) bool {
+	return op.Proc == proc || strings.HasPrefix(op.Proc, proc+".")
 }
