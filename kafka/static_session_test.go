@@ -43,12 +43,15 @@ func newStaticProxy(t *testing.T, s *scenario) *proxy.Proxy {
 }
 
 // TestGroupTransactSessionStaticMembers: two static workers share the
-// group. W2 crashes and restarts with the same instance id; its rejoin
-// with no member id takes the instance over, with no rebalance. Every
-// trip is committed once, and every check holds. The history's joins
-// carry the instance ids, and a copy of it with the instance id dropped
-// from the takeover join is flagged: a dynamic member's first join gets
-// no place of an old member.
+// group. W2 crashes and restarts with the same instance id. Its rejoin
+// with no member id takes the instance over under a new member id. A
+// rebalance may follow, because franz-go's cooperative subscription
+// names the partitions a member owns, and the new process owns none.
+// Every trip is committed once, and every check holds. The history's
+// joins carry the instance ids. A copy of it with the instance id
+// dropped from the takeover join is flagged: that join then takes
+// nothing over, so the new member id's requests naming the instance
+// are fenced.
 func TestGroupTransactSessionStaticMembers(t *testing.T) {
 	forEachSessionProtocol(t, func(t *testing.T, s *scenario) {
 		p := newStaticProxy(t, s)
