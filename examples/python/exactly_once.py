@@ -20,8 +20,8 @@ consumer and its producer share a client.id.
                       starts a process of the same worker (client.id
                       fare-worker-a-restarted, with a's group.instance.id
                       and transactional.id) before the group drops a. It
-                      takes a's instance over with no rebalance, fences a's
-                      producer, and commits a's trips. When it has, a wakes:
+                      takes a's instance over, fences a's producer, and
+                      commits a's trips. When it has, a wakes:
                       the coordinator fences it with FENCED_INSTANCE_ID (or
                       its producer is fenced first), a fatal error, and a
                       stops.
