@@ -25,6 +25,11 @@ import (
 type SessionConfig struct {
 	Group, TransactionalID string
 	Input, Output          string
+	// InstanceID, when set, is the worker's group.instance.id: a static
+	// member (KIP-345). A restart with the same InstanceID takes the
+	// member's place without a rebalance, and the process it replaced is
+	// fenced (FENCED_INSTANCE_ID).
+	InstanceID string
 	// SessionTimeout, RebalanceTimeout and TransactionTimeout are real
 	// time; 0 is 1 s, 1 s and 3 s.
 	SessionTimeout, RebalanceTimeout, TransactionTimeout time.Duration
@@ -58,6 +63,11 @@ type Session struct {
 	produce func(context.Context, ...*kgo.Record) kgo.ProduceResults
 	plain   *kgo.Client
 	tap     *recorder.Client
+	// sharedTap: tap is the proxy's process (SessionConfig.Proxy), which
+	// the session's restart uses again. A crashed session's wind-down then
+	// must not close it, because that would end the restart's requests
+	// in flight as unanswered.
+	sharedTap bool
 	// Run is the loop's bookkeeping: what it committed, the error that
 	// ended it, and when it ended.
 	clients.Run
@@ -72,7 +82,7 @@ func (t *Target) StartSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: starting a transact session: %w", err)
 	}
-	s := &Session{gts: gts, output: t.names.topic(cfg.Output), produce: gts.ProduceSync, tap: tap}
+	s := &Session{gts: gts, output: t.names.topic(cfg.Output), produce: gts.ProduceSync, tap: tap, sharedTap: cfg.Proxy != nil}
 	if cfg.outsideTxn {
 		if s.plain, err = kgo.NewClient(common...); err != nil {
 			gts.Close()
@@ -119,7 +129,7 @@ func (t *Target) clientOpts() []kgo.Opt {
 
 // sessionOpts are what a session's client is given besides clientOpts.
 func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.TransactionalID(t.names.txnID(cfg.TransactionalID)),
 		kgo.TransactionTimeout(orDefault(cfg.TransactionTimeout, 3*time.Second)),
 		kgo.ConsumerGroup(t.names.group(cfg.Group)),
@@ -131,6 +141,10 @@ func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
 		kgo.HeartbeatInterval(100 * time.Millisecond),
 		kgo.FetchMaxWait(100 * time.Millisecond),
 	}
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	return opts
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -216,7 +230,12 @@ func (s *Session) Crash() {
 		go func() {
 			<-s.Done()
 			s.gts.Client().Close()
-			s.closeRest()
+			if s.plain != nil {
+				s.plain.Close()
+			}
+			if !s.sharedTap {
+				s.tap.Close()
+			}
 		}()
 	})
 }

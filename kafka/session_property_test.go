@@ -76,6 +76,16 @@ func TestPropertyKafkaGroupTransactSessionThroughProxy(t *testing.T) {
 	rapid.Check(t, sessionProperty(t, sessionRun{throughProxy: true}))
 }
 
+// TestPropertyKafkaGroupTransactSessionStaticMembers: the same workers,
+// faults and checks through the proxy, each worker a static member
+// (KIP-345) with an instance id of its own. A crashed worker's restart
+// takes its instance over, and a stalled one may wake fenced by it
+// (FENCED_INSTANCE_ID) or dropped by its session timeout.
+func TestPropertyKafkaGroupTransactSessionStaticMembers(t *testing.T) {
+	sessionBudget(t, sessionChecks)
+	rapid.Check(t, sessionProperty(t, sessionRun{throughProxy: true, static: true}))
+}
+
 // TestPropertyKafkaGroupTransactSessionCatchesOutputOutsideTxn: the
 // property is not blind. A worker that writes its output with a producer
 // outside its transaction leaves an aborted transaction's output behind,
@@ -100,6 +110,9 @@ type sessionRun struct {
 	// and faults the workers; a loop of a client library always runs
 	// through one.
 	throughProxy bool
+	// static makes each worker a static member: its instance id is
+	// fare-worker-<name>, kept across its restarts.
+	static bool
 	// loop is the client library's loop the workers run; nil is
 	// franz-go's GroupTransactSession (Target.StartSession).
 	loop *clients.Loop
@@ -131,7 +144,7 @@ func sessionProperty(t *testing.T, run sessionRun) func(*rapid.T) {
 			defer p.Close()
 			base.Proxy = p
 		}
-		m := &sessionMachine{s: s, base: base, loop: run.loop, failed: run.failed, source: s.newSource()}
+		m := &sessionMachine{s: s, base: base, loop: run.loop, static: run.static, failed: run.failed, source: s.newSource()}
 		defer m.closeAll()
 		m.WriteTrips(rt)
 		m.JoinWorker(rt)
@@ -176,6 +189,7 @@ type sessionMachine struct {
 	s       *scenario
 	base    SessionConfig
 	loop    *clients.Loop
+	static  bool
 	failed  func(histories.History)
 	source  *source
 	trips   []string
@@ -204,6 +218,9 @@ func (m *sessionMachine) config(w *sessionWorker) SessionConfig {
 	cfg := m.base
 	cfg.Group, cfg.TransactionalID, cfg.Input, cfg.Output = "fare-workers", "ctp-"+w.name, "trips", "fares"
 	cfg.Record, cfg.Proc = m.s.rec, w.name
+	if m.static {
+		cfg.InstanceID = "fare-worker-" + w.name
+	}
 	return cfg
 }
 

@@ -21,6 +21,11 @@ func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Work
 	if cfg.Proxy == nil {
 		return nil, errors.New("kafka: a client library's worker runs through a proxy (SessionConfig.Proxy)")
 	}
+	if cfg.InstanceID != "" {
+		// clients.Job has no instance id, so the worker would join as a
+		// dynamic member while its config says static.
+		return nil, fmt.Errorf("kafka: a client library's loop takes no group.instance.id (SessionConfig.InstanceID %q); only StartSession does", cfg.InstanceID)
+	}
 	cfg.Proxy.Process(cfg.Proc).Restart()
 	job := clients.Job{
 		Brokers:  []string{cfg.Proxy.Addr()},

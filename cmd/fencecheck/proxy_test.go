@@ -163,11 +163,12 @@ func (r *recordedRun) produceTrips(ctx context.Context, n int) {
 	}
 }
 
-// check stops the proxy and the broker and checks the history.
-func (r *recordedRun) check() (code int, verdicts string) {
+// check stops the proxy and the broker and checks the history, with
+// fencecheck check's flags args.
+func (r *recordedRun) check(args ...string) (code int, verdicts string) {
 	require.Equal(r.t, exitHeld, r.stopProxy())
 	require.Equal(r.t, exitHeld, r.stopBroker())
-	code, out, errOut := runCLI("check", r.path)
+	code, out, errOut := runCLI(append(append([]string{"check"}, args...), r.path)...)
 	require.Empty(r.t, errOut)
 	return code, out
 }

@@ -1,0 +1,209 @@
+package kafka
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/checker"
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/proxy"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// Static members (KIP-345) on franz-go's GroupTransactSession, recorded
+// through a fencecheck proxy, as any client is. Each worker has its own
+// group.instance.id (kgo.InstanceID). A restart keeps the instance id, so
+// it takes the member's place without a rebalance, and the process it
+// replaced is fenced with FENCED_INSTANCE_ID.
+
+// staticSessionTimeout is longer than a worker's restart takes, so that
+// the restart takes the instance over before the group drops it. That is
+// what static membership is for.
+const staticSessionTimeout = 5 * time.Second
+
+// staticWorker is the config of process proc, a worker with instance id
+// instance. Its transactional id goes with the instance, as a restarted
+// worker keeps both.
+func staticWorker(p *proxy.Proxy, proc, instance string) SessionConfig {
+	return SessionConfig{Group: "fare-workers", TransactionalID: "ctp-" + instance, InstanceID: instance,
+		Input: "trips", Output: "fares", SessionTimeout: staticSessionTimeout, Proxy: p, Proc: proc}
+}
+
+// newStaticProxy is a proxy in front of s's cluster, recording into s's
+// history.
+func newStaticProxy(t *testing.T, s *scenario) *proxy.Proxy {
+	p, err := s.target.NewProxy(s.rec)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// TestGroupTransactSessionStaticMembers: two static workers share the
+// group. W2 crashes and restarts with the same instance id. Its rejoin
+// with no member id takes the instance over under a new member id. A
+// rebalance may follow, because franz-go's cooperative subscription
+// names the partitions a member owns, and the new process owns none.
+// Every trip is committed once, and every check holds. The history's
+// joins carry the instance ids. A copy of it with the instance id
+// dropped from the takeover join is flagged: that join then takes
+// nothing over, so the new member id's requests naming the instance
+// are fenced.
+func TestGroupTransactSessionStaticMembers(t *testing.T) {
+	forEachSessionProtocol(t, func(t *testing.T, s *scenario) {
+		p := newStaticProxy(t, s)
+		src := s.newSource()
+		trips := src.write(3)
+		w1 := s.startSession(staticWorker(p, "W1", "fare-worker-1"))
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "w1 commits the first trips")
+		w2 := s.startSession(staticWorker(p, "W2", "fare-worker-2"))
+		s.waitFor(func() bool { // trips keep coming until W2 has a partition of its own
+			trips = append(trips, src.write(1)...)
+			return assertEventually(func() bool { return w2.Committed() > 0 }, 300*time.Millisecond)
+		}, "w2 commits")
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "both commit")
+
+		require.NoError(t, p.Fault("W2", "crash", 0))
+		w2.Crash()
+		require.NoError(t, p.Fault("W2", "restart", 0))
+		w2 = s.startSession(staticWorker(p, "W2", "fare-worker-2"))
+		trips = append(trips, src.write(3)...)
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "every trip committed")
+		t.Logf("closing: w1 %v, w2 %v", w1.Close(), w2.Close())
+
+		s.readAll("fares")
+		h := s.history("static-members")
+		h.Trips, h.OutputTopics = trips, []string{"fares"}
+		requireValidDocument(t, h)
+		requireAllHold(t, h)
+
+		takeover := takeoverJoinOf(t, h, "W2", "fare-worker-2")
+		require.True(t, slices.ContainsFunc(h.Ops, func(op histories.Op) bool {
+			return op.Proc == "W1" && op.Kind == model.JoinGroup && op.Req.InstanceID == "fare-worker-1"
+		}), "W1's joins carry no instance id")
+
+		doctored := withOp(h, takeover, func(op *histories.Op) { op.Req.InstanceID = "" })
+		report := checker.Check(doctored, checker.Options{})
+		require.False(t, report.Verdict(checker.Linearizable).Held(),
+			"the takeover join without its instance id went unnoticed:\n%v", report.Verdicts)
+	})
+}
+
+// takeoverJoinOf is the ID of proc's join that names instance and no
+// member id and is answered with a member id, after proc's restart if it
+// restarted: the join that took the instance over.
+func takeoverJoinOf(t *testing.T, h histories.History, proc, instance string) int {
+	t.Helper()
+	from := max(0, slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.Proc == proc && op.Kind == model.Restart }))
+	i := slices.IndexFunc(h.Ops[from:], func(op histories.Op) bool {
+		return isProc(op, proc) && op.Kind == model.JoinGroup && op.Req.MemberID == "" &&
+			op.Req.InstanceID == instance && op.Result.Succeeded() && op.Result.Resp.MemberID != ""
+	})
+	require.GreaterOrEqual(t, i, 0, "no join of %s took instance %s over", proc, instance)
+	return h.Ops[from+i].ID
+}
+
+// withOp is a copy of h whose operation id is changed by doctor.
+func withOp(h histories.History, id int, doctor func(*histories.Op)) histories.History {
+	c := h
+	c.Ops = slices.Clone(h.Ops)
+	i := slices.IndexFunc(c.Ops, func(op histories.Op) bool { return op.ID == id })
+	doctor(&c.Ops[i])
+	return c
+}
+
+// requireAllHold fails unless every check holds on h, but for a known
+// finding of kfake's (KnownFindings), which is logged.
+func requireAllHold(t *testing.T, h histories.History) checker.Report {
+	t.Helper()
+	report := checker.Check(h, checker.Options{})
+	explained := map[string]bool{}
+	for _, sig := range report.Signatures() {
+		if name, ok := KnownFindings().Identify(h, sig); ok {
+			t.Logf("known finding %s: %s", name, report.Verdict(sig.Check))
+			explained[sig.Check] = true
+		}
+	}
+	for _, v := range report.Verdicts {
+		if !v.Held() && !explained[v.Check] {
+			var timeline strings.Builder
+			_ = checker.WriteTimeline(&timeline, h, report.Verdicts)
+			t.Fatalf("%s\n%s", v, timeline.String())
+		}
+	}
+	return report
+}
+
+// TestGroupTransactSessionStaticRestartFencesTheStalled: a static
+// worker's process W1 is stalled through the proxy (Proxy.Fault), as a
+// host that hangs. Its supervisor starts another process, W1b, with the
+// same instance id and transactional id. W1b's join takes the instance
+// over before W1's session times out, and W1b commits the trips. Then W1
+// wakes: its next group request naming the instance (a heartbeat, a
+// commit or a rejoin) is refused with FENCED_INSTANCE_ID, so it never
+// commits again. Every check holds, and a copy of the history in which
+// that request succeeded is flagged.
+func TestGroupTransactSessionStaticRestartFencesTheStalled(t *testing.T) {
+	forEachSessionProtocol(t, func(t *testing.T, s *scenario) {
+		p := newStaticProxy(t, s)
+		src := s.newSource()
+		trips := src.write(3)
+		w1 := s.startSession(staticWorker(p, "W1", "fare-worker"))
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "w1 commits the first trips")
+
+		require.NoError(t, p.Fault("W1", "stall", 0))
+		trips = append(trips, src.write(3)...)
+		w1b := s.startSession(staticWorker(p, "W1b", "fare-worker"))
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "w1b takes the instance over and commits")
+		require.NoError(t, p.Fault("W1", "wake", 0))
+		s.waitFor(func() bool { return fencedInstance(s.rec.History(), "W1", "fare-worker") >= 0 }, "w1 is fenced")
+		trips = append(trips, src.write(3)...)
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "every trip committed")
+		t.Logf("closing: w1 %v, w1b %v", w1.Close(), w1b.Close())
+
+		s.readAll("fares")
+		h := s.history("static-restart-fences-the-stalled")
+		h.Trips, h.OutputTopics = trips, []string{"fares"}
+		requireValidDocument(t, h)
+		report := requireAllHold(t, h)
+		if testing.Verbose() {
+			var timeline strings.Builder
+			_ = checker.WriteTimeline(&timeline, h, report.Verdicts)
+			t.Log(timeline.String())
+		}
+		takeoverJoinOf(t, h, "W1b", "fare-worker")
+		require.False(t, slices.ContainsFunc(h.Ops, func(op histories.Op) bool {
+			return isProc(op, "W1") && op.Kind == model.EndTxn && op.Req.Commit && op.Result.Succeeded() && op.ID > fencedInstance(h, "W1", "fare-worker")
+		}), "W1 committed a transaction after it was fenced")
+
+		fenced := fencedInstance(h, "W1", "fare-worker")
+		doctored := withOp(h, fenced, func(op *histories.Op) { op.Result = model.Result{Answered: true, Resp: op.Result.Resp} })
+		report = checker.Check(doctored, checker.Options{})
+		require.False(t, report.Verdict(checker.Linearizable).Held(),
+			"W1's fenced %s answered success went unnoticed:\n%v", h.Ops[slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.ID == fenced })].Kind, report.Verdicts)
+	})
+}
+
+// fencedInstance is the ID of proc's first request naming instance that
+// it sent after it woke, when that request was refused with
+// FENCED_INSTANCE_ID; -1 when there is none yet or it was answered
+// otherwise. Only group requests name an instance.
+func fencedInstance(h histories.History, proc, instance string) int {
+	woke := slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.Proc == proc && op.Kind == model.Wake })
+	if woke < 0 {
+		return -1
+	}
+	i := slices.IndexFunc(h.Ops[woke:], func(op histories.Op) bool { return isProc(op, proc) && op.Req.InstanceID == instance })
+	if i < 0 || h.Ops[woke+i].Result.Err != model.FencedInstanceID {
+		return -1
+	}
+	return h.Ops[woke+i].ID
+}
+
+// isProc reports whether op is process proc's, on any of its lanes.
+func isProc(op histories.Op, proc string) bool {
+	return op.Proc == proc || strings.HasPrefix(op.Proc, proc+".")
+}
