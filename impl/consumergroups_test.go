@@ -22,16 +22,13 @@ import (
 )
 
 // heartbeat sends a ConsumerGroupHeartbeat to the broker or to the model,
-// neither of which takes it through model.Send (it is not a request of
-// model.Broker).
+// through model.Send (both are model.ConsumerGroupHeartbeaters).
 func heartbeat(b model.Target, r model.Request) model.Result {
-	switch b := b.(type) {
-	case *Broker:
-		return b.ConsumerGroupHeartbeat(context.Background(), r)
-	case *model.RefBroker:
-		return b.BrokerFunc(context.Background(), model.ConsumerGroupHeartbeat, r)
+	res, err := model.Send(context.Background(), b, model.Op{Kind: model.ConsumerGroupHeartbeat, Req: r})
+	if err != nil {
+		panic(err)
 	}
-	panic(fmt.Sprintf("%T takes no ConsumerGroupHeartbeat", b))
+	return res
 }
 
 // joinConsumerReq is a member's join: epoch 0, its subscription, nothing
