@@ -188,7 +188,7 @@ func unexplorable(names string) error {
 	for _, name := range strings.Split(names, ",") {
 		name = strings.TrimSpace(name)
 		if test := impl.CaughtOutsideWorkload[name]; test != "" {
-			return fmt.Errorf("%s: no scenario sends the requests it breaks (KIP-848's ConsumerGroupHeartbeat), so no exploration can meet it; %s catches it", name, test)
+			return fmt.Errorf("%s: no scenario sends the requests it breaks, so no exploration can meet it; %s catches it", name, test)
 		}
 	}
 	return nil
