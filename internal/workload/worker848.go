@@ -91,6 +91,16 @@ func (w *worker) membershipOp() (model.Op, bool) {
 	return model.Op{}, false
 }
 
+// clockMoved tells the worker that ms passed: a KIP-848 member's
+// background thread heartbeats once its heartbeat interval has passed,
+// whatever the application is doing (AbstractHeartbeatRequestManager.poll,
+// HeartbeatRequestState.canSendRequest), so a heartbeat is due.
+func (w *worker) clockMoved(ms int64) {
+	if w.kip848 && w.memberEpoch > 0 && ms >= model.DefaultConsumerHeartbeatIntervalMs {
+		w.beatDue = true
+	}
+}
+
 // learnBeat takes a heartbeat's answer.
 func (w *worker) learnBeat(op model.Op, res model.Result) {
 	if op.Req.MemberEpoch == model.LeaveMemberEpoch {
