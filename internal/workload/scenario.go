@@ -73,6 +73,8 @@ var Scenarios = []Scenario{
 		about: "every worker is given one group.instance.id: each live process's join takes the instance from the other, which is then fenced (FENCED_INSTANCE_ID)"},
 	{Name: "groupid-string-offsets", workers: true, Breaks: []string{"offsets-monotonic", "exactly-once"},
 		about: "workers commit offsets with the groupId-string overload: no generation fencing (seed 002)"},
+	{Name: "kip848-groupid-string-offsets", workers: true, kip848: true, Breaks: []string{"offsets-monotonic", "exactly-once", "progress"},
+		about: "KIP-848 workers commit offsets with the groupId-string overload, without member id and member epoch: Kafka 4.x takes such a commit unchecked, so a zombie's lands (no member epoch fencing); 3.9 refuses it (UNKNOWN_MEMBER_ID), so no trip is ever committed"},
 }
 
 // KIP848Scenario is the correct scenario whose workers are members of a
