@@ -92,6 +92,11 @@ const AtLeastOnceScenario = "at-least-once-beside"
 // Correct reports whether the scenario is a correct configuration.
 func (s Scenario) Correct() bool { return len(s.Breaks) == 0 }
 
+// SpeaksKIP848 reports whether the scenario's workers speak KIP-848's
+// consumer group protocol: only a model.ConsumerGroupHeartbeater can run
+// it.
+func (s Scenario) SpeaksKIP848() bool { return s.kip848 }
+
 // About says what the scenario runs.
 func (s Scenario) About() string { return s.about }
 
