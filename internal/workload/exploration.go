@@ -49,6 +49,10 @@ func CorrectScenarios() []Scenario {
 type Exploration struct {
 	// Scenarios are explored in turn; none is CorrectScenarios.
 	Scenarios []Scenario
+	// Grouped says that Scenarios were asked for as a group (fencecheck
+	// run's --scenario correct or all): those the target cannot run are
+	// left out with a line in the log, as the defaults are, not refused.
+	Grouped bool
 	// Target makes a fresh broker per interleaving. Run makes one first,
 	// to see that it can (an unreachable cluster fails there) and whether
 	// its clock is the wall clock.
@@ -143,7 +147,7 @@ func (e Exploration) Run(report func(Explored)) error {
 	if err != nil {
 		return err
 	}
-	if scenarios, err = e.fitting(scenarios, caps, defaulted); err != nil {
+	if scenarios, err = e.fitting(scenarios, caps, defaulted || e.Grouped); err != nil {
 		return err
 	}
 	batchChecks := DefaultBatchChecks
