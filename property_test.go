@@ -66,7 +66,7 @@ func TestPropertyStableID(t *testing.T) {
 // most, because a KIP-848 member revokes before its partition moves on,
 // so only a member whose session ended in the middle of its transaction
 // is a zombie; about one interleaving in 200 makes one (6 seeds measured),
-// and 1 run in 4 missed it in 1500.
+// and 2 runs in 6 missed it in 1500.
 func TestPropertyMisconfigurationsAreCaught(t *testing.T) {
 	for _, sc := range workload.Scenarios {
 		if sc.Correct() {
