@@ -20,6 +20,11 @@ import (
 func TestPropertyDifferential(t *testing.T) {
 	for _, version := range []int{1, 2} {
 		for _, sc := range workload.CorrectScenarios() {
+			if sc.SpeaksKIP848() {
+				// The brokers' assignors differ: the model's is its own,
+				// so their KIP-848 answers are not compared (impl/README.md).
+				continue
+			}
 			name := sc.Name
 			t.Run(fmt.Sprintf("%s-v%d", name, version), func(t *testing.T) {
 				rapid.Check(t, func(t *rapid.T) {

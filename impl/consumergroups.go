@@ -91,10 +91,13 @@ var consumerAssignors = []string{"uniform", "range"}
 
 // ConsumerGroupHeartbeat answers KIP-848's ConsumerGroupHeartbeat: a
 // leave when the member epoch is -1 or -2, else a join (epoch 0) or a
-// heartbeat. It is not part of model.Broker, so it is called directly.
+// heartbeat (model.ConsumerGroupHeartbeater, which model.Send dispatches
+// to).
 func (b *Broker) ConsumerGroupHeartbeat(_ context.Context, r model.Request) model.Result {
 	return b.consumerGroupHeartbeat(r)
 }
+
+var _ model.ConsumerGroupHeartbeater = (*Broker)(nil)
 
 func (b *Broker) consumerGroupHeartbeat(r model.Request) model.Result {
 	if code := heartbeatInvalid(r); code != "" {

@@ -33,15 +33,13 @@ var Mutants = map[string]string{
 }
 
 // CaughtOutsideWorkload names the mutants that no workload scenario can
-// meet yet, each with the test that catches it instead. The workload sends
-// no ConsumerGroupHeartbeat, so these two bugs of KIP-848 consumer groups
-// are caught by a short conversation with the broker, judged by the
-// checker. The tests that explore workload scenarios (TestMutantsAreCaught,
-// TestMeasureSwarm) leave them out, and require each of the others.
-var CaughtOutsideWorkload = map[string]string{
-	"assign-before-revoke":                  "TestConsumerGroupMutantsAreCaught (impl/consumergroups_test.go)",
-	"txn-commit-accepts-stale-member-epoch": "TestConsumerGroupMutantsAreCaught (impl/consumergroups_test.go)",
-}
+// meet, each with the test that catches it instead. The tests that explore
+// workload scenarios (TestMutantsAreCaught, TestMeasureSwarm) leave them
+// out, and require each of the others. None is left: the two bugs of
+// KIP-848 consumer groups, caught by a short conversation with the broker
+// too (TestConsumerGroupMutantsAreCaught), are met by the kip848-consumers
+// scenario.
+var CaughtOutsideWorkload = map[string]string{}
 
 // WorkloadMutants is every mutant that the workload's scenarios can meet,
 // sorted: Mutants but for CaughtOutsideWorkload.

@@ -114,8 +114,9 @@ var mutantCases = map[string]mutantCase{
 		return send(b, model.OffsetCommit, commit)
 	}},
 	// W2 joins while W1 holds every partition of t: W2's target takes t-2
-	// from W1, which has not revoked it. The model's own assignor gives
-	// nothing new, and the broker's gives nothing yet.
+	// from W1, which has not revoked it. The model's own assignor moves
+	// only partitions its logs hold (none of t), and the broker's gives
+	// nothing yet.
 	"assign-before-revoke": {2, func(b model.Target) model.Result {
 		heartbeat(b, joinConsumerReq("cg", "w1", "t"))
 		return heartbeat(b, joinConsumerReq("cg", "w2", "t"))

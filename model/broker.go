@@ -45,6 +45,15 @@ type OffsetCommitter interface {
 	OffsetCommit(ctx context.Context, req Request) Result
 }
 
+// ConsumerGroupHeartbeater is a broker that also answers KIP-848's
+// ConsumerGroupHeartbeat, the one request of a consumer group
+// (group.protocol=consumer). It is apart from Broker, as OffsetCommitter
+// is, so that the brokers written before it keep compiling; Send refuses
+// the request to a broker without it.
+type ConsumerGroupHeartbeater interface {
+	ConsumerGroupHeartbeat(ctx context.Context, req Request) Result
+}
+
 // NewTarget makes a fresh target, for one exploration each.
 type NewTarget func() (Target, error)
 
@@ -68,6 +77,13 @@ func Send(ctx context.Context, b Broker, op Op) (Result, error) {
 			return Result{}, fmt.Errorf("%T takes no %q: it is not an OffsetCommitter", b, op.Kind)
 		}
 		send = c.OffsetCommit
+	}
+	if op.Kind == ConsumerGroupHeartbeat {
+		c, ok := b.(ConsumerGroupHeartbeater)
+		if !ok {
+			return Result{}, fmt.Errorf("%T takes no %q: it is not a ConsumerGroupHeartbeater", b, op.Kind)
+		}
+		send = c.ConsumerGroupHeartbeat
 	}
 	if send == nil {
 		return Result{}, fmt.Errorf("%q is not a request a broker answers", op.Kind)
@@ -134,6 +150,15 @@ func (b *RefBroker) OffsetCommit(ctx context.Context, r Request) Result {
 }
 
 var _ OffsetCommitter = (*RefBroker)(nil)
+
+// ConsumerGroupHeartbeat answers KIP-848's heartbeat
+// (ConsumerGroupHeartbeater). A BrokerFunc has no such method, for the
+// reason OffsetCommit gives.
+func (b *RefBroker) ConsumerGroupHeartbeat(ctx context.Context, r Request) Result {
+	return b.BrokerFunc(ctx, ConsumerGroupHeartbeat, r)
+}
+
+var _ ConsumerGroupHeartbeater = (*RefBroker)(nil)
 
 // Tick moves the broker's clock by ms; expired transactions and sessions end.
 func (b *RefBroker) Tick(ms int64) { b.apply(Tick, Request{Ms: ms}) }

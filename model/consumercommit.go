@@ -69,7 +69,17 @@ func (st *step) checkConsumerCommit(r Request) *outcome {
 		return &out
 	}
 	stale := st.staleEpochCode()
-	if r.GenerationID == m.epoch || (m.unsure && !st.answered(stale)) {
+	switch {
+	case m.unsure:
+		// A heartbeat whose answer was lost may have moved the
+		// member's epoch, even one the commit carries
+		// (CurrentAssignmentBuilder): a late join at epoch 0 of a
+		// known member, say, moves it to the target's epoch. Either
+		// answer is Kafka's.
+		if !st.answered(stale) {
+			return nil
+		}
+	case r.GenerationID == m.epoch:
 		return nil
 	}
 	if m.assignedBy(r.Offsets, r.GenerationID) && !st.answered(stale) {

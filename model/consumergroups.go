@@ -27,8 +27,9 @@ import (
 // broker answered, and holds it to the rules that any assignor keeps: a
 // partition goes to a new owner only after its previous owner revoked it
 // or left; a member's epoch only grows; and no answer's epoch is above
-// the group epoch. Its own answers (Apply) use an assignor that assigns
-// nothing new, which Kafka's NoOpPartitionAssignor also does.
+// the group epoch. Its own answers (Apply) use a range assignor over the
+// partitions its logs hold (ownTarget), so that the model as a target
+// gives consumers work.
 
 // Consumer group defaults: Kafka's group.consumer.session.timeout.ms and
 // group.consumer.heartbeat.interval.ms.

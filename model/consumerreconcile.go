@@ -21,7 +21,7 @@ func (st *step) reconcileConsumer(r Request, g consumerGroup, id string, m consu
 	if st.undecided() {
 		return st.lostHeartbeat(r, g, id, m)
 	}
-	resp, out := st.consumerAnswer(r, g, m)
+	resp, out := st.consumerAnswer(r, g, id, m, len(released) > 0)
 	if out != nil {
 		return *out
 	}
@@ -60,10 +60,9 @@ func (m consumerMember) releasedBy(owned *[]Partition) []Partition {
 }
 
 // consumerAnswer is the answer to take: the broker's when judging, else
-// the model's own (an assignor that assigns nothing new: the member keeps
-// what it has and moves to the group epoch). The answer's epoch is held
-// to the group epoch.
-func (st *step) consumerAnswer(r Request, g consumerGroup, m consumerMember) (Response, *outcome) {
+// the model's own (ownAnswer). The answer's epoch is held to the group
+// epoch.
+func (st *step) consumerAnswer(r Request, g consumerGroup, id string, m consumerMember, justReleased bool) (Response, *outcome) {
 	if obs := st.observed(); obs != nil {
 		resp := *obs
 		if resp.MemberEpoch > g.epoch && !g.loose {
@@ -74,17 +73,91 @@ func (st *step) consumerAnswer(r Request, g consumerGroup, m consumerMember) (Re
 		}
 		return resp, nil
 	}
+	return st.ownAnswer(r, g, id, m, justReleased), nil
+}
+
+// ownAnswer is the model's own answer, as Kafka's CurrentAssignmentBuilder
+// builds it towards the target of the model's assignor (ownTarget). A
+// member revoking partitions waits at its epoch with what it has. A
+// member that owns partitions its target leaves out begins revoking them,
+// and gets nothing new. Else it keeps what its target keeps, gets what
+// its target adds that no other member holds, and moves to the group
+// epoch. The assignment is sent when it changed, and to a join or a full
+// heartbeat.
+func (st *step) ownAnswer(r Request, g consumerGroup, id string, m consumerMember, justReleased bool) Response {
 	resp := NewResponse()
-	resp.MemberEpoch = m.epoch
-	if len(m.revoking) == 0 {
-		resp.MemberEpoch = g.epoch
-	}
 	resp.HeartbeatIntervalMs = DefaultConsumerHeartbeatIntervalMs
-	if r.MemberEpoch == JoinMemberEpoch || isFullHeartbeat(r) {
-		assigned := slices.Clone(m.assigned)
+	resp.MemberEpoch = m.epoch
+	assigned := m.assigned
+	if len(m.revoking) == 0 {
+		target := st.ownTarget(g, id, m)
+		kept := common(m.assigned, target)
+		switch dropped := without(m.assigned, target); {
+		case len(dropped) > 0 && ownsAny(r.OwnedPartitions, dropped):
+			// startRevoking: the next epoch when the member just
+			// released what it revoked before.
+			if justReleased {
+				resp.MemberEpoch = min(m.epoch+1, g.epoch)
+			}
+			assigned = kept
+		default:
+			resp.MemberEpoch = g.epoch
+			assigned = kept
+			for _, p := range without(target, kept) {
+				if g.holder(p, id) == "" {
+					assigned = append(assigned, p)
+				}
+			}
+		}
+	}
+	assigned = slices.Sorted(slices.Values(assigned))
+	if r.MemberEpoch == JoinMemberEpoch || isFullHeartbeat(r) || !slices.Equal(assigned, m.assigned) {
 		resp.MemberAssignment = &assigned
 	}
-	return resp, nil
+	return resp
+}
+
+// ownTarget is the target assignment of member id by the model's own
+// assignor: for each topic it subscribes to by name, the partitions the
+// model's logs hold of it, cut into ranges, one per member subscribed to
+// it in member id order, as Kafka's range assignor does
+// (RangeAssignor). A partition the logs do not hold, which a judged
+// answer gave, stays where it is. Kafka's assignor is the coordinator's
+// choice; judging, the model takes the broker's. A member subscribed by
+// regex gets no more.
+func (st *step) ownTarget(g consumerGroup, id string, m consumerMember) []Partition {
+	var target []Partition
+	for _, p := range m.assigned {
+		if _, logged := st.s.parts[p]; !logged {
+			target = append(target, p)
+		}
+	}
+	for _, topic := range m.topics {
+		var parts []Partition
+		for p := range st.s.parts {
+			if t, ok := p.Topic(); ok && t == topic {
+				parts = append(parts, p)
+			}
+		}
+		slices.Sort(parts)
+		var subs []string
+		for other, om := range g.members {
+			if other != id && slices.Contains(om.topics, topic) {
+				subs = append(subs, other)
+			}
+		}
+		subs = append(subs, id)
+		slices.Sort(subs)
+		i, n := slices.Index(subs, id), len(subs)
+		per, extra := len(parts)/n, len(parts)%n
+		start := i*per + min(i, extra)
+		count := per
+		if i < extra {
+			count++
+		}
+		target = append(target, parts[start:start+count]...)
+	}
+	return target
 }
 
 // isFullHeartbeat is Kafka's test for a request that sends everything

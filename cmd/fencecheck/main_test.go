@@ -299,8 +299,6 @@ func TestRunRefusesFlagsOutOfRange(t *testing.T) {
 		"--target":      {"--target", "zookeeper"},
 		"--scenario":    {"--scenario", "nope"},
 		"--mutant":      {"--mutant", "no-such-bug"},
-		// No scenario sends a ConsumerGroupHeartbeat.
-		"--mutant outside-workload": {"--mutant", "no-epoch-check,assign-before-revoke"},
 	} {
 		t.Run(flag, func(t *testing.T) {
 			code, out, errOut := runCLI(append([]string{"run"}, args...)...)

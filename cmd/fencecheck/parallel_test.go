@@ -79,9 +79,9 @@ func TestScenarioLists(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, []string{"stable-id", "adversary", "at-least-once-beside", "static-members"}, names("correct"))
-	require.Equal(t, []string{"shared-id", "stable-id", "adversary", "at-least-once-beside", "static-members"}, names("shared-id,correct,stable-id"))
-	require.Len(t, names("all,correct"), 9)
+	require.Equal(t, []string{"stable-id", "adversary", "at-least-once-beside", "static-members", "kip848-consumers"}, names("correct"))
+	require.Equal(t, []string{"shared-id", "stable-id", "adversary", "at-least-once-beside", "static-members", "kip848-consumers"}, names("shared-id,correct,stable-id"))
+	require.Len(t, names("all,correct"), 11)
 	_, err := scenariosNamed("stable-id,nope")
 	require.ErrorContains(t, err, `unknown scenario "nope"`)
 }

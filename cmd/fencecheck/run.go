@@ -188,7 +188,7 @@ func unexplorable(names string) error {
 	for _, name := range strings.Split(names, ",") {
 		name = strings.TrimSpace(name)
 		if test := impl.CaughtOutsideWorkload[name]; test != "" {
-			return fmt.Errorf("%s: no scenario sends the requests it breaks (KIP-848's ConsumerGroupHeartbeat), so no exploration can meet it; %s catches it", name, test)
+			return fmt.Errorf("%s: no scenario sends the requests it breaks, so no exploration can meet it; %s catches it", name, test)
 		}
 	}
 	return nil
@@ -248,6 +248,18 @@ func (f *runFlags) validate(rest []string) ([]workload.Scenario, error) {
 		return nil, fmt.Errorf("--known: %w", err)
 	}
 	return scenariosNamed(f.scenario)
+}
+
+// grouped reports whether --scenario names a group of scenarios (correct
+// or all): those the target cannot run are then left out, with a line in
+// the log, rather than refused (workload.Exploration.Grouped).
+func (f runFlags) grouped() bool {
+	for _, name := range strings.Split(f.scenario, ",") {
+		if name == "all" || name == "correct" {
+			return true
+		}
+	}
+	return false
 }
 
 // scenariosNamed reads --scenario: names, correct or all.
@@ -319,7 +331,7 @@ func (f *runFlags) loadKnown() error {
 
 // exploration is the run's exploration of scenarios, with f's mutants.
 func (f runFlags) exploration(scenarios []workload.Scenario, stderr io.Writer) workload.Exploration {
-	return workload.Exploration{Scenarios: scenarios, Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm,
+	return workload.Exploration{Scenarios: scenarios, Grouped: f.grouped(), Target: targets[f.target](f), TxnVersion: f.txnVersion, Known: f.known, Swarm: f.swarm,
 		Checks: f.checks, Time: f.time, Steps: f.steps, Seed: f.seed, ShrinkTime: f.shrinkTime, Shard: f.shard,
 		Runners:  f.runners,
 		Progress: workload.NewProgress(stderr, isTerminal(stderr)),

@@ -327,6 +327,11 @@ func (r *run) clockTick(ms int64) {
 	r.timers.tick(ms)
 	r.groupChanges++ // sessions may have expired
 	r.txnMayEnd()    // transactions may have timed out
+	for _, p := range r.procs {
+		if w, ok := p.c.(*worker); ok {
+			w.clockMoved(ms)
+		}
+	}
 	r.fault("clock", model.Tick, model.Request{Ms: ms})
 	r.strike(model.Tick, func() { r.target.Tick(ms) })
 }

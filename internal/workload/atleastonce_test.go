@@ -56,6 +56,23 @@ func TestAtLeastOnceScenarioNeedsAnOffsetCommitter(t *testing.T) {
 	require.NoError(t, ex.Run(func(e Explored) { explored = append(explored, e.Scenario.Name) }))
 	require.Equal(t, []string{"stable-id", "adversary", StaticScenario}, explored)
 	require.Contains(t, logged, "fencecheck: at-least-once-beside left out: the target, a workload.noPlainCommits, takes no plain OffsetCommit (model.OffsetCommitter)")
+	require.Contains(t, logged, "fencecheck: kip848-consumers left out: the target, a workload.noPlainCommits, takes no ConsumerGroupHeartbeat (model.ConsumerGroupHeartbeater)")
+
+	// Named, the KIP-848 scenario is refused the same way.
+	kip848, err := ScenarioNamed(KIP848Scenario)
+	require.NoError(t, err)
+	err = Exploration{Scenarios: []Scenario{kip848}, Target: target}.Run(func(Explored) { t.Error("explored") })
+	require.EqualError(t, err, "scenario kip848-consumers sends KIP-848 ConsumerGroupHeartbeats, and the target, a workload.noPlainCommits, is not a model.ConsumerGroupHeartbeater")
+
+	// Named as a group (fencecheck run's --scenario correct), it is left
+	// out as the defaults are.
+	explored, logged = nil, nil
+	stable, err := ScenarioNamed("stable-id")
+	require.NoError(t, err)
+	ex.Scenarios, ex.Grouped = []Scenario{stable, kip848}, true
+	require.NoError(t, ex.Run(func(e Explored) { explored = append(explored, e.Scenario.Name) }))
+	require.Equal(t, []string{"stable-id"}, explored)
+	require.Contains(t, logged, "fencecheck: kip848-consumers left out: the target, a workload.noPlainCommits, takes no ConsumerGroupHeartbeat (model.ConsumerGroupHeartbeater)")
 }
 
 // noPlainCommits is a target without the OffsetCommit method.

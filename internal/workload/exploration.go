@@ -49,6 +49,10 @@ func CorrectScenarios() []Scenario {
 type Exploration struct {
 	// Scenarios are explored in turn; none is CorrectScenarios.
 	Scenarios []Scenario
+	// Grouped says that Scenarios were asked for as a group (fencecheck
+	// run's --scenario correct or all): those the target cannot run are
+	// left out with a line in the log, as the defaults are, not refused.
+	Grouped bool
 	// Target makes a fresh broker per interleaving. Run makes one first,
 	// to see that it can (an unreachable cluster fails there) and whether
 	// its clock is the wall clock.
@@ -139,11 +143,11 @@ func (e Exploration) Run(report func(Explored)) error {
 	if defaulted {
 		scenarios = CorrectScenarios()
 	}
-	realTime, noPlainCommits, err := e.probe()
+	realTime, caps, err := e.probe()
 	if err != nil {
 		return err
 	}
-	if scenarios, err = e.fitting(scenarios, noPlainCommits, defaulted); err != nil {
+	if scenarios, err = e.fitting(scenarios, caps, defaulted || e.Grouped); err != nil {
 		return err
 	}
 	batchChecks := DefaultBatchChecks
@@ -179,44 +183,55 @@ func (e Exploration) Run(report func(Explored)) error {
 }
 
 // probe makes one target, to see that it can, and tells whether its
-// clock is the wall clock. noPlainCommits names the target's type when
-// it takes no plain OffsetCommit (model.OffsetCommitter), else it is "".
-func (e Exploration) probe() (realTime bool, noPlainCommits string, err error) {
+// clock is the wall clock and which optional requests it answers.
+func (e Exploration) probe() (realTime bool, caps targetCaps, err error) {
 	if e.Target == nil {
-		return false, "", fmt.Errorf("no target to explore")
+		return false, caps, fmt.Errorf("no target to explore")
 	}
 	t, err := e.Target()
 	if err != nil {
-		return false, "", err
+		return false, caps, err
 	}
 	_, exact := t.(exactClock)
-	if _, ok := t.(model.OffsetCommitter); !ok {
-		noPlainCommits = fmt.Sprintf("%T", t)
-	}
+	caps.typ = fmt.Sprintf("%T", t)
+	_, caps.plainCommits = t.(model.OffsetCommitter)
+	_, caps.heartbeats = t.(model.ConsumerGroupHeartbeater)
 	if err := t.Close(); err != nil {
-		return false, "", fmt.Errorf("closing the target: %w", err)
+		return false, caps, fmt.Errorf("closing the target: %w", err)
 	}
-	return !exact, noPlainCommits, nil
+	return !exact, caps, nil
+}
+
+// targetCaps are the optional requests a target answers, and its type.
+type targetCaps struct {
+	typ          string
+	plainCommits bool // a model.OffsetCommitter
+	heartbeats   bool // a model.ConsumerGroupHeartbeater
 }
 
 // fitting are the scenarios the target can run. A target that takes no
-// plain OffsetCommit (noPlainCommits names its type) cannot run one with
-// at-least-once consumers. Among the default scenarios that one is left
-// out, with a line in the log, so that a broker written before plain
-// commits keeps its default exploration; named, it is an error.
-func (e Exploration) fitting(scenarios []Scenario, noPlainCommits string, defaulted bool) ([]Scenario, error) {
-	if noPlainCommits == "" {
-		return scenarios, nil
-	}
+// plain OffsetCommit cannot run one with at-least-once consumers, and one
+// that answers no ConsumerGroupHeartbeat cannot run one with KIP-848
+// workers. Among the default scenarios such a one is left out, with a
+// line in the log, so that a broker written before those requests keeps
+// its default exploration; named, it is an error.
+func (e Exploration) fitting(scenarios []Scenario, caps targetCaps, defaulted bool) ([]Scenario, error) {
 	var fit []Scenario
 	for _, sc := range scenarios {
+		var lacks, sends, takesNo string
 		switch {
-		case !sc.auditors:
+		case sc.auditors && !caps.plainCommits:
+			lacks, sends, takesNo = "model.OffsetCommitter", "plain OffsetCommits", "plain OffsetCommit"
+		case sc.kip848 && !caps.heartbeats:
+			lacks, sends, takesNo = "model.ConsumerGroupHeartbeater", "KIP-848 ConsumerGroupHeartbeats", "ConsumerGroupHeartbeat"
+		}
+		switch {
+		case lacks == "":
 			fit = append(fit, sc)
 		case !defaulted:
-			return nil, fmt.Errorf("scenario %s sends plain OffsetCommits, and the target, a %s, is not a model.OffsetCommitter", sc.Name, noPlainCommits)
+			return nil, fmt.Errorf("scenario %s sends %s, and the target, a %s, is not a %s", sc.Name, sends, caps.typ, lacks)
 		case e.Logf != nil:
-			e.Logf("fencecheck: %s left out: the target, a %s, takes no plain OffsetCommit (model.OffsetCommitter)", sc.Name, noPlainCommits)
+			e.Logf("fencecheck: %s left out: the target, a %s, takes no %s (%s)", sc.Name, caps.typ, takesNo, lacks)
 		}
 	}
 	return fit, nil

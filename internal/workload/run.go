@@ -352,6 +352,14 @@ func (r *run) noteGroup(p *proc, op model.Op, res model.Result) {
 		p.sawGroup = r.groupChanges
 	case op.Kind == model.LeaveGroup:
 		r.groupChanges++
+	case op.Kind == model.ConsumerGroupHeartbeat && res.Answered:
+		// A KIP-848 join, leave or fencing changes the target, and an
+		// answer that moves a member's assignment may free partitions
+		// another waits for: the idle members heartbeat again.
+		if op.Req.MemberEpoch <= model.JoinMemberEpoch || !res.Succeeded() || res.Resp.MemberAssignment != nil {
+			r.groupChanges++
+		}
+		p.sawGroup = r.groupChanges
 	}
 }
 

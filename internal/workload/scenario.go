@@ -27,6 +27,7 @@ type Scenario struct {
 	groupMeta bool        // workers commit offsets with their group metadata (KIP-447)
 	auditors  bool        // at-least-once consumers beside the workers, in a group of their own (newAuditor)
 	instances instanceIDs // the workers' group.instance.id (KIP-345), or none
+	kip848    bool        // the workers' consumers speak KIP-848's consumer group protocol (worker848.go)
 	about     string
 }
 
@@ -66,11 +67,19 @@ var Scenarios = []Scenario{
 		about: "KIP-447 workers, and beside them at-least-once consumers of the same input that commit with a plain OffsetCommit, their member id and generation (correct)"},
 	{Name: StaticScenario, workers: true, groupMeta: true, instances: instancePerSlot,
 		about: "KIP-447 workers that are static members (KIP-345): each worker the orchestrator keeps has its own group.instance.id, so a restarted worker takes its member's place without a rebalance, and the process it replaced is fenced by its instance id (correct)"},
+	{Name: KIP848Scenario, workers: true, groupMeta: true, kip848: true,
+		about: "consume-transform-produce workers on KIP-848's consumer group protocol: they join, heartbeat and reconcile with ConsumerGroupHeartbeat, and commit offsets in their transactions under their member id and member epoch (correct)"},
 	{Name: "shared-instance-id", workers: true, groupMeta: true, instances: sharedInstance, Breaks: []string{"progress"},
 		about: "every worker is given one group.instance.id: each live process's join takes the instance from the other, which is then fenced (FENCED_INSTANCE_ID)"},
 	{Name: "groupid-string-offsets", workers: true, Breaks: []string{"offsets-monotonic", "exactly-once"},
 		about: "workers commit offsets with the groupId-string overload: no generation fencing (seed 002)"},
+	{Name: "kip848-groupid-string-offsets", workers: true, kip848: true, Breaks: []string{"offsets-monotonic", "exactly-once", "progress"},
+		about: "KIP-848 workers commit offsets with the groupId-string overload, without member id and member epoch: Kafka 4.x takes such a commit unchecked, so a zombie's lands (no member epoch fencing); 3.9 refuses it (UNKNOWN_MEMBER_ID), so no trip is ever committed"},
 }
+
+// KIP848Scenario is the correct scenario whose workers are members of a
+// KIP-848 consumer group: the one that sends ConsumerGroupHeartbeat.
+const KIP848Scenario = "kip848-consumers"
 
 // StaticScenario is the correct scenario whose workers are static
 // members of their group (KIP-345).
@@ -82,6 +91,11 @@ const AtLeastOnceScenario = "at-least-once-beside"
 
 // Correct reports whether the scenario is a correct configuration.
 func (s Scenario) Correct() bool { return len(s.Breaks) == 0 }
+
+// SpeaksKIP848 reports whether the scenario's workers speak KIP-848's
+// consumer group protocol: only a model.ConsumerGroupHeartbeater can run
+// it.
+func (s Scenario) SpeaksKIP848() bool { return s.kip848 }
 
 // About says what the scenario runs.
 func (s Scenario) About() string { return s.about }

@@ -48,6 +48,11 @@ func newRun(t *rapid.T, sc Scenario, target model.Target, v2 bool, cov *Coverage
 		// the window fills and moves on.
 		r.addWriters(rapid.IntRange(1, 2).Draw(t, "shards"), rapid.IntRange(1, maxTripsPerShard).Draw(t, "trips per shard"), replicas)
 	}
+	if workers && sc.kip848 {
+		if _, ok := target.(model.ConsumerGroupHeartbeater); !ok {
+			t.Fatalf("scenario %s sends KIP-848 ConsumerGroupHeartbeats, and the target, a %T, is not a model.ConsumerGroupHeartbeater", sc.Name, target)
+		}
+	}
 	if workers {
 		r.seedInput(rapid.IntRange(1, 2).Draw(t, "input partitions"), rapid.IntRange(1, 3).Draw(t, "trips per partition"))
 		for range rapid.IntRange(1, 2).Draw(t, "workers") {
@@ -156,6 +161,11 @@ func (r *run) addWorker() {
 		// KIP-447: a producer per worker, its id that worker's own.
 		w := newWorker("fare-worker-"+name, group, r.inputs, outputOf, r.sc.groupMeta, r.v2)
 		w.instance = instance
+		if r.sc.kip848 {
+			// KIP-1082: the consumer chooses its member id, once, and
+			// keeps it when it joins again after being fenced.
+			w.kip848, w.member, w.memberEpoch = true, "fare-worker-"+name, model.JoinMemberEpoch
+		}
 		return w
 	}})
 }

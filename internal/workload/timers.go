@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -68,6 +69,13 @@ func (ts *timers) answered(op model.Op, res model.Result) {
 		ts.members[memberKey{r.Group, res.Resp.MemberID}] = session{seen: ts.clock, timeout: positiveOr(r.SessionTimeoutMs, model.DefaultSessionTimeoutMs)}
 	case op.Kind == model.LeaveGroup && res.Answered || res.Err == model.UnknownMemberID:
 		delete(ts.members, key)
+	case op.Kind == model.ConsumerGroupHeartbeat && r.MemberEpoch < model.JoinMemberEpoch && res.Answered:
+		delete(ts.members, key) // a KIP-848 leave
+	case op.Kind == model.ConsumerGroupHeartbeat && res.Succeeded():
+		// Each heartbeat of a KIP-848 member renews its session, whose
+		// timeout is the broker's (group.consumer.session.timeout.ms,
+		// the model's default).
+		ts.members[memberKey{r.Group, cmp.Or(res.Resp.MemberID, r.MemberID)}] = session{seen: ts.clock, timeout: model.DefaultConsumerSessionTimeoutMs}
 	case op.Kind == model.OffsetCommit && res.Succeeded() && r.GenerationID != model.NoGeneration:
 		// A member's plain commit renews its session (model: offsetCommit).
 		if s, ok := ts.members[key]; ok {

@@ -51,6 +51,21 @@ type worker struct {
 	// consumer takes FENCED_INSTANCE_ID as fatal (FencedInstanceIdException),
 	// so the worker aborts what is open and closes.
 	instanceFenced bool
+	// kip848: the worker's consumer speaks KIP-848's consumer group
+	// protocol (worker848.go). member is then the id it chose, and
+	// generation the member epoch the application last saw.
+	kip848 bool
+	// memberEpoch is the membership's epoch, as its last heartbeat's
+	// answer said; 0 when it is to join.
+	memberEpoch int32
+	// told is an assignment a heartbeat answered, not yet reconciled;
+	// lost: the member was fenced, and the application has not yet let
+	// its partitions go.
+	told *[]model.Partition
+	lost bool
+	// beatDue: a heartbeat is to be sent before the application's next
+	// request (an assignment to acknowledge, or its interval passed).
+	beatDue bool
 }
 
 type workerStep int
@@ -97,6 +112,9 @@ func newAuditor(group string, inputs []model.Partition) *worker {
 func (w *worker) closed() bool { return w.step == workerClosed }
 
 func (w *worker) idle() bool {
+	if w.kip848 && (w.memberEpoch == model.JoinMemberEpoch || w.beatDue || w.told != nil || w.lost) {
+		return false // the membership has a heartbeat to send, or the application news to take
+	}
 	if w.step != workerRead || w.leaving || w.rejoining || w.member == "" {
 		return false // a worker outside the group must join it
 	}
@@ -123,6 +141,11 @@ func (w *worker) leave() { w.leaving = true }
 func (w *worker) rejoin() { w.rejoining = true }
 
 func (w *worker) next() (model.Op, bool) {
+	if w.kip848 {
+		if op, ok := w.membershipOp(); ok {
+			return op, true
+		}
+	}
 	if w.leaving && !w.inTxn() && w.step != workerClosed {
 		w.step = workerLeave
 		if w.member == "" {
@@ -170,6 +193,9 @@ func (w *worker) next() (model.Op, bool) {
 	case workerAbort:
 		return w.endTxnOp(false), true
 	case workerLeave:
+		if w.kip848 {
+			return w.leaveBeatOp(), true
+		}
 		r := model.NewRequest()
 		r.Group, r.MemberID, r.InstanceID = w.group, w.member, w.instance
 		return model.Op{Kind: model.LeaveGroup, Req: r}, true
@@ -189,6 +215,9 @@ func (w *worker) plainCommitOp() model.Op {
 }
 
 func (w *worker) joinOp() model.Op {
+	if w.kip848 {
+		return w.beatOp() // the consumer's poll is its heartbeat
+	}
 	r := model.NewRequest()
 	r.Group, r.MemberID, r.Partitions, r.InstanceID = w.group, w.member, w.inputs, w.instance
 	return model.Op{Kind: model.JoinGroup, Req: r}
@@ -221,6 +250,10 @@ func (w *worker) commitOffsetsOp() model.Op {
 }
 
 func (w *worker) learn(op model.Op, res model.Result) {
+	if op.Kind == model.ConsumerGroupHeartbeat {
+		w.learnBeat(op, res)
+		return
+	}
 	if op.Kind == model.JoinGroup {
 		w.rejoining = false // answered, or refused: either way the poll is done
 	}
@@ -235,6 +268,9 @@ func (w *worker) learn(op model.Op, res model.Result) {
 	case model.InitProducerID:
 		w.takeGrant(res.Resp)
 		w.step = workerJoin
+		if w.kip848 {
+			w.step = workerRead // the membership joins on its own
+		}
 	case model.JoinGroup:
 		w.joined(res.Resp)
 	case model.OffsetFetch:
@@ -284,6 +320,12 @@ func (w *worker) txnMayEnd() { w.awaitStable = false }
 // without a rebalance.
 func (w *worker) fenced() {
 	w.step = workerClosed
+	if w.kip848 {
+		if w.memberEpoch > 0 {
+			w.step, w.leaving = workerLeave, true
+		}
+		return
+	}
 	if w.member != "" && w.generation != model.NoGeneration && w.instance == "" {
 		w.step, w.leaving = workerLeave, true
 	}
@@ -343,7 +385,7 @@ func (w *worker) afterAbort() {
 		w.step = workerClosed
 		return
 	}
-	if w.generation == model.NoGeneration {
+	if w.generation == model.NoGeneration && !w.kip848 {
 		w.step = workerJoin
 		return
 	}
@@ -367,6 +409,17 @@ func (w *worker) recover(op model.Op, res model.Result) {
 	switch {
 	case op.Kind == model.LeaveGroup:
 		w.step = workerClosed // gone from the group either way
+	case w.kip848 && model.ClassOf(op.Kind, res.Err) == model.FencedConsumer:
+		// A commit the group refused (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID):
+		// the producer's CommitFailedException is abortable, and the
+		// member's heartbeat tells whether it was fenced
+		// (TransactionManager.TxnOffsetCommitHandler).
+		w.beatDue = true
+		if w.inTxn() {
+			w.step = workerAbort
+		} else {
+			w.rewind()
+		}
 	case res.Err == model.FencedInstanceID:
 		// Fatal to the consumer: abort what is open, then close.
 		w.instanceFenced, w.member, w.generation = true, "", model.NoGeneration
