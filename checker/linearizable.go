@@ -239,7 +239,10 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 			procs[op.Proc] = len(procs)
 		}
 	}
-	var ops []porcupine.Operation
+	// Room for every operation at once: grown by appending, a long
+	// history's slice was copied over and over, the old and the new
+	// array held at once each time.
+	ops := make([]porcupine.Operation, 0, len(h.Ops))
 	for i := range h.Ops {
 		op := &h.Ops[i]
 		if !op.Kind.IsRequest() && op.Kind != model.Tick && op.Kind != model.BrokerRestart {
@@ -293,21 +296,34 @@ func partition(ops []porcupine.Operation) [][]porcupine.Operation {
 			uf.union(keys[0], k)
 		}
 	}
-	pieces := map[string][]porcupine.Operation{}
+	// Each operation's piece is found first, and the pieces are made
+	// after, each at its size: a history that is one piece is not copied.
+	rootOf := make([]string, len(ops))
+	sizes := map[string]int{}
 	var roots []string
-	for _, o := range ops {
+	for i, o := range ops {
 		keys := touches(o.Input.(*histories.Op))
 		if len(keys) == 0 {
 			continue
 		}
 		root := uf.find(keys[0])
-		if _, seen := pieces[root]; !seen {
+		if _, seen := sizes[root]; !seen {
 			roots = append(roots, root)
 		}
-		pieces[root] = append(pieces[root], o)
+		rootOf[i] = root
+		sizes[root]++
 	}
 	if len(roots) == 1 && len(global) == 0 {
 		return [][]porcupine.Operation{ops} // one piece: the history as it is, not a copy
+	}
+	pieces := make(map[string][]porcupine.Operation, len(roots))
+	for _, root := range roots {
+		pieces[root] = make([]porcupine.Operation, 0, sizes[root]+len(global))
+	}
+	for i, o := range ops {
+		if root := rootOf[i]; root != "" {
+			pieces[root] = append(pieces[root], o)
+		}
 	}
 	out := make([][]porcupine.Operation, 0, len(roots))
 	for _, root := range roots {

@@ -3,6 +3,8 @@ package histories
 import (
 	"encoding/json"
 	"unicode/utf8"
+	"unique"
+	"unsafe"
 )
 
 // Every value the codecs see has been read by encoding/json already (the
@@ -31,7 +33,9 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 		}
 		start := skipSpace(raw, i+1)
 		if end = valueEnd(raw, start); end >= 0 {
-			m[string(name)] = raw[start:end:end]
+			// The names are the format's few, on every object:
+			// one copy of each, not one for every object.
+			m[unique.Make(unsafe.String(unsafe.SliceData(name), len(name))).Value()] = raw[start:end:end]
 		}
 		return end
 	})
@@ -92,7 +96,9 @@ func splitEach(raw []byte, open, close byte, member func(i int) int) bool {
 
 // plainString is the string the valid JSON string raw holds, when it has
 // no escape and is UTF-8 (so that its bytes are the string's); ok is false
-// when json.Unmarshal must decide.
+// when json.Unmarshal must decide. The string is raw's own bytes, not a
+// copy, so it must not outlive raw: text.decode keeps unique.Make's copy,
+// because every operation's strings would otherwise be copied twice.
 func plainString(raw []byte) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
@@ -101,7 +107,7 @@ func plainString(raw []byte) (s string, ok bool) {
 	if !plain || end != len(raw) || !utf8.Valid(raw[1:end-1]) {
 		return "", false
 	}
-	return string(raw[1 : end-1]), true
+	return unsafe.String(unsafe.SliceData(raw[1:]), end-2), true
 }
 
 func skipSpace(raw []byte, i int) int {

@@ -145,13 +145,13 @@ func without[T comparable](from, drop []T) []T {
 	return out
 }
 
-// landings are the ways the markers in flight that op touches may have
+// landingOrders are the ways the markers in flight that op touches may have
 // landed before it: all of op's own transactional id's, and any of the
 // other transactions' at op's partition and group, in any order (the
 // order decides which offset a marker takes, and which commit of a group
 // is the last). The first lands them all, in the order the transactions
 // ended. None when nothing op touches is in flight.
-func (s State) landings(op Op) []State {
+func (s State) landingOrders(op Op) [][]string {
 	r := op.Req
 	var must, may []string
 	for _, id := range slices.Sorted(maps.Keys(s.txns)) {
@@ -175,11 +175,33 @@ func (s State) landings(op Op) []State {
 			}
 		}
 	}
-	out := make([]State, 0, len(orders))
-	for _, order := range orders {
-		out = append(out, s.landedInOrder(op, order))
+	return orders
+}
+
+// landed are the states of landingOrders, each worked out when first
+// asked for: most answers are right without any marker landed, and then
+// none of them is needed.
+type landed struct {
+	s      State
+	op     Op
+	orders [][]string
+	states []*State
+}
+
+func (s State) landings(op Op) *landed {
+	orders := s.landingOrders(op)
+	return &landed{s: s, op: op, orders: orders, states: make([]*State, len(orders))}
+}
+
+func (l *landed) len() int { return len(l.orders) }
+
+// at is the state of the i-th order.
+func (l *landed) at(i int) State {
+	if l.states[i] == nil {
+		st := l.s.landedInOrder(l.op, l.orders[i])
+		l.states[i] = &st
 	}
-	return out
+	return *l.states[i]
 }
 
 // maxOrdered bounds the transactions whose landing orders are all tried:

@@ -87,12 +87,12 @@ func checkLanding(ctx context.Context, s State, op Op, got Result) (State, error
 		s = s.landedAhead(op)
 	}
 	landings := s.landings(op)
-	if len(landings) > 0 && op.Kind == Produce && got.Succeeded() {
+	if landings.len() > 0 && op.Kind == Produce && got.Succeeded() {
 		// A produce's offset says whether the markers before it landed,
 		// so trying them landed first changes no verdict; and it keeps
 		// the search's states what they are when markers land at once,
 		// which is how most brokers answer.
-		if next, err := check(ctx, landings[0], op, got); err == nil {
+		if next, err := check(ctx, landings.at(0), op, got); err == nil {
 			return next, nil
 		}
 	}
@@ -100,15 +100,15 @@ func checkLanding(ctx context.Context, s State, op Op, got Result) (State, error
 	if err == nil {
 		return next.shownPending(op, got), nil
 	}
-	for _, landed := range landings[min(1, len(landings)):] {
-		if next, again := check(ctx, landed, op, got); again == nil {
+	for i := min(1, landings.len()); i < landings.len(); i++ {
+		if next, again := check(ctx, landings.at(i), op, got); again == nil {
 			return next, nil
 		}
 	}
-	if len(landings) > 0 {
+	if landings.len() > 0 {
 		// Refused every way: the reason is given with every marker
 		// landed, as a reader of the history expects them.
-		return check(ctx, landings[0], op, got)
+		return check(ctx, landings.at(0), op, got)
 	}
 	return next, err
 }
