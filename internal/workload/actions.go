@@ -465,7 +465,10 @@ func (r *run) LeaveWorker(t *rapid.T) {
 	if r.liveWorkers() < 2 {
 		return
 	}
-	p := r.pick(t, r.where(r.procs, func(p *proc) bool { return exactlyOnce(p) && p.live() }), "leave")
+	// The orchestrator scales a slot down through its current process: a
+	// zombie the slot replaced is not the slot's, and its leave must not
+	// stop the slot from restarting the process that replaced it.
+	p := r.pick(t, r.where(r.procs, func(p *proc) bool { return exactlyOnce(p) && p.live() && p.slot.current == p }), "leave")
 	if p == nil {
 		return
 	}

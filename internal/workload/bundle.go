@@ -46,7 +46,7 @@ type Run struct {
 // what an action draws, what a run draws to set up its world, or how the
 // quiet phase moves the processes changes: saved fail files then stop
 // replaying, and say why.
-const drawsVersion = 11
+const drawsVersion = 12
 
 // workloadOf is drawsVersion with the names of every action the scenario
 // offers (on a target with an exact clock; a Kafka target offers fewer,
