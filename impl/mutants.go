@@ -9,8 +9,7 @@ import (
 
 // Mutants names every seeded bug the broker carries, each a real way to get
 // fencing wrong, with what it does. All are off unless Config.Mutants names
-// them; the checker must catch each one (mutants_test.go, or the test that
-// CaughtOutsideWorkload names).
+// them; the checker must catch each one (mutants_test.go).
 var Mutants = map[string]string{
 	"no-epoch-check":                        "partition leaders accept a produce of any epoch: neither their producer table nor the coordinator's verification compares epochs",
 	"init-keeps-txn-open":                   "InitProducerId bumps the epoch but leaves the open transaction open: no ABORT markers",
@@ -30,27 +29,6 @@ var Mutants = map[string]string{
 	"replaced-instance-commits":             "the group coordinator takes a commit from a static member's old member id, after a restart took its instance over, as the new member's",
 	"assign-before-revoke":                  "a KIP-848 consumer group's coordinator gives a member a partition of its target while another member still holds it, assigned or pending revocation",
 	"txn-commit-accepts-stale-member-epoch": "the group coordinator takes a TxnOffsetCommit to a KIP-848 consumer group from a member under any member epoch, a stale one included",
-}
-
-// CaughtOutsideWorkload names the mutants that no workload scenario can
-// meet, each with the test that catches it instead. The tests that explore
-// workload scenarios (TestMutantsAreCaught, TestMeasureSwarm) leave them
-// out, and require each of the others. None is left: the two bugs of
-// KIP-848 consumer groups, caught by a short conversation with the broker
-// too (TestConsumerGroupMutantsAreCaught), are met by the kip848-consumers
-// scenario.
-var CaughtOutsideWorkload = map[string]string{}
-
-// WorkloadMutants is every mutant that the workload's scenarios can meet,
-// sorted: Mutants but for CaughtOutsideWorkload.
-func WorkloadMutants() []string {
-	var names []string
-	for _, name := range knownMutants() {
-		if CaughtOutsideWorkload[name] == "" {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // mutant is one seeded bug, as the code paths test for it.
