@@ -187,7 +187,7 @@ func (st *step) nextConsumerMember(g consumerGroup, id string, m consumerMember,
 	}
 	dropped := without(m.assigned, assigned)
 	if len(dropped) > 0 && ownsAny(owned, dropped) {
-		return st.startRevoking(m, epoch, assigned, dropped, len(released) > 0)
+		return st.startRevoking(g, id, m, epoch, assigned, dropped, len(released) > 0)
 	}
 	if out := m.checkGrants(g, id, without(assigned, m.assigned)); out != nil {
 		return m, out
@@ -281,13 +281,21 @@ func (m consumerMember) stillRevoking(epoch int32, assigned []Partition) (consum
 // UNRELEASED_PARTITIONS compute the next assignment at memberEpoch,
 // UNREVOKED_PARTITIONS at memberEpoch + 1; KIP-848, "Assignment
 // Reconciliation"). Test: GroupMetadataManagerTest#testReconciliationProcess.
-func (st *step) startRevoking(m consumerMember, epoch int32, assigned, dropped []Partition,
+//
+// After a lost answer (m.unsure) the member may hold more than the model
+// saw: the lost answer may have moved it on and given it partitions that
+// a later target keeps while it revokes others. Those are held to the
+// rules of a grant (checkGrants). Test (model/testdata/consumer-groups.txt):
+// a lost heartbeat's partitions kept while the next answer revokes.
+func (st *step) startRevoking(g consumerGroup, id string, m consumerMember, epoch int32, assigned, dropped []Partition,
 	justReleased bool) (consumerMember, *outcome) {
-	if added := without(assigned, m.assigned); len(added) > 0 {
+	if added := without(assigned, m.assigned); len(added) > 0 && !m.unsure {
 		out := bad("consumer-revocation-pending", "the answer revokes %v, which the member still owns, and "+
 			"gives it %v at once: a member revoking partitions gets nothing new until it has (CurrentAssignmentBuilder)",
 			dropped, added)
 		return m, &out
+	} else if out := m.checkGrants(g, id, added); out != nil {
+		return m, out
 	}
 	want := m.epoch
 	if justReleased {
