@@ -110,7 +110,7 @@ func (ms consumerMembers) heldElsewhere(key memberKey, p model.Partition, given 
 		if !ok || m.mayHaveGivenUp(p, holding, given.Return) || timers.mayHaveFired(m.timeoutMs(given.Return), m.timersFrom(holding), given.Return) {
 			continue
 		}
-		v := Violation{Op: given.ID, Related: []int{holding.ID}, Rule: "partition-held-by-another",
+		v := Violation{Op: given.ID, Related: []int{holding.ID},
 			Reason: fmt.Sprintf("the answer gives %s to member %s at epoch %d, but member %s, given it by op %d at epoch %d, "+
 				"still holds it: it has not left it out of its owned partitions, left, nor been fenced, and no session "+
 				"or rebalance timeout can have ended since (CurrentAssignmentBuilder assigns no partition that another "+
