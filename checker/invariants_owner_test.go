@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -179,4 +180,52 @@ func TestOneOwnerMemberNamedByItsAnswer(t *testing.T) {
 func TestOneOwnerSkippedWithoutConsumerGroups(t *testing.T) {
 	b, _ := seed000()
 	require.Equal(t, Skipped, checkOneOwner(analyze(b.h)).Status)
+}
+
+// A long recording: four members heartbeat 30,000 times, each answer
+// listing its two partitions, with a tick every 100 heartbeats. One
+// answer near the end gives w0's trips-0 to w1 as well: it is named, and
+// only it. The check indexes each member's heartbeats, so that it does
+// not go over them all again for each answer.
+func TestOneOwnerLongRecording(t *testing.T) {
+	b := &historyBuilder{}
+	const members, beats = 4, 30_000
+	var clock int64
+	bad := -1
+	for i := range beats {
+		m := i % members
+		mine := []model.Partition{model.Partition(fmt.Sprintf("trips-%d", m)), model.Partition(fmt.Sprintf("trips-%d", m+members))}
+		if i == beats-3 && m == 1 {
+			mine = append(mine, "trips-0")
+		}
+		clock += 2
+		id := b.owning(b.consumerHeartbeat(fmt.Sprintf("W%d", m), clock, clock+1, "g", fmt.Sprintf("w%d", m), 1, mine...), 1, mine...)
+		if len(mine) == 3 {
+			bad = id
+		}
+		if i%100 == 0 {
+			b.add("clock", clock, clock, model.Tick, model.Request{Ms: 1000}, model.NewResponse())
+		}
+	}
+	require.NotEqual(t, -1, bad)
+	v := checkOneOwner(analyze(b.h))
+	requireViolation(t, v, bad, "")
+	require.Len(t, v.Violations, 1, "%s", v)
+}
+
+// The rebalance timer runs only once a revocation may have begun: a
+// heartbeat whose answer is lost may have begun one, so a tick past the
+// rebalance timeout may have fenced W1; an answer that keeps all W1 owns
+// began none, and the same tick, short of the session, fences no one.
+func TestOneOwnerRebalanceTimerNeedsARevocation(t *testing.T) {
+	b := &historyBuilder{}
+	b.joins(b.consumerHeartbeat("W1", 0, 10, "g", "w1", 1, "trips-0", "trips-1"))
+	b.op(0).Req.RebalanceTimeoutMs = 20_000
+	beat := b.owning(b.consumerHeartbeat("W1", 40, 45, "g", "w1", 1, "trips-0", "trips-1"), 1, "trips-0", "trips-1")
+	b.add("clock", 50, 50, model.Tick, model.Request{Ms: 25_000}, model.NewResponse())
+	given := b.joins(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-0"))
+	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+
+	b.lose(beat)
+	requireHeld(t, checkOneOwner(analyze(b.h)))
 }
