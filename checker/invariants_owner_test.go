@@ -87,11 +87,17 @@ func TestOneOwnerBenefitOfTheDoubt(t *testing.T) {
 		"concurrent acknowledgement": func(b *historyBuilder) {
 			b.owning(b.consumerHeartbeat("W1", 65, 75, "g", "w1", 2), 1, "trips-0")
 		},
+		// A leave sends no owned partitions: its epoch says it all.
 		"leave": func(b *historyBuilder) {
-			b.owning(b.consumerHeartbeat("W1", 55, 58, "g", "w1", model.LeaveMemberEpoch), model.LeaveMemberEpoch)
+			b.op(b.consumerHeartbeat("W1", 55, 58, "g", "w1", model.LeaveMemberEpoch)).Req.MemberEpoch = model.LeaveMemberEpoch
 		},
 		"static leave": func(b *historyBuilder) {
-			b.owning(b.consumerHeartbeat("W1", 55, 58, "g", "w1", model.StaticLeaveMemberEpoch), model.StaticLeaveMemberEpoch)
+			b.op(b.consumerHeartbeat("W1", 55, 58, "g", "w1", model.StaticLeaveMemberEpoch)).Req.MemberEpoch = model.StaticLeaveMemberEpoch
+		},
+		// W1 joins again, as a member does after it was fenced, and the
+		// history leaves out what it owned.
+		"rejoin": func(b *historyBuilder) {
+			b.op(b.consumerHeartbeat("W1", 55, 58, "g", "w1", 3)).Req.MemberEpoch = model.JoinMemberEpoch
 		},
 		"fenced": func(b *historyBuilder) {
 			b.fail(b.owning(b.consumerHeartbeat("W1", 55, 58, "g", "w1", 0), 1, "trips-0", "trips-1"), model.FencedMemberEpoch)
@@ -227,5 +233,40 @@ func TestOneOwnerRebalanceTimerNeedsARevocation(t *testing.T) {
 	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
 
 	b.lose(beat)
+	requireHeld(t, checkOneOwner(analyze(b.h)))
+}
+
+// A heartbeat of W1's, sent on another lane of its client before the
+// answer that last listed trips-1 and never answered, may take effect
+// after it: its owned partitions leave trips-1 out.
+func TestOneOwnerLostHeartbeatSentBeforeTheHolding(t *testing.T) {
+	b := &historyBuilder{}
+	b.joins(b.consumerHeartbeat("W1", 0, 10, "g", "w1", 1, "trips-0", "trips-1"))
+	lost := b.owning(b.consumerHeartbeat("W1b", 15, 0, "g", "w1", 0), 1, "trips-0")
+	b.owning(b.consumerHeartbeat("W1", 20, 30, "g", "w1", 1, "trips-0", "trips-1"), 1, "trips-0", "trips-1")
+	given := b.joins(b.consumerHeartbeat("W2", 40, 50, "g", "w2", 2, "trips-1"))
+	b.lose(lost)
+	requireHeld(t, checkOneOwner(analyze(b.h)))
+
+	// Answered before op 2 was sent, it took effect before.
+	b.op(lost).Returned, b.op(lost).Return, b.op(lost).Result = true, 18, model.OK(model.NewResponse())
+	b.op(lost).Result.Resp.MemberEpoch = 1
+	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+}
+
+// Each heartbeat answered with success starts W1's session again: 60 s
+// of ticks since it was given trips-0, but 30 s since its last heartbeat,
+// end no session.
+func TestOneOwnerHeartbeatsKeepTheSession(t *testing.T) {
+	b := &historyBuilder{}
+	b.joins(b.consumerHeartbeat("W1", 0, 10, "g", "w1", 1, "trips-0"))
+	b.add("clock", 20, 20, model.Tick, model.Request{Ms: 30_000}, model.NewResponse())
+	beat := b.owning(b.consumerHeartbeat("W1", 40, 45, "g", "w1", 1), 1, "trips-0")
+	b.add("clock", 50, 50, model.Tick, model.Request{Ms: 30_000}, model.NewResponse())
+	given := b.joins(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-0"))
+	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+
+	// Had the heartbeat been refused, the session might have ended.
+	b.fail(beat, model.CoordinatorNotAvailable)
 	requireHeld(t, checkOneOwner(analyze(b.h)))
 }
