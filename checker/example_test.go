@@ -28,5 +28,6 @@ func ExampleCheck() {
 	// no-aborted-read: ok
 	// offsets-monotonic: ok
 	// progress: ok
+	// one-owner: skipped
 	// error-codes: ok
 }

@@ -19,6 +19,7 @@ func invariantChecks() []func(*analysis) Verdict {
 		checkNoAbortedRead,
 		checkOffsetsMonotonic,
 		checkProgress,
+		checkOneOwner,
 	}
 }
 

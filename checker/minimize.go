@@ -62,15 +62,17 @@ func Minimize(h histories.History, check string, budget time.Duration) histories
 // signatureIn is the signature of check's violation on h, false when it
 // holds (or is not decided).
 func signatureIn(h histories.History, check string) (Signature, bool) {
-	v := checkOne(h, check)
+	v := CheckOne(h, check)
 	if v.Status != Violated {
 		return Signature{}, false
 	}
 	return signatureOf(v, opsByID(h)), true
 }
 
-// checkOne runs one check on h.
-func checkOne(h histories.History, check string) Verdict {
+// CheckOne runs the one check named check on h, with Check's default
+// options: a test that wants one invariant of a long conversation need
+// not pay for the linearizability search.
+func CheckOne(h histories.History, check string) Verdict {
 	switch check {
 	case Linearizable:
 		return checkLinearizable(h, Options{Timeout: DefaultTimeout}).verdict

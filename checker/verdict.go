@@ -15,13 +15,16 @@ const (
 	NoAbortedRead    = "no-aborted-read"
 	OffsetsMonotonic = "offsets-monotonic"
 	Progress         = "progress"
+	// OneOwner: no two members of a KIP-848 consumer group hold one
+	// partition at once, as the answers show it.
+	OneOwner = "one-owner"
 	// ErrorCodes: a rightful refusal answered with another class than the
-	// model's. It comes last, so the first six lines read as before.
+	// model's. It comes last, so the lines before it read as before.
 	ErrorCodes = "error-codes"
 )
 
 // Checks lists the checks in the order verdicts are printed.
-var Checks = []string{Linearizable, OneLiveProducer, ExactlyOnce, NoAbortedRead, OffsetsMonotonic, Progress, ErrorCodes}
+var Checks = []string{Linearizable, OneLiveProducer, ExactlyOnce, NoAbortedRead, OffsetsMonotonic, Progress, OneOwner, ErrorCodes}
 
 // Status is a check's outcome.
 type Status int

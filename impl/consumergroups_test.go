@@ -121,8 +121,9 @@ var consumerMutantCases = map[string]func(c consumerConversation){
 }
 
 // TestConsumerGroupMutantsAreCaught: each KIP-848 mutant is caught by
-// its conversation, judged by the checker as a recorded history; without
-// the mutant every check holds. The kip848-consumers scenario catches
+// its conversation, judged by the checker as a recorded history, by
+// linearizable and by the invariants that state its bug
+// (invariantsCatching); without the mutant every check holds. The kip848-consumers scenario catches
 // them too (TestMutantsAreCaught, which writes histories/mutants/).
 func TestConsumerGroupMutantsAreCaught(t *testing.T) {
 	require.Subset(t, slices.Collect(maps.Keys(Mutants)), slices.Collect(maps.Keys(consumerMutantCases)),
@@ -137,6 +138,9 @@ func TestConsumerGroupMutantsAreCaught(t *testing.T) {
 			report = checker.Check(mutated, checker.Options{})
 			require.False(t, report.Held(), "%s was not caught: %s", name, Mutants[name])
 			require.Contains(t, report.Violated(), "linearizable")
+			for _, check := range invariantsCatching[name] {
+				require.Contains(t, report.Violated(), check, "%s is not caught by %s: %s", name, check, report.Verdict(check))
+			}
 			t.Logf("%s: caught by %v", name, report.Violated())
 		})
 	}
@@ -214,6 +218,7 @@ func consumerGroupProperty(mutants map[string]bool) func(*rapid.T) {
 		run := &consumerRun{
 			b:     New(Config{TxnVersion: 2, Mutants: mutants, TopicPartitions: partitions, ConsumerSessionTimeoutMs: sessionMs}),
 			state: model.Init(model.Options{TxnVersion: 2, ConsumerSessionTimeoutMs: sessionMs}),
+			rec:   histories.NewRecorder(nil, nil),
 		}
 		for i := range 4 {
 			run.clients = append(run.clients, &consumerClient{
@@ -222,6 +227,14 @@ func consumerGroupProperty(mutants map[string]bool) func(*rapid.T) {
 			})
 		}
 		rt.Repeat(run.actions())
+		// The conversation, as recorded, holds one-owner. A history does
+		// not say the session timeout, so the check takes Kafka's
+		// default: a shorter one ends sessions at ticks it cannot know.
+		if sessionMs == 0 {
+			if v := checker.CheckOne(run.rec.History(), checker.OneOwner); v.Status == checker.Violated {
+				rt.Fatalf("the conversation breaks %s", v)
+			}
+		}
 	}
 }
 
@@ -239,6 +252,8 @@ type consumerRun struct {
 	// has a session.
 	txn    session
 	hasTxn bool
+	// rec records the conversation, as a history to judge.
+	rec *histories.Recorder
 }
 
 // consumerClient is one consumer, as it knows itself.
@@ -268,10 +283,12 @@ func (run *consumerRun) actions() map[string]func(*rapid.T) {
 		"Tick": func(rt *rapid.T) {
 			ms := rapid.SampledFrom([]int64{1_000, 5_000, 20_000, 30_000, 46_000, 70_000}).Draw(rt, "ms")
 			run.b.Tick(ms)
+			run.rec.Fault("clock", model.Tick, model.Request{Ms: ms})
 			run.state, _ = model.Check(run.state, model.Op{Kind: model.Tick, Req: model.Request{Ms: ms}}, model.Result{})
 		},
 		"Restart": func(*rapid.T) {
 			run.b.Restart()
+			run.rec.Fault("broker", model.BrokerRestart, model.NewRequest())
 			run.state, _ = model.Check(run.state, model.Op{Kind: model.BrokerRestart}, model.Result{})
 		},
 		"CommitOffsets": run.commit,
@@ -292,9 +309,12 @@ func (run *consumerRun) judge(rt *rapid.T, op model.Op, res model.Result) {
 	run.state = next
 }
 
-func (run *consumerRun) beat(rt *rapid.T, r model.Request) model.Result {
+func (run *consumerRun) beat(rt *rapid.T, proc string, r model.Request) model.Result {
+	op := model.Op{Kind: model.ConsumerGroupHeartbeat, Req: r}
+	end := run.rec.Observe(proc, "", op)
 	res := run.b.ConsumerGroupHeartbeat(context.Background(), r)
-	run.judge(rt, model.Op{Kind: model.ConsumerGroupHeartbeat, Req: r}, res)
+	end(res)
+	run.judge(rt, op, res)
 	return res
 }
 
@@ -312,7 +332,7 @@ func (run *consumerRun) join(rt *rapid.T) {
 	r.InstanceID = c.instance
 	r.RebalanceTimeoutMs = rapid.SampledFrom([]int64{1_000, 10_000, 60_000}).Draw(rt, "rebalanceMs")
 	r.ServerAssignor = rapid.SampledFrom([]string{"", "", "range", "uniform", "sticky"}).Draw(rt, "assignor")
-	res := run.beat(rt, r)
+	res := run.beat(rt, c.name, r)
 	if res.Succeeded() {
 		c.reset()
 		c.joined, c.id, c.topics = true, res.Resp.MemberID, topics
@@ -349,7 +369,7 @@ func (run *consumerRun) heartbeat(rt *rapid.T) {
 		topics := slices.Clone(c.topics)
 		r.SubscribedTopics = &topics
 	}
-	res := run.beat(rt, r)
+	res := run.beat(rt, c.name, r)
 	switch {
 	case res.Succeeded():
 		c.learn(res)
@@ -385,7 +405,7 @@ func (run *consumerRun) leave(rt *rapid.T) {
 	if c.instance != "" && rapid.Bool().Draw(rt, "staticLeave") {
 		r.MemberEpoch = model.StaticLeaveMemberEpoch
 	}
-	if run.beat(rt, r).Succeeded() {
+	if run.beat(rt, c.name, r).Succeeded() {
 		c.reset()
 	}
 }
@@ -404,7 +424,7 @@ func (run *consumerRun) stray(rt *rapid.T) {
 	if rapid.Bool().Draw(rt, "subscribed") {
 		r.SubscribedTopics, r.RebalanceTimeoutMs = &[]string{"t"}, 5_000
 	}
-	run.beat(rt, r)
+	run.beat(rt, "stray", r)
 }
 
 // commit is a transactional offset commit of a member, under its epoch or

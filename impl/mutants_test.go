@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -193,6 +194,23 @@ var mutantCases = map[string]mutantCase{
 		next := sessionOf(send(b, model.EndTxn, endTxnReq("t", s, true)))
 		return send(b, model.Produce, produceReq("t", next, p0, 0, "b"))
 	}},
+}
+
+// invariantsCatching are the invariant checks, beyond linearizable, that
+// state a mutant's bug, so that its conversation must break them too
+// (TestConsumerGroupMutantsAreCaught): a check that stops catching its
+// bug fails there.
+var invariantsCatching = map[string][]string{
+	// Two members hold trips-2 at once.
+	"assign-before-revoke": {checker.OneOwner},
+}
+
+func TestInvariantsCatchingNameKnownMutants(t *testing.T) {
+	for name, checks := range invariantsCatching {
+		require.Contains(t, Mutants, name)
+		require.Subset(t, checker.Checks, checks, "%s", name)
+		require.Contains(t, consumerMutantCases, name, "%s needs a conversation that shows it", name)
+	}
 }
 
 // TestEachMutantIsLive shows that each switch changes an answer where it

@@ -26,8 +26,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	var f checkFlags
 	fs := newCommand("check", "Checks each history file and prints one line per check:\n"+
 		"  linearizable, one-live-producer, exactly-once, no-aborted-read,\n"+
-		"  offsets-monotonic, progress, error-codes: each ok, VIOLATED op N (why), unknown (why)\n"+
-		"  or skipped. With several files, each file's lines follow '== FILE'.\n"+
+		"  offsets-monotonic, progress, one-owner, error-codes: each ok,\n"+
+		"  VIOLATED op N (why), unknown (why) or skipped. With several files,\n"+
+		"  each file's lines follow '== FILE'.\n"+
 		"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
 		"2 a file is unusable (the message names the operation and the field).\n", stderr)
 	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")

@@ -38,7 +38,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 func TestCheckExitCodes(t *testing.T) {
 	code, out, _ := runCLI("check", canonical+"seed-000-zombie-fenced.json")
 	require.Equal(t, exitHeld, code)
-	require.Equal(t, "linearizable: ok\none-live-producer: ok\nexactly-once: ok\nno-aborted-read: ok\noffsets-monotonic: ok\nprogress: ok\nerror-codes: ok\n", out)
+	require.Equal(t, "linearizable: ok\none-live-producer: ok\nexactly-once: ok\nno-aborted-read: ok\noffsets-monotonic: ok\nprogress: ok\none-owner: skipped\nerror-codes: ok\n", out)
 
 	code, out, _ = runCLI("check", canonical+"seed-000-zombie-accepted.json")
 	require.Equal(t, exitViolated, code)
@@ -85,9 +85,9 @@ func TestCheckSeveralFiles(t *testing.T) {
 	code, out, _ := runCLI("check", fenced, accepted)
 	require.Equal(t, exitViolated, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 16)
+	require.Len(t, lines, 18)
 	require.Equal(t, "== "+fenced, lines[0])
-	require.Equal(t, "== "+accepted, lines[8])
+	require.Equal(t, "== "+accepted, lines[9])
 }
 
 func TestCheckUnusableInput(t *testing.T) {

@@ -133,3 +133,12 @@ func TestLongLogIsCut(t *testing.T) {
 func TestCallsAreCode(t *testing.T) {
 	require.Equal(t, "<code>produce()</code> a&lt;b `odd", string(calls("`produce()` a<b `odd")))
 }
+
+// TestDoubleAssignmentPage marks the answer that gives a held partition
+// to a second member with both checks it breaks, and names the answer
+// that gave it to the first.
+func TestDoubleAssignmentPage(t *testing.T) {
+	page := render(t, load(t, filepath.Join("..", "..", "histories", "canonical", "kip848-double-assignment.json")), Options{})
+	require.Regexp(t, `<tr id="op-1" data-op="1" class="violating" data-breaks="linearizable one-owner">`, page)
+	require.Contains(t, page, "breaks one-owner: the answer gives trips-2 to member member-w2 at epoch 2, but member member-w1, given it by op 0 at epoch 1, still holds it")
+}
