@@ -19,6 +19,9 @@ func (st *step) joinGroup(r Request) outcome {
 	if out, fenced := st.parkedJoinFenced(r); fenced {
 		return out
 	}
+	if out := st.groupMaxSize(r, g); out != nil {
+		return *out
+	}
 	if old, held := g.staticMember(r.InstanceID); r.MemberID == "" && r.InstanceID != "" && held {
 		taken, out := st.takeOverInstance(r, old)
 		if out != nil {

@@ -40,6 +40,7 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once"),
 				TxnMaxTimeoutMs:          int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0)),
 				NoPartitionVerification:  verificationOff(t, td),
+				GroupMaxSize:             intArg(t, td, model.GroupMaxSizeConfig, 0),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""
 		case "land-markers":

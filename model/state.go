@@ -51,6 +51,11 @@ type Options struct {
 	// without asking the coordinator (verification.go). Kafka's default,
 	// and the zero value, is true.
 	NoPartitionVerification bool
+	// GroupMaxSize is group.max.size, the most members a classic group
+	// takes, when the broker's config is known; 0 when it is not, so that
+	// GROUP_MAX_SIZE_REACHED is taken or refused (the rule
+	// group-max-size, groupmaxsize.go).
+	GroupMaxSize int
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
 	ConsumerSessionTimeoutMs int64
