@@ -269,6 +269,9 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 	if members == nil {
 		members = map[string]member{}
 	}
+	if b.groupFull(r, g) {
+		return model.Fail(model.GroupMaxSizeReached)
+	}
 	old, held := g.staticMember(r.InstanceID)
 	takeover := r.MemberID == "" && r.InstanceID != "" && held
 	if takeover {
@@ -310,6 +313,14 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		resp.Protocol, resp.ProtocolType = protocol, groupProtocolType(members)
 	}
 	return model.OK(resp)
+}
+
+// groupFull reports whether r's join finds g full: a member g does not
+// hold, while g holds group.max.size members and prepares no rebalance
+// (model: groupMaxSize).
+func (b *Broker) groupFull(r model.Request, g *group) bool {
+	_, known := g.members[r.MemberID]
+	return b.groupMaxSize > 0 && !known && g.generation == g.answered && len(g.members) >= b.groupMaxSize
 }
 
 // chooseJoin is the model's choice: a new member starts a new generation;

@@ -19,7 +19,7 @@ const GroupMaxSizeConfig = "group.max.size"
 // The model does not count which members have rejoined a round being
 // prepared, nor is every member it holds one for sure. So it refuses a
 // join only when the group holds group.max.size members for sure and
-// prepares no rebalance. A refusal is wrong while the group holds fewer
+// prepares no rebalance (its own answers: holds that many). A refusal is wrong while the group holds fewer
 // members than that, because Kafka's every count is at most the group's
 // size. A known member's refusal is wrong while the group holds no more
 // than that, because the member itself has not rejoined yet. Between the
@@ -32,7 +32,14 @@ func (st *step) groupMaxSize(r Request, g group) *outcome {
 	}
 	_, known := g.members[r.MemberID]
 	refused := st.got != nil && st.got.Answered && st.got.Err == GroupMaxSizeReached
-	if !known && !g.preparingRebalance() && g.sureMembers(st.s.now) >= maxSize {
+	held := g.sureMembers(st.s.now)
+	if st.got == nil {
+		// The model's own answer counts every member it holds: its own
+		// rounds complete at once, so no member has rejoined a round
+		// being prepared, and Kafka would take any member then too.
+		held = len(g.members)
+	}
+	if !known && !g.preparingRebalance() && held >= maxSize {
 		return st.groupFull(r, g, known, maxSize)
 	}
 	if refused && !g.roomFor(known, maxSize) {
