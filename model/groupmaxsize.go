@@ -88,9 +88,20 @@ func (g group) roomFor(known bool, maxSize int) bool {
 	return len(g.members) < maxSize
 }
 
-// JudgedByState reports whether got, a refusal that changes nothing, is
-// one the state decides, so that the checker cannot take it in any
-// state: GROUP_MAX_SIZE_REACHED once group.max.size is known.
+// JudgedByState reports whether got, a refusal of a class that changes
+// nothing, is one the state decides, so that it is not taken in any
+// state: GROUP_MAX_SIZE_REACHED once group.max.size is known, and a
+// MEMBER_ID_REQUIRED that names the id it hands out (pending.go), which
+// a history's join_group never does.
 func JudgedByState(groupMaxSize int, op Op, got Result) bool {
-	return groupMaxSize > 0 && op.Kind == JoinGroup && got.Answered && got.Err == GroupMaxSizeReached
+	if op.Kind != JoinGroup || !got.Answered {
+		return false
+	}
+	switch got.Err {
+	case GroupMaxSizeReached:
+		return groupMaxSize > 0
+	case MemberIDRequired:
+		return got.Resp.MemberID != ""
+	}
+	return false
 }

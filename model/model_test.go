@@ -199,7 +199,10 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 		return model.NoAnswer(), true
 	case "ok":
 	default:
-		return model.Fail(model.Code(answer)), true
+		// A refusal may name a member id: MEMBER_ID_REQUIRED's (KIP-394).
+		res := model.Fail(model.Code(answer))
+		res.Resp.MemberID = strArg(td, "got-member")
+		return res, true
 	}
 	r := model.NewResponse()
 	r.ProducerID = int64(intArg(t, td, "got-pid", -1))

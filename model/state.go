@@ -295,7 +295,10 @@ type group struct {
 	// removed are the members the coordinator has removed since it last
 	// loaded the group. Kafka never hands a removed member's id out
 	// again, so none of them leads a later round (see checkJoin).
-	removed   map[string]bool
+	removed map[string]bool
+	// pending are the member ids MEMBER_ID_REQUIRED answers handed out
+	// whose members have not joined with them yet (KIP-394, pending.go).
+	pending   map[string]pendingMember
 	committed map[Partition]int64
 	// committedAt is where each committed offset's record stands in the
 	// group's __consumer_offsets partition, and writes counts the
