@@ -292,6 +292,15 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		// A new generation: every member holds nothing until it rejoins.
 		members, generation = nextGeneration(members), gen
 	}
+	if gen > g.answered {
+		// A round completes: every member's session starts afresh
+		// (model: sessionsRestarted).
+		now := b.now.Load()
+		for id, m := range members {
+			m.lastSeen = now
+			members[id] = m
+		}
+	}
 	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r), instance: r.InstanceID,
 		protocolType: r.ProtocolType, protocols: protocolNames(r), subscription: model.ProtocolKeys(r.Protocols)}
 	leader = id // the round's leader is one that joined it (model: leaderAfterJoin)

@@ -86,7 +86,7 @@ func (st *step) joinGroup(r Request) outcome {
 		g.generation = gen
 	}
 	if gen > g.answered {
-		g = g.roundCompleted(gen)
+		g = g.roundCompleted(gen).sessionsRestarted(st.s.now)
 	}
 	newRound := gen > g.answered
 	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
@@ -406,6 +406,25 @@ func (g group) roundCompleted(gen int32) group {
 		// A static member stays (notYetRejoinedDynamicMembers, 4.x;
 		// GroupCoordinator.onCompleteJoin, 3.9).
 		m.mayBeGone = m.mayBeGone || (m.gen < gen && m.instance == "")
+		members[id] = m
+	}
+	g.members = members
+	return g
+}
+
+// sessionsRestarted is g once a join round completed at now: Kafka
+// starts every member's session afresh then, a static member's that did
+// not rejoin too (GroupCoordinator.onCompleteJoin,
+// completeAndScheduleNextHeartbeatExpiration, 3.9;
+// GroupMetadataManager.completeClassicGroupJoin,
+// rescheduleClassicGroupMemberHeartbeat, 4.x; tests:
+// GroupCoordinatorTest#testLeaderRejoinBeforeFinalRebalanceTimeoutWithLongSessionTimeout,
+// GroupMetadataManagerTest#testGroupStuckInRebalanceTimeoutDueToNonjoinedStaticMember,
+// where the static leader outlives the session it had before the round).
+func (g group) sessionsRestarted(now int64) group {
+	members := make(map[string]member, len(g.members))
+	for id, m := range g.members {
+		m.lastSeen = now
 		members[id] = m
 	}
 	g.members = members
