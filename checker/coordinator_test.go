@@ -70,3 +70,37 @@ func TestPartitionVerificationOnlyWhenOn(t *testing.T) {
 		})
 	}
 }
+
+// A JoinGroup's GROUP_MAX_SIZE_REACHED is judged only when the history
+// names group.max.size: a cluster whose size is not known may be set to
+// any, and the refusal then changes nothing the checker can see.
+func TestGroupMaxSizeOnlyWhenNamed(t *testing.T) {
+	for name, c := range map[string]struct {
+		maxSize       int
+		secondRefused bool
+		held          bool
+	}{
+		"refusal below an unknown size": {secondRefused: true, held: true},
+		"refusal below the named size":  {maxSize: 2, secondRefused: true},
+		"refusal at the named size":     {maxSize: 1, secondRefused: true, held: true},
+		"success at the named size":     {maxSize: 1},
+		"success below the named size":  {maxSize: 2, held: true},
+		"success, size not said":        {held: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b historyBuilder
+			b.h.GroupMaxSize = c.maxSize
+			first := b.joinGroup("A", 0, 1, "g", 1, "in-0")
+			b.op(first).Op.Req.JoinOnly, b.op(first).Result.Resp.Assignment = true, nil
+			b.op(first).Result.Resp.MemberID = "A"
+			second := b.joinGroup("B", 2, 3, "g", 2, "in-0")
+			b.op(second).Op.Req.JoinOnly, b.op(second).Result.Resp.Assignment = true, nil
+			b.op(second).Result.Resp.MemberID = "B"
+			if c.secondRefused {
+				b.fail(second, model.GroupMaxSizeReached)
+			}
+			report := Check(b.h, Options{})
+			require.Equal(t, c.held, report.Held(), "%v", report.Verdicts)
+		})
+	}
+}

@@ -94,7 +94,8 @@ type linearizability struct {
 // allow.
 func modelOptions(h histories.History, version int, opts Options) model.Options {
 	return model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow,
-		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification}
+		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification,
+		GroupMaxSize: h.GroupMaxSize}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
@@ -251,9 +252,11 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		if op.Result.Undecided() && readOnly(op.Kind) {
 			continue // a read nobody saw the answer of changes nothing
 		}
-		if noEffect(op) && model.WrongTimeoutRefusal(h.TxnMaxTimeoutMs, op.Op, op.Result) == nil {
+		if noEffect(op) && model.WrongTimeoutRefusal(h.TxnMaxTimeoutMs, op.Op, op.Result) == nil &&
+			!model.JudgedByState(h.GroupMaxSize, op.Op, op.Result) {
 			// Kafka refused it before it wrote: any state allows it. A
-			// refusal the broker's config rules out is judged.
+			// refusal the broker's config rules out, or makes depend on
+			// the state, is judged.
 			continue
 		}
 		ret := op.Call

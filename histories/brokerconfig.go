@@ -11,7 +11,8 @@ import (
 
 // brokerConfig is "broker_config": the broker configs the model reads,
 // under Kafka's own names (model.ExpiryConfigs,
-// model.TxnMaxTimeoutConfig and model.PartitionVerificationConfig), so
+// model.TxnMaxTimeoutConfig, model.PartitionVerificationConfig and
+// model.GroupMaxSizeConfig), so
 // that a recorder can copy them from the cluster it recorded
 // (DescribeConfigs). Other names are ignored, whatever their value: a
 // recorder may copy the whole config.
@@ -22,17 +23,23 @@ type brokerConfig struct {
 	// noVerification is transaction.partition.verification.enable set to
 	// false; true or not named is Kafka's default, on.
 	noVerification *bool
+	// groupMaxSize is group.max.size; 0 when not named.
+	groupMaxSize *int
 }
 
 // brokerConfig is h's "broker_config".
 func (h *History) brokerConfig() brokerConfig {
-	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification}
+	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize}
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
 // may hold: Kafka defines each as an INT at least 1
 // (TransactionStateManagerConfigs, TransactionLogConfigs).
 var intervals = span{lo: 1, hi: math.MaxInt32}
+
+// groupSizes is what group.max.size may hold: Kafka defines it as an INT
+// at least 1 (GroupCoordinatorConfig).
+var groupSizes = span{lo: 1, hi: math.MaxInt32}
 
 func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	m, err := asObject(path, raw)
@@ -47,6 +54,9 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	if err := take(m, path, model.TxnMaxTimeoutConfig, optional, number[int64]{c.maxTimeout, intervals}); err != nil {
 		return err
 	}
+	if err := take(m, path, model.GroupMaxSizeConfig, optional, number[int]{c.groupMaxSize, groupSizes}); err != nil {
+		return err
+	}
 	enabled := true
 	if err := take(m, path, model.PartitionVerificationConfig, optional, flag{&enabled}); err != nil {
 		return err
@@ -56,7 +66,7 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 }
 
 func (c brokerConfig) absent() bool {
-	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification
+	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0
 }
 
 func (c brokerConfig) encode() any {
@@ -68,6 +78,9 @@ func (c brokerConfig) encode() any {
 	}
 	if *c.maxTimeout != 0 {
 		out = append(out, member{model.TxnMaxTimeoutConfig, *c.maxTimeout})
+	}
+	if *c.groupMaxSize != 0 {
+		out = append(out, member{model.GroupMaxSizeConfig, *c.groupMaxSize})
 	}
 	if *c.noVerification {
 		out = append(out, member{model.PartitionVerificationConfig, false})

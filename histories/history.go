@@ -43,6 +43,9 @@ type History struct {
 	// TxnMaxTimeoutMs is the broker's transaction.max.timeout.ms, from
 	// "broker_config"; 0, absent from the document, when not known.
 	TxnMaxTimeoutMs int64
+	// GroupMaxSize is the broker's group.max.size, from "broker_config";
+	// 0, absent from the document, when not known.
+	GroupMaxSize int
 	// NoPartitionVerification: "broker_config" sets
 	// transaction.partition.verification.enable to false, so partition
 	// leaders write transactional batches without asking the coordinator

@@ -146,6 +146,7 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, h.Expiry, got.Expiry)
 	require.Zero(t, got.TxnMaxTimeoutMs, "a maximum not named stays unknown")
+	require.Zero(t, got.GroupMaxSize, "a group size not named stays unknown")
 }
 
 // transaction.max.timeout.ms and transaction.partition.verification.enable
@@ -163,6 +164,9 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			`"broker_config": {"transaction.max.timeout.ms": 30000, "transaction.partition.verification.enable": false}`},
 		"verification off alone": {History{NoPartitionVerification: true},
 			`"broker_config": {"transaction.partition.verification.enable": false}`},
+		"group size alone": {History{GroupMaxSize: 4}, `"broker_config": {"group.max.size": 4}`},
+		"group size first by name": {History{GroupMaxSize: 10, TxnMaxTimeoutMs: 30_000},
+			`"broker_config": {"group.max.size": 10, "transaction.max.timeout.ms": 30000}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -173,6 +177,7 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			require.Equal(t, c.h.TxnMaxTimeoutMs, got.TxnMaxTimeoutMs)
 			require.Equal(t, c.h.Expiry, got.Expiry)
 			require.Equal(t, c.h.NoPartitionVerification, got.NoPartitionVerification)
+			require.Equal(t, c.h.GroupMaxSize, got.GroupMaxSize)
 		})
 	}
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// TxnMaxTimeoutMs is transaction.max.timeout.ms; 0 takes any
 	// timeout (model.Options.TxnMaxTimeoutMs).
 	TxnMaxTimeoutMs int64
+	// GroupMaxSize is group.max.size; 0 takes any number of members
+	// (model.Options.GroupMaxSize).
+	GroupMaxSize int
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0 is Kafka's
 	// 45000 (model.Options.ConsumerSessionTimeoutMs).
@@ -82,6 +85,8 @@ type Broker struct {
 	expiry model.Expiry
 	// maxTxnTimeoutMs is Config.TxnMaxTimeoutMs.
 	maxTxnTimeoutMs int64
+	// groupMaxSize is Config.GroupMaxSize.
+	groupMaxSize int
 	// consumerSessionMs and topicPartitions are Config's, 0 made the
 	// defaults (consumergroups.go).
 	consumerSessionMs int64
@@ -118,7 +123,7 @@ var _ model.Target = (*Broker)(nil)
 // New is a fresh broker: empty logs, no producers, no groups.
 func New(cfg Config) *Broker {
 	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry,
-		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
+		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, groupMaxSize: cfg.GroupMaxSize, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
 		topicPartitions: cmp.Or(cfg.TopicPartitions, defaultTopicPartitions)}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)

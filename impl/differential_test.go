@@ -36,7 +36,10 @@ func checkDifferential(t *testing.T, restartAlways bool) {
 					// producers expire, and retries meet them gone.
 					expiry = shortExpiry
 				}
-				d := newDifferential(version, async, expiry)
+				// A small group.max.size, or none, so that joins meet a
+				// full group (model: groupMaxSize).
+				maxSize := rapid.SampledFrom([]int{0, 1, 2}).Draw(rt, "groupMaxSize")
+				d := newDifferential(version, async, expiry, maxSize)
 				d.restartAlways = restartAlways
 				rt.Repeat(d.actions())
 			})
@@ -99,10 +102,10 @@ func instanceFor(t *rapid.T, m joined) string {
 	return m.instance
 }
 
-func newDifferential(version int, asyncMarkers bool, expiry model.Expiry) *differential {
+func newDifferential(version int, asyncMarkers bool, expiry model.Expiry, groupMaxSize int) *differential {
 	return &differential{
-		ref:      model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry}),
-		impl:     New(Config{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry}),
+		ref:      model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry, GroupMaxSize: groupMaxSize}),
+		impl:     New(Config{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry, GroupMaxSize: groupMaxSize}),
 		sessions: map[string][]session{},
 		next:     map[seqKey]int32{},
 	}
@@ -351,7 +354,7 @@ func (d *differential) tick(t *rapid.T) {
 // both answer the protocol the group chose. The random walk above meets
 // this rarely: the member that rejoins is most often the leader.
 func TestProtocolChangeRebalancesLikeTheModel(t *testing.T) {
-	d := newDifferential(1, false, model.Expiry{})
+	d := newDifferential(1, false, model.Expiry{}, 0)
 	join := func(member string, protocols ...string) model.Result {
 		r := joinReq(theGroup, member, 0, inputs...)
 		r.ProtocolType = "consumer"

@@ -269,6 +269,9 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 	if members == nil {
 		members = map[string]member{}
 	}
+	if b.groupFull(r, g) {
+		return model.Fail(model.GroupMaxSizeReached)
+	}
 	old, held := g.staticMember(r.InstanceID)
 	takeover := r.MemberID == "" && r.InstanceID != "" && held
 	if takeover {
@@ -288,6 +291,15 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 	if gen > generation {
 		// A new generation: every member holds nothing until it rejoins.
 		members, generation = nextGeneration(members), gen
+	}
+	if gen > g.answered {
+		// A round completes: every member's session starts afresh
+		// (model: sessionsRestarted).
+		now := b.now.Load()
+		for id, m := range members {
+			m.lastSeen = now
+			members[id] = m
+		}
 	}
 	members[id] = member{gen: gen, assignment: share, lastSeen: b.now.Load(), sessionMs: sessionTimeout(r), instance: r.InstanceID,
 		protocolType: r.ProtocolType, protocols: protocolNames(r), subscription: model.ProtocolKeys(r.Protocols)}
@@ -310,6 +322,14 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 		resp.Protocol, resp.ProtocolType = protocol, groupProtocolType(members)
 	}
 	return model.OK(resp)
+}
+
+// groupFull reports whether r's join finds g full: a member g does not
+// hold, while g holds group.max.size members and prepares no rebalance
+// (model: groupMaxSize).
+func (b *Broker) groupFull(r model.Request, g *group) bool {
+	_, known := g.members[r.MemberID]
+	return b.groupMaxSize > 0 && !known && g.generation == g.answered && len(g.members) >= b.groupMaxSize
 }
 
 // chooseJoin is the model's choice: a new member starts a new generation;

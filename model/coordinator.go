@@ -585,6 +585,11 @@ func (s State) dueTimers(op Op) []State {
 				members = append(members, id)
 			}
 		}
+		for _, id := range slices.Sorted(maps.Keys(g.pending)) {
+			if p := g.pending[id]; op.Span.To-p.since >= p.sessionMs {
+				members = append(members, id)
+			}
+		}
 	}
 	fire := func(txns []string, member *string, allMembers bool) State {
 		st := newStep(s, op, nil)

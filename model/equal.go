@@ -97,7 +97,7 @@ func (pe producerEntry) equal(o producerEntry) bool {
 func (g group) equal(o group) bool {
 	return g.generation == o.generation && g.answered == o.answered && g.unseenRound == o.unseenRound && g.leader == o.leader &&
 		g.syncDue == o.syncDue && g.phased == o.phased && g.protocol == o.protocol && g.protocolGen == o.protocolGen &&
-		mapsEqual(g.members, o.members, member.equal) && mapsEqual(g.removed, o.removed, same) &&
+		mapsEqual(g.members, o.members, member.equal) && mapsEqual(g.removed, o.removed, same) && mapsEqual(g.pending, o.pending, same) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
 		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes
 }

@@ -14,9 +14,9 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():        19,
 		reflect.TypeFor[partState]():      4,
 		reflect.TypeFor[producerEntry]():  4,
-		reflect.TypeFor[group]():          14,
+		reflect.TypeFor[group]():          15,
 		reflect.TypeFor[member]():         14,
-		reflect.TypeFor[Options]():        9, // compared whole (==)
+		reflect.TypeFor[Options]():        10, // compared whole (==)
 		reflect.TypeFor[consumerGroup]():  4,
 		reflect.TypeFor[consumerMember](): 13,
 	} {

@@ -19,20 +19,27 @@ func (st *step) joinGroup(r Request) outcome {
 	if out, fenced := st.parkedJoinFenced(r); fenced {
 		return out
 	}
+	if out := st.groupMaxSize(r, g); out != nil {
+		return *out
+	}
+	out, pendingJoin := st.pendingJoin(r, g)
+	if out != nil {
+		return *out
+	}
 	if old, held := g.staticMember(r.InstanceID); r.MemberID == "" && r.InstanceID != "" && held {
 		taken, out := st.takeOverInstance(r, old)
 		if out != nil {
 			return *out
 		}
 		r, g, st.staticTakeover, st.replaced = taken, st.s.groups[r.Group], true, old
-	} else if r.MemberID != "" {
+	} else if r.MemberID != "" && !pendingJoin {
 		// A known member's join meets validateMember first
 		// (classicGroupJoinExistingMember, 4.x; doCurrentMemberJoinGroup, 3.9).
 		if out := st.checkStaticMember(r); out != nil {
 			return *out
 		}
 	}
-	if r.MemberID != "" {
+	if r.MemberID != "" && !pendingJoin {
 		if _, ok := g.members[r.MemberID]; !ok {
 			return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s (KIP-345)", r.MemberID, r.Group)
 		}
@@ -44,6 +51,9 @@ func (st *step) joinGroup(r Request) outcome {
 		return out
 	}
 	if out := protocolRefusal(r, g); out != nil {
+		return *out
+	}
+	if out := st.memberIDRequired(r, g); out != nil {
 		return *out
 	}
 	before := g
@@ -76,7 +86,7 @@ func (st *step) joinGroup(r Request) outcome {
 		g.generation = gen
 	}
 	if gen > g.answered {
-		g = g.roundCompleted(gen)
+		g = g.roundCompleted(gen).sessionsRestarted(st.s.now)
 	}
 	newRound := gen > g.answered
 	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
@@ -85,7 +95,7 @@ func (st *step) joinGroup(r Request) outcome {
 		m = g.joinedAlone(id, m, newRound)
 	}
 	prior, wasMember := g.members[id]
-	g = g.withMember(id, m)
+	g = g.withMember(id, m).withoutPending(id)
 	// A leader taken to have joined the round unseen (leaderJoined) has
 	// no protocols until its own rejoin: that rejoin is the one it made.
 	rejoined := wasMember && (prior.gen < gen || prior.protocolType == "")
@@ -402,6 +412,25 @@ func (g group) roundCompleted(gen int32) group {
 	return g
 }
 
+// sessionsRestarted is g once a join round completed at now: Kafka
+// starts every member's session afresh then, a static member's that did
+// not rejoin too (GroupCoordinator.onCompleteJoin,
+// completeAndScheduleNextHeartbeatExpiration, 3.9;
+// GroupMetadataManager.completeClassicGroupJoin,
+// rescheduleClassicGroupMemberHeartbeat, 4.x; tests:
+// GroupCoordinatorTest#testLeaderRejoinBeforeFinalRebalanceTimeoutWithLongSessionTimeout,
+// GroupMetadataManagerTest#testGroupStuckInRebalanceTimeoutDueToNonjoinedStaticMember,
+// where the static leader outlives the session it had before the round).
+func (g group) sessionsRestarted(now int64) group {
+	members := make(map[string]member, len(g.members))
+	for id, m := range g.members {
+		m.lastSeen = now
+		members[id] = m
+	}
+	g.members = members
+	return g
+}
+
 // droppedMember is a request naming a member that may have been removed
 // by a join round it missed, answered UNKNOWN_MEMBER_ID: the answer shows
 // the member gone, and the model removes it too, so that no later answer
@@ -496,6 +525,9 @@ func (st *step) leaveGroup(r Request) outcome {
 	if owner, held := g.staticMember(r.InstanceID); held && r.MemberID != "" && st.allows(LeaveResolvesInstance) {
 		r.MemberID = owner // a known broker's way (deviations.go)
 	}
+	if out, left := st.pendingLeave(r, g); left {
+		return out
+	}
 	if r.MemberID == "" && r.InstanceID != "" {
 		// An admin's removal names the instance alone (LeaveGroup v3+).
 		// Kafka removes whichever member id holds it
@@ -534,8 +566,10 @@ func (st *step) leaveGroup(r Request) outcome {
 func (st *step) restartReloadsGroups() {
 	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
 		g := st.s.groups[name]
-		if len(g.removed) > 0 {
-			g.removed = nil
+		if len(g.removed) > 0 || len(g.pending) > 0 {
+			// Pending members are held in memory alone (KIP-394), so a
+			// reload forgets them too.
+			g.removed, g.pending = nil, nil
 			st.s.setGroup(name, g)
 		}
 	}
@@ -556,7 +590,11 @@ func (st *step) expireMembers(name string, now int64, only *string) bool {
 		}
 	}
 	if expired {
-		st.s.setGroup(name, g.nextGeneration(g.generation+1))
+		g = g.nextGeneration(g.generation + 1)
+	}
+	g, pendingGone := g.expirePending(now, only)
+	if expired || pendingGone {
+		st.s.setGroup(name, g)
 	}
 	return expired
 }

@@ -40,6 +40,7 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				Allow: allowArg(t, td), Expiry: expiryArgs(t, td), AsyncMarkers: td.HasArg("async-markers"), MarkerWindow: !td.HasArg("markers-at-once"),
 				TxnMaxTimeoutMs:          int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0)),
 				NoPartitionVerification:  verificationOff(t, td),
+				GroupMaxSize:             intArg(t, td, model.GroupMaxSizeConfig, 0),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""
 		case "land-markers":
@@ -198,7 +199,10 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 		return model.NoAnswer(), true
 	case "ok":
 	default:
-		return model.Fail(model.Code(answer)), true
+		// A refusal may name a member id: MEMBER_ID_REQUIRED's (KIP-394).
+		res := model.Fail(model.Code(answer))
+		res.Resp.MemberID = strArg(td, "got-member")
+		return res, true
 	}
 	r := model.NewResponse()
 	r.ProducerID = int64(intArg(t, td, "got-pid", -1))

@@ -51,6 +51,11 @@ type Options struct {
 	// without asking the coordinator (verification.go). Kafka's default,
 	// and the zero value, is true.
 	NoPartitionVerification bool
+	// GroupMaxSize is group.max.size, the most members a classic group
+	// takes, when the broker's config is known; 0 when it is not, so that
+	// GROUP_MAX_SIZE_REACHED is taken or refused (the rule
+	// group-max-size, groupmaxsize.go).
+	GroupMaxSize int
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
 	ConsumerSessionTimeoutMs int64
@@ -290,7 +295,10 @@ type group struct {
 	// removed are the members the coordinator has removed since it last
 	// loaded the group. Kafka never hands a removed member's id out
 	// again, so none of them leads a later round (see checkJoin).
-	removed   map[string]bool
+	removed map[string]bool
+	// pending are the member ids MEMBER_ID_REQUIRED answers handed out
+	// whose members have not joined with them yet (KIP-394, pending.go).
+	pending   map[string]pendingMember
 	committed map[Partition]int64
 	// committedAt is where each committed offset's record stands in the
 	// group's __consumer_offsets partition, and writes counts the

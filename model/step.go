@@ -128,7 +128,7 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 	st := newStep(s, op, &got)
 	st.ctx = ctx
 	out := st.run()
-	if got.Answered && ClassOf(op.Kind, got.Err) == NoEffect {
+	if got.Answered && ClassOf(op.Kind, got.Err) == NoEffect && !JudgedByState(s.opts.GroupMaxSize, op, got) {
 		// Kafka refused before it wrote: legal in any state. Only a
 		// transactions v2 implicit add may have come first; the checker
 		// places such an answer anywhere after its call, or last, which
