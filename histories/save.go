@@ -193,12 +193,8 @@ func writeScalar(b *bytes.Buffer, v any) {
 	var num [20]byte
 	switch v := v.(type) {
 	case string:
-		if printableString(v) {
-			b.WriteByte('"')
-			b.WriteString(v)
-			b.WriteByte('"')
-			return
-		}
+		writeString(b, v)
+		return
 	case int:
 		b.Write(strconv.AppendInt(num[:0], int64(v), 10))
 		return
@@ -218,6 +214,22 @@ func writeScalar(b *bytes.Buffer, v any) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+	b.Truncate(b.Len() - 1) // Encode ends with a newline
+}
+
+// writeString writes s as encoding/json does, without making it an
+// interface value first, because that allocation was most of what
+// writing a recorded record cost.
+func writeString(b *bytes.Buffer, s string) {
+	if printableString(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
 	b.Truncate(b.Len() - 1) // Encode ends with a newline
 }
 
