@@ -32,6 +32,11 @@ import (
 // proc is the request's lane (Client), and client the client's process
 // when the lane is not its first, "" when it is: the history's
 // operations carry both (histories.Op.Client).
+//
+// A produce's records may be read beside the request going on to the
+// broker, so that reading them does not slow it. So op.Req.Records holds
+// them once end is called, and must not be read before. Its length is
+// right from the call on.
 type Observer interface {
 	Observe(proc, client string, op model.Op) (end func(model.Result))
 }
@@ -232,6 +237,10 @@ type pending struct {
 	req      model.Request
 	resp     model.Response // a join_group's member id, learned from MEMBER_ID_REQUIRED
 	end      func(model.Result)
+	// reading waits until a produce's records, read beside the request
+	// going on, are in req.Records, and says whether they read; nil
+	// when they were read before the request went on.
+	reading func() error
 }
 
 // begin records an operation's call on a free lane.
@@ -288,6 +297,14 @@ func (c *Client) laneName(instance string, lane int) (string, string) {
 // finish records an operation's result and frees its lane. A member whose
 // join_group succeeded may leave.
 func (c *Client) finish(p *pending, res model.Result) {
+	if p.reading != nil {
+		if err := p.reading(); err != nil {
+			// As a produce whose batch did not read before it went on.
+			c.cfg.Logf("recorder: %s's produce to %s is left out, because its records do not read: %v", c.proc, p.req.Partition, err)
+			c.free(p)
+			return
+		}
+	}
 	if p.kind == model.JoinGroup && res.Succeeded() {
 		c.mu.Lock()
 		c.members[res.Resp.MemberID] = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"maps"
 	"net"
@@ -892,4 +893,50 @@ func TestRecorderConsumerGroupHeartbeats(t *testing.T) {
 
 	require.Equal(t, int32(-1), ops[6].Req.MemberEpoch)
 	require.Equal(t, int32(-1), ops[6].Result.Resp.MemberEpoch)
+}
+
+// A produce's batch of many records is read beside the request going on,
+// and is in the history whole by the time its answer is recorded. A
+// batch whose records do not read as its header counts them is left
+// out, as one whose header does not read is.
+func TestALargeProduceIsReadBesideIt(t *testing.T) {
+	w := newWire(t)
+	var records []model.Record
+	for i := range readBeside + 36 {
+		records = append(records, model.Record{Key: fmt.Sprintf("trip-%03d", i), Value: "fare"})
+	}
+	broken := wire.ProducerBatch{ProducerID: 7, FirstSequence: 100, Records: records}.Encode()
+	// The header claims one record more than the body holds, with its
+	// CRC made right.
+	const numRecordsAt, crcEnd = 57, 21
+	binary.BigEndian.PutUint32(broken[numRecordsAt:], uint32(len(records)+1))
+	binary.BigEndian.PutUint32(broken[crcEnd-4:crcEnd], crc32.Checksum(broken[crcEnd:], crc32.MakeTable(crc32.Castagnoli)))
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks = -1
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "fencecheck-trips"
+	for p, raw := range [][]byte{wire.ProducerBatch{ProducerID: 7, Records: records}.Encode(), broken} {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(p), raw
+		topic.Partitions = append(topic.Partitions, rp)
+	}
+	produce.Topics = []kmsg.ProduceRequestTopic{topic}
+	corr := w.send(produce, 9)
+	resp := kmsg.NewPtrProduceResponse()
+	rt := kmsg.NewProduceResponseTopic()
+	rt.Topic = "fencecheck-trips"
+	for p := range 2 {
+		rp := kmsg.NewProduceResponseTopicPartition()
+		rp.Partition, rp.BaseOffset = int32(p), 40
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = []kmsg.ProduceResponseTopic{rt}
+	w.answer(corr, resp, 9)
+
+	ops := w.ops()
+	require.Len(t, ops, 1, "the broken batch's produce is left out")
+	require.Equal(t, model.Partition("trips-0"), ops[0].Req.Partition)
+	require.Equal(t, records, ops[0].Req.Records)
+	require.Equal(t, int64(40), ops[0].Result.Resp.BaseOffset)
 }
