@@ -112,7 +112,7 @@ func writeOp(b *bytes.Buffer, i int, op *Op) {
 		b.WriteString(`, "req": `)
 		writeStruct(b, &op.Req, slots)
 	}
-	res := op.Result
+	res := &op.Result
 	if slots, ok := respSlots[op.Kind]; ok && res.Answered && res.Err == "" {
 		b.WriteString(`, "resp": `)
 		writeStruct(b, &res.Resp, slots)

@@ -237,9 +237,9 @@ type pending struct {
 	req      model.Request
 	resp     model.Response // a join_group's member id, learned from MEMBER_ID_REQUIRED
 	end      func(model.Result)
-	// reading waits until a produce's records, read beside the request
-	// going on, are in req.Records, and says whether they read; nil
-	// when they were read before the request went on.
+	// reading has a produce's records in req.Records, read (or read
+	// beside the request going on) once it is first called, and says
+	// whether they read; nil for any other operation.
 	reading func() error
 }
 
@@ -299,7 +299,7 @@ func (c *Client) laneName(instance string, lane int) (string, string) {
 func (c *Client) finish(p *pending, res model.Result) {
 	if p.reading != nil {
 		if err := p.reading(); err != nil {
-			// As a produce whose batch did not read before it went on.
+			// As a produce whose batch header does not read.
 			c.cfg.Logf("recorder: %s's produce to %s is left out, because its records do not read: %v", c.proc, p.req.Partition, err)
 			c.free(p)
 			return
