@@ -200,7 +200,7 @@ func (c *Client) Close() {
 	}
 	for _, p := range joins {
 		switch {
-		case p.req.MemberID != "":
+		case p.memberID != "":
 			c.finish(p, model.NoAnswer())
 		default:
 			c.free(p)
@@ -230,16 +230,23 @@ func (c *Client) leaves(member string) bool {
 }
 
 // pending is one operation in flight.
+//
+// It keeps only the fields of its request that the recorder reads again,
+// not the whole request, which the observer holds: a recording makes
+// one for every request, and the smaller it is the less it costs.
 type pending struct {
 	instance string
 	lane     int
 	kind     model.Kind
-	req      model.Request
-	resp     model.Response // a join_group's member id, learned from MEMBER_ID_REQUIRED
-	end      func(model.Result)
-	// reading has a produce's records in req.Records, read (or read
-	// beside the request going on) once it is first called, and says
-	// whether they read; nil for any other operation.
+	// memberID is the request's, and learned is a join_group's member
+	// id, learned from MEMBER_ID_REQUIRED.
+	memberID, learned string
+	partition         model.Partition   // a produce's
+	partitions        []model.Partition // a join_group's subscription
+	end               func(model.Result)
+	// reading has a produce's records in the request's Records (read
+	// then, or beside the request going on) and says whether they
+	// read; nil for any other operation.
 	reading func() error
 }
 
@@ -258,7 +265,7 @@ func (c *Client) begin(kind model.Kind, version int16, req model.Request) *pendi
 	c.lanes[instance] = lanes
 	c.mu.Unlock()
 	proc, client := c.laneName(instance, lane)
-	return &pending{instance: instance, lane: lane, kind: kind, req: req, resp: model.NewResponse(),
+	return &pending{instance: instance, lane: lane, kind: kind, memberID: req.MemberID, partition: req.Partition, partitions: req.Partitions,
 		end: c.cfg.Observer.Observe(proc, client, model.Op{Kind: kind, Req: req, APIVersion: model.AtVersion(version)})}
 }
 
@@ -300,7 +307,7 @@ func (c *Client) finish(p *pending, res model.Result) {
 	if p.reading != nil {
 		if err := p.reading(); err != nil {
 			// As a produce whose batch header does not read.
-			c.cfg.Logf("recorder: %s's produce to %s is left out, because its records do not read: %v", c.proc, p.req.Partition, err)
+			c.cfg.Logf("recorder: %s's produce to %s is left out, because its records do not read: %v", c.proc, p.partition, err)
 			c.free(p)
 			return
 		}
@@ -327,10 +334,10 @@ func (p *pending) member() string {
 	if p.kind != model.JoinGroup {
 		return ""
 	}
-	if p.resp.MemberID != "" {
-		return p.resp.MemberID
+	if p.learned != "" {
+		return p.learned
 	}
-	return p.req.MemberID
+	return p.memberID
 }
 
 // awaitRejoin keeps a member's join_group open until its next JoinGroup:

@@ -216,7 +216,7 @@ func (c *Client) produce(r *kmsg.ProduceRequest) []observed {
 			if !ok {
 				continue
 			}
-			reading := sync.OnceValue(read)
+			reading := read // reading it twice reads it the same
 			if len(req.Records) >= readBeside {
 				done := make(chan error, 1)
 				go func() { done <- read() }()
@@ -397,14 +397,14 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 		case !ok:
 			return c.undecided(model.JoinGroup, "the answer is a %T", resp), ended
 		case jr.ErrorCode == kerr.MemberIDRequired.Code:
-			op.resp.MemberID = jr.MemberID
+			op.learned = jr.MemberID
 			c.awaitRejoin(jr.MemberID, op)
 			return model.Result{}, goesOn
 		case jr.ErrorCode == 0:
 			out := model.NewResponse()
 			out.MemberID, out.GenerationID, out.Leader = jr.MemberID, jr.Generation, jr.LeaderID
 			out.Protocol, out.ProtocolType = wire.Nullable(jr.Protocol), wire.Nullable(jr.ProtocolType)
-			c.noteSubscription(jr.MemberID, op.req.Partitions)
+			c.noteSubscription(jr.MemberID, op.partitions)
 			return model.OK(out), ended
 		case wire.Misrouted(jr.ErrorCode) && r.MemberID != "":
 			c.awaitRejoin(r.MemberID, op) // it asks again elsewhere
