@@ -461,10 +461,10 @@ func writeRecords(b *bytes.Buffer, records []model.Record) {
 			b.WriteString(", ")
 		}
 		b.WriteString(`{"key": `)
-		writeScalar(b, records[i].Key)
+		writeString(b, records[i].Key)
 		if records[i].Value != "" {
 			b.WriteString(`, "value": `)
-			writeScalar(b, records[i].Value)
+			writeString(b, records[i].Value)
 		}
 		b.WriteByte('}')
 	}
@@ -483,10 +483,10 @@ func writeFetched(b *bytes.Buffer, records []model.FetchedRecord) {
 		b.WriteString(`{"offset": `)
 		b.Write(strconv.AppendInt(num[:0], r.Offset, 10))
 		b.WriteString(`, "key": `)
-		writeScalar(b, r.Key)
+		writeString(b, r.Key)
 		if r.Value != "" {
 			b.WriteString(`, "value": `)
-			writeScalar(b, r.Value)
+			writeString(b, r.Value)
 		}
 		if r.ProducerID != model.NoProducerID {
 			b.WriteString(`, "producer_id": `)

@@ -79,13 +79,49 @@ func writeKeySets(b *bytes.Buffer, h History) {
 }
 
 // writeOp writes the operation at index i of the ops, on a line of its
-// own.
+// own, as an object in the order of docs/history-format.md. Its own
+// fields are written by hand, and its request and response by their
+// slots (writeStruct), so that no object is made for it: a recording
+// writes millions.
 func writeOp(b *bytes.Buffer, i int, op *Op) {
 	if i > 0 {
 		b.WriteByte(',')
 	}
-	b.WriteString("\n    ")
-	writeValue(b, encodeOp(op))
+	var num [20]byte
+	b.WriteString("\n    {\"id\": ")
+	b.Write(strconv.AppendInt(num[:0], int64(op.ID), 10))
+	b.WriteString(`, "proc": `)
+	writeString(b, op.Proc)
+	if op.Client != "" {
+		b.WriteString(`, "client": `)
+		writeString(b, op.Client)
+	}
+	b.WriteString(`, "call": `)
+	b.Write(strconv.AppendInt(num[:0], op.Call, 10))
+	if op.Returned {
+		b.WriteString(`, "return": `)
+		b.Write(strconv.AppendInt(num[:0], op.Return, 10))
+	}
+	b.WriteString(`, "type": `)
+	writeString(b, string(op.Kind))
+	if n, known := op.APIVersion.Number(); known {
+		b.WriteString(`, "api_version": `)
+		b.Write(strconv.AppendInt(num[:0], int64(n), 10))
+	}
+	if slots, ok := reqSlots[op.Kind]; ok {
+		b.WriteString(`, "req": `)
+		writeStruct(b, &op.Req, slots)
+	}
+	res := &op.Result
+	if slots, ok := respSlots[op.Kind]; ok && res.Answered && res.Err == "" {
+		b.WriteString(`, "resp": `)
+		writeStruct(b, &res.Resp, slots)
+	}
+	if res.Answered && res.Err != "" {
+		b.WriteString(`, "error": `)
+		writeString(b, string(res.Err))
+	}
+	b.WriteByte('}')
 }
 
 // writeTrailer closes a document of n ops, with end's trips and output
@@ -112,36 +148,9 @@ func writeMember(b *bytes.Buffer, m member) {
 }
 
 func (m member) write(b *bytes.Buffer) {
-	writeScalar(b, m.key)
+	writeString(b, m.key)
 	b.WriteString(": ")
 	writeValue(b, m.val)
-}
-
-// encodeOp is op as an object in the order of docs/history-format.md.
-func encodeOp(op *Op) object {
-	out := object{{"id", op.ID}, {"proc", op.Proc}}
-	if op.Client != "" {
-		out = append(out, member{"client", op.Client})
-	}
-	out = append(out, member{"call", op.Call})
-	if op.Returned {
-		out = append(out, member{"return", op.Return})
-	}
-	out = append(out, member{"type", string(op.Kind)})
-	if n, known := op.APIVersion.Number(); known {
-		out = append(out, member{"api_version", n})
-	}
-	if slots, ok := reqSlots[op.Kind]; ok {
-		out = append(out, member{"req", encodeStruct(&op.Req, slots)})
-	}
-	res := op.Result
-	if slots, ok := respSlots[op.Kind]; ok && res.Answered && res.Err == "" {
-		out = append(out, member{"resp", encodeStruct(&res.Resp, slots)})
-	}
-	if res.Answered && res.Err != "" {
-		out = append(out, member{"error", string(res.Err)})
-	}
-	return out
 }
 
 // object is a JSON object whose members keep their order.
@@ -193,12 +202,8 @@ func writeScalar(b *bytes.Buffer, v any) {
 	var num [20]byte
 	switch v := v.(type) {
 	case string:
-		if printableString(v) {
-			b.WriteByte('"')
-			b.WriteString(v)
-			b.WriteByte('"')
-			return
-		}
+		writeString(b, v)
+		return
 	case int:
 		b.Write(strconv.AppendInt(num[:0], int64(v), 10))
 		return
@@ -218,6 +223,22 @@ func writeScalar(b *bytes.Buffer, v any) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+	b.Truncate(b.Len() - 1) // Encode ends with a newline
+}
+
+// writeString writes s as encoding/json does, without making it an
+// interface value first, because that allocation was most of what
+// writing a recorded record cost.
+func writeString(b *bytes.Buffer, s string) {
+	if printableString(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
 	b.Truncate(b.Len() - 1) // Encode ends with a newline
 }
 

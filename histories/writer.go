@@ -147,7 +147,9 @@ func (hw *Writer) drain() {
 			hw.noteWriteErr(err)
 		}
 	}
-	hw.queue = nil // what is left after an error is lost; Write reports it
+	if hw.err != nil {
+		hw.queue = nil // what is left is lost; Write reports it
+	}
 	hw.running = false
 	hw.room.Broadcast()
 	hw.idle.Broadcast()

@@ -32,6 +32,11 @@ import (
 // proc is the request's lane (Client), and client the client's process
 // when the lane is not its first, "" when it is: the history's
 // operations carry both (histories.Op.Client).
+//
+// A produce's records may be read beside the request going on to the
+// broker, so that reading them does not slow it. So op.Req.Records holds
+// them once end is called, and must not be read before. Its length is
+// right from the call on.
 type Observer interface {
 	Observe(proc, client string, op model.Op) (end func(model.Result))
 }
@@ -195,7 +200,7 @@ func (c *Client) Close() {
 	}
 	for _, p := range joins {
 		switch {
-		case p.req.MemberID != "":
+		case p.memberID != "":
 			c.finish(p, model.NoAnswer())
 		default:
 			c.free(p)
@@ -225,13 +230,24 @@ func (c *Client) leaves(member string) bool {
 }
 
 // pending is one operation in flight.
+//
+// It keeps only the fields of its request that the recorder reads again,
+// not the whole request, which the observer holds: a recording makes
+// one for every request, and the smaller it is the less it costs.
 type pending struct {
 	instance string
 	lane     int
 	kind     model.Kind
-	req      model.Request
-	resp     model.Response // a join_group's member id, learned from MEMBER_ID_REQUIRED
-	end      func(model.Result)
+	// memberID is the request's, and learned is a join_group's member
+	// id, learned from MEMBER_ID_REQUIRED.
+	memberID, learned string
+	partition         model.Partition   // a produce's
+	partitions        []model.Partition // a join_group's subscription
+	end               func(model.Result)
+	// reading has a produce's records in the request's Records (read
+	// then, or beside the request going on) and says whether they
+	// read; nil for any other operation.
+	reading func() error
 }
 
 // begin records an operation's call on a free lane.
@@ -249,7 +265,7 @@ func (c *Client) begin(kind model.Kind, version int16, req model.Request) *pendi
 	c.lanes[instance] = lanes
 	c.mu.Unlock()
 	proc, client := c.laneName(instance, lane)
-	return &pending{instance: instance, lane: lane, kind: kind, req: req, resp: model.NewResponse(),
+	return &pending{instance: instance, lane: lane, kind: kind, memberID: req.MemberID, partition: req.Partition, partitions: req.Partitions,
 		end: c.cfg.Observer.Observe(proc, client, model.Op{Kind: kind, Req: req, APIVersion: model.AtVersion(version)})}
 }
 
@@ -288,6 +304,14 @@ func (c *Client) laneName(instance string, lane int) (string, string) {
 // finish records an operation's result and frees its lane. A member whose
 // join_group succeeded may leave.
 func (c *Client) finish(p *pending, res model.Result) {
+	if p.reading != nil {
+		if err := p.reading(); err != nil {
+			// As a produce whose batch header does not read.
+			c.cfg.Logf("recorder: %s's produce to %s is left out, because its records do not read: %v", c.proc, p.partition, err)
+			c.free(p)
+			return
+		}
+	}
 	if p.kind == model.JoinGroup && res.Succeeded() {
 		c.mu.Lock()
 		c.members[res.Resp.MemberID] = true
@@ -310,10 +334,10 @@ func (p *pending) member() string {
 	if p.kind != model.JoinGroup {
 		return ""
 	}
-	if p.resp.MemberID != "" {
-		return p.resp.MemberID
+	if p.learned != "" {
+		return p.learned
 	}
-	return p.req.MemberID
+	return p.memberID
 }
 
 // awaitRejoin keeps a member's join_group open until its next JoinGroup:

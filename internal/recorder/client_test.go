@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"maps"
 	"net"
@@ -892,4 +893,61 @@ func TestRecorderConsumerGroupHeartbeats(t *testing.T) {
 
 	require.Equal(t, int32(-1), ops[6].Req.MemberEpoch)
 	require.Equal(t, int32(-1), ops[6].Result.Resp.MemberEpoch)
+}
+
+// A produce's batch of many records is read beside the request going on,
+// and a small one as its answer is recorded: either way, it is in the
+// history whole by the time its answer is. A batch whose records do not
+// read as its header counts them is left out, as one whose header does
+// not read is.
+func TestProducedRecordsAreReadAfterTheProduceWentOn(t *testing.T) {
+	w := newWire(t)
+	batch := func(n, claimed int) ([]model.Record, []byte) {
+		var records []model.Record
+		for i := range n {
+			records = append(records, model.Record{Key: fmt.Sprintf("trip-%03d", i), Value: "fare"})
+		}
+		raw := wire.ProducerBatch{ProducerID: 7, Records: records}.Encode()
+		// The header claims claimed records, with its CRC made right.
+		const numRecordsAt, crcEnd = 57, 21
+		binary.BigEndian.PutUint32(raw[numRecordsAt:], uint32(claimed))
+		binary.BigEndian.PutUint32(raw[crcEnd-4:crcEnd], crc32.Checksum(raw[crcEnd:], crc32.MakeTable(crc32.Castagnoli)))
+		return records, raw
+	}
+	large, largeRaw := batch(readBeside+36, readBeside+36)
+	small, smallRaw := batch(3, 3)
+	_, largeBroken := batch(readBeside+36, readBeside+37)
+	_, smallBroken := batch(3, 4)
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks = -1
+	resp := kmsg.NewPtrProduceResponse()
+	for i, topicName := range []string{"fencecheck-trips", "fencecheck-fares"} {
+		topic := kmsg.NewProduceRequestTopic()
+		topic.Topic = topicName
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = topicName
+		for p, raw := range [][][]byte{{largeRaw, largeBroken}, {smallRaw, smallBroken}}[i] {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = int32(p), raw
+			topic.Partitions = append(topic.Partitions, rp)
+			answer := kmsg.NewProduceResponseTopicPartition()
+			answer.Partition, answer.BaseOffset = int32(p), 40
+			rt.Partitions = append(rt.Partitions, answer)
+		}
+		produce.Topics = append(produce.Topics, topic)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	corr := w.send(produce, 9)
+	w.answer(corr, resp, 9)
+
+	ops := w.ops()
+	require.Len(t, ops, 2, "the broken batches' produces are left out")
+	require.Equal(t, model.Partition("trips-0"), ops[0].Req.Partition)
+	require.Equal(t, large, ops[0].Req.Records)
+	require.Equal(t, model.Partition("fares-0"), ops[1].Req.Partition)
+	require.Equal(t, small, ops[1].Req.Records)
+	for _, op := range ops {
+		require.Equal(t, int64(40), op.Result.Resp.BaseOffset)
+	}
 }

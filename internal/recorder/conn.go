@@ -41,7 +41,8 @@ type conn struct {
 }
 
 // Write reads the requests it carries before they go out: an operation
-// is called when it is sent. A stalled client's requests wait.
+// is called when it is sent. Only a produce's records are read after it
+// went on (produce). A stalled client's requests wait.
 func (t *conn) Write(b []byte) (int, error) {
 	if err := t.c.gate(t.closed); err != nil {
 		return 0, err

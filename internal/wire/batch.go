@@ -20,6 +20,7 @@ const (
 	batchHeaderLen    = 12 // FirstOffset and Length
 	batchCRCStart     = 17
 	batchCRCEnd       = 21
+	batchNumRecords   = 57
 	attrCompression   = 0x07
 	attrTransactional = 0x10
 	attrControl       = 0x20
@@ -131,26 +132,13 @@ func DecodeBatches(raw []byte) ([]Batch, error) {
 }
 
 func decodeBatch(raw []byte) (Batch, error) {
-	var rb kmsg.RecordBatch
-	if err := rb.ReadFrom(raw); err != nil {
-		return Batch{}, fmt.Errorf("batch: %w", err)
-	}
-	if rb.Magic != batchMagic {
-		return Batch{}, fmt.Errorf("batch at %d has magic %d, not %d", rb.FirstOffset, rb.Magic, batchMagic)
-	}
-	if len(raw) < batchCRCEnd || uint32(rb.CRC) != crc32.Checksum(raw[batchCRCEnd:], castagnoli) {
-		return Batch{}, fmt.Errorf("batch at %d fails its CRC", rb.FirstOffset)
-	}
-	body := rb.Records
-	if codec := byte(rb.Attributes & attrCompression); codec != 0 {
-		var err error
-		if body, err = decompressor.Decompress(body, kgo.CompressionCodecType(codec)); err != nil {
-			return Batch{}, fmt.Errorf("batch at %d (compression codec %d): %w", rb.FirstOffset, codec, err)
-		}
-	}
-	records, err := decodeRecords(body, rb.NumRecords)
+	rb, err := readBatchHeader(raw)
 	if err != nil {
-		return Batch{}, fmt.Errorf("batch at %d: %w", rb.FirstOffset, err)
+		return Batch{}, err
+	}
+	body, records, err := readBody(rb.Records, byte(rb.Attributes&attrCompression), rb.NumRecords, rb.FirstOffset)
+	if err != nil {
+		return Batch{}, err
 	}
 	b := Batch{
 		FirstOffset:   rb.FirstOffset,
@@ -171,6 +159,118 @@ func decodeBatch(raw []byte) (Batch, error) {
 	return b, nil
 }
 
+// readBatchHeader reads a batch's header, and checks its magic and CRC.
+// Its Records are the body as it came, compressed or not.
+func readBatchHeader(raw []byte) (kmsg.RecordBatch, error) {
+	var rb kmsg.RecordBatch
+	if err := rb.ReadFrom(raw); err != nil {
+		return rb, fmt.Errorf("batch: %w", err)
+	}
+	if rb.Magic != batchMagic {
+		return rb, fmt.Errorf("batch at %d has magic %d, not %d", rb.FirstOffset, rb.Magic, batchMagic)
+	}
+	if len(raw) < batchCRCEnd || uint32(rb.CRC) != crc32.Checksum(raw[batchCRCEnd:], castagnoli) {
+		return rb, fmt.Errorf("batch at %d fails its CRC", rb.FirstOffset)
+	}
+	return rb, nil
+}
+
+// readBody decompresses a batch's body, compressed with codec, and finds
+// its n records. firstOffset names the batch in an error.
+func readBody(body []byte, codec byte, n int32, firstOffset int64) ([]byte, []record, error) {
+	if codec != 0 {
+		var err error
+		if body, err = decompressor.Decompress(body, kgo.CompressionCodecType(codec)); err != nil {
+			return nil, nil, fmt.Errorf("batch at %d (compression codec %d): %w", firstOffset, codec, err)
+		}
+	}
+	records, err := decodeRecords(body, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("batch at %d: %w", firstOffset, err)
+	}
+	return body, records, nil
+}
+
+// Produced is the one batch of a produce request's partition: its header
+// is read and its CRC checked, but its records are not read yet. So a
+// produce can go on to the broker first, and its records be read beside
+// it (ReadRecords).
+type Produced struct {
+	ProducerID    int64
+	Epoch         int16
+	FirstSequence int32
+	Transactional bool
+	// NumRecords is how many records the header says the batch holds.
+	NumRecords int32
+
+	codec       byte
+	firstOffset int64
+	body        []byte // as it came (compressed or not), a copy of the request's
+}
+
+// maxProducedRecords bounds the records a produce's batch may claim,
+// because that many are made room for before they are read. A batch of
+// a million records is beyond the request size of any client's defaults.
+const maxProducedRecords = 1 << 20
+
+// ReadProduced reads the batches of a produce request's partition, which
+// must be one whole batch (a partial batch after it is dropped, as
+// DecodeBatches drops one). It copies the batch's body, so that raw can
+// be reused once it returns.
+func ReadProduced(raw []byte) (Produced, error) {
+	whole := 0
+	for rest := raw; len(rest) >= batchHeaderLen; whole++ {
+		length := int64(int32(binary.BigEndian.Uint32(rest[8:batchHeaderLen])))
+		if length < 0 {
+			return Produced{}, fmt.Errorf("batch length %d", length)
+		}
+		if int64(len(rest)) < batchHeaderLen+length {
+			break // a partial batch at the end
+		}
+		if whole == 0 {
+			raw = rest[:batchHeaderLen+length]
+		}
+		rest = rest[batchHeaderLen+length:]
+	}
+	if whole != 1 {
+		return Produced{}, fmt.Errorf("a produce of %d batches to one partition, not one", whole)
+	}
+	rb, err := readBatchHeader(raw)
+	if err != nil {
+		return Produced{}, err
+	}
+	codec := byte(rb.Attributes & attrCompression)
+	// An uncompressed record takes 7 bytes at least.
+	if rb.NumRecords < 0 || rb.NumRecords > maxProducedRecords || codec == 0 && int(rb.NumRecords) > len(rb.Records)/7 {
+		return Produced{}, fmt.Errorf("batch at %d claims %d records in %d bytes", rb.FirstOffset, rb.NumRecords, len(rb.Records))
+	}
+	return Produced{
+		ProducerID:    rb.ProducerID,
+		Epoch:         rb.ProducerEpoch,
+		FirstSequence: rb.FirstSequence,
+		Transactional: rb.Attributes&attrTransactional != 0,
+		NumRecords:    rb.NumRecords,
+		codec:         codec,
+		firstOffset:   rb.FirstOffset,
+		body:          append([]byte(nil), rb.Records...),
+	}, nil
+}
+
+// ReadRecords reads the batch's records into into, which holds
+// NumRecords of them. A batch whose body does not read as that many
+// records is an error.
+func (p Produced) ReadRecords(into []model.Record) error {
+	if len(into) != int(p.NumRecords) {
+		return fmt.Errorf("room for %d records, not the %d of the batch", len(into), p.NumRecords)
+	}
+	body, records, err := readBody(p.body, p.codec, p.NumRecords, p.firstOffset)
+	if err != nil {
+		return err
+	}
+	Batch{body: body, records: records}.producedRecords(into)
+	return nil
+}
+
 // decodeRecords finds the n records of raw, a batch's body. It reads the
 // record format itself rather than through kmsg.Record, because that
 // struct, one a record, was most of what reading a large produce cost.
@@ -183,7 +283,7 @@ func decodeRecords(raw []byte, n int32) ([]record, error) {
 	out := make([]record, 0, min(int(n), len(raw)/7))
 	at := 0
 	for i := int32(0); i < n; i++ {
-		length, width := binary.Varint(raw[at:])
+		length, width := varint(raw[at:])
 		if width <= 0 || length < 0 || int64(len(raw)-at-width) < length {
 			return nil, fmt.Errorf("record %d of %d is cut short", i, n)
 		}
@@ -227,7 +327,7 @@ func (r *recordReader) varint() int64 {
 		r.bad = true
 		return 0
 	}
-	v, width := binary.Varint(r.raw[r.at:])
+	v, width := varint(r.raw[r.at:])
 	if width <= 0 {
 		r.bad = true
 		return 0
@@ -250,6 +350,17 @@ func (r *recordReader) bytes() (from, to int) {
 	from = r.at
 	r.at += int(n)
 	return from, r.at
+}
+
+// varint is binary.Varint, with a path of its own for a value of one
+// byte. Most of a small record's fields are that (its attributes,
+// deltas, lengths, and header count), and a record is read six varints
+// at a time.
+func varint(b []byte) (int64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return int64(b[0]>>1) ^ -int64(b[0]&1), 1
+	}
+	return binary.Varint(b)
 }
 
 // controlIsAbort reads a control record's key: version int16, type int16
@@ -309,12 +420,18 @@ func (b Batch) ProducedRecords() []model.Record {
 	if len(b.records) == 0 {
 		return nil
 	}
-	text := b.text()
 	out := make([]model.Record, len(b.records))
+	b.producedRecords(out)
+	return out
+}
+
+// producedRecords writes the batch's records into out, which holds them
+// all.
+func (b Batch) producedRecords(out []model.Record) {
+	text := b.text()
 	for i, rec := range b.records {
 		out[i] = model.Record{Key: text[rec.keyAt:rec.keyEnd], Value: text[rec.valueAt:rec.valueEnd]}
 	}
-	return out
 }
 
 // text is the batch's body as one string, which its records' keys and

@@ -3,7 +3,10 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,6 +52,87 @@ func TestCompressedBatchesAreRead(t *testing.T) {
 			require.Len(t, batches, 1)
 			require.Equal(t, want, batches[0].ProducedRecords())
 		})
+	}
+}
+
+// A produce's batch read in two steps (its header as the request goes
+// on, its records after) reads as DecodeBatches reads it, compressed or
+// not; the request's bytes can be reused in between.
+func TestProducedReadsAsDecodeBatches(t *testing.T) {
+	var want []model.Record
+	for i := range 100 {
+		want = append(want, model.Record{Key: fmt.Sprintf("trip-%d", i), Value: strings.Repeat("x", i%3)})
+	}
+	plain := ProducerBatch{ProducerID: 9, Epoch: 3, FirstSequence: 5, Transactional: true, Records: want}.Encode()
+	for name, raw := range map[string][]byte{"plain": plain, "snappy": compressed(t, plain, kgo.SnappyCompression())} {
+		t.Run(name, func(t *testing.T) {
+			batches, err := DecodeBatches(raw)
+			require.NoError(t, err)
+			raw = append([]byte(nil), raw...)
+			p, err := ReadProduced(raw)
+			require.NoError(t, err)
+			clear(raw)
+			require.Equal(t, Produced{ProducerID: 9, Epoch: 3, FirstSequence: 5, Transactional: true, NumRecords: 100},
+				Produced{ProducerID: p.ProducerID, Epoch: p.Epoch, FirstSequence: p.FirstSequence,
+					Transactional: p.Transactional, NumRecords: p.NumRecords})
+			got := make([]model.Record, p.NumRecords)
+			require.NoError(t, p.ReadRecords(got))
+			require.Equal(t, batches[0].ProducedRecords(), got)
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+// A produce's partition that is not one whole batch, or whose records do
+// not read as the header counts them, is an error, not a panic.
+func TestProducedRefusesWhatIsNotOneBatch(t *testing.T) {
+	one := ProducerBatch{ProducerID: 9, Records: []model.Record{{Key: "trip-1"}, {Key: "trip-2"}}}.Encode()
+	for name, raw := range map[string][]byte{
+		"two batches":              append(append([]byte(nil), one...), one...),
+		"none":                     nil,
+		"cut short":                one[:len(one)-1],
+		"bad crc":                  append(append([]byte(nil), one[:len(one)-1]...), one[len(one)-1]+1),
+		"a million":                withCount(one, 1<<20+1),
+		"more than its bytes hold": withCount(one, int32(len(one))),
+	} {
+		_, err := ReadProduced(raw)
+		require.Error(t, err, name)
+	}
+	// A partial batch after the whole one is dropped, as DecodeBatches
+	// drops it.
+	p, err := ReadProduced(append(append([]byte(nil), one...), one[:20]...))
+	require.NoError(t, err)
+	require.NoError(t, p.ReadRecords(make([]model.Record, 2)))
+	require.Error(t, p.ReadRecords(make([]model.Record, 1)), "room for fewer records than the batch has")
+
+	p, err = ReadProduced(withCount(one, 3))
+	require.NoError(t, err, "three records could fit in its bytes")
+	require.Error(t, p.ReadRecords(make([]model.Record, 3)), "the body holds two")
+}
+
+// withCount is raw, a batch, claiming n records, its CRC made right.
+func withCount(raw []byte, n int32) []byte {
+	out := append([]byte(nil), raw...)
+	binary.BigEndian.PutUint32(out[batchNumRecords:], uint32(n))
+	binary.BigEndian.PutUint32(out[batchCRCStart:batchCRCEnd], crc32.Checksum(out[batchCRCEnd:], castagnoli))
+	return out
+}
+
+// varint reads as binary.Varint reads, in one byte or more, and fails
+// where it fails.
+func TestVarintAsBinaryReadsIt(t *testing.T) {
+	inputs := [][]byte{nil, {0x80}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}}
+	for b := range 256 {
+		inputs = append(inputs, []byte{byte(b)}, []byte{byte(b), 0x01})
+	}
+	for _, v := range []int64{0, -1, 1, 63, -64, 64, -65, 1 << 40, -(1 << 40), math.MaxInt64, math.MinInt64} {
+		inputs = append(inputs, binary.AppendVarint(nil, v))
+	}
+	for _, in := range inputs {
+		v, n := varint(in)
+		wantV, wantN := binary.Varint(in)
+		require.Equal(t, wantV, v, "% x", in)
+		require.Equal(t, wantN, n, "% x", in)
 	}
 }
 
@@ -162,7 +246,8 @@ func TestRecordsReadAsKmsgReadsThem(t *testing.T) {
 }
 
 // BenchmarkDecodeProduced: reading a produce's batch of 500 records as
-// the history's records, as the recorder does before the produce goes on.
+// the history's records, as the recorder does: its header before the
+// produce goes on, its records beside it.
 func BenchmarkDecodeProduced(b *testing.B) {
 	var records []model.Record
 	for range 500 {
@@ -170,8 +255,11 @@ func BenchmarkDecodeProduced(b *testing.B) {
 	}
 	raw := ProducerBatch{ProducerID: 7, Records: records}.Encode()
 	for b.Loop() {
-		batches, err := DecodeBatches(raw)
-		if err != nil || len(batches[0].ProducedRecords()) != len(records) {
+		p, err := ReadProduced(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.ReadRecords(make([]model.Record, p.NumRecords)); err != nil {
 			b.Fatal(err)
 		}
 	}
