@@ -42,11 +42,18 @@ var (
 	// is absent, because Kafka answers a member that stays at epoch 1 at
 	// least.
 	answeredEpochs = span{lo: -2, hi: math.MaxInt32, none: 0, hasNone: true}
+	// fetchEpochs are an offset_fetch's: 0 is absent, because a
+	// consumer group member is at epoch 1 at least, and -1 is Kafka's
+	// "no member epoch" (an admin's fetch).
+	fetchEpochs = span{lo: math.MinInt32, hi: math.MaxInt32, none: 0, hasNone: true}
 )
 
 var (
 	qMemberEpoch = field[request]{"member_epoch", func(r *request) codec {
 		return number[int32]{&r.MemberEpoch, memberEpochs}
+	}}
+	qFetchMemberEpoch = field[request]{"member_epoch", func(r *request) codec {
+		return number[int32]{&r.MemberEpoch, fetchEpochs}
 	}}
 	qSubscribedTopics = field[request]{"subscribed_topic_names", func(r *request) codec {
 		return nullableTexts[string]{p: &r.SubscribedTopics}

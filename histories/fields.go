@@ -213,8 +213,10 @@ var reqSlots = map[model.Kind][]slot[request]{
 		qProtocolType.opt(), qProtocol.opt()},
 	// A leave may name a static member by its instance alone (member_id
 	// ""), as an admin's removal does (LeaveGroup v3+).
-	model.LeaveGroup:  {qGroup.req(), qMemberID.always(), qInstanceID.opt()},
-	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt()},
+	model.LeaveGroup: {qGroup.req(), qMemberID.always(), qInstanceID.opt()},
+	// OffsetFetch v9+ names the member of a KIP-848 consumer group and
+	// its epoch; an admin's fetch names neither.
+	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt(), qMemberID.opt(), qFetchMemberEpoch.opt()},
 	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
 	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qInstanceID.opt()},
 	model.Tick:        {qMs.always()},

@@ -127,3 +127,51 @@ func (st *step) staleCommitEpoch(r Request, m consumerMember) string {
 	return fmt.Sprintf("member epoch %d is not %s's, %d: STALE_MEMBER_EPOCH, which a TxnOffsetCommit answers "+
 		"ILLEGAL_GENERATION (OffsetMetadataManager.validateTransactionalOffsetCommit)", r.GenerationID, r.MemberID, m.epoch)
 }
+
+// checkConsumerFetch is ConsumerGroup.validateOffsetFetch for an
+// OffsetFetch of a KIP-848 consumer group, nil when it is taken.
+// OffsetFetch v9 and later carry the member id and member epoch. A
+// fetch with neither (an admin's) is taken; otherwise the member must be
+// the group's (UNKNOWN_MEMBER_ID) and the epoch its current one
+// (STALE_MEMBER_EPOCH). Nothing is read then: the whole group's answer is
+// the error (OffsetMetadataManager.fetchOffsets validates before it
+// reads). A classic group checks nothing (ClassicGroup.validateOffsetFetch).
+// Kafka read: ConsumerGroup.java, OffsetMetadataManager.java at trunk
+// 1eb7644. Tests: OffsetMetadataManagerTest#testConsumerGroupOffsetFetchWithMemberIdAndEpoch,
+// #testConsumerGroupOffsetFetchFromAdminClient,
+// #testConsumerGroupOffsetFetchWithUnknownMemberId,
+// #testConsumerGroupOffsetFetchWithStaleMemberEpoch.
+//
+// A history whose offset_fetch names no member may come from a recorder
+// that does not write it, so either refusal is taken there too.
+func (st *step) checkConsumerFetch(r Request) *outcome {
+	g, consumer := st.s.consumer[r.Group]
+	if !consumer {
+		return nil
+	}
+	if r.MemberID == "" {
+		if st.got == nil || !st.got.Answered || st.got.Err != StaleMemberEpoch && st.got.Err != UnknownMemberID {
+			return nil
+		}
+		out := refuse("consumer-fetch-member", st.got.Err, "the fetch does not say which member of consumer group %s "+
+			"sent it, at which epoch (OffsetFetch v9+ carries both: ConsumerGroup.validateOffsetFetch)", r.Group)
+		return &out
+	}
+	m, known := g.members[r.MemberID]
+	if !known {
+		if g.unseenJoins > 0 && !st.answered(UnknownMemberID) {
+			return nil // a member whose join's answer was lost may be this one
+		}
+		out := refuse("consumer-fetch-member", UnknownMemberID, "%s is not a member of consumer group %s "+
+			"(ConsumerGroup.validateOffsetFetch)", r.MemberID, r.Group)
+		return &out
+	}
+	if r.MemberEpoch == m.epoch && !m.unsure || m.unsure && !st.answered(StaleMemberEpoch) {
+		// After a heartbeat whose answer was lost, the member's epoch is
+		// unknown: either answer is Kafka's.
+		return nil
+	}
+	out := refuse("consumer-fetch-member", StaleMemberEpoch, "member epoch %d is not %s's, %d "+
+		"(ConsumerGroup.validateOffsetFetch, validateMemberEpoch)", r.MemberEpoch, r.MemberID, m.epoch)
+	return &out
+}

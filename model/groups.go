@@ -821,6 +821,9 @@ func (g group) settling(offsets map[Partition]pendingOffset) group {
 // offsetFetch answers a group's committed offset; with require_stable, not
 // while a transaction holds a pending offset for it (KIP-447).
 func (st *step) offsetFetch(r Request) outcome {
+	if out := st.checkConsumerFetch(r); out != nil {
+		return *out
+	}
 	if r.RequireStable {
 		for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 			if _, pending := st.s.txns[id].pending[r.Group][r.Partition]; pending {

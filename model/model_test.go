@@ -163,6 +163,10 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	if kind == model.ConsumerGroupHeartbeat {
 		parseConsumerHeartbeat(t, td, &op)
 	}
+	if kind == model.OffsetFetch {
+		r.MemberEpoch = int32(intArg(t, td, "member-epoch", 0))
+		op.Req = r
+	}
 	return op
 }
 

@@ -364,7 +364,9 @@ var table = []codeInfo{
 	// Nothing is written. A TxnOffsetCommit never gets it, because
 	// OffsetMetadataManager.validateTransactionalOffsetCommit turns it
 	// into ILLEGAL_GENERATION.
-	{StaleMemberEpoch, FencedConsumer, []Kind{OffsetCommit}},
+	// An OffsetFetch v9+ of a consumer group at another member epoch
+	// (ConsumerGroup.validateOffsetFetch): nothing is read.
+	{StaleMemberEpoch, FencedConsumer, []Kind{OffsetCommit, OffsetFetch}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -618,6 +620,11 @@ var versionRules = []versionRule{
 	{kind: OffsetCommit, code: StaleMemberEpoch, since: 9,
 		source: "ConsumerGroup.validateOffsetCommit: \"OffsetCommit version 9 or above must be used by members using the modern group protocol\"; " +
 			"OffsetCommitResponse.json: \"STALE_MEMBER_EPOCH (version 9+)\""},
+
+	// KIP-848: an OffsetFetch names its member and epoch from v9 on.
+	{kind: OffsetFetch, code: StaleMemberEpoch, since: 9,
+		source: "OffsetFetchResponse.json: \"Version 9 ... can return STALE_MEMBER_EPOCH and UNKNOWN_MEMBER_ID errors\"; " +
+			"\"STALE_MEMBER_EPOCH (version 9+)\""},
 
 	// KAFKA-7296: clients before 2.3 (TxnOffsetCommit below v2) could
 	// crash on COORDINATOR_LOAD_IN_PROGRESS.

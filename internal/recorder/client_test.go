@@ -391,6 +391,36 @@ func TestRecorderOffsetFetchPerPartition(t *testing.T) {
 	require.Equal(t, int64(12), ops[1].Result.Resp.Offset)
 }
 
+// TestRecorderOffsetFetchOfAMember: an OffsetFetch v9+ of a KIP-848
+// consumer group's member is recorded with its member id and epoch, and
+// the group's STALE_MEMBER_EPOCH answers each partition.
+func TestRecorderOffsetFetchOfAMember(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group, g.MemberID, g.MemberEpoch = "fencecheck-fare-workers", kmsg.StringPtr("member-1"), 7
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic, gt.Partitions = "fencecheck-trips", []int32{0}
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
+	admin := kmsg.NewOffsetFetchRequestGroup()
+	admin.Group, admin.Topics = "fencecheck-fare-workers", []kmsg.OffsetFetchRequestGroupTopic{gt}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{g, admin}
+	corr := w.send(req, 9)
+
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	stale := kmsg.NewOffsetFetchResponseGroup()
+	stale.Group, stale.ErrorCode = "fencecheck-fare-workers", kerr.StaleMemberEpoch.Code
+	resp.Groups = []kmsg.OffsetFetchResponseGroup{stale}
+	w.answer(corr, resp, 9)
+
+	ops := w.ops()
+	require.Len(t, ops, 2)
+	require.Equal(t, "member-1", ops[0].Req.MemberID)
+	require.Equal(t, int32(7), ops[0].Req.MemberEpoch)
+	require.Equal(t, model.StaleMemberEpoch, ops[0].Result.Err)
+	require.Empty(t, ops[1].Req.MemberID, "an admin's fetch names no member")
+}
+
 // TestRecorderUnansweredRejoin: a member's rejoin that the broker never
 // answered is recorded unanswered when its client goes; a new member's
 // join that only learned its id is left out.

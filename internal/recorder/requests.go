@@ -573,10 +573,13 @@ func (c *Client) topic(name string, id [16]byte, byID bool) (string, bool) {
 const offsetFetchTopicIDs = 10
 
 // groupPartition is one partition of one group's committed offsets, as
-// the cluster names them.
+// the cluster names them, with the KIP-848 member that asks (OffsetFetch
+// v9+; "" and -1 for none).
 type groupPartition struct {
 	group, topic string
 	partition    int32
+	memberID     string
+	memberEpoch  int32
 }
 
 // offsetFetch is one offset_fetch per partition asked about, in either
@@ -586,16 +589,20 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 	if r.Version < 8 {
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				asked = append(asked, groupPartition{r.Group, t.Topic, p})
+				asked = append(asked, groupPartition{r.Group, t.Topic, p, "", -1})
 			}
 		}
 	}
 	for _, g := range r.Groups {
+		memberID := ""
+		if g.MemberID != nil {
+			memberID = *g.MemberID
+		}
 		for _, t := range g.Topics {
 			name, ok := c.topic(t.Topic, t.TopicID, r.Version >= offsetFetchTopicIDs)
 			for _, p := range t.Partitions {
 				if ok {
-					asked = append(asked, groupPartition{g.Group, name, p})
+					asked = append(asked, groupPartition{g.Group, name, p, memberID, g.MemberEpoch})
 				}
 			}
 		}
@@ -609,6 +616,9 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 		}
 		req := model.NewRequest()
 		req.Group, req.Partition, req.RequireStable = group, partition, r.RequireStable
+		if gp.memberID != "" {
+			req.MemberID, req.MemberEpoch = gp.memberID, gp.memberEpoch
+		}
 		answer := answerWith(c, model.OffsetFetch,
 			func(resp *kmsg.OffsetFetchResponse) []int16 {
 				_, code := c.fetchedOffset(resp, gp)
