@@ -13,6 +13,10 @@ func (st *step) consumerGroupHeartbeat(r Request) outcome {
 	if out, invalid := st.consumerHeartbeatInvalid(r); invalid {
 		return out
 	}
+	if st.s.consumer[r.Group].mayBeClassic {
+		return st.takenUnjudged("consumer-may-be-classic", "group %s may have been converted to a classic group, "+
+			"which group.consumer.migration.policy decides (GroupMetadataManager.convertToClassicGroup)", r.Group)
+	}
 	if r.MemberEpoch == LeaveMemberEpoch || r.MemberEpoch == StaticLeaveMemberEpoch {
 		return st.consumerGroupLeave(r)
 	}

@@ -395,7 +395,16 @@ func (st *step) consumerTimerDue(m consumerMember) bool {
 // consumerTimerDueAt reports whether m's session or rebalance timer is
 // due at now.
 func (s State) consumerTimerDueAt(m consumerMember, now int64) bool {
-	if now-m.lastSeen >= s.consumerSessionMs() {
+	session := s.consumerSessionMs()
+	if m.classic {
+		// A classic member's session is its JoinGroup's, and its sync
+		// and join timeouts fence it too (consumermigration.go).
+		session = m.classicSessionMs
+		if m.classicDue > 0 && now >= m.classicDue {
+			return true
+		}
+	}
+	if now-m.lastSeen >= session {
 		return true
 	}
 	return len(m.revoking) > 0 && m.rebalanceMs > 0 && now-m.revokingSince >= m.rebalanceMs
