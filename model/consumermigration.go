@@ -398,7 +398,10 @@ func (st *step) classicSyncToConsumerGroup(r Request, g consumerGroup) outcome {
 		return refuse("classic-to-consumer-protocol", InconsistentGroupProtocol, "the SyncGroup's protocol %q %q is "+
 			"not the member's (throwIfClassicProtocolUnmatched)", r.ProtocolType, r.Protocol)
 	}
-	if g.epoch > m.epoch && len(m.revoking) == 0 && !m.unsure {
+	// A member whose JoinGroup left it behind the group epoch is
+	// revoking (UNREVOKED_PARTITIONS), which a JoinGroup alone does not
+	// show: its SyncGroup is answered.
+	if g.epoch > m.epoch && len(m.revoking) == 0 && !m.unsure && !m.syncPending {
 		out := refuse("classic-to-consumer-rebalance", RebalanceInProgress, "group epoch %d is past member %s's "+
 			"epoch %d, so it must join again (throwIfRebalanceInProgress)", g.epoch, id, m.epoch)
 		if g.loose {
