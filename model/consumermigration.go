@@ -133,7 +133,7 @@ func (st *step) classicMemberOf(g *consumerGroup, r Request) (string, consumerMe
 	} else {
 		var out *outcome
 		if id, out = staticMemberOf(*g, r); out != nil {
-			out.rule = "classic-to-consumer-" + out.rule
+			out.rule = "classic-to-" + out.rule
 			return "", consumerMember{}, out
 		}
 	}
@@ -204,7 +204,7 @@ func (st *step) classicJoiner(g *consumerGroup, r Request) (string, consumerMemb
 		// throwIfStaticMemberIsUnknown, throwIfInstanceIdIsFenced.
 		sid, out := staticMemberOf(*g, r)
 		if out != nil {
-			out.rule = "classic-to-consumer-" + out.rule
+			out.rule = "classic-to-" + out.rule
 			return "", consumerMember{}, "", out
 		}
 		return sid, g.members[sid], "", nil
