@@ -266,7 +266,13 @@ func (st *step) staticJoin(g *consumerGroup, r Request) (string, consumerMember,
 		return id, consumerMember{}, nil
 	}
 	prev := g.members[old]
-	if prev.epoch != StaticLeaveMemberEpoch && !prev.unsure {
+	if prev.classic {
+		// A member on the consumer protocol replaces a classic one
+		// whether or not it left, and the classic metadata goes
+		// (getOrMaybeSubscribeStaticConsumerGroupMember; test:
+		// GroupMetadataManagerTest#testConsumerGroupHeartbeatFromExistingClassicStaticMember).
+		prev.classic, prev.classicSessionMs, prev.classicProtocols, prev.syncPending, prev.classicDue = false, 0, nil, false, 0
+	} else if prev.epoch != StaticLeaveMemberEpoch && !prev.unsure {
 		out := refuse("consumer-unreleased-instance", UnreleasedInstanceID,
 			"instance id %s is held by member %s, which has not left with epoch -2", r.InstanceID, old)
 		return "", prev, &out
