@@ -20,6 +20,9 @@ func (st *step) consumerGroupHeartbeat(r Request) outcome {
 	if r.MemberEpoch == LeaveMemberEpoch || r.MemberEpoch == StaticLeaveMemberEpoch {
 		return st.consumerGroupLeave(r)
 	}
+	if out, refused := st.upgradeClassicGroup(r); refused {
+		return out
+	}
 	return st.consumerGroupBeat(r)
 }
 

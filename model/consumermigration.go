@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // KIP-848's online migration: a member on the classic protocol
@@ -508,4 +509,102 @@ func (m consumerMember) classicString() string {
 		return ""
 	}
 	return fmt.Sprintf(" (classic, session %d ms)", m.classicSessionMs)
+}
+
+// upgradeClassicGroup is the upgrade of a classic group with members to a
+// consumer group when a ConsumerGroupHeartbeat joins it
+// (GroupMetadataManager.getOrMaybeCreateConsumerGroup,
+// validateOnlineUpgrade, convertToConsumerGroup). Kafka converts it when
+// group.consumer.migration.policy allows, its members use the consumer
+// protocol type and it is not too large; else the join is
+// GROUP_ID_NOT_FOUND. The policy is not in the history, so the answer
+// says which: a success converts, GROUP_ID_NOT_FOUND leaves the classic
+// group as it was. A join of a known protocol type other than
+// "consumer" is GROUP_ID_NOT_FOUND under every policy. It reports true
+// with the refusal; else the join goes on in the converted group.
+// Tests: GroupMetadataManagerTest#testConsumerGroupHeartbeatWithStableClassicGroup,
+// #testConsumerGroupHeartbeatWithNonEmptyClassicGroup.
+func (st *step) upgradeClassicGroup(r Request) (outcome, bool) {
+	if r.MemberEpoch != JoinMemberEpoch {
+		return outcome{}, false
+	}
+	if _, consumer := st.s.consumer[r.Group]; consumer {
+		return outcome{}, false
+	}
+	cg := st.s.groups[r.Group]
+	if len(cg.members) == 0 {
+		// maybeDeleteEmptyClassicGroup: the join makes a consumer group.
+		return outcome{}, false
+	}
+	refusal := refuse("consumer-upgrade", GroupIDNotFound, "group %s is a classic group with members, which "+
+		"the migration policy may keep (validateOnlineUpgrade)", r.Group)
+	for _, m := range cg.members {
+		if m.protocolType != "" && m.protocolType != classicProtocolType {
+			refusal.why = fmt.Sprintf("group %s is a classic group of protocol type %q, not %q "+
+				"(ClassicGroup.usesConsumerGroupProtocol)", r.Group, m.protocolType, classicProtocolType)
+			return refusal, true
+		}
+	}
+	if st.answered(GroupIDNotFound) {
+		return refusal, true
+	}
+	converted := consumerGroupFrom(cg)
+	if st.undecided() {
+		// Whether the group was converted is unknown.
+		converted.mayBeClassic = true
+	}
+	cg.members, cg.leader, cg.syncDue = nil, "", 0
+	st.s.setGroup(r.Group, cg)
+	st.s.setConsumerGroup(r.Group, converted)
+	return outcome{}, false
+}
+
+// consumerGroupFrom is ConsumerGroup.fromClassicGroup: the group epoch
+// and every member's epoch are the classic generation, each member is on
+// the classic protocol, subscribed to the topics of its protocol and
+// holding its last assignment. Where the model does not know a member's
+// generation or assignment for certain (a lost answer, a round that may
+// have completed unseen, a SyncGroup not yet answered), the member's
+// epoch and partitions are what its next answer says (unsure), and it
+// is held to hold nothing meanwhile, so that no answer is called wrong
+// for it.
+func consumerGroupFrom(cg group) consumerGroup {
+	g := consumerGroup{epoch: cg.answered, loose: cg.unseenRound > cg.answered || cg.generation != cg.answered}
+	for _, id := range sortedMembers(cg) {
+		mm := cg.members[id]
+		if unnamed(id) {
+			g.unseenJoins++
+			g.loose = true
+			continue
+		}
+		m := consumerMember{epoch: g.epoch, prevEpoch: g.epoch, instanceID: mm.instance, classic: true,
+			classicSessionMs: mm.sessionMs, classicProtocols: slices.Clone(mm.protocols), lastSeen: mm.lastSeen}
+		m.topics = subscribedTopics(mm, cg.protocol)
+		certain := !g.loose && mm.gen == cg.answered && !mm.assignmentUnknown && !mm.syncPending && !mm.mayBeGone &&
+			cg.syncDue == 0 && m.topics != nil
+		if certain {
+			m.assigned = slices.Sorted(slices.Values(mm.assignment))
+			m.assignedAt = assignmentEpochs(nil, m.assigned, g.epoch)
+		} else {
+			m.unsure = true
+		}
+		g = g.withMember(id, m)
+	}
+	return g
+}
+
+// subscribedTopics is the topics of the member's subscription to the
+// group's protocol (or its first, while the group's is unknown), sorted;
+// nil when its join did not say.
+func subscribedTopics(m member, protocol string) []string {
+	for _, key := range m.subscription {
+		name, topics, _ := strings.Cut(key, ":")
+		if protocol == "" || name == protocol {
+			if topics == "" {
+				return []string{}
+			}
+			return slices.Compact(slices.Sorted(slices.Values(strings.Split(topics, "+"))))
+		}
+	}
+	return nil
 }
