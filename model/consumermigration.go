@@ -523,7 +523,9 @@ func (m consumerMember) classicString() string {
 // "consumer" is GROUP_ID_NOT_FOUND under every policy. It reports true
 // with the refusal; else the join goes on in the converted group.
 // Tests: GroupMetadataManagerTest#testConsumerGroupHeartbeatWithStableClassicGroup,
-// #testConsumerGroupHeartbeatWithNonEmptyClassicGroup.
+// #testConsumerGroupHeartbeatWithNonEmptyClassicGroup,
+// #testConsumerGroupHeartbeatWithEmptyClassicGroup,
+// #testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember.
 func (st *step) upgradeClassicGroup(r Request) (outcome, bool) {
 	if r.MemberEpoch != JoinMemberEpoch {
 		return outcome{}, false
@@ -549,6 +551,16 @@ func (st *step) upgradeClassicGroup(r Request) (outcome, bool) {
 		return refusal, true
 	}
 	converted := consumerGroupFrom(cg)
+	if old := converted.staticMember(r.InstanceID); r.InstanceID != "" && old != "" &&
+		(r.SubscribedTopics == nil || slices.Equal(converted.members[old].topics, slices.Compact(slices.Sorted(slices.Values(*r.SubscribedTopics))))) {
+		// The converted group has no subscription metadata, so the
+		// join computes it anew and bumps the group epoch, even where a
+		// static member takes its instance's subscription over
+		// unchanged (convertToConsumerGroup: "the group epoch being
+		// bumped"; test:
+		// GroupMetadataManagerTest#testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember).
+		converted.epoch++
+	}
 	if st.undecided() {
 		// Whether the group was converted is unknown.
 		converted.mayBeClassic = true
