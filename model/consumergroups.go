@@ -105,6 +105,10 @@ type consumerMember struct {
 	classicProtocols []string
 	syncPending      bool
 	classicDue       int64
+	// loadedSession: since a restart the member's session is the
+	// consumer group's, until its next classic request schedules its own
+	// again (onLoaded, scheduleConsumerGroupSessionTimeout).
+	loadedSession bool
 }
 
 func (s *State) setConsumerGroup(name string, g consumerGroup) {
@@ -168,7 +172,8 @@ func (m consumerMember) equal(o consumerMember) bool {
 		slices.Equal(m.revoking, o.revoking) && mapsEqual(m.assignedAt, o.assignedAt, same) && m.rebalanceMs == o.rebalanceMs &&
 		m.revokingSince == o.revokingSince && m.lastSeen == o.lastSeen && m.unsure == o.unsure &&
 		m.classic == o.classic && m.classicSessionMs == o.classicSessionMs &&
-		slices.Equal(m.classicProtocols, o.classicProtocols) && m.syncPending == o.syncPending && m.classicDue == o.classicDue
+		slices.Equal(m.classicProtocols, o.classicProtocols) && m.syncPending == o.syncPending && m.classicDue == o.classicDue &&
+		m.loadedSession == o.loadedSession
 }
 
 func (g consumerGroup) equal(o consumerGroup) bool {

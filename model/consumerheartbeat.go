@@ -274,7 +274,7 @@ func (st *step) staticJoin(g *consumerGroup, r Request) (string, consumerMember,
 		// whether or not it left, and the classic metadata goes
 		// (getOrMaybeSubscribeStaticConsumerGroupMember; test:
 		// GroupMetadataManagerTest#testConsumerGroupHeartbeatFromExistingClassicStaticMember).
-		prev.classic, prev.classicSessionMs, prev.classicProtocols, prev.syncPending, prev.classicDue = false, 0, nil, false, 0
+		prev.classic, prev.classicSessionMs, prev.classicProtocols, prev.syncPending, prev.classicDue, prev.loadedSession = false, 0, nil, false, 0, false
 	} else if prev.epoch != StaticLeaveMemberEpoch && !prev.unsure {
 		out := refuse("consumer-unreleased-instance", UnreleasedInstanceID,
 			"instance id %s is held by member %s, which has not left with epoch -2", r.InstanceID, old)

@@ -338,7 +338,7 @@ func (st *step) reconcileClassic(r Request, g consumerGroup, id string, m consum
 	}
 	next := st.s.consumer[r.Group]
 	member := next.members[id]
-	member.syncPending = joinOnly
+	member.syncPending, member.loadedSession = joinOnly, false
 	if joinOnly && member.rebalanceMs > 0 {
 		// scheduleConsumerGroupSyncTimeout: a member that sends no
 		// SyncGroup within its rebalance timeout is fenced.
@@ -422,7 +422,7 @@ func (st *step) classicSyncToConsumerGroup(r Request, g consumerGroup) outcome {
 		return bad("classic-to-consumer-sync-assignment", "the SyncGroup answers %v, but member %s holds %v "+
 			"(classicGroupSyncToConsumerGroup answers the member's assigned partitions)", obs.Assignment, id, m.assigned)
 	}
-	m.lastSeen, m.classicDue = st.s.now, 0
+	m.lastSeen, m.classicDue, m.loadedSession = st.s.now, 0, false
 	st.s.setConsumerGroup(r.Group, g.withMember(id, m))
 	return ok(resp)
 }
@@ -458,7 +458,7 @@ func (st *step) classicHeartbeatToConsumerGroup(r Request, g consumerGroup) outc
 	if out := st.classicGeneration(r, m); out != nil {
 		return *out
 	}
-	m.lastSeen = st.s.now
+	m.lastSeen, m.loadedSession = st.s.now, false
 	if m.epoch < g.epoch || len(m.revoking) > 0 {
 		if m.classicDue == 0 && m.rebalanceMs > 0 {
 			// scheduleConsumerGroupJoinTimeoutIfAbsent.
