@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -53,20 +54,11 @@ func (st *step) consumerGroupFor(r Request) (consumerGroup, bool) {
 	}
 	if st.op.Kind == JoinGroup && len(g.members) == 0 && g.unseenJoins == 0 && !g.mayBeClassic {
 		// maybeDeleteEmptyConsumerGroup: the classic group takes the id.
-		st.s.consumer = cloneWithout(st.s.consumer, r.Group)
+		st.s.consumer = maps.Clone(st.s.consumer)
+		delete(st.s.consumer, r.Group)
 		return consumerGroup{}, false
 	}
 	return g, true
-}
-
-func cloneWithout(m map[string]consumerGroup, name string) map[string]consumerGroup {
-	out := make(map[string]consumerGroup, len(m))
-	for k, v := range m {
-		if k != name {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // classicToConsumerGroup answers a classic request to a consumer group,
@@ -216,18 +208,10 @@ func (st *step) classicJoiner(g *consumerGroup, r Request) (string, consumerMemb
 	// A classic member replaces the instance's member whether or not it
 	// left (no throwIfInstanceIdIsUnreleased for the classic protocol).
 	prev := g.members[old]
-	g.members = cloneMembers(g.members)
+	g.members = maps.Clone(g.members)
 	delete(g.members, old)
 	prev.epoch, prev.prevEpoch, prev.revoking = 0, 0, nil
 	return id, prev, old, nil
-}
-
-func cloneMembers(m map[string]consumerMember) map[string]consumerMember {
-	out := make(map[string]consumerMember, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // classicProtocolRefusal is throwIfClassicProtocolIsNotSupported
@@ -488,7 +472,7 @@ func (st *step) classicLeaveToConsumerGroup(r Request, g consumerGroup) outcome 
 	if out != nil {
 		return *out
 	}
-	g.members = cloneMembers(g.members)
+	g.members = maps.Clone(g.members)
 	delete(g.members, id)
 	g.epoch++
 	st.s.setConsumerGroup(r.Group, g)
