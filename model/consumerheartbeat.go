@@ -182,6 +182,10 @@ func (st *step) consumerGroupBeat(r Request) outcome {
 		return *out
 	}
 	updated := m.subscribedBy(r)
+	// A ConsumerGroupHeartbeat puts the member on the consumer protocol
+	// (consumerGroupHeartbeat: setClassicMemberMetadata(null)).
+	updated.classic, updated.classicSessionMs, updated.classicProtocols = false, 0, nil
+	updated.syncPending, updated.classicDue, updated.loadedSession = false, 0, false
 	if !slices.Equal(updated.topics, m.topics) || updated.regex != m.regex {
 		// hasMemberSubscriptionChanged: a new member's subscription
 		// changes from none, so a join bumps the group epoch too.
@@ -269,13 +273,10 @@ func (st *step) staticJoin(g *consumerGroup, r Request) (string, consumerMember,
 		return id, consumerMember{}, nil
 	}
 	prev := g.members[old]
-	if prev.classic {
-		// A member on the consumer protocol replaces a classic one
-		// whether or not it left, and the classic metadata goes
-		// (getOrMaybeSubscribeStaticConsumerGroupMember; test:
-		// GroupMetadataManagerTest#testConsumerGroupHeartbeatFromExistingClassicStaticMember).
-		prev.classic, prev.classicSessionMs, prev.classicProtocols, prev.syncPending, prev.classicDue, prev.loadedSession = false, 0, nil, false, 0, false
-	} else if prev.epoch != StaticLeaveMemberEpoch && !prev.unsure {
+	// A member on the consumer protocol replaces a classic one whether or
+	// not it left (getOrMaybeSubscribeStaticConsumerGroupMember; test:
+	// GroupMetadataManagerTest#testConsumerGroupHeartbeatFromExistingClassicStaticMember).
+	if !prev.classic && prev.epoch != StaticLeaveMemberEpoch && !prev.unsure {
 		out := refuse("consumer-unreleased-instance", UnreleasedInstanceID,
 			"instance id %s is held by member %s, which has not left with epoch -2", r.InstanceID, old)
 		return "", prev, &out

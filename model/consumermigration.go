@@ -45,8 +45,8 @@ const classicProtocolType = "consumer"
 // deleted and the join makes a classic group). A SyncGroup, a Heartbeat
 // and a LeaveGroup meet any consumer group (classicGroupSync,
 // classicGroupHeartbeat, classicGroupLeave). A classic group with
-// members of the same id keeps the request: the model does not convert
-// a classic group to a consumer group (see model/README.md).
+// members of the same id keeps the request: a ConsumerGroupHeartbeat
+// that Kafka refused to upgrade it (upgradeClassicGroup) left it so.
 func (st *step) consumerGroupFor(r Request) (consumerGroup, bool) {
 	g, ok := st.s.consumer[r.Group]
 	if !ok || len(st.s.groups[r.Group].members) > 0 {
