@@ -112,3 +112,81 @@ func consumerSafetyBroken(before, next State) string {
 	}
 	return ""
 }
+
+// The same safety with members on the classic protocol in the consumer
+// group (KIP-848's online migration, consumermigration.go): their
+// JoinGroup, SyncGroup, Heartbeat and LeaveGroup, with random answers,
+// walk beside the consumer members' heartbeats.
+func TestMixedConsumerGroupSafetyUnderRandomAnswers(t *testing.T) {
+	rng := rand.New(rand.NewSource(8480))
+	s := Init(Options{})
+	accepted, classic := 0, 0
+	for step := 0; step < 20000; step++ {
+		op := randomConsumerOp(rng, s)
+		got := randomConsumerAnswer(rng, s, op)
+		if rng.Intn(2) == 0 {
+			op = randomClassicOp(rng, s)
+			got = randomClassicAnswer(rng, s, op)
+		}
+		next, err := Check(s, op, got)
+		if err != nil {
+			continue
+		}
+		if next.consumer["g"].mayBeClassic {
+			// The group may have become a classic group, where every
+			// answer is taken: start again.
+			s = Init(Options{})
+			continue
+		}
+		accepted++
+		if m, ok := next.consumer["g"].members[op.Req.MemberID]; ok && m.classic && op.Kind != ConsumerGroupHeartbeat {
+			classic++
+		}
+		if why := consumerSafetyBroken(s, next); why != "" {
+			t.Fatalf("step %d: %s accepted for %+v: %s\nbefore: %s\nafter: %s", step, op.Kind, op.Req, why, s, next)
+		}
+		s = next
+	}
+	if accepted < 2000 || classic < 1000 {
+		t.Fatalf("only %d of the walk's answers were accepted, %d classic joins: the walk tests too little", accepted, classic)
+	}
+}
+
+func randomClassicOp(rng *rand.Rand, s State) Op {
+	r := NewRequest()
+	r.Group = "g"
+	r.MemberID = []string{"k", "l"}[rng.Intn(2)]
+	m := s.consumer["g"].members[r.MemberID]
+	r.GenerationID = []int32{m.epoch, m.epoch, m.epoch - 1, m.epoch + 1}[rng.Intn(4)]
+	switch rng.Intn(6) {
+	case 0, 1:
+		r.ProtocolType = classicProtocolType
+		r.Protocols = []Protocol{{Name: "range", Topics: []string{"foo"}}}
+		r.SessionTimeoutMs, r.RebalanceTimeoutMs = 45000, 60000
+		r.JoinOnly = rng.Intn(2) == 0
+		return Op{Kind: JoinGroup, Req: r}
+	case 2, 3:
+		return Op{Kind: SyncGroup, Req: r}
+	case 4:
+		return Op{Kind: Heartbeat, Req: r}
+	}
+	return Op{Kind: LeaveGroup, Req: r}
+}
+
+func randomClassicAnswer(rng *rand.Rand, s State, op Op) Result {
+	switch rng.Intn(8) {
+	case 0:
+		return NoAnswer()
+	case 1:
+		return Fail(IllegalGeneration)
+	case 2:
+		return Fail(UnknownMemberID)
+	case 3:
+		return Fail(RebalanceInProgress)
+	}
+	resp := NewResponse()
+	resp.MemberID = op.Req.MemberID
+	resp.GenerationID = int32(rng.Intn(int(s.consumer["g"].epoch) + 3))
+	resp.Assignment = randomSubset(rng, walkPartitions)
+	return OK(resp)
+}

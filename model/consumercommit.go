@@ -38,6 +38,14 @@ func (st *step) consumerCommit(r Request) bool {
 // #testConsumerGroupTransactionalOffsetCommitWithStaleMemberEpoch.
 func (st *step) checkConsumerCommit(r Request) *outcome {
 	g := st.s.consumer[r.Group]
+	if g.mayBeClassic {
+		// A classic group's generation may judge it (consumermigration.go).
+		if out := st.takenUnjudged("consumer-may-be-classic", "group %s may have been converted to a classic group",
+			r.Group); out.refuse != "" {
+			return &out
+		}
+		return nil
+	}
 	if r.GenerationID < 0 && len(g.members) == 0 {
 		return nil
 	}
@@ -63,12 +71,18 @@ func (st *step) checkConsumerCommit(r Request) *outcome {
 			"(ConsumerGroup.validateOffsetCommit)", who, r.Group)
 		return &out
 	}
-	if n, known := st.op.APIVersion.Number(); st.op.Kind == OffsetCommit && known && n < 9 {
+	if n, known := st.op.APIVersion.Number(); st.op.Kind == OffsetCommit && known && n < 9 && !m.classic {
 		out := refuse("consumer-commit-version", UnsupportedVersion, "%s is a consumer group member, which must commit with "+
 			"OffsetCommit v9 or later, not v%d (ConsumerGroup.validateOffsetCommit)", r.MemberID, n)
 		return &out
 	}
 	stale := st.staleEpochCode()
+	if m.classic {
+		// A classic member's commit carries its generation, its member
+		// epoch: ILLEGAL_GENERATION when it is another
+		// (ConsumerGroup.validateMemberEpoch, useClassicProtocol).
+		stale = IllegalGeneration
+	}
 	switch {
 	case m.unsure:
 		// A heartbeat whose answer was lost may have moved the

@@ -56,6 +56,11 @@ type consumerGroup struct {
 	// unseenJoins counts joins with member id "" whose answers were
 	// lost: the coordinator may hold members whose ids no answer gave.
 	unseenJoins int
+	// mayBeClassic: the group may have been converted to a classic
+	// group, as group.consumer.migration.policy decides, which a history
+	// does not name (consumermigration.go). Every answer on its id is
+	// then taken.
+	mayBeClassic bool
 }
 
 // consumerMember is one member of a consumer group
@@ -88,6 +93,22 @@ type consumerMember struct {
 	// unsure: the answer to the member's last heartbeat was lost, so its
 	// epoch and assignment are what the next answer says.
 	unsure bool
+	// classic: the member speaks the classic protocol (JoinGroup,
+	// SyncGroup, Heartbeat) in the consumer group, with the session
+	// timeout and the protocol names of its JoinGroup
+	// (ConsumerGroupMember.classicMemberMetadata). syncPending: its
+	// JoinGroup was answered and its SyncGroup, which shows its
+	// assignment, not yet. classicDue is when its sync or join timeout
+	// fences it, 0 for none (consumermigration.go).
+	classic          bool
+	classicSessionMs int64
+	classicProtocols []string
+	syncPending      bool
+	classicDue       int64
+	// loadedSession: since a restart the member's session is the
+	// consumer group's, until its next classic request schedules its own
+	// again (onLoaded, scheduleConsumerGroupSessionTimeout).
+	loadedSession bool
 }
 
 func (s *State) setConsumerGroup(name string, g consumerGroup) {
@@ -111,6 +132,10 @@ func (g consumerGroup) withMember(id string, m consumerMember) consumerGroup {
 // group epoch (GroupMetadataManager.consumerGroupFenceMember: removeMember,
 // then a ConsumerGroupMetadata record with groupEpoch + 1).
 func (g consumerGroup) fenced(id string) consumerGroup {
+	if g.downgradable(id) {
+		// validateOnlineDowngradeWithFencedMember, convertToClassicGroup.
+		g.mayBeClassic = true
+	}
 	g.members = maps.Clone(g.members)
 	delete(g.members, id)
 	g.epoch++
@@ -145,11 +170,14 @@ func (m consumerMember) equal(o consumerMember) bool {
 	return m.epoch == o.epoch && m.prevEpoch == o.prevEpoch && m.prevUnsure == o.prevUnsure && m.instanceID == o.instanceID &&
 		slices.Equal(m.topics, o.topics) && m.regex == o.regex && slices.Equal(m.assigned, o.assigned) &&
 		slices.Equal(m.revoking, o.revoking) && mapsEqual(m.assignedAt, o.assignedAt, same) && m.rebalanceMs == o.rebalanceMs &&
-		m.revokingSince == o.revokingSince && m.lastSeen == o.lastSeen && m.unsure == o.unsure
+		m.revokingSince == o.revokingSince && m.lastSeen == o.lastSeen && m.unsure == o.unsure &&
+		m.classic == o.classic && m.classicSessionMs == o.classicSessionMs &&
+		slices.Equal(m.classicProtocols, o.classicProtocols) && m.syncPending == o.syncPending && m.classicDue == o.classicDue &&
+		m.loadedSession == o.loadedSession
 }
 
 func (g consumerGroup) equal(o consumerGroup) bool {
-	return g.epoch == o.epoch && g.loose == o.loose && g.unseenJoins == o.unseenJoins &&
+	return g.epoch == o.epoch && g.loose == o.loose && g.unseenJoins == o.unseenJoins && g.mayBeClassic == o.mayBeClassic &&
 		mapsEqual(g.members, o.members, consumerMember.equal)
 }
 
@@ -158,7 +186,7 @@ func (g consumerGroup) String() string {
 	fmt.Fprintf(&b, "group epoch %d", g.epoch)
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[id]
-		fmt.Fprintf(&b, ", %s epoch %d owns %v", id, m.epoch, m.assigned)
+		fmt.Fprintf(&b, ", %s epoch %d owns %v%s", id, m.epoch, m.assigned, m.classicString())
 		if len(m.revoking) > 0 {
 			fmt.Fprintf(&b, " revoking %v", m.revoking)
 		}

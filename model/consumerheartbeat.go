@@ -13,8 +13,15 @@ func (st *step) consumerGroupHeartbeat(r Request) outcome {
 	if out, invalid := st.consumerHeartbeatInvalid(r); invalid {
 		return out
 	}
+	if st.s.consumer[r.Group].mayBeClassic {
+		return st.takenUnjudged("consumer-may-be-classic", "group %s may have been converted to a classic group, "+
+			"which group.consumer.migration.policy decides (GroupMetadataManager.convertToClassicGroup)", r.Group)
+	}
 	if r.MemberEpoch == LeaveMemberEpoch || r.MemberEpoch == StaticLeaveMemberEpoch {
 		return st.consumerGroupLeave(r)
+	}
+	if out, refused := st.upgradeClassicGroup(r); refused {
+		return out
 	}
 	return st.consumerGroupBeat(r)
 }
@@ -175,6 +182,10 @@ func (st *step) consumerGroupBeat(r Request) outcome {
 		return *out
 	}
 	updated := m.subscribedBy(r)
+	// A ConsumerGroupHeartbeat puts the member on the consumer protocol
+	// (consumerGroupHeartbeat: setClassicMemberMetadata(null)).
+	updated.classic, updated.classicSessionMs, updated.classicProtocols = false, 0, nil
+	updated.syncPending, updated.classicDue, updated.loadedSession = false, 0, false
 	if !slices.Equal(updated.topics, m.topics) || updated.regex != m.regex {
 		// hasMemberSubscriptionChanged: a new member's subscription
 		// changes from none, so a join bumps the group epoch too.
@@ -262,7 +273,10 @@ func (st *step) staticJoin(g *consumerGroup, r Request) (string, consumerMember,
 		return id, consumerMember{}, nil
 	}
 	prev := g.members[old]
-	if prev.epoch != StaticLeaveMemberEpoch && !prev.unsure {
+	// A member on the consumer protocol replaces a classic one whether or
+	// not it left (getOrMaybeSubscribeStaticConsumerGroupMember; test:
+	// GroupMetadataManagerTest#testConsumerGroupHeartbeatFromExistingClassicStaticMember).
+	if !prev.classic && prev.epoch != StaticLeaveMemberEpoch && !prev.unsure {
 		out := refuse("consumer-unreleased-instance", UnreleasedInstanceID,
 			"instance id %s is held by member %s, which has not left with epoch -2", r.InstanceID, old)
 		return "", prev, &out

@@ -395,7 +395,18 @@ func (st *step) consumerTimerDue(m consumerMember) bool {
 // consumerTimerDueAt reports whether m's session or rebalance timer is
 // due at now.
 func (s State) consumerTimerDueAt(m consumerMember, now int64) bool {
-	if now-m.lastSeen >= s.consumerSessionMs() {
+	session := s.consumerSessionMs()
+	if m.classic {
+		// A classic member's session is its JoinGroup's, and its sync
+		// and join timeouts fence it too (consumermigration.go).
+		if !m.loadedSession {
+			session = m.classicSessionMs
+		}
+		if m.classicDue > 0 && now >= m.classicDue {
+			return true
+		}
+	}
+	if now-m.lastSeen >= session {
 		return true
 	}
 	return len(m.revoking) > 0 && m.rebalanceMs > 0 && now-m.revokingSince >= m.rebalanceMs
@@ -444,6 +455,9 @@ func (st *step) restartReloadsConsumerGroups() {
 		for _, id := range slices.Sorted(maps.Keys(g.members)) {
 			m := g.members[id]
 			m.lastSeen, m.revokingSince = st.s.now, st.s.now
+			// onLoaded schedules every member's session with the
+			// consumer group's timeout, and no sync or join timeout.
+			m.loadedSession, m.classicDue = m.classic, 0
 			g = g.withMember(id, m)
 		}
 		st.s.setConsumerGroup(name, g)

@@ -15,6 +15,9 @@ import (
 // answer is accepted where no partition goes to two members of one
 // generation.
 func (st *step) joinGroup(r Request) outcome {
+	if out, consumer := st.classicToConsumerGroup(r); consumer {
+		return out
+	}
 	g := st.s.groups[r.Group]
 	if out, fenced := st.parkedJoinFenced(r); fenced {
 		return out
@@ -521,6 +524,9 @@ func (g group) preparedRoundMayDrop(m member) bool {
 }
 
 func (st *step) leaveGroup(r Request) outcome {
+	if out, consumer := st.classicToConsumerGroup(r); consumer {
+		return out
+	}
 	g := st.s.groups[r.Group]
 	if owner, held := g.staticMember(r.InstanceID); held && r.MemberID != "" && st.allows(LeaveResolvesInstance) {
 		r.MemberID = owner // a known broker's way (deviations.go)
@@ -619,6 +625,9 @@ func (m member) expiredBy(now int64) bool {
 // session all the same (heartbeatWhilePreparing). While a round awaits
 // its leader's SyncGroup, a heartbeat succeeds.
 func (st *step) heartbeat(r Request) outcome {
+	if out, consumer := st.classicToConsumerGroup(r); consumer {
+		return out
+	}
 	if out := st.checkGeneration(r); out != nil {
 		return *out
 	}

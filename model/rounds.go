@@ -65,6 +65,9 @@ func (g group) awaitingSync(gen int32, newRound bool) group {
 // #testSyncGroupFromIllegalGeneration, #testSyncGroupLeaderAfterFollower,
 // #testSyncGroupFollowerAfterLeader, 3.8 to 4.x).
 func (st *step) syncGroup(r Request) outcome {
+	if out, consumer := st.classicToConsumerGroup(r); consumer {
+		return out
+	}
 	if out := st.checkStaticMember(r); out != nil {
 		return *out
 	}
