@@ -574,6 +574,10 @@ func decodeResponse(m map[string]json.RawMessage, op *Op) error {
 	if err := decodeStruct("resp", m["resp"], &resp, slots); err != nil {
 		return err
 	}
+	// KIP-939: the kept transaction is named by both.
+	if (resp.OngoingTxnProducerID == model.NoProducerID) != (resp.OngoingTxnEpoch == model.NoEpoch) {
+		return errors.New("resp.ongoing_txn_producer_id and resp.ongoing_txn_epoch go together: both or neither")
+	}
 	op.Result = model.OK(resp)
 	return nil
 }

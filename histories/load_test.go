@@ -118,6 +118,15 @@ var loadRejects = []struct {
 	{"commit not a boolean", doc(`{"id": 1, "proc": "A", "call": 0, "type": "end_txn", "req": {` +
 		txnFields + `, "commit": "yes"}}`),
 		`op 1: end_txn: req.commit: must be true or false, got the string "yes"`},
+	{"enable_2pc not a boolean", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
+		`{"transactional_id": "t", "enable_2pc": 1}}`),
+		"op 1: init_producer_id: req.enable_2pc: must be true or false, got 1"},
+	{"ongoing producer id without its epoch", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
+		`"req": {"transactional_id": "t", "enable_2pc": true, "keep_prepared_txn": true}, ` +
+		`"resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4}}`),
+		"op 1: init_producer_id: resp.ongoing_txn_producer_id and resp.ongoing_txn_epoch go together: both or neither"},
+	{"two-phase commit switch as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.two.phase.commit.enable": "true"}, "ops": []}`,
+		`broker_config.transaction.two.phase.commit.enable: must be true or false, got the string "true"`},
 	{"producer_id without epoch", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
 		`{"transactional_id": "t", "producer_id": 1}}`),
 		"op 1: init_producer_id: req.producer_id and req.epoch go together: both or neither"},
@@ -340,6 +349,14 @@ var loadAccepts = map[string]string{
 	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
 	"broker_config naming the maximum transaction timeout": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.max.timeout.ms": 900000}, "ops": []}`,
+	"broker_config with two-phase commit off": `{"format": "fencecheck/history/v1", "broker_config": ` +
+		`{"transaction.two.phase.commit.enable": false}, "ops": []}`,
+	"a KIP-939 init keeping a prepared transaction": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
+		`"req": {"transactional_id": "t", "enable_2pc": true, "keep_prepared_txn": true}, ` +
+		`"resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4, "ongoing_txn_epoch": 1}}`),
+	"an ongoing identity of -1 is none": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
+		`"req": {"transactional_id": "t", "enable_2pc": false}, "resp": {"producer_id": 4, "epoch": 0, ` +
+		`"ongoing_txn_producer_id": -1, "ongoing_txn_epoch": -1}}`),
 	"broker_config with partition verification on": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.partition.verification.enable": true}, "ops": []}`,
 	"broker_config with names the checker does not read": `{"format": "fencecheck/history/v1", "broker_config": ` +

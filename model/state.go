@@ -56,6 +56,9 @@ type Options struct {
 	// GROUP_MAX_SIZE_REACHED is taken or refused (the rule
 	// group-max-size, groupmaxsize.go).
 	GroupMaxSize int
+	// TwoPhaseCommit is transaction.two.phase.commit.enable (KIP-939)
+	// when the broker's config is known; TwoPhaseCommitUnknown when not.
+	TwoPhaseCommit TwoPhaseCommit
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
 	ConsumerSessionTimeoutMs int64
