@@ -173,6 +173,9 @@ type txnMeta struct {
 	// land after it, so the id's expiry counts from it at the earliest
 	// (expiry.go, shownPending).
 	pendingShownAt int64
+	// kept is the client identity of an open transaction a KIP-939
+	// InitProducerId kept (twophase.go); nil when none did.
+	kept *keptTxn
 }
 
 // entry is one offset of a partition log: a record or a control marker.
