@@ -99,7 +99,11 @@ func partitions[S any](name string, f func(*S) *[]model.Partition) field[S] {
 type request = model.Request
 
 var (
-	qTxnID      = transactionalID(func(r *request) *string { return &r.TransactionalID })
+	qTxnID = transactionalID(func(r *request) *string { return &r.TransactionalID })
+	// add_partitions' and end_txn's, which may be empty.
+	qTxnIDOrEmpty = field[request]{"transactional_id", func(r *request) codec {
+		return txnIDOrEmpty{&r.TransactionalID, &r.EmptyTransactionalID}
+	}}
 	qProducerID = producerID(func(r *request) *int64 { return &r.ProducerID })
 	qEpoch      = epoch(func(r *request) *int16 { return &r.Epoch })
 	qMemberID   = memberID(func(r *request) *string { return &r.MemberID })
@@ -208,7 +212,7 @@ var fetchedSlots = []slot[fetched]{
 var reqSlots = map[model.Kind][]slot[request]{
 	model.InitProducerID: {qTxnID.opt(), qTimeoutMs.opt(), qProducerID.opt(), qEpoch.opt(), qEnable2PC.opt(),
 		qKeepPreparedTxn.opt()},
-	model.AddPartitions: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
+	model.AddPartitions: {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
 	model.Produce: {qTxnID.opt(), qProducerID.req(), qEpoch.req(), qPartition.req(), qSequence.always(),
 		qRecords.always()},
 	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req()},
@@ -218,7 +222,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 	// A plain commit: the "simple" or admin commit sends no member and
 	// generation -1.
 	model.OffsetCommit: {qGroup.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
-	model.EndTxn:       {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
+	model.EndTxn:       {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
 	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
 		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
 	model.SyncGroup: {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt(),

@@ -216,9 +216,12 @@ var loadRejects = []struct {
 	{"client not a string", doc(`{"id": 2, "proc": "A", "client": 7, "call": 0, "type": "stall"}`),
 		"op 2: client: must be a string, got 7"},
 	{"req null", doc(`{"id": 4, "proc": "A", "call": 0, "type": "produce", "req": null}`), "op 4: produce: req is required"},
-	{"transactional_id empty where required", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_partitions", "req": ` +
-		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "partitions": []}}`),
-		`op 1: add_partitions: req.transactional_id is required, got "", which means absent`},
+	{"transactional_id empty where required", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_offsets", "req": ` +
+		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "group": "g"}}`),
+		`op 1: add_offsets: req.transactional_id is required, got "", which means absent`},
+	{"transactional_id of add_partitions null", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_partitions", "req": ` +
+		`{"transactional_id": null, "producer_id": 1, "epoch": 0, "partitions": []}}`),
+		`op 1: add_partitions: req.transactional_id is required`},
 	{"offsets missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` + txnFields + `, "group": "g"}}`),
 		"op 1: txn_offset_commit: req.offsets is required"},
 	{"offset_commit offsets missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_commit", "req": {"group": "g", "member_id": "m", "generation_id": 1}}`),
@@ -349,6 +352,10 @@ var loadAccepts = map[string]string{
 	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
 	"broker_config naming the maximum transaction timeout": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.max.timeout.ms": 900000}, "ops": []}`,
+	"an add_partitions with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "add_partitions", "req": ` +
+		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "partitions": ["fares-2"]}, "error": "INVALID_REQUEST"}`),
+	"an end_txn with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "end_txn", "req": ` +
+		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "commit": true}, "error": "INVALID_REQUEST"}`),
 	"broker_config with two-phase commit off": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.two.phase.commit.enable": false}, "ops": []}`,
 	"a KIP-939 init keeping a prepared transaction": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +

@@ -103,6 +103,10 @@ func everyType() History {
 		{Proc: "A", Op: model.Op{Kind: model.Wake}},
 		{Proc: "A", Op: model.Op{Kind: model.Crash}},
 		{Proc: "A", Op: model.Op{Kind: model.Restart}},
+		// An empty transactional id, which Kafka refuses.
+		{Proc: "D", Op: model.Op{Kind: model.EndTxn, Req: req(func(r *model.Request) {
+			r.ProducerID, r.Epoch, r.EmptyTransactionalID = 6000, 0, true
+		})}, Result: model.Fail(model.InvalidRequest)},
 		// KIP-939: a producer that keeps the transaction its crashed
 		// session prepared.
 		{Proc: "D", Op: model.Op{Kind: model.InitProducerID, Req: req(func(r *model.Request) {

@@ -329,7 +329,25 @@ func (st *step) begin(t txnMeta) txnMeta {
 	return t
 }
 
+// emptyTxnID refuses an add_partitions or end_txn whose transactional.id
+// is the empty string before anything is looked at
+// (TransactionCoordinator.handleAddPartitionsToTransaction,
+// handleEndTransaction: "transactionalId == null ||
+// transactionalId.isEmpty", 3.9 to trunk; tests:
+// TransactionCoordinatorTest#shouldRespondWithInvalidRequestAddPartitionsToTransactionWhenTransactionalIdIsEmpty,
+// #shouldRespondWithInvalidRequestOnEndTxnWhenTransactionalIdIsEmpty).
+func emptyTxnID(r Request) *outcome {
+	if !r.EmptyTransactionalID {
+		return nil
+	}
+	out := refuse("empty-txn-id", InvalidRequest, "the transactional.id is empty (KIP-98)")
+	return &out
+}
+
 func (st *step) addPartitions(r Request) outcome {
+	if out := emptyTxnID(r); out != nil {
+		return *out
+	}
 	return st.register(r, func(t txnMeta) txnMeta {
 		for _, p := range r.Partitions {
 			t.partitions = addSorted(t.partitions, p)
@@ -364,6 +382,9 @@ func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 }
 
 func (st *step) endTxn(r Request) outcome {
+	if out := emptyTxnID(r); out != nil {
+		return *out
+	}
 	t, known := st.s.txns[r.TransactionalID]
 	if known && (st.isEndTxnRetry(t, r) || st.isOtherOutcomeAtRetryEpoch(t, r)) {
 		// Kafka answers EndTxn once PrepareCommit or PrepareAbort is

@@ -134,6 +134,10 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	r := model.NewRequest()
 	r.TransactionalID = strArg(td, "txn")
+	if arg, ok := td.Arg("txn"); ok && len(arg.Vals) == 1 && arg.Vals[0] == "" {
+		// txn= names the empty transactional.id.
+		r.EmptyTransactionalID = true
+	}
 	r.TimeoutMs = int64(intArg(t, td, "timeout", 0))
 	r.ProducerID = int64(intArg(t, td, "pid", -1))
 	r.Epoch = int16(intArg(t, td, "epoch", -1))

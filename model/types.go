@@ -155,14 +155,18 @@ type Request struct {
 	// rather than aborting it.
 	Enable2PC       bool
 	KeepPreparedTxn bool
-	ProducerID      int64
-	Epoch           int16
-	Partitions      []Partition // add_partitions; join_group: the partitions to spread
-	Partition       Partition   // produce, offset_fetch, fetch
-	Sequence        int32
-	Records         []Record
-	Group           string
-	MemberID        string
+	// EmptyTransactionalID: an add_partitions or end_txn whose
+	// transactional.id is the empty string, which Kafka refuses
+	// (TransactionalID is "" then too).
+	EmptyTransactionalID bool
+	ProducerID           int64
+	Epoch                int16
+	Partitions           []Partition // add_partitions; join_group: the partitions to spread
+	Partition            Partition   // produce, offset_fetch, fetch
+	Sequence             int32
+	Records              []Record
+	Group                string
+	MemberID             string
 	// InstanceID is the member's group.instance.id (KIP-345): a static
 	// member's name that outlives its member ids; "" for a dynamic
 	// member. join_group, sync_group, heartbeat, leave_group,
