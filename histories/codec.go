@@ -250,10 +250,9 @@ func (t text[T]) decode(path string, raw json.RawMessage) error {
 func (t text[T]) absent() bool { return *t.p == "" }
 func (t text[T]) encode() any  { return string(*t.p) }
 
-// txnIDOrEmpty is the transactional_id of a request that must carry one,
-// where the empty string is not absent but an empty id, which Kafka
-// refuses (add_partitions and end_txn): so that a history can hold the
-// refusal.
+// txnIDOrEmpty is a transactional_id where the empty string is not
+// absent but an empty id, which Kafka refuses (init_producer_id,
+// add_partitions and end_txn): so that a history can hold the refusal.
 type txnIDOrEmpty struct {
 	p     *string
 	empty *bool

@@ -100,7 +100,8 @@ type request = model.Request
 
 var (
 	qTxnID = transactionalID(func(r *request) *string { return &r.TransactionalID })
-	// add_partitions' and end_txn's, which may be empty.
+	// init_producer_id's, add_partitions' and end_txn's, which may be
+	// empty.
 	qTxnIDOrEmpty = field[request]{"transactional_id", func(r *request) codec {
 		return txnIDOrEmpty{&r.TransactionalID, &r.EmptyTransactionalID}
 	}}
@@ -210,7 +211,7 @@ var fetchedSlots = []slot[fetched]{
 // order of docs/history-format.md. Documents that leave out
 // session_timeout_ms (join_group) get the broker's default.
 var reqSlots = map[model.Kind][]slot[request]{
-	model.InitProducerID: {qTxnID.opt(), qTimeoutMs.opt(), qProducerID.opt(), qEpoch.opt(), qEnable2PC.opt(),
+	model.InitProducerID: {qTxnIDOrEmpty.opt(), qTimeoutMs.opt(), qProducerID.opt(), qEpoch.opt(), qEnable2PC.opt(),
 		qKeepPreparedTxn.opt()},
 	model.AddPartitions: {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
 	model.Produce: {qTxnID.opt(), qProducerID.req(), qEpoch.req(), qPartition.req(), qSequence.always(),

@@ -354,6 +354,8 @@ var loadAccepts = map[string]string{
 		`{"transaction.max.timeout.ms": 900000}, "ops": []}`,
 	"an add_partitions with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "add_partitions", "req": ` +
 		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "partitions": ["fares-2"]}, "error": "INVALID_REQUEST"}`),
+	"an init_producer_id with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", "req": ` +
+		`{"transactional_id": "", "timeout_ms": 60000}, "error": "INVALID_REQUEST"}`),
 	"an end_txn with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "end_txn", "req": ` +
 		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "commit": true}, "error": "INVALID_REQUEST"}`),
 	"broker_config with two-phase commit off": `{"format": "fencecheck/history/v1", "broker_config": ` +

@@ -107,6 +107,9 @@ func everyType() History {
 		{Proc: "D", Op: model.Op{Kind: model.EndTxn, Req: req(func(r *model.Request) {
 			r.ProducerID, r.Epoch, r.EmptyTransactionalID = 6000, 0, true
 		})}, Result: model.Fail(model.InvalidRequest)},
+		{Proc: "D", Op: model.Op{Kind: model.InitProducerID, Req: req(func(r *model.Request) {
+			r.EmptyTransactionalID = true
+		})}, Result: model.Fail(model.InvalidRequest)},
 		// KIP-939: a producer that keeps the transaction its crashed
 		// session prepared.
 		{Proc: "D", Op: model.Op{Kind: model.InitProducerID, Req: req(func(r *model.Request) {

@@ -11,6 +11,12 @@ import (
 
 // initProducerID hands a producer its (producer id, epoch).
 func (st *step) initProducerID(r Request) outcome {
+	if out := emptyTxnID(r); out != nil {
+		// After the null id, which the branch below takes, and before
+		// everything else (TransactionCoordinator.handleInitProducerId,
+		// 3.9 to trunk).
+		return *out
+	}
 	if r.TransactionalID == "" {
 		// Seed 001, KIP-98: an idempotent-only producer always gets a
 		// fresh producer id at epoch 0, with no link to any earlier session.
@@ -329,18 +335,19 @@ func (st *step) begin(t txnMeta) txnMeta {
 	return t
 }
 
-// emptyTxnID refuses an add_partitions or end_txn whose transactional.id
-// is the empty string before anything is looked at
-// (TransactionCoordinator.handleAddPartitionsToTransaction,
-// handleEndTransaction: "transactionalId == null ||
-// transactionalId.isEmpty", 3.9 to trunk; tests:
+// emptyTxnID refuses an init_producer_id, add_partitions or end_txn
+// whose transactional.id is the empty string before anything is looked at
+// (TransactionCoordinator.handleInitProducerId "transactionalId.isEmpty",
+// handleAddPartitionsToTransaction, handleEndTransaction:
+// "transactionalId == null || transactionalId.isEmpty", 3.9 to trunk;
+// tests: TransactionCoordinatorTest#shouldReturnInvalidRequestWhenTransactionalIdIsEmpty,
 // TransactionCoordinatorTest#shouldRespondWithInvalidRequestAddPartitionsToTransactionWhenTransactionalIdIsEmpty,
 // #shouldRespondWithInvalidRequestOnEndTxnWhenTransactionalIdIsEmpty).
 func emptyTxnID(r Request) *outcome {
 	if !r.EmptyTransactionalID {
 		return nil
 	}
-	out := refuse("empty-txn-id", InvalidRequest, "the transactional.id is empty (KIP-98)")
+	out := refuse("empty-txn-id", InvalidRequest, "the transactional.id is empty, which Kafka refuses before it looks at anything else (TransactionCoordinator)")
 	return &out
 }
 

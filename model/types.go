@@ -155,9 +155,10 @@ type Request struct {
 	// rather than aborting it.
 	Enable2PC       bool
 	KeepPreparedTxn bool
-	// EmptyTransactionalID: an add_partitions or end_txn whose
-	// transactional.id is the empty string, which Kafka refuses
-	// (TransactionalID is "" then too).
+	// EmptyTransactionalID: an init_producer_id, add_partitions or
+	// end_txn whose transactional.id is the empty string, which Kafka
+	// refuses (TransactionalID is "" then too). An init_producer_id with
+	// TransactionalID "" and not this is a null id's: idempotent only.
 	EmptyTransactionalID bool
 	ProducerID           int64
 	Epoch                int16

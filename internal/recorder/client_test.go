@@ -963,3 +963,35 @@ func flagByte(b bool) byte {
 	}
 	return 0
 }
+
+// TestRecorderReadsEmptyTransactionalIDs: an empty transactional id, which
+// Kafka refuses, is recorded as one; a null one on InitProducerId is an
+// idempotent producer's.
+func TestRecorderReadsEmptyTransactionalIDs(t *testing.T) {
+	w := newWire(t)
+	empty := ""
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID = &empty
+	corr := w.send(init, 4)
+	initResp := kmsg.NewPtrInitProducerIDResponse()
+	initResp.ErrorCode, initResp.ProducerID, initResp.ProducerEpoch = kerr.InvalidRequest.Code, -1, -1
+	w.answer(corr, initResp, 4)
+	corr = w.send(kmsg.NewPtrInitProducerIDRequest(), 4)
+	initResp = kmsg.NewPtrInitProducerIDResponse()
+	initResp.ProducerID, initResp.ProducerEpoch = 9, 0
+	w.answer(corr, initResp, 4)
+	end := kmsg.NewPtrEndTxnRequest()
+	end.ProducerID, end.ProducerEpoch = 9, 0
+	corr = w.send(end, 3)
+	endResp := kmsg.NewPtrEndTxnResponse()
+	endResp.ErrorCode = kerr.InvalidRequest.Code
+	w.answer(corr, endResp, 3)
+
+	ops := w.ops()
+	require.Len(t, ops, 3)
+	require.True(t, ops[0].Req.EmptyTransactionalID)
+	require.Equal(t, model.InvalidRequest, ops[0].Result.Err)
+	require.False(t, ops[1].Req.EmptyTransactionalID, "a null id is an idempotent producer's")
+	require.Equal(t, model.EndTxn, ops[2].Kind)
+	require.True(t, ops[2].Req.EmptyTransactionalID)
+}

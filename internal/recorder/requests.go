@@ -157,6 +157,12 @@ func codesOf[R kmsg.Response](codes func(kmsg.Response) []int16) func(R) []int16
 // transactional id is not one the history holds.
 func (c *Client) initProducerIDRequest(r *kmsg.InitProducerIDRequest) (model.Request, bool) {
 	req := model.NewRequest()
+	if r.TransactionalID != nil && *r.TransactionalID == "" {
+		// An empty id, which Kafka refuses; a null one is an
+		// idempotent producer's.
+		req.EmptyTransactionalID = true
+		return req, true
+	}
 	if r.TransactionalID != nil {
 		id, ok := c.cfg.Cluster.Name(*r.TransactionalID)
 		if !ok {
@@ -201,14 +207,24 @@ func (c *Client) initProducerIDv6(r *initProducerIDv6) []observed {
 		})
 }
 
+// txnName is a transactional id in the history's terms: "" stays "", an
+// empty id, which Kafka refuses.
+func (c *Client) txnName(cluster string) (string, bool) {
+	if cluster == "" {
+		return "", true
+	}
+	return c.cfg.Cluster.Name(cluster)
+}
+
 // addPartitions reads the clients' form (v3 at most); the batched form of
 // v4 on is the brokers'.
 func (c *Client) addPartitions(r *kmsg.AddPartitionsToTxnRequest) []observed {
-	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
+	id, ok := c.txnName(r.TransactionalID)
 	if !ok || r.Version > 3 {
 		return nil
 	}
 	req := model.NewRequest()
+	req.EmptyTransactionalID = r.TransactionalID == ""
 	req.TransactionalID, req.ProducerID, req.Epoch = id, r.ProducerID, r.ProducerEpoch
 	for _, topic := range r.Topics {
 		for _, p := range topic.Partitions {
@@ -358,11 +374,12 @@ func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 }
 
 func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
-	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
+	id, ok := c.txnName(r.TransactionalID)
 	if !ok {
 		return nil
 	}
 	req := model.NewRequest()
+	req.EmptyTransactionalID = r.TransactionalID == ""
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Commit = id, r.ProducerID, r.ProducerEpoch, r.Commit
 	c.noteEndTxnVersion(r.Version)
 	return one(c, model.EndTxn, r.Version, req,
