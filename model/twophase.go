@@ -3,8 +3,8 @@ package model
 import "math"
 
 // TwoPhaseCommitConfig is the broker config that lets producers take part
-// in a two-phase commit (KIP-939), under Kafka's name. Kafka 4.1 added it,
-// off by default (TransactionStateManagerConfig).
+// in a two-phase commit (KIP-939), under Kafka's name. It is off by
+// default (KIP-939; TransactionStateManagerConfig).
 const TwoPhaseCommitConfig = "transaction.two.phase.commit.enable"
 
 // TwoPhaseCommit is what a history says of TwoPhaseCommitConfig. Its zero
@@ -40,7 +40,7 @@ const twoPCTimeoutMs = math.MaxInt32
 func (st *step) initTwoPhase(r Request) (outcome, bool) {
 	if r.Enable2PC && st.s.opts.TwoPhaseCommit == TwoPhaseCommitDisabled {
 		// KIP-939: a broker whose transaction.two.phase.commit.enable is
-		// false (Kafka's default since 4.1) takes no part in a two-phase
+		// false (Kafka's default) takes no part in a two-phase
 		// commit, and refuses the InitProducerId that asks for it. Any
 		// refusal with no effect is accepted, so the code is the KIP's.
 		return refuse("2pc-disabled", TransactionalIDAuthorizationFailed, "%s is set to false, so an InitProducerId with enable_2pc is refused (KIP-939)", TwoPhaseCommitConfig), true

@@ -7,7 +7,7 @@ import (
 
 // initProducerID2PC is the first InitProducerId version with KIP-939's
 // fields: the request's Enable2Pc and KeepPreparedTxn, the answer's
-// OngoingTxnProducerId and OngoingTxnProducerEpoch (Kafka 4.1+).
+// OngoingTxnProducerId and OngoingTxnProducerEpoch (KIP-939).
 const initProducerID2PC = 6
 
 // initProducerIDv6 is an InitProducerId of version 6 or later. kmsg knows
