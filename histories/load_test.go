@@ -121,6 +121,12 @@ var loadRejects = []struct {
 	{"enable_2pc not a boolean", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
 		`{"transactional_id": "t", "enable_2pc": 1}}`),
 		"op 1: init_producer_id: req.enable_2pc: must be true or false, got 1"},
+	{"KIP-939 flag at an older version", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "api_version": 5, "req": ` +
+		`{"transactional_id": "t", "keep_prepared_txn": true}}`),
+		"op 1: init_producer_id: req.enable_2pc and req.keep_prepared_txn are InitProducerId v6's (KIP-939), but api_version is 5"},
+	{"KIP-939 answer at an older version", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", "api_version": 4, ` +
+		`"req": {"transactional_id": "t"}, "resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4, "ongoing_txn_epoch": 1}}`),
+		"op 1: init_producer_id: resp.ongoing_txn_producer_id is InitProducerId v6's (KIP-939), but api_version is 4"},
 	{"ongoing producer id without its epoch", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
 		`"req": {"transactional_id": "t", "enable_2pc": true, "keep_prepared_txn": true}, ` +
 		`"resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4}}`),
@@ -360,7 +366,7 @@ var loadAccepts = map[string]string{
 		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "commit": true}, "error": "INVALID_REQUEST"}`),
 	"broker_config with two-phase commit off": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.two.phase.commit.enable": false}, "ops": []}`,
-	"a KIP-939 init keeping a prepared transaction": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
+	"a KIP-939 init keeping a prepared transaction": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", "api_version": 6, ` +
 		`"req": {"transactional_id": "t", "enable_2pc": true, "keep_prepared_txn": true}, ` +
 		`"resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4, "ongoing_txn_epoch": 1}}`),
 	"an ongoing identity of -1 is none": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
