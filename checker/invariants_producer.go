@@ -41,7 +41,12 @@ func grantOf(op *histories.Op) (transactionalID string, g grant, ok bool) {
 		g.req = &moved
 		g.at, g.verb = op.Call, "bumped to"
 		return resp.TransactionalID, g, true
-	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded():
+	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded() && !op.Req.KeepPreparedTxn:
+		// An init that keeps a prepared transaction (KIP-939) hands out
+		// a client identity but leaves the transaction's own alive, and
+		// Kafka still takes its requests until the transaction ends
+		// (TransactionCoordinatorTest#shouldValidateEpochsCorrectlyWithDualIdentity,
+		// trunk); so it is no grant here, and the model judges it.
 		return op.Req.TransactionalID, g, true
 	case op.Kind == model.EndTxn && op.Req.TransactionalID != "" && op.Result.Succeeded() && resp.ProducerID != model.NoProducerID:
 		return op.Req.TransactionalID, g, true

@@ -18,6 +18,23 @@ func TestOneLiveProducerZombieAcceptedAfterNewerEpoch(t *testing.T) {
 	require.Equal(t, []int{ids["B init"]}, v.Violations[0].Related)
 }
 
+// An init that keeps a prepared transaction (KIP-939) does not fence the
+// transaction's own identity: Kafka still takes its requests. A plain init
+// does.
+func TestOneLiveProducerKeptTransactionStaysAlive(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	b.addPartitions("A", 2, 3, fw0, "fares-2")
+	keep := b.initTxns("B", 4, 5, fw1)
+	b.op(keep).Req.Enable2PC, b.op(keep).Req.KeepPreparedTxn = true, true
+	b.op(keep).Result.Resp.OngoingTxnProducerID, b.op(keep).Result.Resp.OngoingTxnEpoch = fw0.pid, fw0.epoch
+	own := b.produce("A", 6, 7, fw0, "fares-2", 0, "trip-1")
+	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+
+	b.op(keep).Req.KeepPreparedTxn = false
+	requireViolation(t, checkOneLiveProducer(analyze(b.h)), own, "")
+}
+
 func TestOneLiveProducerComparesCallToReturn(t *testing.T) {
 	b := &historyBuilder{}
 	b.initTxns("A", 0, 5, fw0)

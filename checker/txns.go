@@ -130,7 +130,8 @@ func (e txnEvent) before(o txnEvent) bool {
 // end_txn, a successful init_producer_id of the same transactional.id or a
 // timeout_abort ends it at the moment its outcome is known.
 func analyzeTxns(h histories.History, progress *passProgress) txnAnalysis {
-	r := txnReplay{txnAnalysis: txnAnalysis{txnOf: map[int]*txn{}}, open: map[sessionKey]*txn{}, lateCommits: map[sessionKey]histories.Op{}}
+	r := txnReplay{txnAnalysis: txnAnalysis{txnOf: map[int]*txn{}}, open: map[sessionKey]*txn{}, lateCommits: map[sessionKey]histories.Op{},
+		kept: map[sessionKey]sessionKey{}}
 	for _, e := range txnEvents(h, progress) {
 		if e.ends {
 			r.end(*e.op)
@@ -184,10 +185,18 @@ type txnReplay struct {
 	// current one, held while another process's init reaches that epoch
 	// and writes, commits what that process wrote (met on kfake).
 	lateCommits map[sessionKey]histories.Op
+	// kept maps the client identity an init that kept a prepared
+	// transaction handed out (KIP-939) to the transaction's own session,
+	// so that the end_txn it sends ends that transaction.
+	kept map[sessionKey]sessionKey
 }
 
 func (r *txnReplay) keyOf(op histories.Op) sessionKey {
-	return sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}
+	key := sessionKey{op.Req.TransactionalID, op.Req.ProducerID, op.Req.Epoch}
+	if own, ok := r.kept[key]; ok && op.Kind == model.EndTxn {
+		return own
+	}
+	return key
 }
 
 func (r *txnReplay) join(op histories.Op) {
@@ -227,8 +236,16 @@ func (r *txnReplay) end(op histories.Op) {
 			delete(r.lateCommits, r.keyOf(op)) // answered: it acts no more
 		}
 	case model.InitProducerID:
-		if op.Result.Succeeded() {
-			r.abortAll(op.Req.TransactionalID, op.Result.Resp, op)
+		resp := op.Result.Resp
+		switch {
+		case op.Result.Succeeded() && op.Req.KeepPreparedTxn:
+			// KIP-939: the transaction stays open, and the client ends it.
+			if resp.OngoingTxnProducerID != model.NoProducerID {
+				r.kept[sessionKey{op.Req.TransactionalID, resp.ProducerID, resp.Epoch}] =
+					sessionKey{op.Req.TransactionalID, resp.OngoingTxnProducerID, resp.OngoingTxnEpoch}
+			}
+		case op.Result.Succeeded():
+			r.abortAll(op.Req.TransactionalID, resp, op)
 		}
 	case model.TimeoutAbort:
 		r.abortAll(op.Result.Resp.TransactionalID, op.Result.Resp, op)

@@ -46,6 +46,26 @@ func TestTxnFates(t *testing.T) {
 	require.False(t, a.committedWrite(b.h.Ops[ids["A produce"]]))
 }
 
+// An init that keeps a prepared transaction (KIP-939) leaves it open, and
+// the end_txn of the client identity it handed out commits it. A plain
+// init aborts it.
+func TestTxnKeptByInitEndsByItsClient(t *testing.T) {
+	b := &historyBuilder{}
+	b.initTxns("A", 0, 1, fw0)
+	w := b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
+	keep := b.initTxns("B", 4, 5, fw1)
+	b.op(keep).Req.Enable2PC, b.op(keep).Req.KeepPreparedTxn = true, true
+	b.op(keep).Result.Resp.OngoingTxnProducerID, b.op(keep).Result.Resp.OngoingTxnEpoch = fw0.pid, fw0.epoch
+	b.endTxn("B", 6, 7, fw1, true)
+	a := analyze(b.h)
+	require.Equal(t, fateCommitted, a.txnOf[w].fate)
+	require.True(t, a.committedWrite(b.h.Ops[w]))
+
+	b.op(keep).Req.KeepPreparedTxn = false
+	a = analyze(b.h)
+	require.Equal(t, fateAborted, a.txnOf[w].fate)
+}
+
 func TestTxnsOfOneEpochAreSeparatedByEndTxn(t *testing.T) {
 	b := &historyBuilder{}
 	first := b.committedTxn("A", 0, fw0, "fares-2", 0, "trip-1")

@@ -11,8 +11,8 @@ import (
 
 // brokerConfig is "broker_config": the broker configs the model reads,
 // under Kafka's own names (model.ExpiryConfigs,
-// model.TxnMaxTimeoutConfig, model.PartitionVerificationConfig and
-// model.GroupMaxSizeConfig), so
+// model.TxnMaxTimeoutConfig, model.PartitionVerificationConfig,
+// model.GroupMaxSizeConfig and model.TwoPhaseCommitConfig), so
 // that a recorder can copy them from the cluster it recorded
 // (DescribeConfigs). Other names are ignored, whatever their value: a
 // recorder may copy the whole config.
@@ -25,11 +25,14 @@ type brokerConfig struct {
 	noVerification *bool
 	// groupMaxSize is group.max.size; 0 when not named.
 	groupMaxSize *int
+	// twoPC is transaction.two.phase.commit.enable; unknown when not
+	// named.
+	twoPC *model.TwoPhaseCommit
 }
 
 // brokerConfig is h's "broker_config".
 func (h *History) brokerConfig() brokerConfig {
-	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize}
+	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize, &h.TwoPhaseCommit}
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
@@ -62,11 +65,22 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 		return err
 	}
 	*c.noVerification = !enabled
+	if has(m, model.TwoPhaseCommitConfig) {
+		twoPC := false
+		if err := take(m, path, model.TwoPhaseCommitConfig, optional, flag{&twoPC}); err != nil {
+			return err
+		}
+		*c.twoPC = model.TwoPhaseCommitDisabled
+		if twoPC {
+			*c.twoPC = model.TwoPhaseCommitEnabled
+		}
+	}
 	return nil
 }
 
 func (c brokerConfig) absent() bool {
-	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0
+	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0 &&
+		*c.twoPC == model.TwoPhaseCommitUnknown
 }
 
 func (c brokerConfig) encode() any {
@@ -84,6 +98,9 @@ func (c brokerConfig) encode() any {
 	}
 	if *c.noVerification {
 		out = append(out, member{model.PartitionVerificationConfig, false})
+	}
+	if *c.twoPC != model.TwoPhaseCommitUnknown {
+		out = append(out, member{model.TwoPhaseCommitConfig, *c.twoPC == model.TwoPhaseCommitEnabled})
 	}
 	// Sorted by name.
 	slices.SortFunc(out, func(a, b member) int { return strings.Compare(a.key, b.key) })

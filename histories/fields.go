@@ -99,7 +99,12 @@ func partitions[S any](name string, f func(*S) *[]model.Partition) field[S] {
 type request = model.Request
 
 var (
-	qTxnID      = transactionalID(func(r *request) *string { return &r.TransactionalID })
+	qTxnID = transactionalID(func(r *request) *string { return &r.TransactionalID })
+	// init_producer_id's, add_partitions' and end_txn's, which may be
+	// empty.
+	qTxnIDOrEmpty = field[request]{"transactional_id", func(r *request) codec {
+		return txnIDOrEmpty{&r.TransactionalID, &r.EmptyTransactionalID}
+	}}
 	qProducerID = producerID(func(r *request) *int64 { return &r.ProducerID })
 	qEpoch      = epoch(func(r *request) *int16 { return &r.Epoch })
 	qMemberID   = memberID(func(r *request) *string { return &r.MemberID })
@@ -108,7 +113,10 @@ var (
 	qPartitions = partitions("partitions", func(r *request) *[]model.Partition { return &r.Partitions })
 
 	qTimeoutMs = field[request]{"timeout_ms", func(r *request) codec { return number[int64]{&r.TimeoutMs, durations} }}
-	qPartition = field[request]{"partition", func(r *request) codec {
+	// init_producer_id's KIP-939 flags (InitProducerId v6+).
+	qEnable2PC       = field[request]{"enable_2pc", func(r *request) codec { return flag{&r.Enable2PC} }}
+	qKeepPreparedTxn = field[request]{"keep_prepared_txn", func(r *request) codec { return flag{&r.KeepPreparedTxn} }}
+	qPartition       = field[request]{"partition", func(r *request) codec {
 		return text[model.Partition]{&r.Partition, validPartition}
 	}}
 	qSequence = field[request]{"sequence", func(r *request) codec { return number[int32]{&r.Sequence, sequences} }}
@@ -146,6 +154,14 @@ var (
 	pTxnID      = transactionalID(func(r *response) *string { return &r.TransactionalID })
 	pProducerID = producerID(func(r *response) *int64 { return &r.ProducerID })
 	pEpoch      = epoch(func(r *response) *int16 { return &r.Epoch })
+	// init_producer_id's KIP-939 answer (InitProducerId v6+): the kept
+	// transaction's producer id and epoch.
+	pOngoingTxnProducerID = field[response]{"ongoing_txn_producer_id", func(r *response) codec {
+		return number[int64]{&r.OngoingTxnProducerID, producerIDs}
+	}}
+	pOngoingTxnEpoch = field[response]{"ongoing_txn_epoch", func(r *response) codec {
+		return number[int16]{&r.OngoingTxnEpoch, epochs}
+	}}
 	pMemberID   = memberID(func(r *response) *string { return &r.MemberID })
 	pGeneration = generationID(func(r *response) *int32 { return &r.GenerationID })
 	pAssignment = partitions("assignment", func(r *response) *[]model.Partition { return &r.Assignment })
@@ -195,8 +211,9 @@ var fetchedSlots = []slot[fetched]{
 // order of docs/history-format.md. Documents that leave out
 // session_timeout_ms (join_group) get the broker's default.
 var reqSlots = map[model.Kind][]slot[request]{
-	model.InitProducerID: {qTxnID.opt(), qTimeoutMs.opt(), qProducerID.opt(), qEpoch.opt()},
-	model.AddPartitions:  {qTxnID.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
+	model.InitProducerID: {qTxnIDOrEmpty.opt(), qTimeoutMs.opt(), qProducerID.opt(), qEpoch.opt(), qEnable2PC.opt(),
+		qKeepPreparedTxn.opt()},
+	model.AddPartitions: {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
 	model.Produce: {qTxnID.opt(), qProducerID.req(), qEpoch.req(), qPartition.req(), qSequence.always(),
 		qRecords.always()},
 	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req()},
@@ -206,7 +223,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 	// A plain commit: the "simple" or admin commit sends no member and
 	// generation -1.
 	model.OffsetCommit: {qGroup.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
-	model.EndTxn:       {qTxnID.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
+	model.EndTxn:       {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
 	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
 		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
 	model.SyncGroup: {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt(),
@@ -228,7 +245,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 // are optional (but for timeout_abort's): a response is whatever the broker
 // said, and judging it is the checker's job, not the loader's.
 var respSlots = map[model.Kind][]slot[response]{
-	model.InitProducerID:  {pProducerID.opt(), pEpoch.opt()},
+	model.InitProducerID:  {pProducerID.opt(), pEpoch.opt(), pOngoingTxnProducerID.opt(), pOngoingTxnEpoch.opt()},
 	model.AddPartitions:   {},
 	model.Produce:         {pBaseOffset.opt()},
 	model.AddOffsets:      {},

@@ -46,6 +46,10 @@ type History struct {
 	// GroupMaxSize is the broker's group.max.size, from "broker_config";
 	// 0, absent from the document, when not known.
 	GroupMaxSize int
+	// TwoPhaseCommit is the broker's transaction.two.phase.commit.enable
+	// (KIP-939), from "broker_config"; model.TwoPhaseCommitUnknown, absent
+	// from the document, when not known.
+	TwoPhaseCommit model.TwoPhaseCommit
 	// NoPartitionVerification: "broker_config" sets
 	// transaction.partition.verification.enable to false, so partition
 	// leaders write transactional batches without asking the coordinator

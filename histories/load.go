@@ -559,6 +559,9 @@ func decodeRequest(m map[string]json.RawMessage, op *Op) error {
 	if op.Kind == model.InitProducerID && (op.Req.ProducerID == model.NoProducerID) != (op.Req.Epoch == model.NoEpoch) {
 		return errors.New("req.producer_id and req.epoch go together: both or neither")
 	}
+	if n, known := op.APIVersion.Number(); known && n < kip939Version && (op.Req.Enable2PC || op.Req.KeepPreparedTxn) {
+		return fmt.Errorf("req.enable_2pc and req.keep_prepared_txn are InitProducerId v%d's (KIP-939), but api_version is %d", kip939Version, n)
+	}
 	return nil
 }
 
@@ -574,9 +577,20 @@ func decodeResponse(m map[string]json.RawMessage, op *Op) error {
 	if err := decodeStruct("resp", m["resp"], &resp, slots); err != nil {
 		return err
 	}
+	// KIP-939: the kept transaction is named by both.
+	if (resp.OngoingTxnProducerID == model.NoProducerID) != (resp.OngoingTxnEpoch == model.NoEpoch) {
+		return errors.New("resp.ongoing_txn_producer_id and resp.ongoing_txn_epoch go together: both or neither")
+	}
+	if n, known := op.APIVersion.Number(); known && n < kip939Version && resp.OngoingTxnProducerID != model.NoProducerID {
+		return fmt.Errorf("resp.ongoing_txn_producer_id is InitProducerId v%d's (KIP-939), but api_version is %d", kip939Version, n)
+	}
 	op.Result = model.OK(resp)
 	return nil
 }
+
+// kip939Version is the first InitProducerId version with KIP-939's
+// fields (InitProducerIdRequest.json, InitProducerIdResponse.json).
+const kip939Version = 6
 
 // checkIDs reports an id used twice.
 func checkIDs(ops []Op) error {

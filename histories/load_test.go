@@ -118,6 +118,21 @@ var loadRejects = []struct {
 	{"commit not a boolean", doc(`{"id": 1, "proc": "A", "call": 0, "type": "end_txn", "req": {` +
 		txnFields + `, "commit": "yes"}}`),
 		`op 1: end_txn: req.commit: must be true or false, got the string "yes"`},
+	{"enable_2pc not a boolean", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
+		`{"transactional_id": "t", "enable_2pc": 1}}`),
+		"op 1: init_producer_id: req.enable_2pc: must be true or false, got 1"},
+	{"KIP-939 flag at an older version", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "api_version": 5, "req": ` +
+		`{"transactional_id": "t", "keep_prepared_txn": true}}`),
+		"op 1: init_producer_id: req.enable_2pc and req.keep_prepared_txn are InitProducerId v6's (KIP-939), but api_version is 5"},
+	{"KIP-939 answer at an older version", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", "api_version": 4, ` +
+		`"req": {"transactional_id": "t"}, "resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4, "ongoing_txn_epoch": 1}}`),
+		"op 1: init_producer_id: resp.ongoing_txn_producer_id is InitProducerId v6's (KIP-939), but api_version is 4"},
+	{"ongoing producer id without its epoch", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
+		`"req": {"transactional_id": "t", "enable_2pc": true, "keep_prepared_txn": true}, ` +
+		`"resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4}}`),
+		"op 1: init_producer_id: resp.ongoing_txn_producer_id and resp.ongoing_txn_epoch go together: both or neither"},
+	{"two-phase commit switch as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.two.phase.commit.enable": "true"}, "ops": []}`,
+		`broker_config.transaction.two.phase.commit.enable: must be true or false, got the string "true"`},
 	{"producer_id without epoch", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
 		`{"transactional_id": "t", "producer_id": 1}}`),
 		"op 1: init_producer_id: req.producer_id and req.epoch go together: both or neither"},
@@ -207,9 +222,12 @@ var loadRejects = []struct {
 	{"client not a string", doc(`{"id": 2, "proc": "A", "client": 7, "call": 0, "type": "stall"}`),
 		"op 2: client: must be a string, got 7"},
 	{"req null", doc(`{"id": 4, "proc": "A", "call": 0, "type": "produce", "req": null}`), "op 4: produce: req is required"},
-	{"transactional_id empty where required", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_partitions", "req": ` +
-		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "partitions": []}}`),
-		`op 1: add_partitions: req.transactional_id is required, got "", which means absent`},
+	{"transactional_id empty where required", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_offsets", "req": ` +
+		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "group": "g"}}`),
+		`op 1: add_offsets: req.transactional_id is required, got "", which means absent`},
+	{"transactional_id of add_partitions null", doc(`{"id": 1, "proc": "A", "call": 0, "type": "add_partitions", "req": ` +
+		`{"transactional_id": null, "producer_id": 1, "epoch": 0, "partitions": []}}`),
+		`op 1: add_partitions: req.transactional_id is required`},
 	{"offsets missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` + txnFields + `, "group": "g"}}`),
 		"op 1: txn_offset_commit: req.offsets is required"},
 	{"offset_commit offsets missing", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_commit", "req": {"group": "g", "member_id": "m", "generation_id": 1}}`),
@@ -340,6 +358,20 @@ var loadAccepts = map[string]string{
 	"clock empty": `{"format": "fencecheck/history/v1", "clock": "", "ops": []}`,
 	"broker_config naming the maximum transaction timeout": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.max.timeout.ms": 900000}, "ops": []}`,
+	"an add_partitions with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "add_partitions", "req": ` +
+		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "partitions": ["fares-2"]}, "error": "INVALID_REQUEST"}`),
+	"an init_producer_id with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", "req": ` +
+		`{"transactional_id": "", "timeout_ms": 60000}, "error": "INVALID_REQUEST"}`),
+	"an end_txn with an empty transactional_id": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "end_txn", "req": ` +
+		`{"transactional_id": "", "producer_id": 1, "epoch": 0, "commit": true}, "error": "INVALID_REQUEST"}`),
+	"broker_config with two-phase commit off": `{"format": "fencecheck/history/v1", "broker_config": ` +
+		`{"transaction.two.phase.commit.enable": false}, "ops": []}`,
+	"a KIP-939 init keeping a prepared transaction": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", "api_version": 6, ` +
+		`"req": {"transactional_id": "t", "enable_2pc": true, "keep_prepared_txn": true}, ` +
+		`"resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4, "ongoing_txn_epoch": 1}}`),
+	"an ongoing identity of -1 is none": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "init_producer_id", ` +
+		`"req": {"transactional_id": "t", "enable_2pc": false}, "resp": {"producer_id": 4, "epoch": 0, ` +
+		`"ongoing_txn_producer_id": -1, "ongoing_txn_epoch": -1}}`),
 	"broker_config with partition verification on": `{"format": "fencecheck/history/v1", "broker_config": ` +
 		`{"transaction.partition.verification.enable": true}, "ops": []}`,
 	"broker_config with names the checker does not read": `{"format": "fencecheck/history/v1", "broker_config": ` +

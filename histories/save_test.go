@@ -103,6 +103,20 @@ func everyType() History {
 		{Proc: "A", Op: model.Op{Kind: model.Wake}},
 		{Proc: "A", Op: model.Op{Kind: model.Crash}},
 		{Proc: "A", Op: model.Op{Kind: model.Restart}},
+		// An empty transactional id, which Kafka refuses.
+		{Proc: "D", Op: model.Op{Kind: model.EndTxn, Req: req(func(r *model.Request) {
+			r.ProducerID, r.Epoch, r.EmptyTransactionalID = 6000, 0, true
+		})}, Result: model.Fail(model.InvalidRequest)},
+		{Proc: "D", Op: model.Op{Kind: model.InitProducerID, Req: req(func(r *model.Request) {
+			r.EmptyTransactionalID = true
+		})}, Result: model.Fail(model.InvalidRequest)},
+		// KIP-939: a producer that keeps the transaction its crashed
+		// session prepared.
+		{Proc: "D", Op: model.Op{Kind: model.InitProducerID, Req: req(func(r *model.Request) {
+			r.TransactionalID, r.Enable2PC, r.KeepPreparedTxn = "fare-writer-8", true, true
+		})}, Result: ok(func(r *model.Response) {
+			r.ProducerID, r.Epoch, r.OngoingTxnProducerID, r.OngoingTxnEpoch = 6000, 3, 6000, 2
+		})},
 	}
 	for i := range ops {
 		op := &ops[i]
@@ -147,6 +161,7 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	require.Equal(t, h.Expiry, got.Expiry)
 	require.Zero(t, got.TxnMaxTimeoutMs, "a maximum not named stays unknown")
 	require.Zero(t, got.GroupMaxSize, "a group size not named stays unknown")
+	require.Equal(t, model.TwoPhaseCommitUnknown, got.TwoPhaseCommit, "a two-phase commit switch not named stays unknown")
 }
 
 // transaction.max.timeout.ms and transaction.partition.verification.enable
@@ -167,6 +182,10 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 		"group size alone": {History{GroupMaxSize: 4}, `"broker_config": {"group.max.size": 4}`},
 		"group size first by name": {History{GroupMaxSize: 10, TxnMaxTimeoutMs: 30_000},
 			`"broker_config": {"group.max.size": 10, "transaction.max.timeout.ms": 30000}`},
+		"two-phase commit on": {History{TwoPhaseCommit: model.TwoPhaseCommitEnabled},
+			`"broker_config": {"transaction.two.phase.commit.enable": true}`},
+		"two-phase commit off, last by name": {History{TwoPhaseCommit: model.TwoPhaseCommitDisabled, TxnMaxTimeoutMs: 30_000},
+			`"broker_config": {"transaction.max.timeout.ms": 30000, "transaction.two.phase.commit.enable": false}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -178,6 +197,7 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			require.Equal(t, c.h.Expiry, got.Expiry)
 			require.Equal(t, c.h.NoPartitionVerification, got.NoPartitionVerification)
 			require.Equal(t, c.h.GroupMaxSize, got.GroupMaxSize)
+			require.Equal(t, c.h.TwoPhaseCommit, got.TwoPhaseCommit)
 		})
 	}
 }

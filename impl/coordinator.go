@@ -113,6 +113,16 @@ func granted(producerID int64, epoch int16) model.Result {
 func done() model.Result { return model.OK(model.NewResponse()) }
 
 func (b *Broker) initProducerID(r model.Request) model.Result {
+	if r.EmptyTransactionalID {
+		return model.Fail(model.InvalidRequest) // the model's empty-txn-id
+	}
+	if r.Enable2PC || r.KeepPreparedTxn {
+		// This broker takes no part in a two-phase commit (KIP-939), as
+		// a Kafka broker with transaction.two.phase.commit.enable off,
+		// its default: the model's 2pc-disabled, which a broker whose
+		// setting is not known may answer too.
+		return model.Fail(model.TransactionalIDAuthorizationFailed)
+	}
 	if r.TransactionalID == "" {
 		// Seed 001, KIP-98: an idempotent-only producer always gets a fresh
 		// producer id at epoch 0, with no link to any earlier session.
@@ -208,6 +218,9 @@ func (b *Broker) begin(t txnMeta) txnMeta {
 }
 
 func (b *Broker) addPartitions(r model.Request) model.Result {
+	if r.EmptyTransactionalID {
+		return model.Fail(model.InvalidRequest) // the model's empty-txn-id
+	}
 	return b.addToTxn(r, func(t txnMeta) txnMeta {
 		for _, p := range r.Partitions {
 			t.partitions = addSorted(t.partitions, p)

@@ -11,6 +11,9 @@ import (
 // transaction the same way, markers first.
 
 func (b *Broker) endTxn(r model.Request) model.Result {
+	if r.EmptyTransactionalID {
+		return model.Fail(model.InvalidRequest) // the model's empty-txn-id
+	}
 	sh := b.lockTxnShard(r.TransactionalID)
 	defer sh.mu.Unlock()
 	b.landOwn(sh, r.TransactionalID)

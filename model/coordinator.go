@@ -11,17 +11,28 @@ import (
 
 // initProducerID hands a producer its (producer id, epoch).
 func (st *step) initProducerID(r Request) outcome {
+	if out := emptyTxnID(r); out != nil {
+		// After the null id, which the branch below takes, and before
+		// everything else (TransactionCoordinator.handleInitProducerId,
+		// 3.9 to trunk).
+		return *out
+	}
 	if r.TransactionalID == "" {
 		// Seed 001, KIP-98: an idempotent-only producer always gets a
 		// fresh producer id at epoch 0, with no link to any earlier session.
 		return st.grantFresh()
 	}
-	if max := st.s.opts.TxnMaxTimeoutMs; max > 0 && r.TimeoutMs > max {
+	if out, decided := st.initTwoPhase(r); decided {
+		return out
+	}
+	if max := st.s.opts.TxnMaxTimeoutMs; max > 0 && r.TimeoutMs > max && !r.Enable2PC {
 		// Kafka refuses a transaction timeout above the broker's
 		// maximum before it looks at the id
 		// (TransactionCoordinator.handleInitProducerId,
 		// TransactionStateManager.validateTransactionTimeoutMs, 3.9 to
 		// 4.x; TransactionStateManagerTest#testValidateTransactionTimeout).
+		// A two-phase commit transaction's is not bounded (KIP-939:
+		// validateTransactionTimeoutMs takes the enable_2pc flag, trunk).
 		return refuse("txn-timeout", InvalidTransactionTimeout, "transaction timeout %d ms is above transaction.max.timeout.ms %d (KIP-98)", r.TimeoutMs, max)
 	}
 	t, known := st.s.txns[r.TransactionalID]
@@ -142,6 +153,9 @@ func WrongTimeoutRefusal(maxMs int64, op Op, got Result) error {
 const minTxnMaxTimeoutMs = 1
 
 func txnTimeout(r Request) int64 {
+	if r.Enable2PC {
+		return twoPCTimeoutMs
+	}
 	if r.TimeoutMs > 0 {
 		return r.TimeoutMs
 	}
@@ -321,7 +335,26 @@ func (st *step) begin(t txnMeta) txnMeta {
 	return t
 }
 
+// emptyTxnID refuses an init_producer_id, add_partitions or end_txn
+// whose transactional.id is the empty string before anything is looked at
+// (TransactionCoordinator.handleInitProducerId "transactionalId.isEmpty",
+// handleAddPartitionsToTransaction, handleEndTransaction:
+// "transactionalId == null || transactionalId.isEmpty", 3.9 to trunk;
+// tests: TransactionCoordinatorTest#shouldReturnInvalidRequestWhenTransactionalIdIsEmpty,
+// TransactionCoordinatorTest#shouldRespondWithInvalidRequestAddPartitionsToTransactionWhenTransactionalIdIsEmpty,
+// #shouldRespondWithInvalidRequestOnEndTxnWhenTransactionalIdIsEmpty).
+func emptyTxnID(r Request) *outcome {
+	if !r.EmptyTransactionalID {
+		return nil
+	}
+	out := refuse("empty-txn-id", InvalidRequest, "the transactional.id is empty, which Kafka refuses before it looks at anything else (TransactionCoordinator)")
+	return &out
+}
+
 func (st *step) addPartitions(r Request) outcome {
+	if out := emptyTxnID(r); out != nil {
+		return *out
+	}
 	return st.register(r, func(t txnMeta) txnMeta {
 		for _, p := range r.Partitions {
 			t.partitions = addSorted(t.partitions, p)
@@ -340,6 +373,9 @@ func (st *step) addOffsets(r Request) outcome {
 // register adds partitions or a group to the owner's transaction, which
 // begins if none is open (KIP-98).
 func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
+	if out := st.addToKept(r); out != nil {
+		return *out
+	}
 	t, refused := st.owner(r)
 	if refused != nil {
 		return *refused
@@ -353,6 +389,9 @@ func (st *step) register(r Request, add func(txnMeta) txnMeta) outcome {
 }
 
 func (st *step) endTxn(r Request) outcome {
+	if out := emptyTxnID(r); out != nil {
+		return *out
+	}
 	t, known := st.s.txns[r.TransactionalID]
 	if known && (st.isEndTxnRetry(t, r) || st.isOtherOutcomeAtRetryEpoch(t, r)) {
 		// Kafka answers EndTxn once PrepareCommit or PrepareAbort is
@@ -395,6 +434,9 @@ func (st *step) endTxn(r Request) outcome {
 		return out
 	}
 	if out, deviant := st.endTxnAtEpochBefore(t, r); known && deviant {
+		return out
+	}
+	if out, kept := st.endKept(r, t); known && kept {
 		return out
 	}
 	t, refused := st.owner(r)
@@ -488,6 +530,7 @@ func (st *step) complete(t txnMeta, commit bool, markerEpoch int16) txnMeta {
 	}
 	t.unwritten, t.unsettled = t.partitions, t.groups
 	t.markerPID, t.markerEpoch = t.pid, markerEpoch
+	t.kept = nil
 	t.completedAt = st.s.lastCompletion() + 1
 	t.partitions, t.groups = nil, nil
 	t.phase = CompleteAbort

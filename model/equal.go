@@ -32,7 +32,7 @@ func (t txnMeta) equal(o txnMeta) bool {
 		slicesEqual(t.partitions, o.partitions, same) && slicesEqual(t.groups, o.groups, same) &&
 		slicesEqual(t.unwritten, o.unwritten, same) && slicesEqual(t.unsettled, o.unsettled, same) &&
 		t.markerPID == o.markerPID && t.markerEpoch == o.markerEpoch && t.completedAt == o.completedAt &&
-		t.pendingShownAt == o.pendingShownAt &&
+		t.pendingShownAt == o.pendingShownAt && (t.kept == nil) == (o.kept == nil) && (t.kept == nil || *t.kept == *o.kept) &&
 		t.updatedAt == o.updatedAt &&
 		mapsEqual(t.pending, o.pending, func(x, y map[Partition]pendingOffset) bool { return mapsEqual(x, y, same) })
 }

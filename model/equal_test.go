@@ -11,12 +11,12 @@ import (
 func TestEqualNamesEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type]int{
 		reflect.TypeFor[State]():          11,
-		reflect.TypeFor[txnMeta]():        19,
+		reflect.TypeFor[txnMeta]():        20,
 		reflect.TypeFor[partState]():      4,
 		reflect.TypeFor[producerEntry]():  4,
 		reflect.TypeFor[group]():          15,
 		reflect.TypeFor[member]():         14,
-		reflect.TypeFor[Options]():        10, // compared whole (==)
+		reflect.TypeFor[Options]():        11, // compared whole (==)
 		reflect.TypeFor[consumerGroup]():  5,
 		reflect.TypeFor[consumerMember](): 19,
 	} {

@@ -97,3 +97,20 @@ func SetEpoch(s State, id string, epoch int) (State, error) {
 	s.setTxn(id, t)
 	return s, nil
 }
+
+// SetKeptEpoch is s with the client epoch of id's kept transaction (a
+// KIP-939 InitProducerId that kept it) moved forward to epoch, as a
+// Kafka test loops over InitProducerId until the epoch runs out. Only a
+// kept transaction can be set, and only forward.
+func SetKeptEpoch(s State, id string, epoch int) (State, error) {
+	t, known := s.txns[id]
+	switch {
+	case !known || t.kept == nil:
+		return s, fmt.Errorf("set-epoch kept: %s has no kept transaction", id)
+	case epoch <= int(t.kept.epoch) || epoch > int(epochExhausted):
+		return s, fmt.Errorf("set-epoch kept: epoch %d is outside %d..%d (epochs only grow)", epoch, t.kept.epoch+1, epochExhausted)
+	}
+	t.kept = &keptTxn{t.kept.pid, int16(epoch)}
+	s.setTxn(id, t)
+	return s, nil
+}

@@ -41,6 +41,7 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				TxnMaxTimeoutMs:          int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0)),
 				NoPartitionVerification:  verificationOff(t, td),
 				GroupMaxSize:             intArg(t, td, model.GroupMaxSizeConfig, 0),
+				TwoPhaseCommit:           twoPhaseCommit(t, td),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""
 		case "land-markers":
@@ -49,7 +50,11 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 		case "state":
 			return strings.ReplaceAll(s.String(), "; ", "\n")
 		case "set-epoch":
-			next, err := model.SetEpoch(s, strArg(td, "txn"), intArg(t, td, "epoch", -1))
+			set := model.SetEpoch
+			if td.HasArg("kept") {
+				set = model.SetKeptEpoch
+			}
+			next, err := set(s, strArg(td, "txn"), intArg(t, td, "epoch", -1))
 			if err != nil {
 				td.Fatalf(t, "%v", err)
 			}
@@ -129,9 +134,15 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	r := model.NewRequest()
 	r.TransactionalID = strArg(td, "txn")
+	if arg, ok := td.Arg("txn"); ok && len(arg.Vals) == 1 && arg.Vals[0] == "" {
+		// txn= names the empty transactional.id.
+		r.EmptyTransactionalID = true
+	}
 	r.TimeoutMs = int64(intArg(t, td, "timeout", 0))
 	r.ProducerID = int64(intArg(t, td, "pid", -1))
 	r.Epoch = int16(intArg(t, td, "epoch", -1))
+	r.Enable2PC = td.HasArg("enable-2pc")
+	r.KeepPreparedTxn = td.HasArg("keep-prepared")
 	r.Partition = model.Partition(strArg(td, "partition"))
 	r.Partitions = partitions(td, "partitions")
 	r.Sequence = int32(intArg(t, td, "seq", 0))
@@ -211,6 +222,8 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 	r := model.NewResponse()
 	r.ProducerID = int64(intArg(t, td, "got-pid", -1))
 	r.Epoch = int16(intArg(t, td, "got-epoch", -1))
+	r.OngoingTxnProducerID = int64(intArg(t, td, "got-ongoing-pid", -1))
+	r.OngoingTxnEpoch = int16(intArg(t, td, "got-ongoing-epoch", -1))
 	r.BaseOffset = int64(intArg(t, td, "got-offset", -1))
 	r.Offset = r.BaseOffset
 	r.MemberID = strArg(td, "got-member")
@@ -265,6 +278,22 @@ func intArg(t *testing.T, td *datadriven.TestData, key string, def int) int {
 
 // verificationOff reads transaction.partition.verification.enable on a
 // reset: true or false, absent being Kafka's default, true.
+// twoPhaseCommit reads transaction.two.phase.commit.enable=true|false;
+// left out, the broker's setting is not known.
+func twoPhaseCommit(t *testing.T, td *datadriven.TestData) model.TwoPhaseCommit {
+	switch s := strArg(td, model.TwoPhaseCommitConfig); s {
+	case "":
+		return model.TwoPhaseCommitUnknown
+	case "true":
+		return model.TwoPhaseCommitEnabled
+	case "false":
+		return model.TwoPhaseCommitDisabled
+	default:
+		td.Fatalf(t, "%s=%q is neither true nor false", model.TwoPhaseCommitConfig, s)
+		return model.TwoPhaseCommitUnknown
+	}
+}
+
 func verificationOff(t *testing.T, td *datadriven.TestData) bool {
 	switch s := strArg(td, model.PartitionVerificationConfig); s {
 	case "", "true":
@@ -373,6 +402,9 @@ func render(kind model.Kind, res model.Result) string {
 	r := res.Resp
 	switch kind {
 	case model.InitProducerID:
+		if r.OngoingTxnProducerID != model.NoProducerID {
+			return fmt.Sprintf("producer %d epoch %d, keeping producer %d epoch %d", r.ProducerID, r.Epoch, r.OngoingTxnProducerID, r.OngoingTxnEpoch)
+		}
 		return fmt.Sprintf("producer %d epoch %d", r.ProducerID, r.Epoch)
 	case model.EndTxn:
 		if r.ProducerID != model.NoProducerID {

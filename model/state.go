@@ -56,6 +56,9 @@ type Options struct {
 	// GROUP_MAX_SIZE_REACHED is taken or refused (the rule
 	// group-max-size, groupmaxsize.go).
 	GroupMaxSize int
+	// TwoPhaseCommit is transaction.two.phase.commit.enable (KIP-939)
+	// when the broker's config is known; TwoPhaseCommitUnknown when not.
+	TwoPhaseCommit TwoPhaseCommit
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
 	ConsumerSessionTimeoutMs int64
@@ -170,6 +173,9 @@ type txnMeta struct {
 	// land after it, so the id's expiry counts from it at the earliest
 	// (expiry.go, shownPending).
 	pendingShownAt int64
+	// kept is the client identity of an open transaction a KIP-939
+	// InitProducerId kept (twophase.go); nil when none did.
+	kept *keptTxn
 }
 
 // entry is one offset of a partition log: a record or a control marker.

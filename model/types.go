@@ -149,14 +149,25 @@ type FetchedRecord struct {
 type Request struct {
 	TransactionalID string // "": none (an idempotent-only producer)
 	TimeoutMs       int64  // init_producer_id: transaction.timeout.ms; 0: the default
-	ProducerID      int64
-	Epoch           int16
-	Partitions      []Partition // add_partitions; join_group: the partitions to spread
-	Partition       Partition   // produce, offset_fetch, fetch
-	Sequence        int32
-	Records         []Record
-	Group           string
-	MemberID        string
+	// Enable2PC and KeepPreparedTxn are init_producer_id's KIP-939 flags
+	// (InitProducerId v6+): the producer takes part in a two-phase
+	// commit, and it keeps the transaction a crashed session prepared
+	// rather than aborting it.
+	Enable2PC       bool
+	KeepPreparedTxn bool
+	// EmptyTransactionalID: an init_producer_id, add_partitions or
+	// end_txn whose transactional.id is the empty string, which Kafka
+	// refuses (TransactionalID is "" then too). An init_producer_id with
+	// TransactionalID "" and not this is a null id's: idempotent only.
+	EmptyTransactionalID bool
+	ProducerID           int64
+	Epoch                int16
+	Partitions           []Partition // add_partitions; join_group: the partitions to spread
+	Partition            Partition   // produce, offset_fetch, fetch
+	Sequence             int32
+	Records              []Record
+	Group                string
+	MemberID             string
 	// InstanceID is the member's group.instance.id (KIP-345): a static
 	// member's name that outlives its member ids; "" for a dynamic
 	// member. join_group, sync_group, heartbeat, leave_group,
@@ -210,13 +221,19 @@ func NewRequest() Request {
 
 // Response is every response type's fields in one flat struct.
 type Response struct {
-	ProducerID   int64 // init_producer_id; end_txn under transactions v2
-	Epoch        int16
-	BaseOffset   int64 // produce
-	MemberID     string
-	GenerationID int32
-	Assignment   []Partition
-	Leader       string // join_group: the group's leader, "" when not said
+	ProducerID int64 // init_producer_id; end_txn under transactions v2
+	Epoch      int16
+	// OngoingTxnProducerID and OngoingTxnEpoch are init_producer_id's
+	// KIP-939 answer (v6+): the producer id and epoch of the transaction
+	// a keep_prepared_txn init kept; NoProducerID and NoEpoch when the
+	// answer names none.
+	OngoingTxnProducerID int64
+	OngoingTxnEpoch      int16
+	BaseOffset           int64 // produce
+	MemberID             string
+	GenerationID         int32
+	Assignment           []Partition
+	Leader               string // join_group: the group's leader, "" when not said
 	// Protocol is the protocol the group chose (JoinGroupResponse
 	// .ProtocolName), and ProtocolType its type (v7+); "" when not said.
 	Protocol         string
@@ -237,7 +254,8 @@ type Response struct {
 
 // NewResponse is a Response with every optional number at its sentinel.
 func NewResponse() Response {
-	return Response{ProducerID: NoProducerID, Epoch: NoEpoch, BaseOffset: NoOffset,
+	return Response{ProducerID: NoProducerID, Epoch: NoEpoch, OngoingTxnProducerID: NoProducerID,
+		OngoingTxnEpoch: NoEpoch, BaseOffset: NoOffset,
 		GenerationID: NoGeneration, Offset: NoOffset, HighWatermark: NoOffset, LastStableOffset: NoOffset}
 }
 

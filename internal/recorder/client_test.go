@@ -981,3 +981,105 @@ func TestProducedRecordsAreReadAfterTheProduceWentOn(t *testing.T) {
 		require.Equal(t, int64(40), op.Result.Resp.BaseOffset)
 	}
 }
+
+// TestRecorderReadsInitProducerIDv6: KIP-939's InitProducerId (v6), which
+// kmsg does not know, is read with its flags and the kept transaction's
+// identity; a v6 answer that names none reads as -1.
+func TestRecorderReadsInitProducerIDv6(t *testing.T) {
+	w := newWire(t)
+	send := func(corr int32, id string, enable2PC, keep bool) {
+		body := binary.BigEndian.AppendUint16(nil, uint16(kmsg.InitProducerID.Int16()))
+		body = binary.BigEndian.AppendUint16(body, 6)
+		body = binary.BigEndian.AppendUint32(body, uint32(corr))
+		body = binary.BigEndian.AppendUint16(body, 3)
+		body = append(body, "kgo"...)
+		body = append(body, 0) // no header tags
+		body = binary.AppendUvarint(body, uint64(len(id)+1))
+		body = append(body, id...)
+		body = binary.BigEndian.AppendUint32(body, 3000)
+		body = binary.BigEndian.AppendUint64(body, ^uint64(0)) // producer id -1
+		body = binary.BigEndian.AppendUint16(body, ^uint16(0)) // epoch -1
+		body = append(body, flagByte(enable2PC), flagByte(keep), 0)
+		_, err := w.conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
+		require.NoError(t, err)
+	}
+	answer := func(corr int32, pid int64, epoch int16, ongoingPID int64, ongoingEpoch int16) {
+		body := binary.BigEndian.AppendUint32(nil, uint32(corr))
+		body = append(body, 0)                        // no header tags
+		body = binary.BigEndian.AppendUint32(body, 0) // throttle
+		body = binary.BigEndian.AppendUint16(body, 0) // no error
+		body = binary.BigEndian.AppendUint64(body, uint64(pid))
+		body = binary.BigEndian.AppendUint16(body, uint16(epoch))
+		body = binary.BigEndian.AppendUint64(body, uint64(ongoingPID))
+		body = binary.BigEndian.AppendUint16(body, uint16(ongoingEpoch))
+		body = append(body, 0)
+		w.in.Write(binary.BigEndian.AppendUint32(nil, uint32(len(body))))
+		w.in.Write(body)
+		buf := make([]byte, 3)
+		for w.in.Len() > 0 {
+			_, err := w.conn.Read(buf)
+			require.NoError(t, err)
+		}
+	}
+	send(1, "fencecheck-ctp-w1", true, true)
+	answer(1, 7, 3, 7, 2)
+	send(2, "fencecheck-ctp-w1", true, false)
+	answer(2, 7, 4, -1, -1)
+
+	ops := w.ops()
+	require.Len(t, ops, 2)
+	require.Equal(t, model.InitProducerID, ops[0].Kind)
+	require.Equal(t, "ctp-w1", ops[0].Req.TransactionalID)
+	require.True(t, ops[0].Req.Enable2PC)
+	require.True(t, ops[0].Req.KeepPreparedTxn)
+	require.Equal(t, model.NoProducerID, ops[0].Req.ProducerID)
+	require.True(t, ops[0].Result.Succeeded())
+	require.Equal(t, int64(7), ops[0].Result.Resp.ProducerID)
+	require.Equal(t, int16(3), ops[0].Result.Resp.Epoch)
+	require.Equal(t, int64(7), ops[0].Result.Resp.OngoingTxnProducerID)
+	require.Equal(t, int16(2), ops[0].Result.Resp.OngoingTxnEpoch)
+	require.True(t, ops[1].Req.Enable2PC)
+	require.False(t, ops[1].Req.KeepPreparedTxn)
+	require.Equal(t, int16(4), ops[1].Result.Resp.Epoch)
+	require.Equal(t, model.NoProducerID, ops[1].Result.Resp.OngoingTxnProducerID)
+	require.Equal(t, model.NoEpoch, ops[1].Result.Resp.OngoingTxnEpoch)
+}
+
+func flagByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestRecorderReadsEmptyTransactionalIDs: an empty transactional id, which
+// Kafka refuses, is recorded as one; a null one on InitProducerId is an
+// idempotent producer's.
+func TestRecorderReadsEmptyTransactionalIDs(t *testing.T) {
+	w := newWire(t)
+	empty := ""
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID = &empty
+	corr := w.send(init, 4)
+	initResp := kmsg.NewPtrInitProducerIDResponse()
+	initResp.ErrorCode, initResp.ProducerID, initResp.ProducerEpoch = kerr.InvalidRequest.Code, -1, -1
+	w.answer(corr, initResp, 4)
+	corr = w.send(kmsg.NewPtrInitProducerIDRequest(), 4)
+	initResp = kmsg.NewPtrInitProducerIDResponse()
+	initResp.ProducerID, initResp.ProducerEpoch = 9, 0
+	w.answer(corr, initResp, 4)
+	end := kmsg.NewPtrEndTxnRequest()
+	end.ProducerID, end.ProducerEpoch = 9, 0
+	corr = w.send(end, 3)
+	endResp := kmsg.NewPtrEndTxnResponse()
+	endResp.ErrorCode = kerr.InvalidRequest.Code
+	w.answer(corr, endResp, 3)
+
+	ops := w.ops()
+	require.Len(t, ops, 3)
+	require.True(t, ops[0].Req.EmptyTransactionalID)
+	require.Equal(t, model.InvalidRequest, ops[0].Result.Err)
+	require.False(t, ops[1].Req.EmptyTransactionalID, "a null id is an idempotent producer's")
+	require.Equal(t, model.EndTxn, ops[2].Kind)
+	require.True(t, ops[2].Req.EmptyTransactionalID)
+}

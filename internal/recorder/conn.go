@@ -204,7 +204,7 @@ func (t *conn) request(frame []byte) []observed {
 		return nil
 	}
 	r.NullableString()
-	req := kmsg.RequestForKey(key)
+	req := requestForKey(key, version)
 	if req == nil {
 		return nil
 	}

@@ -63,6 +63,8 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.fetch(r, sessions)
 	case *kmsg.InitProducerIDRequest:
 		return c.initProducerID(r)
+	case *initProducerIDv6:
+		return c.initProducerIDv6(r)
 	case *kmsg.AddPartitionsToTxnRequest:
 		return c.addPartitions(r)
 	case *kmsg.AddOffsetsToTxnRequest:
@@ -152,16 +154,32 @@ func codesOf[R kmsg.Response](codes func(kmsg.Response) []int16) func(R) []int16
 	return func(r R) []int16 { return codes(r) }
 }
 
-func (c *Client) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
+// initProducerIDRequest is r in the history's terms; false when its
+// transactional id is not one the history holds.
+func (c *Client) initProducerIDRequest(r *kmsg.InitProducerIDRequest) (model.Request, bool) {
 	req := model.NewRequest()
+	if r.TransactionalID != nil && *r.TransactionalID == "" {
+		// An empty id, which Kafka refuses; a null one is an
+		// idempotent producer's.
+		req.EmptyTransactionalID = true
+		return req, true
+	}
 	if r.TransactionalID != nil {
 		id, ok := c.cfg.Cluster.Name(*r.TransactionalID)
 		if !ok {
-			return nil
+			return req, false
 		}
 		req.TransactionalID, req.TimeoutMs = id, c.cfg.Cluster.Millis(r.TransactionTimeoutMillis)
 	}
 	req.ProducerID, req.Epoch = r.ProducerID, r.ProducerEpoch
+	return req, true
+}
+
+func (c *Client) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
+	req, ok := c.initProducerIDRequest(r)
+	if !ok {
+		return nil
+	}
 	return one(c, model.InitProducerID, r.Version, req,
 		func(r *kmsg.InitProducerIDResponse) []int16 { return []int16{r.ErrorCode} },
 		func(r *kmsg.InitProducerIDResponse) model.Response {
@@ -171,14 +189,43 @@ func (c *Client) initProducerID(r *kmsg.InitProducerIDRequest) []observed {
 		})
 }
 
+// initProducerIDv6 is an InitProducerId with KIP-939's fields: the
+// flags, and the kept transaction's producer id and epoch in the answer
+// (-1 when it names none).
+func (c *Client) initProducerIDv6(r *initProducerIDv6) []observed {
+	req, ok := c.initProducerIDRequest(r.InitProducerIDRequest)
+	if !ok {
+		return nil
+	}
+	req.Enable2PC, req.KeepPreparedTxn = r.enable2PC, r.keepPreparedTxn
+	return one(c, model.InitProducerID, r.Version, req,
+		func(r *initProducerIDv6Response) []int16 { return []int16{r.ErrorCode} },
+		func(r *initProducerIDv6Response) model.Response {
+			out := model.NewResponse()
+			out.ProducerID, out.Epoch = r.ProducerID, r.ProducerEpoch
+			out.OngoingTxnProducerID, out.OngoingTxnEpoch = r.ongoingPID, r.ongoingEpoch
+			return out
+		})
+}
+
+// txnName is a transactional id in the history's terms: "" stays "", an
+// empty id, which Kafka refuses.
+func (c *Client) txnName(cluster string) (string, bool) {
+	if cluster == "" {
+		return "", true
+	}
+	return c.cfg.Cluster.Name(cluster)
+}
+
 // addPartitions reads the clients' form (v3 at most); the batched form of
 // v4 on is the brokers'.
 func (c *Client) addPartitions(r *kmsg.AddPartitionsToTxnRequest) []observed {
-	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
+	id, ok := c.txnName(r.TransactionalID)
 	if !ok || r.Version > 3 {
 		return nil
 	}
 	req := model.NewRequest()
+	req.EmptyTransactionalID = r.TransactionalID == ""
 	req.TransactionalID, req.ProducerID, req.Epoch = id, r.ProducerID, r.ProducerEpoch
 	for _, topic := range r.Topics {
 		for _, p := range topic.Partitions {
@@ -359,11 +406,12 @@ func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 }
 
 func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
-	id, ok := c.cfg.Cluster.Name(r.TransactionalID)
+	id, ok := c.txnName(r.TransactionalID)
 	if !ok {
 		return nil
 	}
 	req := model.NewRequest()
+	req.EmptyTransactionalID = r.TransactionalID == ""
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Commit = id, r.ProducerID, r.ProducerEpoch, r.Commit
 	c.noteEndTxnVersion(r.Version)
 	return one(c, model.EndTxn, r.Version, req,
