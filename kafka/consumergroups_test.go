@@ -130,3 +130,41 @@ func TestStaleMemberEpochTxnOffsetCommitUndecided(t *testing.T) {
 		require.Equal(t, c.want, resp.Topics[0].Partitions[0].ErrorCode, "TxnOffsetCommit v%d", c.version)
 	}
 }
+
+// TestUnrelatedTopicBumpsConsumerGroupEpoch: a KIP-848 member joins a
+// group subscribed to trips, and then a topic the group does not
+// subscribe to is created. Kafka refreshes the subscription metadata of
+// the groups subscribed to a changed topic only, and bumps a group's
+// epoch only when its subscription metadata changed
+// (GroupMetadataManager.onNewMetadataImage, groupsSubscribedToTopic;
+// test: GroupMetadataManagerTest#testOnNewMetadataImage), so the member's
+// next heartbeat stays at its epoch. kfake bumps the epoch of every
+// consumer group with members on any topic's creation
+// (Cluster.notifyTopicChange), and the heartbeat answers an epoch above
+// any the group was given (FINDINGS.md, 31). On a cluster shared by
+// explorations side by side, as `fencecheck broker` is, each one's topics
+// bump the others' groups.
+func TestUnrelatedTopicBumpsConsumerGroupEpoch(t *testing.T) {
+	s := newScenario(t, "")
+	join := model.NewRequest()
+	join.Group, join.MemberID, join.RebalanceTimeoutMs = "fare-workers", "fare-worker-A", 300_000
+	join.SubscribedTopics, join.OwnedPartitions = &[]string{"trips"}, &[]model.Partition{}
+	joined := s.beat("A", join)
+	require.True(t, joined.Succeeded(), "%+v", joined)
+	require.NotNil(t, joined.Resp.MemberAssignment)
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	topic := kmsg.NewCreateTopicsRequestTopic()
+	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = "unrelated", 1, -1
+	create.Topics = []kmsg.CreateTopicsRequestTopic{topic}
+	created, err := create.RequestWith(s.ctx, s.target.routes.client())
+	require.NoError(t, err)
+	require.Zero(t, created.Topics[0].ErrorCode)
+
+	beat := join
+	beat.MemberEpoch, beat.OwnedPartitions = joined.Resp.MemberEpoch, joined.Resp.MemberAssignment
+	res := s.beat("A", beat)
+	require.True(t, res.Succeeded(), "%+v", res)
+	require.Greater(t, res.Resp.MemberEpoch, joined.Resp.MemberEpoch, "kfake bumps the group's epoch")
+	s.check("unrelated-topic-bumps-group-epoch")
+}
