@@ -174,7 +174,7 @@ func TestPropertyAdversary(t *testing.T) {
 // is caught there as on the embedded cluster (or one of kfake's known
 // divergences shows first).
 func TestPropertyKafkaByAddress(t *testing.T) {
-	cluster, err := kafka.StartListening("127.0.0.1:0", nil, t.Logf)
+	cluster, err := kafka.StartListening("127.0.0.1:0", nil, 0, t.Logf)
 	require.NoError(t, err)
 	t.Cleanup(cluster.Close)
 	target := func() (model.Target, error) {
