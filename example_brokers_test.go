@@ -13,7 +13,7 @@ import (
 // with kfake's known divergences from Kafka gone past (Known), within the
 // budget Options gives for a test that must stay under a minute.
 func ExampleBrokers() {
-	cluster, err := kafka.StartListening("127.0.0.1:0", nil, nil) // Brokers creates fencecheck's topics
+	cluster, err := kafka.StartListening("127.0.0.1:0", nil, 0, nil) // Brokers creates fencecheck's topics
 
 	if err != nil {
 		panic(err)

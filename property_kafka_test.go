@@ -135,11 +135,15 @@ func TestPropertyKafkaMisconfigurationsAreCaught(t *testing.T) {
 		if sc.Correct() {
 			continue
 		}
+		budget := workload.Budget{Checks: 20, Steps: 20, Seed: 1}
 		if sc.SpeaksKIP848() {
-			continue // the kafka target answers no ConsumerGroupHeartbeat yet
+			// Its zombie needs a session that ends in the middle of a
+			// transaction, which few interleavings draw: `fencecheck
+			// run --target kfake` met it after 50.
+			budget.Checks = 120
 		}
 		t.Run(sc.Name, func(t *testing.T) {
-			out, _ := exploreKfake(t, sc, "", 2, workload.Budget{Checks: 20, Steps: 20, Seed: 1})
+			out, _ := exploreKfake(t, sc, "", 2, budget)
 			defer out.Discard()
 			require.NotNil(t, out.Failure, "no counterexample in %d checks (seed %d)", out.Checks, out.Seed)
 			h, report, steps, _ := out.Failure.Found()
@@ -174,7 +178,7 @@ func TestPropertyAdversary(t *testing.T) {
 // is caught there as on the embedded cluster (or one of kfake's known
 // divergences shows first).
 func TestPropertyKafkaByAddress(t *testing.T) {
-	cluster, err := kafka.StartListening("127.0.0.1:0", nil, t.Logf)
+	cluster, err := kafka.StartListening("127.0.0.1:0", nil, 0, t.Logf)
 	require.NoError(t, err)
 	t.Cleanup(cluster.Close)
 	target := func() (model.Target, error) {

@@ -94,6 +94,10 @@ type clock struct {
 	// group.
 	sessions map[string]map[int64]bool
 	groups   map[string]bool
+	// consumerGroups are the groups sent a KIP-848 heartbeat: their
+	// members are described with ConsumerGroupDescribe, because
+	// DescribeGroups lists a classic group's only.
+	consumerGroups map[string]bool
 }
 
 // tickMark is a Tick: when it ended (zero while it lasts), and the
@@ -125,11 +129,14 @@ type memberTimers struct {
 	timers
 	group    string
 	admitted bool // a join answered it without error: no longer pending
-	gone     bool // admitted, and then no longer in its group: for good
+	// gone: admitted, and then no longer in its group. For good, for
+	// a classic member (the coordinator never gives an id twice); a
+	// KIP-848 member's join at epoch 0 brings its id back.
+	gone bool
 }
 
 func newClock() *clock {
-	return &clock{txnTimeouts: map[string]map[int64]bool{}, txnStarts: map[string]txnStart{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}}
+	return &clock{txnTimeouts: map[string]map[int64]bool{}, txnStarts: map[string]txnStart{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}, consumerGroups: map[string]bool{}}
 }
 
 func (tm *timers) saw(now int64, at time.Time) {
@@ -209,7 +216,36 @@ func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 		}
 	case *kmsg.OffsetCommitRequest:
 		member(r.Group, r.MemberID)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		if known, ok := c.members[r.MemberID]; ok && r.MemberEpoch == 0 {
+			// A KIP-848 member joins again under the id it chose
+			// (KIP-1082), so an id gone from its group may come back.
+			known.gone = false
+		}
+		m := member(r.Group, r.MemberID)
+		if hr, ok := resp.(*kmsg.ConsumerGroupHeartbeatResponse); ok && hr.ErrorCode == 0 && hr.MemberEpoch > 0 {
+			if hr.MemberID != nil && *hr.MemberID != r.MemberID {
+				m = member(r.Group, *hr.MemberID) // a join at 3.9 gets its id
+			}
+			if m != nil {
+				m.admitted = true
+			}
+		}
 	}
+}
+
+// consumerGroup notes a group that is sent KIP-848 heartbeats.
+func (c *clock) consumerGroup(group string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.consumerGroups[group] = true
+}
+
+// knownConsumerGroups are the groups sent KIP-848 heartbeats.
+func (c *clock) knownConsumerGroups() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.consumerGroups))
 }
 
 // advance moves the model's clock by ms, at the start of a Tick, and
@@ -748,5 +784,39 @@ func (t *Target) held() (held, error) {
 		}
 		h.members[g.Group] = ids
 	}
-	return h, nil
+	return h, t.consumerMembersHeld(ctx, h)
+}
+
+// consumerMembersHeld adds the members of the KIP-848 groups to h. A
+// consumer group's rebalance has no timer the model does not know (each
+// member's rebalance timeout is its own, and the model's), so it leaves
+// h settled.
+func (t *Target) consumerMembersHeld(ctx context.Context, h held) error {
+	groups := t.clock.knownConsumerGroups()
+	if len(groups) == 0 {
+		return nil
+	}
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = groups
+	resp, err := req.RequestWith(ctx, t.routes.client())
+	if err != nil {
+		return err
+	}
+	for _, g := range resp.Groups {
+		if g.ErrorCode == kerr.GroupIDNotFound.Code {
+			continue // no such group (any more): it holds no one
+		}
+		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+			return err
+		}
+		ids := h.members[g.Group]
+		if ids == nil {
+			ids = map[string]bool{}
+			h.members[g.Group] = ids
+		}
+		for _, m := range g.Members {
+			ids[m.MemberID] = true
+		}
+	}
+	return nil
 }

@@ -12,7 +12,7 @@ import (
 // requests as the reference broker's, over the wire. Here the cluster is
 // kfake on real ports, set up as a cluster by address must be.
 func ExampleNew() {
-	cluster, err := kafka.StartListening("127.0.0.1:0", nil, nil)
+	cluster, err := kafka.StartListening("127.0.0.1:0", nil, 0, nil)
 	if err != nil {
 		panic(err)
 	}

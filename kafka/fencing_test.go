@@ -100,3 +100,19 @@ func TestFencedAbortAfterInit(t *testing.T) {
 		s.check("fenced-abort-after-init")
 	})
 }
+
+// TestProduceOutsideTransactionCode: under transactions v1, a
+// transactional produce to a partition its transaction never added.
+// Kafka 3.8 and later answer Produce v11 and above TRANSACTION_ABORTABLE
+// (KIP-890; AddPartitionsToTxnManager.
+// produceRequestVersionToTransactionSupportedOperation), and older
+// versions INVALID_TXN_STATE. kfake answers INVALID_TXN_STATE at every
+// version (FINDINGS.md, 30).
+func TestProduceOutsideTransactionCode(t *testing.T) {
+	s := newScenario(t, "3.9")
+	require.Equal(t, 1, s.target.TransactionsVersion())
+	w := s.begin("A", "fare-worker-A") // adds no partition
+	res := s.send("A", model.Produce, w.produce("fares-0", 0, "trip-1"))
+	require.Equal(t, model.InvalidTxnState, res.Err, "%+v", res)
+	s.check("produce-outside-txn-code")
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // WaitingFactor is how many explorations `fencecheck run` runs side by side
@@ -126,6 +128,7 @@ func kfakeOpts(cfg Config, dir string) ([]kfake.Opt, error) {
 		kfake.NumBrokers(kfakeBrokers),
 		kfake.DataDir(dir),
 		kfake.GroupMinSessionTimeout(kfakeMinSession),
+		kfake.BrokerConfigs(consumerGroupSettings(cfg.TimeScale)),
 		kfake.ListenFn(pipes.listen), // pipes.go
 	}
 	names := names{prefix: cfg.TopicPrefix + cfg.RunID}
@@ -141,6 +144,19 @@ func kfakeOpts(cfg Config, dir string) ([]kfake.Opt, error) {
 		opts = append(opts, kfake.MaxVersions(v))
 	}
 	return opts, nil
+}
+
+// consumerGroupSettings are the KIP-848 group settings at a time scale:
+// Kafka's default session and heartbeat interval, scaled. They are the
+// broker's, not the request's, so they are set on kfake's brokers, which
+// take any value (Kafka refuses a session below
+// group.consumer.min.session.timeout.ms, 45 s by default).
+func consumerGroupSettings(scale float64) map[string]string {
+	scaled := func(ms int64) string { return strconv.Itoa(int(scaledMs(ms, scale))) }
+	return map[string]string{
+		"group.consumer.session.timeout.ms":    scaled(model.DefaultConsumerSessionTimeoutMs),
+		"group.consumer.heartbeat.interval.ms": scaled(model.DefaultConsumerHeartbeatIntervalMs),
+	}
 }
 
 func portsOf(addrs []string) ([]int, error) {
@@ -200,14 +216,19 @@ const ListenBrokers = kfakeBrokers
 // StartListening starts a kfake cluster of ListenBrokers brokers on real
 // ports, the first at listen and the others on the ports after it (port
 // 0: any free ports), with topics seeded under their own names. It is set
-// up as New needs a cluster by address to be (see Settings), so that
-// New(Config{Brokers: cluster.ListenAddrs()}) explores it; its data lives
-// in memory. Close stops it. Each listener is guarded (GuardListener): a
-// frame kfake would crash on closes its connection, logged to logf (nil:
-// nowhere), and the cluster goes on.
-func StartListening(listen string, topics map[string]int32, logf func(format string, args ...any)) (*kfake.Cluster, error) {
+// up as New needs a cluster by address to be at the time scale scale (0:
+// DefaultTimeScale; see Settings), so that New(Config{Brokers:
+// cluster.ListenAddrs(), TimeScale: scale}) explores it: the KIP-848
+// session is a broker setting, which New holds to the scale exactly. Its
+// data lives in memory. Close stops it. Each listener is guarded
+// (GuardListener): a frame kfake would crash on closes its connection,
+// logged to logf (nil: nowhere), and the cluster goes on.
+func StartListening(listen string, topics map[string]int32, scale float64, logf func(format string, args ...any)) (*kfake.Cluster, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	if scale <= 0 {
+		scale = DefaultTimeScale
 	}
 	host, portText, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -227,6 +248,7 @@ func StartListening(listen string, topics map[string]int32, logf func(format str
 		// A broker setting, not GroupMinSessionTimeout, so that
 		// DescribeConfigs tells New the value that holds.
 		kfake.BrokerConfigs(map[string]string{"group.min.session.timeout.ms": strconv.Itoa(int(kfakeMinSession.Milliseconds()))}),
+		kfake.BrokerConfigs(consumerGroupSettings(scale)),
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
 			_, p, _ := net.SplitHostPort(address)
 			ln, err := net.Listen(network, net.JoinHostPort(host, p))

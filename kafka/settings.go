@@ -55,11 +55,19 @@ func (t *Target) neededSettings(brokers int) []neededSetting {
 		}
 		return neededSetting{name, fits, fmt.Sprintf("true (%s)", why)}
 	}
+	consumerSession := int64(t.scaledMs(model.DefaultConsumerSessionTimeoutMs))
+	exactly := func(name string, want int64, why string) neededSetting {
+		return neededSetting{name, numeric(func(v int64) bool { return v == want }), fmt.Sprintf("%d (%s)", want, why)}
+	}
 	replicas := fmt.Sprintf("the cluster has %d brokers", brokers)
 	return []neededSetting{
 		atMost("group.min.session.timeout.ms", session, "the scaled session timeout"),
 		atLeast("group.max.session.timeout.ms", session, "the scaled session timeout"),
 		atLeast("transaction.max.timeout.ms", longestTxn, "the longest scaled transaction timeout a run sends"),
+		// The model runs a KIP-848 member's session at Kafka's default,
+		// so a longer or a shorter one on the cluster would expire
+		// members at other times than the model does.
+		exactly("group.consumer.session.timeout.ms", consumerSession, "the scaled 45 s session of a KIP-848 consumer group member"),
 		atMost("group.initial.rebalance.delay.ms", 0, "a new group's first join must not wait"),
 		atMost("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10, "a transaction must be aborted at its deadline"),
 		atMost("transaction.state.log.replication.factor", int64(brokers), replicas),

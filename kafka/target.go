@@ -263,8 +263,10 @@ func (t *Target) realDuration(ms int64) time.Duration {
 }
 
 // scaledMs is a model timeout as the broker gets it, never below 1 ms.
-func (t *Target) scaledMs(ms int64) int32 {
-	real := float64(ms) * t.cfg.TimeScale
+func (t *Target) scaledMs(ms int64) int32 { return scaledMs(ms, t.cfg.TimeScale) }
+
+func scaledMs(ms int64, scale float64) int32 {
+	real := float64(ms) * scale
 	if real < 1 {
 		return 1
 	}
@@ -285,10 +287,11 @@ func (t *Target) undecided(kind model.Kind, format string, args ...any) model.Re
 	return model.Fail(model.RequestTimedOut)
 }
 
-// result is the model's result for a Kafka error code; a code the
-// history format has no name for is undecided, with the reason logged.
+// result is the model's result for a Kafka error code; a code the history
+// format has no name for, or cannot hold for kind, is undecided, with the
+// reason logged (wire.Result).
 func (t *Target) result(kind model.Kind, code int16, resp model.Response) model.Result {
-	res, err := wire.Result(code, resp)
+	res, err := wire.Result(kind, code, resp)
 	if err != nil {
 		return t.undecided(kind, "%v", err)
 	}

@@ -180,10 +180,15 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		"and the frame. The cluster goes on. kfake alone would crash on the unknown\n"+
 		"key, and would allocate whatever size the prefix claims.\n", stderr)
 	listen := fs.String("listen", "127.0.0.1:9092", "the first broker's address, `host:port`")
+	scale := fs.Float64("time-scale", kafka.DefaultTimeScale, "the --time-scale of the runs that explore it, above 0 and at most 1: the KIP-848 session (group.consumer.session.timeout.ms) is a broker setting, set to the scaled 45 s")
 	if code, ok := parseFlagsOnly(fs, args, stderr); !ok {
 		return code
 	}
-	cluster, err := kafka.StartListening(*listen, workload.Topics, linesTo(stderr, "fencecheck broker: "))
+	if *scale <= 0 || *scale > 1 {
+		fmt.Fprintf(stderr, "fencecheck broker: --time-scale must be above 0 and at most 1, got %v\n", *scale)
+		return exitUsage
+	}
+	cluster, err := kafka.StartListening(*listen, workload.Topics, *scale, linesTo(stderr, "fencecheck broker: "))
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck broker: --listen %v\n", err)
 		return exitUsage
@@ -192,7 +197,11 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	addrs := cluster.ListenAddrs()
 	fmt.Fprintf(stdout, "fencecheck broker: listening on %s\n", strings.Join(addrs, ","))
-	fmt.Fprintf(stdout, "fencecheck broker: explore it with: fencecheck run --target kafka --brokers %s --known %s\n", addrs[0], kafka.KfakeKnown)
+	scaled := ""
+	if *scale != kafka.DefaultTimeScale {
+		scaled = fmt.Sprintf(" --time-scale %g", *scale)
+	}
+	fmt.Fprintf(stdout, "fencecheck broker: explore it with: fencecheck run --target kafka --brokers %s --known %s%s\n", addrs[0], kafka.KfakeKnown, scaled)
 	<-ctx.Done()
 	cluster.Close()
 	return exitHeld

@@ -121,6 +121,7 @@ func TestProxyAndBrokerFlagErrors(t *testing.T) {
 		{[]string{"proxy", "--upstream", "a:1", "--listen", "127.0.0.1:0", "--control", "", "--broker-ports", takenPort}, "a broker's listener on 127.0.0.1:" + takenPort},
 		{[]string{"broker", "--listen", "localhost"}, `--listen "localhost" is not host:port`},
 		{[]string{"broker", "--listen", "localhost:70000"}, "the port must be 0 to 65532"},
+		{[]string{"broker", "--time-scale", "0"}, "--time-scale must be above 0 and at most 1, got 0"},
 	} {
 		code, _, errOut := runCLI(tc.args...)
 		require.Equal(t, exitUsage, code, "%v", tc.args)
@@ -255,10 +256,11 @@ func TestProxyRecordsAPipelineForCheck(t *testing.T) {
 // other test suites on two cores, let the broker time out a transaction
 // that the model kept open.
 func TestRunExploresTheBrokerCommand(t *testing.T) {
-	lines, _ := startedLines(t, 2, "broker", "--listen", "127.0.0.1:0")
+	lines, _ := startedLines(t, 2, "broker", "--listen", "127.0.0.1:0", "--time-scale", "0.05")
 	command, ok := strings.CutPrefix(lines[1], "fencecheck broker: explore it with: fencecheck ")
 	require.True(t, ok, lines[1])
-	args := append(strings.Fields(command), "--checks", "10", "--seed", "5", "--shrink-time", "10s", "--time-scale", "0.05")
+	require.Contains(t, command, "--time-scale 0.05")
+	args := append(strings.Fields(command), "--checks", "10", "--seed", "5", "--shrink-time", "10s")
 	require.Contains(t, args, "kfake")
 	code, out, errOut := runCLI(args...)
 	require.Equal(t, exitHeld, code, "%s\n%s", out, errOut)

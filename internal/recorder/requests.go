@@ -729,9 +729,10 @@ func (c *Client) partition(topic string, p int32) (model.Partition, bool) {
 }
 
 // result is the model's result for a Kafka error code; a code the history
-// format has no name for is undecided.
+// format has no name for, or cannot hold for kind, is undecided
+// (wire.Result).
 func (c *Client) result(kind model.Kind, code int16, resp model.Response) model.Result {
-	res, err := wire.Result(code, resp)
+	res, err := wire.Result(kind, code, resp)
 	if err != nil {
 		return c.undecided(kind, "%v", err)
 	}

@@ -13,19 +13,25 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// Result is the model's result for a Kafka error code: success for 0, and
-// the code's name where the history format knows it. Any other code is an
-// error, since the format cannot say what it means: the caller records
-// the operation as undecided, with the reason.
-func Result(code int16, resp model.Response) (model.Result, error) {
+// Result is the model's result for a Kafka error code answering a request
+// of kind: success for 0, and the code's name where the history format
+// knows it for that kind. Any other code is an error, since the format
+// cannot say what it means: the caller records the operation as
+// undecided, with the reason. A code Kafka never answers to the kind (a
+// broker's own, for example kfake's STALE_MEMBER_EPOCH to a TxnOffsetCommit)
+// is one of those, because a history that holds it does not load.
+func Result(kind model.Kind, code int16, resp model.Response) (model.Result, error) {
 	if code == 0 {
 		return model.OK(resp), nil
 	}
 	name := CodeName(code)
-	if model.KnownCode(name) {
-		return model.Fail(name), nil
+	switch {
+	case !model.KnownCode(name):
+		return model.Result{}, fmt.Errorf("the broker answered %s, which the history format has no name for", name)
+	case !model.Answers(kind, name):
+		return model.Result{}, fmt.Errorf("the broker answered %s, which Kafka never answers to %s, so the history format cannot hold it", name, kind.APIName())
 	}
-	return model.Result{}, fmt.Errorf("the broker answered %s, which the history format has no name for", name)
+	return model.Fail(name), nil
 }
 
 // CodeName is Kafka's name of an error code, as kerr spells it

@@ -1,0 +1,170 @@
+package kafka
+
+import (
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// beat sends one KIP-848 heartbeat of proc, recorded.
+func (s *scenario) beat(proc string, r model.Request) model.Result {
+	s.t.Helper()
+	op := model.Op{Kind: model.ConsumerGroupHeartbeat, Req: r}
+	end := s.rec.Observe(proc, "", op)
+	res, err := model.Send(s.ctx, s.target, op)
+	require.NoError(s.t, err)
+	end(res)
+	return res
+}
+
+// TestConsumerHeartbeatToUnknownGroup: a KIP-848 leave, and a heartbeat
+// at an epoch above 0, to a group the coordinator does not have. Kafka
+// answers both GROUP_ID_NOT_FOUND (GroupMetadataManager.consumerGroupLeave
+// and getOrMaybeCreateConsumerGroup(groupId, false)); kfake creates the
+// group and answers UNKNOWN_MEMBER_ID (FINDINGS.md, 29).
+func TestConsumerHeartbeatToUnknownGroup(t *testing.T) {
+	s := newScenario(t, "")
+	leave := model.NewRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "fare-workers", "fare-worker-B", model.LeaveMemberEpoch
+	res := s.beat("B", leave)
+	require.True(t, res.Answered)
+	beat := model.NewRequest()
+	beat.Group, beat.MemberID, beat.MemberEpoch = "fare-riders", "fare-rider-C", 5
+	res = s.beat("C", beat)
+	require.True(t, res.Answered)
+	t.Logf("kfake answers the leave and the heartbeat to groups it does not have %v", res.Err)
+	s.check("consumer-heartbeat-creates-group")
+}
+
+// TestConsumerGroupHeartbeatRoundTrip: a KIP-848 member joins, is given
+// the topic's partitions by topic id, acknowledges them and leaves, and
+// every field comes back in the model's names: the member id, its epoch,
+// the heartbeat interval in model time, and the assignment.
+func TestConsumerGroupHeartbeatRoundTrip(t *testing.T) {
+	s := newScenario(t, "")
+	join := model.NewRequest()
+	join.Group, join.MemberID, join.RebalanceTimeoutMs = "fare-workers", "fare-worker-A", 300_000
+	join.SubscribedTopics, join.OwnedPartitions = &[]string{"fares"}, &[]model.Partition{}
+	res := s.beat("A", join)
+	require.True(t, res.Succeeded(), "%+v", res)
+	require.Equal(t, "fare-worker-A", res.Resp.MemberID)
+	require.Positive(t, res.Resp.MemberEpoch)
+	require.Equal(t, int64(model.DefaultConsumerHeartbeatIntervalMs), res.Resp.HeartbeatIntervalMs)
+	require.NotNil(t, res.Resp.MemberAssignment)
+	require.ElementsMatch(t, []model.Partition{"fares-0", "fares-1", "fares-2"}, *res.Resp.MemberAssignment)
+
+	ack := join
+	ack.MemberEpoch, ack.RebalanceTimeoutMs = res.Resp.MemberEpoch, 0
+	owned := *res.Resp.MemberAssignment
+	ack.OwnedPartitions = &owned
+	res = s.beat("A", ack)
+	require.True(t, res.Succeeded(), "%+v", res)
+
+	leave := model.NewRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "fare-workers", "fare-worker-A", model.LeaveMemberEpoch
+	res = s.beat("A", leave)
+	require.True(t, res.Succeeded(), "%+v", res)
+	require.Equal(t, model.LeaveMemberEpoch, res.Resp.MemberEpoch)
+	s.check("consumer-heartbeat-round-trip")
+}
+
+// TestStaleMemberEpochTxnOffsetCommitUndecided: a KIP-848 member's
+// TxnOffsetCommit at a member epoch it no longer has. kfake answers
+// TxnOffsetCommit v6 STALE_MEMBER_EPOCH, as KIP-1319 gives it from v6,
+// and ILLEGAL_GENERATION below v6, as Kafka 4.x answers every version
+// (OffsetMetadataManager.validateTransactionalOffsetCommit turns
+// StaleMemberEpochException into ILLEGAL_GENERATION). The history format
+// holds no STALE_MEMBER_EPOCH for a TxnOffsetCommit, so the target
+// records that answer undecided, with the reason logged, rather than
+// write a history that does not load (FINDINGS.md, "Notes on how the
+// target reads Kafka").
+func TestStaleMemberEpochTxnOffsetCommitUndecided(t *testing.T) {
+	s := newScenario(t, "")
+	group, member := "fare-workers", "fare-worker-A"
+	join := model.NewRequest()
+	join.Group, join.MemberID, join.RebalanceTimeoutMs = group, member, 300_000
+	join.SubscribedTopics, join.OwnedPartitions = &[]string{"trips"}, &[]model.Partition{}
+	joined := s.beat("A", join)
+	require.True(t, joined.Succeeded(), "%+v", joined)
+	stale := joined.Resp.MemberEpoch + 1 // an epoch the member does not have
+
+	w := s.begin("A", "fare-worker-A")
+	s.ok("A", model.AddOffsets, w.addOffsets(group))
+	res := s.send("A", model.TxnOffsetCommit, w.commitOffsets(group, member, stale, map[model.Partition]int64{"trips-0": 1}))
+	require.True(t, res.Answered)
+	require.Equal(t, model.RequestTimedOut, res.Err, "STALE_MEMBER_EPOCH is recorded undecided: %+v", res)
+	// Every answer recorded is one the format holds, so the history saves.
+	require.NoError(t, histories.Save(io.Discard, s.history("stale-member-epoch-txn-offset-commit")))
+
+	for _, c := range []struct {
+		version int16
+		want    int16
+	}{{6, kerr.StaleMemberEpoch.Code}, {5, kerr.IllegalGeneration.Code}} {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch = s.target.names.txnID(w.txnID), w.pid, w.epoch
+		req.Group, req.MemberID, req.Generation = s.target.names.group(group), member, stale
+		tp, err := s.target.names.split("trips-0")
+		require.NoError(t, err)
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = tp.topic, s.target.routes.topicID(s.ctx, tp)
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 1
+		rt.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{rp}
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
+		versions := kversion.Stable()
+		versions.SetMaxKeyVersion(req.Key(), c.version)
+		cl, err := kgo.NewClient(append(s.target.clientOpts(), kgo.MaxVersions(versions))...)
+		require.NoError(t, err)
+		resp, err := req.RequestWith(s.ctx, cl)
+		cl.Close()
+		require.NoError(t, err)
+		require.Equal(t, c.version, resp.Version)
+		require.Equal(t, c.want, resp.Topics[0].Partitions[0].ErrorCode, "TxnOffsetCommit v%d", c.version)
+	}
+}
+
+// TestUnrelatedTopicBumpsConsumerGroupEpoch: a KIP-848 member joins a
+// group subscribed to trips, and then a topic the group does not
+// subscribe to is created. Kafka refreshes the subscription metadata of
+// the groups subscribed to a changed topic only, and bumps a group's
+// epoch only when its subscription metadata changed
+// (GroupMetadataManager.onNewMetadataImage, groupsSubscribedToTopic;
+// test: GroupMetadataManagerTest#testOnNewMetadataImage), so the member's
+// next heartbeat stays at its epoch. kfake bumps the epoch of every
+// consumer group with members on any topic's creation
+// (Cluster.notifyTopicChange), and the heartbeat answers an epoch above
+// any the group was given (FINDINGS.md, 31). On a cluster shared by
+// explorations side by side, as `fencecheck broker` is, each one's topics
+// bump the others' groups.
+func TestUnrelatedTopicBumpsConsumerGroupEpoch(t *testing.T) {
+	s := newScenario(t, "")
+	join := model.NewRequest()
+	join.Group, join.MemberID, join.RebalanceTimeoutMs = "fare-workers", "fare-worker-A", 300_000
+	join.SubscribedTopics, join.OwnedPartitions = &[]string{"trips"}, &[]model.Partition{}
+	joined := s.beat("A", join)
+	require.True(t, joined.Succeeded(), "%+v", joined)
+	require.NotNil(t, joined.Resp.MemberAssignment)
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	topic := kmsg.NewCreateTopicsRequestTopic()
+	topic.Topic, topic.NumPartitions, topic.ReplicationFactor = "unrelated", 1, -1
+	create.Topics = []kmsg.CreateTopicsRequestTopic{topic}
+	created, err := create.RequestWith(s.ctx, s.target.routes.client())
+	require.NoError(t, err)
+	require.Zero(t, created.Topics[0].ErrorCode)
+
+	beat := join
+	beat.MemberEpoch, beat.OwnedPartitions = joined.Resp.MemberEpoch, joined.Resp.MemberAssignment
+	res := s.beat("A", beat)
+	require.True(t, res.Succeeded(), "%+v", res)
+	require.Greater(t, res.Resp.MemberEpoch, joined.Resp.MemberEpoch, "kfake bumps the group's epoch")
+	s.check("unrelated-topic-bumps-group-epoch")
+}
