@@ -96,7 +96,8 @@ func Test(tb testing.TB, target model.NewTarget, opts Options) {
 // that does not fit fails the test at once, naming the setting.
 func Brokers(addrs ...string) model.NewTarget {
 	return func() (model.Target, error) {
-		return kafka.New(kafka.Config{Brokers: addrs, Topics: workload.Topics, Logf: func(string, ...any) {}})
+		// The correct scenarios include KIP-848 consumers.
+		return kafka.New(kafka.Config{Brokers: addrs, Topics: workload.Topics, Logf: func(string, ...any) {}, ConsumerGroups: true})
 	}
 }
 

@@ -64,7 +64,8 @@
 //   - group.consumer.session.timeout.ms 450 (the scaled 45 s session of a
 //     KIP-848 member, which the model keeps; Kafka takes it only with
 //     group.consumer.min.session.timeout.ms at most 450, and a heartbeat
-//     interval below it);
+//     interval below it); checked only with Config.ConsumerGroups, for a
+//     run whose workers speak KIP-848;
 //   - group.initial.rebalance.delay.ms 0: the first join of a new group
 //     would otherwise wait 3 s, and the open transactions run out;
 //   - transaction.abort.timed.out.transaction.cleanup.interval.ms at most

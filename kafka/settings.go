@@ -60,14 +60,10 @@ func (t *Target) neededSettings(brokers int) []neededSetting {
 		return neededSetting{name, numeric(func(v int64) bool { return v == want }), fmt.Sprintf("%d (%s)", want, why)}
 	}
 	replicas := fmt.Sprintf("the cluster has %d brokers", brokers)
-	return []neededSetting{
+	needed := []neededSetting{
 		atMost("group.min.session.timeout.ms", session, "the scaled session timeout"),
 		atLeast("group.max.session.timeout.ms", session, "the scaled session timeout"),
 		atLeast("transaction.max.timeout.ms", longestTxn, "the longest scaled transaction timeout a run sends"),
-		// The model runs a KIP-848 member's session at Kafka's default,
-		// so a longer or a shorter one on the cluster would expire
-		// members at other times than the model does.
-		exactly("group.consumer.session.timeout.ms", consumerSession, "the scaled 45 s session of a KIP-848 consumer group member"),
 		atMost("group.initial.rebalance.delay.ms", 0, "a new group's first join must not wait"),
 		atMost("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10, "a transaction must be aborted at its deadline"),
 		atMost("transaction.state.log.replication.factor", int64(brokers), replicas),
@@ -80,6 +76,14 @@ func (t *Target) neededSettings(brokers int) []neededSetting {
 		// write with its coordinator (KIP-890 part 1).
 		enabled("transaction.partition.verification.enable", "the model takes a leader to verify transactional writes"),
 	}
+	if t.cfg.ConsumerGroups {
+		// The model runs a KIP-848 member's session at Kafka's default,
+		// so a longer or a shorter one on the cluster would expire
+		// members at other times than the model does.
+		needed = append(needed, exactly("group.consumer.session.timeout.ms", consumerSession,
+			"the scaled 45 s session of a KIP-848 consumer group member"))
+	}
+	return needed
 }
 
 // checkSettings reads every broker's settings and says which do not fit.

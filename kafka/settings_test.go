@@ -13,10 +13,14 @@ func TestNewRefusesAClusterSetUpUnfit(t *testing.T) {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "1000"}))
 	require.NoError(t, err)
 	t.Cleanup(cluster.Close)
-	_, err = New(Config{Brokers: cluster.ListenAddrs(), Topics: map[string]int32{"fares": 1}, Logf: t.Logf})
+	_, err = New(Config{Brokers: cluster.ListenAddrs(), Topics: map[string]int32{"fares": 1}, Logf: t.Logf, ConsumerGroups: true})
 	require.ErrorContains(t, err, "broker 0: group.min.session.timeout.ms is 6000; it must be at most 450 (the scaled session timeout)")
 	require.ErrorContains(t, err, "broker 0: transaction.max.timeout.ms is 1000; it must be at least 9000")
 	require.ErrorContains(t, err, "broker 0: group.consumer.session.timeout.ms is 45000; it must be 450 (the scaled 45 s session of a KIP-848 consumer group member)")
+	// A run of classic groups alone does not need the KIP-848 session.
+	_, err = New(Config{Brokers: cluster.ListenAddrs(), Topics: map[string]int32{"fares": 1}, Logf: t.Logf})
+	require.ErrorContains(t, err, "transaction.max.timeout.ms is 1000")
+	require.NotContains(t, err.Error(), "group.consumer.session.timeout.ms")
 
 	fit, err := StartListening("127.0.0.1:0", map[string]int32{"fares": 1}, 0, t.Logf)
 	require.NoError(t, err)

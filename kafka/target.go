@@ -58,6 +58,12 @@ type Config struct {
 	// Logf receives why an answer was taken as undecided; nil is
 	// log.Printf.
 	Logf func(format string, args ...any)
+	// ConsumerGroups says that the run's workers speak KIP-848's
+	// consumer group protocol (ConsumerGroupHeartbeat). New then also
+	// requires the cluster's group.consumer.session.timeout.ms to be
+	// the scaled 45 s the model takes; a run of classic groups alone,
+	// or on a 3.9 cluster, does not need it.
+	ConsumerGroups bool
 }
 
 // DefaultTimeScale is Config.TimeScale's default: a model millisecond

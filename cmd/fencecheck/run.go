@@ -60,6 +60,9 @@ func (f runFlags) targetName() string {
 
 func (f runFlags) kafkaConfig() kafka.Config {
 	cfg := kafka.Config{Topics: workload.Topics, KafkaVersion: f.kafkaVersion, TimeScale: f.timeScale, Logf: func(string, ...any) {}}
+	if scenarios, err := scenariosNamed(f.scenario); err == nil {
+		cfg.ConsumerGroups = slices.ContainsFunc(scenarios, workload.Scenario.SpeaksKIP848)
+	}
 	if f.brokers != "" {
 		cfg.Brokers = strings.Split(f.brokers, ",")
 	}
@@ -120,7 +123,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.steps, "steps", workload.DefaultSteps, "how many actions an interleaving takes, on average")
 	fs.DurationVar(&f.shrinkTime, "shrink-time", workload.DefaultShrinkTime, "how long rapid may shrink a counterexample, and how long to look for a shorter one")
 	fs.IntVar(&f.txnVersion, "txn-version", workload.DefaultTxnVersion, "the transaction protocol the clients speak: 1 (KIP-98) or 2 (KIP-890)")
-	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`. Its brokers must take fencecheck's scaled timeouts and fire their timers on time; at the default --time-scale: group.min.session.timeout.ms <= 450, group.consumer.session.timeout.ms 450, group.initial.rebalance.delay.ms 0, transaction.abort.timed.out.transaction.cleanup.interval.ms <= 10, transaction.max.timeout.ms >= 9000, replication factors of the internal topics within the brokers, id expirations of a day or more ('go doc github.com/fencecheck/fencecheck/kafka' lists them); a setting a broker reports that does not fit stops the run at start. 'fencecheck broker' is such a cluster")
+	fs.StringVar(&f.brokers, "brokers", "", "with --target kafka: the cluster's bootstrap addresses, `host:port,...`. Its brokers must take fencecheck's scaled timeouts and fire their timers on time; at the default --time-scale: group.min.session.timeout.ms <= 450, group.consumer.session.timeout.ms 450 (for the KIP-848 scenarios), group.initial.rebalance.delay.ms 0, transaction.abort.timed.out.transaction.cleanup.interval.ms <= 10, transaction.max.timeout.ms >= 9000, replication factors of the internal topics within the brokers, id expirations of a day or more ('go doc github.com/fencecheck/fencecheck/kafka' lists them); a setting a broker reports that does not fit stops the run at start. 'fencecheck broker' is such a cluster")
 	fs.Float64Var(&f.timeScale, "time-scale", kafka.DefaultTimeScale, "with --target kfake or kafka: how many real milliseconds one model millisecond lasts, above 0 and at most 1. A larger scale gives a busy machine or a distant cluster more room between a client's requests, so that no transaction times out on the broker while the model keeps it open; ticks then wait longer, and the broker settings of --brokers scale with it")
 	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "with --target kfake or kafka: cap request versions at this Kafka `RELEASE`, e.g. 3.9 (transactions v1); default the newest (v2 where the broker has it)")
 	fs.StringVar(&f.knownFile, "known", "", "the known findings, `FILE` (fencecheck/known/v1), 'kfake' for kfake's own list (kafka/known.json) or 'none': violations they list are counted and reported, and exploring goes on; default 'kfake' for --target kfake, 'none' elsewhere (give 'kfake' for a 'fencecheck broker' by --brokers)")
