@@ -492,13 +492,17 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 
 // knownFinding names the known finding that broke sig.Check on h: one of
 // kfake's (KnownFindings), or, when the workers run franz-go's own loop,
-// franz-go's regain of a lost partition at its old position.
+// franz-go's regain of a lost partition at its old position, or, when
+// they run a confluent-kafka-go loop, librdkafka's stale records.
 func (m *sessionMachine) knownFinding(h histories.History, report checker.Report, sig checker.Signature) (string, bool) {
 	if name, ok := KnownFindings().Identify(h, sig); ok {
 		return name, true
 	}
 	if m.loop == nil && explainedByStaleRegain(h, report.Verdict(sig.Check)) {
 		return franzGoRegainsAtOldPosition, true
+	}
+	if m.loop != nil && m.loop.Library == confluentLibrary && explainedByLibrdkafka(h, report.Verdict(sig.Check)) {
+		return librdkafkaStaleRecords, true
 	}
 	return "", false
 }
