@@ -392,13 +392,12 @@ func (w *worker) closeClients() {
 }
 
 // closeBound is how long a worker that was not crashed waits for its
-// consumer to close. Under
-// the consumer protocol, Close did not return in two of about a hundred
-// interleavings: once inside IncrementalUnassign in the rebalance callback
-// (before revokeAll), once polling for rd_kafka_consumer_closed after it,
-// while requests to the group coordinator waited unsent. A process that
-// hangs on its way out is killed; the worker leaves its consumer behind,
-// so that the orchestrator goes on.
+// consumer to close. Under the consumer protocol, Close did not return in
+// two of about a hundred interleavings: once inside IncrementalUnassign in
+// the rebalance callback (before revokeAll), once polling for
+// rd_kafka_consumer_closed after it. A process that hangs on its way out
+// is killed; the worker leaves its consumer behind, so that the
+// orchestrator goes on.
 const closeBound = 5 * time.Second
 
 // revokeAll unsubscribes and polls until the consumer's partitions are
