@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/clients"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -357,4 +358,23 @@ func withOffsetFetchedBeforeReset(h histories.History) histories.History {
 			Op: model.Op{Kind: model.OffsetFetch, Req: req}, Result: model.OK(resp)})
 	}
 	return out
+}
+
+// TestSessionPropertyNamesLibrdkafkaOnlyForItsLoops: the property's judge
+// names the finding on a confluent-kafka-go loop's history, and not when
+// the same history is franz-go's session's or sarama's loop's.
+func TestSessionPropertyNamesLibrdkafkaOnlyForItsLoops(t *testing.T) {
+	h, err := histories.LoadFile(filepath.Join(clientsDir, "confluent-kafka-go-kip447-txn-v1-stale-fetch-recommit.json"))
+	require.NoError(t, err)
+	report := checker.Check(h, checker.Options{})
+	sig := report.Signatures()[slices.IndexFunc(report.Signatures(), func(s checker.Signature) bool { return s.Check == checker.ExactlyOnce })]
+	for _, loop := range []*clients.Loop{{Library: confluentLibrary, Name: "kip447"}, {Library: "sarama", Name: "kip447"}, nil} {
+		name, ok := (&sessionMachine{loop: loop}).knownFinding(h, report, sig)
+		if loop != nil && loop.Library == confluentLibrary {
+			require.True(t, ok)
+			require.Equal(t, librdkafkaStaleRecords, name)
+		} else {
+			require.False(t, ok, "%v: %s", loop, name)
+		}
+	}
 }
