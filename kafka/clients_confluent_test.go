@@ -11,7 +11,8 @@ import (
 // TestPropertyClientLoopsConfluent: each of confluent-kafka-go's loops
 // (package internal/clients/confluent, librdkafka through cgo: go test -tags
 // confluent) under the session's faults, through a proxy on TCP, under
-// each transaction protocol. See checkClientLoops.
+// each transaction protocol, and the kip447 loop on KIP-848's consumer
+// protocol too (group.protocol=consumer). See checkClientLoops.
 func TestPropertyClientLoopsConfluent(t *testing.T) {
 	checkClientLoops(t, confluent.Loops)
 }

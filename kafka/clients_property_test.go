@@ -31,27 +31,39 @@ func TestPropertyClientLoopsSarama(t *testing.T) {
 // loop must hold every check the session does; a loop that is not fenced
 // must be caught by exactly-once or offsets-monotonic (seed 002), and is
 // given more interleavings for it. A loop whose verdict is decided
-// otherwise (clientVerdicts) is held to that.
+// otherwise (clientVerdicts) is held to that. A fenced loop whose library
+// speaks KIP-848's consumer protocol (clients.Loop.ConsumerProtocol) runs
+// with it too, on Kafka 4 (kip848).
 func checkClientLoops(t *testing.T, loops []clients.Loop) {
 	for _, loop := range loops {
 		for _, p := range protocols {
 			t.Run(loop.Name+"/"+p.name, func(t *testing.T) {
-				run := sessionRun{kafkaVersion: p.kafkaVersion, loop: &loop}
-				want, decided := clientVerdicts[loop.Library+"/"+loop.Name]
-				if loop.Fenced && !decided {
-					sessionBudget(t, clientLoopChecks)
-					rapid.Check(t, sessionProperty(t, run))
-					return
-				}
-				if !decided {
-					// offsets-monotonic first: its counterexample tells the
-					// story (a generation-less commit after a rebalance)
-					want = []string{checker.OffsetsMonotonic, checker.ExactlyOnce}
-				}
-				requireCaught(t, run, want)
+				checkClientLoop(t, sessionRun{kafkaVersion: p.kafkaVersion, loop: &loop})
+			})
+		}
+		if loop.Fenced && loop.ConsumerProtocol {
+			t.Run(loop.Name+"/"+kip848.name, func(t *testing.T) {
+				checkClientLoop(t, sessionRun{kafkaVersion: kip848.kafkaVersion, loop: &loop, base: SessionConfig{ConsumerProtocol: true}})
 			})
 		}
 	}
+}
+
+// checkClientLoop runs one loop's property under one protocol.
+func checkClientLoop(t *testing.T, run sessionRun) {
+	loop := run.loop
+	want, decided := clientVerdicts[loop.Library+"/"+loop.Name]
+	if loop.Fenced && !decided {
+		sessionBudget(t, clientLoopChecks)
+		rapid.Check(t, sessionProperty(t, run))
+		return
+	}
+	if !decided {
+		// offsets-monotonic first: its counterexample tells the
+		// story (a generation-less commit after a rebalance)
+		want = []string{checker.OffsetsMonotonic, checker.ExactlyOnce}
+	}
+	requireCaught(t, run, want)
 }
 
 // clientVerdicts are the loops that break a check for a reason decided in
@@ -104,7 +116,10 @@ const clientsDir = "../histories/clients"
 
 func clientHistoryName(run sessionRun) string {
 	protocol := "txn-v2"
-	if run.kafkaVersion != "" {
+	switch {
+	case run.base.ConsumerProtocol:
+		protocol = kip848.name
+	case run.kafkaVersion != "":
 		protocol = "txn-v1"
 	}
 	return run.loop.Library + "-" + run.loop.Name + "-" + protocol

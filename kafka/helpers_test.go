@@ -22,6 +22,15 @@ var protocols = []struct {
 	{"txn-v2", "", 2},
 }
 
+// kip848 is the group protocol dimension beside protocols: a Kafka 4
+// cluster (transactions v2) whose workers join their group by KIP-848's
+// consumer protocol (SessionConfig.ConsumerProtocol) rather than the
+// classic one.
+var kip848 = struct {
+	name         string
+	kafkaVersion string
+}{"kip848", ""}
+
 // forEachProtocol runs fn as a subtest against a fresh kfake cluster under
 // each transaction protocol.
 func forEachProtocol(t *testing.T, fn func(t *testing.T, s *scenario)) {

@@ -33,7 +33,15 @@ const (
 	// kfakeMinSession lets scaled session timeouts through: kfake, like
 	// Kafka, refuses any below 6 s unless told otherwise.
 	kfakeMinSession = time.Millisecond
+	// kfakeConsumerHeartbeat is the consumer protocol's heartbeat
+	// interval on kfake, a classic worker's (sessionOpts).
+	kfakeConsumerHeartbeat = 100 * time.Millisecond
 )
+
+// kfakeConsumerSession is the consumer protocol's session timeout
+// on an embedded kfake cluster (group.consumer.session.timeout.ms): a
+// classic worker's default (SessionConfig.SessionTimeout).
+const kfakeConsumerSession = time.Second
 
 // NewKfake starts an in-process kfake cluster of three brokers with the
 // topics of cfg.Topics and returns a target on it; Close stops it. Its logs
@@ -130,6 +138,14 @@ func kfakeOpts(cfg Config, dir string) ([]kfake.Opt, error) {
 		kfake.GroupMinSessionTimeout(kfakeMinSession),
 		kfake.BrokerConfigs(consumerGroupSettings(cfg.TimeScale)),
 		kfake.ListenFn(pipes.listen), // pipes.go
+		// KIP-848's consumer protocol takes its session timeout and
+		// heartbeat interval from the cluster, not the member, so that a
+		// consumer-protocol worker is dropped as soon as a classic
+		// worker of the same config is (SessionConfig).
+		kfake.BrokerConfigs(map[string]string{
+			"group.consumer.session.timeout.ms":    strconv.Itoa(int(kfakeConsumerSession.Milliseconds())),
+			"group.consumer.heartbeat.interval.ms": strconv.Itoa(int(kfakeConsumerHeartbeat.Milliseconds())),
+		}),
 	}
 	names := names{prefix: cfg.TopicPrefix + cfg.RunID}
 	for _, topic := range slices.Sorted(maps.Keys(cfg.Topics)) {

@@ -30,6 +30,11 @@ type SessionConfig struct {
 	// member's place without a rebalance, and the process it replaced is
 	// fenced (FENCED_INSTANCE_ID).
 	InstanceID string
+	// ConsumerProtocol joins the group by KIP-848's consumer protocol
+	// (ConsumerGroupHeartbeat, Kafka 4) instead of the classic one. Its
+	// session timeout and heartbeat interval are then the cluster's
+	// (kfakeConsumerSession); SessionTimeout is not sent.
+	ConsumerProtocol bool
 	// SessionTimeout, RebalanceTimeout and TransactionTimeout are real
 	// time; 0 is 1 s, 1 s and 3 s.
 	SessionTimeout, RebalanceTimeout, TransactionTimeout time.Duration
@@ -143,6 +148,13 @@ func (t *Target) sessionOpts(cfg SessionConfig) []kgo.Opt {
 	}
 	if cfg.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	if cfg.ConsumerProtocol {
+		// kgo speaks KIP-848 only with a range or sticky balancer, and
+		// falls back to the classic protocol otherwise
+		// (groupConsumer.should848); cooperative-sticky asks the
+		// broker's uniform assignor.
+		opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
 	}
 	return opts
 }

@@ -56,7 +56,9 @@ func sessionBudget(t *testing.T, ciChecks int) {
 // wire (package recorder) and the final reads; every check but linearizable
 // (sessionJudged) must hold on it. Real time and real goroutines make an
 // interleaving replay only roughly, so rapid's shrinking of a failure
-// here is best effort.
+// here is best effort. Each transaction protocol runs with the classic
+// group protocol, and Kafka 4's also with KIP-848's consumer protocol
+// (kip848), under the same faults.
 func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 	sessionBudget(t, sessionChecks)
 	for _, p := range protocols {
@@ -64,6 +66,9 @@ func TestPropertyKafkaGroupTransactSession(t *testing.T) {
 			rapid.Check(t, sessionProperty(t, sessionRun{kafkaVersion: p.kafkaVersion}))
 		})
 	}
+	t.Run(kip848.name, func(t *testing.T) {
+		rapid.Check(t, sessionProperty(t, sessionRun{kafkaVersion: kip848.kafkaVersion, base: SessionConfig{ConsumerProtocol: true}}))
+	})
 }
 
 // TestPropertyKafkaGroupTransactSessionThroughProxy: the same workers,
@@ -407,6 +412,7 @@ func (m *sessionMachine) quiesce(rt *rapid.T) {
 	}, sessionSettle)
 	m.closeAll()
 	require.True(rt, m.workersRecorded(), "the workers' own commits are not in the history")
+	require.NoError(rt, groupProtocolSpoken(m.s.rec.History(), m.base.ConsumerProtocol))
 	m.judge(rt, sessionJudged...)
 }
 
@@ -420,6 +426,33 @@ func (m *sessionMachine) workersRecorded() bool {
 		}
 	}
 	return false
+}
+
+// groupProtocolSpoken says how the workers' group requests in h differ
+// from the protocol they were configured with (consumerProtocol: KIP-848's):
+// a library that falls back to the classic protocol (kgo does, silently,
+// without a range or sticky balancer or on a cluster before Kafka 4) would
+// be judged on the wrong one.
+func groupProtocolSpoken(h histories.History, consumerProtocol bool) error {
+	classic, consumer := 0, 0
+	for _, op := range h.Ops {
+		if !strings.HasPrefix(op.Proc, "W") {
+			continue
+		}
+		switch op.Kind {
+		case model.JoinGroup, model.SyncGroup:
+			classic++
+		case model.ConsumerGroupHeartbeat:
+			consumer++
+		}
+	}
+	switch {
+	case consumerProtocol && (consumer == 0 || classic > 0):
+		return fmt.Errorf("the workers were to speak KIP-848's consumer protocol: %d consumer_group_heartbeat and %d join_group or sync_group in the history", consumer, classic)
+	case !consumerProtocol && (classic == 0 || consumer > 0):
+		return fmt.Errorf("the workers were to speak the classic group protocol: %d join_group or sync_group and %d consumer_group_heartbeat in the history", classic, consumer)
+	}
+	return nil
 }
 
 // stuckAfter is how long the orchestrator lets the workers commit nothing
@@ -466,7 +499,10 @@ func (m *sessionMachine) Check(rt *rapid.T) {
 // (knownFinding): that is logged, and the search goes on.
 func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 	h := m.recorded("group-transact-session")
-	requireValidDocument(rt, h)
+	if err := validDocument(h); err != nil {
+		m.s.saveFailure(h)
+		rt.Fatalf("the recorded history is not a valid document: %v", err)
+	}
 	report := checker.Check(h, checker.Options{})
 	for _, sig := range report.Signatures() {
 		if !slices.Contains(checks, sig.Check) {
@@ -492,13 +528,17 @@ func (m *sessionMachine) judge(rt *rapid.T, checks ...string) {
 
 // knownFinding names the known finding that broke sig.Check on h: one of
 // kfake's (KnownFindings), or, when the workers run franz-go's own loop,
-// franz-go's regain of a lost partition at its old position.
+// franz-go's regain of a lost partition at its old position, or, when
+// they run a confluent-kafka-go loop, librdkafka's stale records.
 func (m *sessionMachine) knownFinding(h histories.History, report checker.Report, sig checker.Signature) (string, bool) {
 	if name, ok := KnownFindings().Identify(h, sig); ok {
 		return name, true
 	}
 	if m.loop == nil && explainedByStaleRegain(h, report.Verdict(sig.Check)) {
 		return franzGoRegainsAtOldPosition, true
+	}
+	if m.loop != nil && m.loop.Library == confluentLibrary && explainedByLibrdkafka(h, report.Verdict(sig.Check)) {
+		return librdkafkaStaleRecords, true
 	}
 	return "", false
 }
@@ -574,4 +614,25 @@ func (s *scenario) saveFailure(h histories.History) {
 		return
 	}
 	s.t.Logf("counterexample saved: %s", path)
+}
+
+// TestGroupProtocolSpokenCatchesAFallback: a history whose workers joined
+// by the classic protocol fails the check when KIP-848's was asked for, and
+// the same history with its group requests made consumer_group_heartbeats
+// fails it when the classic one was.
+func TestGroupProtocolSpokenCatchesAFallback(t *testing.T) {
+	h, err := histories.LoadFile(filepath.Join(clientsDir, "confluent-kafka-go-kip447-txn-v1-stale-fetch.json"))
+	require.NoError(t, err)
+	require.NoError(t, groupProtocolSpoken(h, false))
+	require.ErrorContains(t, groupProtocolSpoken(h, true), "consumer protocol")
+
+	consumer := h
+	consumer.Ops = slices.Clone(h.Ops)
+	for i, op := range consumer.Ops {
+		if op.Kind == model.JoinGroup || op.Kind == model.SyncGroup {
+			consumer.Ops[i].Kind = model.ConsumerGroupHeartbeat
+		}
+	}
+	require.NoError(t, groupProtocolSpoken(consumer, true))
+	require.ErrorContains(t, groupProtocolSpoken(consumer, false), "classic group protocol")
 }

@@ -257,8 +257,15 @@ func requireZombieFenced(t *testing.T, h histories.History, proc string) {
 // requireValidDocument: h saves and loads back, as `fencecheck check`
 // would read it.
 func requireValidDocument(t require.TestingT, h histories.History) {
+	require.NoError(t, validDocument(h), "the recorded history is not a valid document")
+}
+
+// validDocument is why h does not save and load back, nil when it does.
+func validDocument(h histories.History) error {
 	var doc bytes.Buffer
-	require.NoError(t, histories.Save(&doc, h))
+	if err := histories.Save(&doc, h); err != nil {
+		return err
+	}
 	_, err := histories.Load(&doc)
-	require.NoError(t, err, "the recorded history is not a valid document")
+	return err
 }

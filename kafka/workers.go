@@ -26,6 +26,9 @@ func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Work
 		// dynamic member while its config says static.
 		return nil, fmt.Errorf("kafka: a client library's loop takes no group.instance.id (SessionConfig.InstanceID %q); only StartSession does", cfg.InstanceID)
 	}
+	if cfg.ConsumerProtocol && !loop.ConsumerProtocol {
+		return nil, fmt.Errorf("kafka: %s's %s loop does not speak KIP-848's consumer protocol (SessionConfig.ConsumerProtocol)", loop.Library, loop.Name)
+	}
 	cfg.Proxy.Process(cfg.Proc).Restart()
 	job := clients.Job{
 		Brokers:  []string{cfg.Proxy.Addr()},
@@ -34,6 +37,7 @@ func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Work
 		Input: t.names.topic(cfg.Input), Output: t.names.topic(cfg.Output),
 		Prefix:             t.names.prefix,
 		KafkaVersion:       t.cfg.KafkaVersion,
+		ConsumerProtocol:   cfg.ConsumerProtocol,
 		SessionTimeout:     cfg.SessionTimeout,
 		RebalanceTimeout:   cfg.RebalanceTimeout,
 		TransactionTimeout: cfg.TransactionTimeout,

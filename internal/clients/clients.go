@@ -43,6 +43,12 @@ type Job struct {
 	// the library knows. Libraries that do not negotiate request
 	// versions (sarama) are configured with it.
 	KafkaVersion string
+	// ConsumerProtocol: the worker joins its group by KIP-848's consumer
+	// protocol (ConsumerGroupHeartbeat, Kafka 4), whose session timeout
+	// and heartbeat interval the cluster sets; SessionTimeout is then
+	// not the client's to send. A loop whose library does not speak it
+	// says so (Loop.ConsumerProtocol).
+	ConsumerProtocol bool
 	// SessionTimeout, RebalanceTimeout and TransactionTimeout are the
 	// group's and the producer's, in real time.
 	SessionTimeout, RebalanceTimeout, TransactionTimeout time.Duration
@@ -93,6 +99,9 @@ type Loop struct {
 	// must be given TCP addresses, so the proxy in front of the
 	// cluster listens on TCP.
 	DialsItself bool
+	// ConsumerProtocol says that the library speaks KIP-848's consumer
+	// protocol, so the loop can be run with Job.ConsumerProtocol.
+	ConsumerProtocol bool
 	// Start starts an instance.
 	Start func(Job) (Worker, error)
 }

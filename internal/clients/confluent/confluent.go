@@ -18,7 +18,7 @@ const library = "confluent-kafka-go"
 
 // Loops are the ways to write the job on confluent-kafka-go.
 var Loops = []clients.Loop{
-	{Library: library, Name: "kip447", Fenced: true, DialsItself: true, Start: func(job clients.Job) (clients.Worker, error) {
+	{Library: library, Name: "kip447", Fenced: true, DialsItself: true, ConsumerProtocol: true, Start: func(job clients.Job) (clients.Worker, error) {
 		return start(job, consumerMetadata)
 	}},
 	{Library: library, Name: "group-id-only", Fenced: false, DialsItself: true, Start: func(job clients.Job) (clients.Worker, error) {
@@ -60,10 +60,18 @@ func consumerConfig(job clients.Job, logs chan kafka.LogEvent) *kafka.ConfigMap 
 	cfg["isolation.level"] = "read_committed"
 	cfg["auto.offset.reset"] = "earliest"
 	cfg["enable.auto.commit"] = false
-	cfg["session.timeout.ms"] = millis(session)
 	cfg["max.poll.interval.ms"] = millis(max(orDefault(job.RebalanceTimeout, time.Second), session))
-	cfg["heartbeat.interval.ms"] = millis(heartbeatInterval)
 	cfg["fetch.wait.max.ms"] = millis(fetchMaxWait)
+	if job.ConsumerProtocol {
+		// KIP-848: the cluster sets the session timeout and the
+		// heartbeat interval, and librdkafka refuses a consumer that
+		// sets them (rd_kafka_conf_finalize, "not supported for
+		// group.protocol=consumer").
+		cfg["group.protocol"] = "consumer"
+		return &cfg
+	}
+	cfg["session.timeout.ms"] = millis(session)
+	cfg["heartbeat.interval.ms"] = millis(heartbeatInterval)
 	return &cfg
 }
 
