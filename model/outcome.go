@@ -252,7 +252,12 @@ var table = []codeInfo{
 	// OffsetMetadataManager.validateOffsetCommit answers it to a plain
 	// commit with a generation for a group that does not exist, from
 	// OffsetCommit v9 on (older versions get ILLEGAL_GENERATION, as 3.9's
-	// GroupCoordinator.handleCommitOffsets answers every version).
+	// GroupCoordinator.handleCommitOffsets answers every version). A
+	// TxnOffsetCommit gets it for a group that does not exist from v6
+	// (KIP-1319, TxnOffsetCommitRequest.supportsGroupIdNotFoundError;
+	// older versions get ILLEGAL_GENERATION), and for a share group at
+	// every version (ShareGroup.validateOffsetCommit), which no history
+	// shows, so no version rule narrows it.
 	{GroupIDNotFound, NoEffect, []Kind{TxnOffsetCommit, OffsetCommit, OffsetFetch, Heartbeat, LeaveGroup}},
 	// GroupCoordinatorService.joinGroup: a session timeout out of bounds.
 	{InvalidSessionTimeout, NoEffect, []Kind{JoinGroup}},
