@@ -23,7 +23,9 @@ func (st *step) consumerCommit(r Request) bool {
 // the member's current one. Kafka answers STALE_MEMBER_EPOCH to a plain
 // commit at another epoch, and
 // OffsetMetadataManager.validateTransactionalOffsetCommit turns it into
-// ILLEGAL_GENERATION for a TxnOffsetCommit. From KIP-1251 an older epoch
+// ILLEGAL_GENERATION for a TxnOffsetCommit below v6. KIP-1319's
+// TxnOffsetCommit v6 gets STALE_MEMBER_EPOCH as it is (staleEpochCode).
+// From KIP-1251 an older epoch
 // is taken for partitions the member held by then (assignedBy).
 // FENCED_MEMBER_EPOCH is the heartbeat's alone. 3.9 and 4.x agree on
 // all of this, but for the TxnOffsetCommit with no member below. Tests:
@@ -76,12 +78,14 @@ func (st *step) checkConsumerCommit(r Request) *outcome {
 			"OffsetCommit v9 or later, not v%d (ConsumerGroup.validateOffsetCommit)", r.MemberID, n)
 		return &out
 	}
-	stale := st.staleEpochCode()
+	stale, rule := st.staleEpochCode(), "consumer-commit-stale-epoch"
 	if m.classic {
 		// A classic member's commit carries its generation, its member
 		// epoch: ILLEGAL_GENERATION when it is another
-		// (ConsumerGroup.validateMemberEpoch, useClassicProtocol).
-		stale = IllegalGeneration
+		// (ConsumerGroup.validateMemberEpoch, useClassicProtocol). No
+		// version of either commit converts it, so it has a rule of its
+		// own, which no version rule reads.
+		stale, rule = IllegalGeneration, "consumer-commit-classic-generation"
 	}
 	switch {
 	case m.unsure:
@@ -104,19 +108,30 @@ func (st *step) checkConsumerCommit(r Request) *outcome {
 		// run on each partition). Earlier releases refuse it.
 		return nil
 	}
-	out := refuse("consumer-commit-stale-epoch", stale, "%s", st.staleCommitEpoch(r, m))
+	out := refuse(rule, stale, "%s", st.staleCommitEpoch(r, m, stale))
 	return &out
 }
 
 // staleEpochCode is what Kafka answers a commit at a member epoch that
-// is not the member's: STALE_MEMBER_EPOCH to a plain commit,
-// ILLEGAL_GENERATION to a TxnOffsetCommit.
+// is not the member's: STALE_MEMBER_EPOCH to a plain commit, and to a
+// TxnOffsetCommit ILLEGAL_GENERATION below v6 and STALE_MEMBER_EPOCH from
+// v6 (KIP-1319, TxnOffsetCommitRequest.supportsStaleMemberEpochError).
+// At a version the history does not name, the refusal takes either code,
+// because the version rule of the pair judges only a known version
+// (versionRules, wrongForVersion).
 func (st *step) staleEpochCode() Code {
 	if st.op.Kind == OffsetCommit {
 		return StaleMemberEpoch
 	}
+	if n, known := st.op.APIVersion.Number(); known && n >= txnStaleMemberEpochSince {
+		return StaleMemberEpoch
+	}
 	return IllegalGeneration
 }
+
+// txnStaleMemberEpochSince is the first TxnOffsetCommit version that
+// gets STALE_MEMBER_EPOCH (KIP-1319).
+const txnStaleMemberEpochSince = 6
 
 // assignedBy reports whether epoch is below m's and at or after the
 // assignment epoch of every partition of offsets, each of them m's:
@@ -134,12 +149,12 @@ func (m consumerMember) assignedBy(offsets map[Partition]int64, epoch int32) boo
 	return true
 }
 
-func (st *step) staleCommitEpoch(r Request, m consumerMember) string {
-	if st.op.Kind == OffsetCommit {
+func (st *step) staleCommitEpoch(r Request, m consumerMember, stale Code) string {
+	if st.op.Kind == OffsetCommit || stale == StaleMemberEpoch || m.classic {
 		return fmt.Sprintf("member epoch %d is not %s's, %d (ConsumerGroup.validateMemberEpoch)", r.GenerationID, r.MemberID, m.epoch)
 	}
-	return fmt.Sprintf("member epoch %d is not %s's, %d: STALE_MEMBER_EPOCH, which a TxnOffsetCommit answers "+
-		"ILLEGAL_GENERATION (OffsetMetadataManager.validateTransactionalOffsetCommit)", r.GenerationID, r.MemberID, m.epoch)
+	return fmt.Sprintf("member epoch %d is not %s's, %d: STALE_MEMBER_EPOCH, which a TxnOffsetCommit below v6 answers "+
+		"ILLEGAL_GENERATION (OffsetMetadataManager.validateTransactionalOffsetCommit; v6 gets it as it is, KIP-1319)", r.GenerationID, r.MemberID, m.epoch)
 }
 
 // checkConsumerFetch is ConsumerGroup.validateOffsetFetch for an

@@ -252,7 +252,12 @@ var table = []codeInfo{
 	// OffsetMetadataManager.validateOffsetCommit answers it to a plain
 	// commit with a generation for a group that does not exist, from
 	// OffsetCommit v9 on (older versions get ILLEGAL_GENERATION, as 3.9's
-	// GroupCoordinator.handleCommitOffsets answers every version).
+	// GroupCoordinator.handleCommitOffsets answers every version). A
+	// TxnOffsetCommit gets it for a group that does not exist from v6
+	// (KIP-1319, TxnOffsetCommitRequest.supportsGroupIdNotFoundError;
+	// older versions get ILLEGAL_GENERATION), and for a share group at
+	// every version (ShareGroup.validateOffsetCommit), which no history
+	// shows, so no version rule narrows it.
 	{GroupIDNotFound, NoEffect, []Kind{TxnOffsetCommit, OffsetCommit, OffsetFetch, Heartbeat, LeaveGroup}},
 	// GroupCoordinatorService.joinGroup: a session timeout out of bounds.
 	{InvalidSessionTimeout, NoEffect, []Kind{JoinGroup}},
@@ -361,12 +366,12 @@ var table = []codeInfo{
 	// (consumercommit.go): a member epoch that is not the member's
 	// (ConsumerGroup.validateOffsetCommit, validateMemberEpoch, 3.9 to
 	// 4.x). The member retries once a heartbeat has told it its epoch.
-	// Nothing is written. A TxnOffsetCommit never gets it, because
-	// OffsetMetadataManager.validateTransactionalOffsetCommit turns it
-	// into ILLEGAL_GENERATION.
+	// Nothing is written. A TxnOffsetCommit gets it from v6 (KIP-1319);
+	// below v6 OffsetMetadataManager.validateTransactionalOffsetCommit
+	// turns it into ILLEGAL_GENERATION (versionRules).
 	// An OffsetFetch v9+ of a consumer group at another member epoch
 	// (ConsumerGroup.validateOffsetFetch): nothing is read.
-	{StaleMemberEpoch, FencedConsumer, []Kind{OffsetCommit, OffsetFetch}},
+	{StaleMemberEpoch, FencedConsumer, []Kind{OffsetCommit, OffsetFetch, TxnOffsetCommit}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -625,6 +630,17 @@ var versionRules = []versionRule{
 	{kind: OffsetFetch, code: StaleMemberEpoch, since: 9,
 		source: "OffsetFetchResponse.json: \"Version 9 ... can return STALE_MEMBER_EPOCH and UNKNOWN_MEMBER_ID errors\"; " +
 			"\"STALE_MEMBER_EPOCH (version 9+)\""},
+
+	// KIP-1319 (Kafka trunk of May 2026, KAFKA-20444): a TxnOffsetCommit
+	// v6 at a consumer group member epoch that is not the member's gets
+	// STALE_MEMBER_EPOCH, as a plain commit does. Older versions keep
+	// the conversion to ILLEGAL_GENERATION. A classic member's stale
+	// generation is ILLEGAL_GENERATION at every version, under a rule of
+	// its own (consumer-commit-classic-generation).
+	{kind: TxnOffsetCommit, code: StaleMemberEpoch, since: txnStaleMemberEpochSince, instead: IllegalGeneration,
+		modelRules: []string{"consumer-commit-stale-epoch"},
+		source: "TxnOffsetCommitRequest.supportsStaleMemberEpochError (version >= 6) and " +
+			"OffsetMetadataManager.validateTransactionalOffsetCommit (KIP-1319, apache/kafka#22214)"},
 
 	// KAFKA-7296: clients before 2.3 (TxnOffsetCommit below v2) could
 	// crash on COORDINATOR_LOAD_IN_PROGRESS.

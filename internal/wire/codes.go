@@ -18,7 +18,7 @@ import (
 // knows it for that kind. Any other code is an error, since the format
 // cannot say what it means: the caller records the operation as
 // undecided, with the reason. A code Kafka never answers to the kind (a
-// broker's own, for example kfake's STALE_MEMBER_EPOCH to a TxnOffsetCommit)
+// broker's own, for example FENCED_MEMBER_EPOCH to a TxnOffsetCommit)
 // is one of those, because a history that holds it does not load.
 func Result(kind model.Kind, code int16, resp model.Response) (model.Result, error) {
 	if code == 0 {
