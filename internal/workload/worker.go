@@ -332,11 +332,19 @@ func (w *worker) fenced() {
 }
 
 // joined takes an assignment: a new one is read from its committed offsets.
+// The same one keeps its positions, but for the partitions whose committed
+// offsets it has not read yet: an init between the join and the offset
+// fetch (ExhaustEpoch's bumps) leads to a join that answers the same, and
+// the consumer still fetches them (seed 99 of stable-id: the worker read
+// its partition from 0, and committed a trip a second time).
 func (w *worker) joined(resp model.Response) {
 	same := resp.GenerationID == w.generation && slices.Equal(resp.Assignment, w.assigned)
 	w.member, w.generation = resp.MemberID, resp.GenerationID
 	w.step = workerRead
 	if same {
+		if len(w.unknown) > 0 {
+			w.step = workerFetchOffsets
+		}
 		return
 	}
 	w.assigned = resp.Assignment

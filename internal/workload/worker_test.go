@@ -35,3 +35,24 @@ func TestAWorkerWaitsForAnUnstableOffset(t *testing.T) {
 	require.Equal(t, workerRead, w.step)
 	require.Equal(t, int64(1), w.position["trips-0"])
 }
+
+// A worker that joins again into the same generation and assignment before
+// it fetched its committed offsets still fetches them: reading from its
+// empty positions would read from 0 and process trips a second time.
+func TestARejoinInTheSameGenerationStillFetchesOffsets(t *testing.T) {
+	w := newWorker("fare-worker-A", "fare-workers", []model.Partition{"trips-0"},
+		func(model.Partition) model.Partition { return "fares-ctp-0" }, true, true)
+	answer := model.NewResponse()
+	answer.MemberID, answer.GenerationID, answer.Assignment = "member-1", 7, []model.Partition{"trips-0"}
+	w.joined(answer)
+	require.Equal(t, workerFetchOffsets, w.step)
+
+	w.joined(answer) // an init, then a rejoin answered the same, came first
+	op, ok := w.next()
+	require.True(t, ok)
+	require.Equal(t, model.OffsetFetch, op.Kind, "the committed offset is still unknown")
+	committed := model.NewResponse()
+	committed.Offset = 1
+	w.learn(op, model.OK(committed))
+	require.Equal(t, int64(1), w.position["trips-0"])
+}
