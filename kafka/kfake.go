@@ -138,14 +138,17 @@ func kfakeOpts(cfg Config, dir string) ([]kfake.Opt, error) {
 		kfake.GroupMinSessionTimeout(kfakeMinSession),
 		kfake.BrokerConfigs(consumerGroupSettings(cfg.TimeScale)),
 		kfake.ListenFn(pipes.listen), // pipes.go
+	}
+	if cfg.SessionWorkers {
 		// KIP-848's consumer protocol takes its session timeout and
 		// heartbeat interval from the cluster, not the member, so that a
 		// consumer-protocol worker is dropped as soon as a classic
-		// worker of the same config is (SessionConfig).
-		kfake.BrokerConfigs(map[string]string{
+		// worker of the same config is (SessionConfig). Later
+		// BrokerConfigs win over the scaled ones above.
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{
 			"group.consumer.session.timeout.ms":    strconv.Itoa(int(kfakeConsumerSession.Milliseconds())),
 			"group.consumer.heartbeat.interval.ms": strconv.Itoa(int(kfakeConsumerHeartbeat.Milliseconds())),
-		}),
+		}))
 	}
 	names := names{prefix: cfg.TopicPrefix + cfg.RunID}
 	for _, topic := range slices.Sorted(maps.Keys(cfg.Topics)) {

@@ -112,9 +112,10 @@ func forEachSessionProtocol(t *testing.T, fn func(t *testing.T, s *scenario)) {
 // caller closes its target.
 func newSessionScenario(t *testing.T, kafkaVersion string) *scenario {
 	target, err := NewKfake(Config{
-		Topics:       map[string]int32{"trips": sessionPartitions, "fares": sessionPartitions},
-		KafkaVersion: kafkaVersion,
-		Logf:         t.Logf,
+		Topics:         map[string]int32{"trips": sessionPartitions, "fares": sessionPartitions},
+		KafkaVersion:   kafkaVersion,
+		Logf:           t.Logf,
+		SessionWorkers: true,
 	})
 	require.NoError(t, err)
 	lossy := &lossyBroker{b: target}

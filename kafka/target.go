@@ -64,6 +64,12 @@ type Config struct {
 	// the scaled 45 s the model takes; a run of classic groups alone,
 	// or on a 3.9 cluster, does not need it.
 	ConsumerGroups bool
+	// SessionWorkers starts kfake (NewKfake) for the session workers of
+	// StartSession and StartWorker, whose clocks are real: a KIP-848
+	// member's session and heartbeat interval are then a classic
+	// worker's (1 s and 100 ms), not the model's scaled defaults, which
+	// the Target's own requests need.
+	SessionWorkers bool
 }
 
 // DefaultTimeScale is Config.TimeScale's default: a model millisecond
