@@ -48,9 +48,7 @@ func TestConsumerHeartbeatToUnknownGroup(t *testing.T) {
 // the heartbeat interval in model time, and the assignment.
 func TestConsumerGroupHeartbeatRoundTrip(t *testing.T) {
 	s := newScenario(t, "")
-	join := model.NewRequest()
-	join.Group, join.MemberID, join.RebalanceTimeoutMs = "fare-workers", "fare-worker-A", 300_000
-	join.SubscribedTopics, join.OwnedPartitions = &[]string{"fares"}, &[]model.Partition{}
+	join := consumerJoin("fare-workers", "fare-worker-A", "fares")
 	res := s.beat("A", join)
 	require.True(t, res.Succeeded(), "%+v", res)
 	require.Equal(t, "fare-worker-A", res.Resp.MemberID)
@@ -86,9 +84,7 @@ func TestConsumerGroupHeartbeatRoundTrip(t *testing.T) {
 func TestStaleMemberEpochTxnOffsetCommitRecorded(t *testing.T) {
 	s := newScenario(t, "")
 	group, member := "fare-workers", "fare-worker-A"
-	join := model.NewRequest()
-	join.Group, join.MemberID, join.RebalanceTimeoutMs = group, member, 300_000
-	join.SubscribedTopics, join.OwnedPartitions = &[]string{"trips"}, &[]model.Partition{}
+	join := consumerJoin(group, member, "trips")
 	joined := s.beat("A", join)
 	require.True(t, joined.Succeeded(), "%+v", joined)
 	stale := joined.Resp.MemberEpoch + 1 // an epoch the member does not have
@@ -142,9 +138,7 @@ func TestStaleMemberEpochTxnOffsetCommitRecorded(t *testing.T) {
 // bump the others' groups.
 func TestUnrelatedTopicBumpsConsumerGroupEpoch(t *testing.T) {
 	s := newScenario(t, "")
-	join := model.NewRequest()
-	join.Group, join.MemberID, join.RebalanceTimeoutMs = "fare-workers", "fare-worker-A", 300_000
-	join.SubscribedTopics, join.OwnedPartitions = &[]string{"trips"}, &[]model.Partition{}
+	join := consumerJoin("fare-workers", "fare-worker-A", "trips")
 	joined := s.beat("A", join)
 	require.True(t, joined.Succeeded(), "%+v", joined)
 	require.NotNil(t, joined.Resp.MemberAssignment)
@@ -163,4 +157,13 @@ func TestUnrelatedTopicBumpsConsumerGroupEpoch(t *testing.T) {
 	require.True(t, res.Succeeded(), "%+v", res)
 	require.Greater(t, res.Resp.MemberEpoch, joined.Resp.MemberEpoch, "kfake bumps the group's epoch")
 	s.check("unrelated-topic-bumps-group-epoch")
+}
+
+// consumerJoin is a KIP-848 member's first heartbeat: epoch 0, subscribed
+// to topic, owning nothing, with a rebalance timeout of 5 minutes.
+func consumerJoin(group, member, topic string) model.Request {
+	join := model.NewRequest()
+	join.Group, join.MemberID, join.RebalanceTimeoutMs = group, member, 300_000
+	join.SubscribedTopics, join.OwnedPartitions = &[]string{topic}, &[]model.Partition{}
+	return join
 }
