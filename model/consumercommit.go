@@ -162,14 +162,16 @@ func (st *step) staleCommitEpoch(r Request, m consumerMember, stale Code) string
 // OffsetFetch v9 and later carry the member id and member epoch. A
 // fetch with neither (an admin's) is taken; otherwise the member must be
 // the group's (UNKNOWN_MEMBER_ID) and the epoch its current one
-// (STALE_MEMBER_EPOCH). Nothing is read then: the whole group's answer is
+// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a member on the classic
+// protocol). Nothing is read then: the whole group's answer is
 // the error (OffsetMetadataManager.fetchOffsets validates before it
 // reads). A classic group checks nothing (ClassicGroup.validateOffsetFetch).
 // Kafka read: ConsumerGroup.java, OffsetMetadataManager.java at trunk
 // 1eb7644. Tests: OffsetMetadataManagerTest#testConsumerGroupOffsetFetchWithMemberIdAndEpoch,
 // #testConsumerGroupOffsetFetchFromAdminClient,
 // #testConsumerGroupOffsetFetchWithUnknownMemberId,
-// #testConsumerGroupOffsetFetchWithStaleMemberEpoch.
+// #testConsumerGroupOffsetFetchWithStaleMemberEpoch,
+// #testConsumerGroupOffsetFetchWithIllegalGenerationId.
 //
 // A history whose offset_fetch names no member may come from a recorder
 // that does not write it, so either refusal is taken there too.
@@ -200,7 +202,14 @@ func (st *step) checkConsumerFetch(r Request) *outcome {
 		// unknown: either answer is Kafka's.
 		return nil
 	}
-	out := refuse("consumer-fetch-member", StaleMemberEpoch, "member epoch %d is not %s's, %d "+
+	stale := StaleMemberEpoch
+	if m.classic {
+		// A member on the classic protocol is told ILLEGAL_GENERATION
+		// (validateMemberEpoch, useClassicProtocol); test:
+		// OffsetMetadataManagerTest#testConsumerGroupOffsetFetchWithIllegalGenerationId.
+		stale = IllegalGeneration
+	}
+	out := refuse("consumer-fetch-member", stale, "member epoch %d is not %s's, %d "+
 		"(ConsumerGroup.validateOffsetFetch, validateMemberEpoch)", r.MemberEpoch, r.MemberID, m.epoch)
 	return &out
 }

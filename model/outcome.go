@@ -181,8 +181,12 @@ var table = []codeInfo{
 	// OffsetMetadataManager.validateTransactionalOffsetCommit (KIP-447),
 	// and validateOffsetCommit for a plain commit (ClassicGroup
 	// .validateOffsetCommit, 4.x; GroupCoordinator.validateOffsetCommit,
-	// 3.9): refusals before anything is written.
-	{IllegalGeneration, FencedConsumer, groupMembers},
+	// 3.9): refusals before anything is written. An OffsetFetch v9+ from
+	// a classic member of a consumer group at another generation
+	// (ConsumerGroup.validateOffsetFetch, validateMemberEpoch with
+	// useClassicProtocol; OffsetMetadataManagerTest#testConsumerGroupOffsetFetchWithIllegalGenerationId):
+	// nothing is read.
+	{IllegalGeneration, FencedConsumer, append(slices.Clone(groupMembers), OffsetFetch)},
 	{UnknownMemberID, FencedConsumer, []Kind{JoinGroup, SyncGroup, Heartbeat, LeaveGroup, TxnOffsetCommit, OffsetCommit, OffsetFetch}},
 	{FencedInstanceID, FencedConsumer, groupMembers},
 	// OffsetFetch with require_stable (KIP-447).
@@ -630,6 +634,10 @@ var versionRules = []versionRule{
 	{kind: OffsetFetch, code: StaleMemberEpoch, since: 9,
 		source: "OffsetFetchResponse.json: \"Version 9 ... can return STALE_MEMBER_EPOCH and UNKNOWN_MEMBER_ID errors\"; " +
 			"\"STALE_MEMBER_EPOCH (version 9+)\""},
+	// A classic member of a consumer group at another generation, which
+	// only a v9+ fetch names (ConsumerGroup.validateOffsetFetch).
+	{kind: OffsetFetch, code: IllegalGeneration, since: 9,
+		source: "ConsumerGroup.validateOffsetFetch: member id and epoch, which OffsetFetch carries from v9 (KIP-848)"},
 
 	// KIP-1319 (Kafka trunk of May 2026, KAFKA-20444): a TxnOffsetCommit
 	// v6 at a consumer group member epoch that is not the member's gets
