@@ -104,3 +104,39 @@ func TestGroupMaxSizeOnlyWhenNamed(t *testing.T) {
 		})
 	}
 }
+
+// A ConsumerGroupHeartbeat from a new member of a full KIP-848 group is
+// judged only when the history names group.consumer.max.size; the
+// refusal is taken in any state, because it changes nothing.
+func TestConsumerGroupMaxSizeOnlyWhenNamed(t *testing.T) {
+	for name, c := range map[string]struct {
+		maxSize       int
+		secondRefused bool
+		held          bool
+	}{
+		"success, size not said":       {held: true},
+		"success below the named size": {maxSize: 2, held: true},
+		"success at the named size":    {maxSize: 1},
+		"refusal at the named size":    {maxSize: 1, secondRefused: true, held: true},
+		"refusal below the named size": {maxSize: 2, secondRefused: true, held: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b historyBuilder
+			b.h.ConsumerGroupMaxSize = c.maxSize
+			join := func(proc string, call, ret int64, member string, epoch int32, assigned ...model.Partition) int {
+				id := b.consumerHeartbeat(proc, call, ret, "g", member, epoch, assigned...)
+				req := &b.op(id).Op.Req
+				req.MemberEpoch, req.RebalanceTimeoutMs = model.JoinMemberEpoch, 5000
+				req.SubscribedTopics, req.OwnedPartitions = &[]string{"in"}, &[]model.Partition{}
+				return id
+			}
+			join("A", 0, 1, "a", 1, "in-0")
+			second := join("B", 2, 3, "b", 2)
+			if c.secondRefused {
+				b.fail(second, model.GroupMaxSizeReached)
+			}
+			report := Check(b.h, Options{})
+			require.Equal(t, c.held, report.Held(), "%v", report.Verdicts)
+		})
+	}
+}

@@ -95,7 +95,7 @@ type linearizability struct {
 func modelOptions(h histories.History, version int, opts Options) model.Options {
 	return model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow,
 		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification,
-		GroupMaxSize: h.GroupMaxSize, TwoPhaseCommit: h.TwoPhaseCommit}
+		GroupMaxSize: h.GroupMaxSize, ConsumerGroupMaxSize: h.ConsumerGroupMaxSize, TwoPhaseCommit: h.TwoPhaseCommit}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the

@@ -12,7 +12,8 @@ import (
 // brokerConfig is "broker_config": the broker configs the model reads,
 // under Kafka's own names (model.ExpiryConfigs,
 // model.TxnMaxTimeoutConfig, model.PartitionVerificationConfig,
-// model.GroupMaxSizeConfig and model.TwoPhaseCommitConfig), so
+// model.GroupMaxSizeConfig, model.ConsumerGroupMaxSizeConfig and
+// model.TwoPhaseCommitConfig), so
 // that a recorder can copy them from the cluster it recorded
 // (DescribeConfigs). Other names are ignored, whatever their value: a
 // recorder may copy the whole config.
@@ -25,6 +26,8 @@ type brokerConfig struct {
 	noVerification *bool
 	// groupMaxSize is group.max.size; 0 when not named.
 	groupMaxSize *int
+	// consumerGroupMaxSize is group.consumer.max.size; 0 when not named.
+	consumerGroupMaxSize *int
 	// twoPC is transaction.two.phase.commit.enable; unknown when not
 	// named.
 	twoPC *model.TwoPhaseCommit
@@ -32,7 +35,7 @@ type brokerConfig struct {
 
 // brokerConfig is h's "broker_config".
 func (h *History) brokerConfig() brokerConfig {
-	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize, &h.TwoPhaseCommit}
+	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize, &h.ConsumerGroupMaxSize, &h.TwoPhaseCommit}
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
@@ -40,8 +43,8 @@ func (h *History) brokerConfig() brokerConfig {
 // (TransactionStateManagerConfigs, TransactionLogConfigs).
 var intervals = span{lo: 1, hi: math.MaxInt32}
 
-// groupSizes is what group.max.size may hold: Kafka defines it as an INT
-// at least 1 (GroupCoordinatorConfig).
+// groupSizes is what group.max.size and group.consumer.max.size may
+// hold: Kafka defines each as an INT at least 1 (GroupCoordinatorConfig).
 var groupSizes = span{lo: 1, hi: math.MaxInt32}
 
 func (c brokerConfig) decode(path string, raw json.RawMessage) error {
@@ -58,6 +61,9 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 		return err
 	}
 	if err := take(m, path, model.GroupMaxSizeConfig, optional, number[int]{c.groupMaxSize, groupSizes}); err != nil {
+		return err
+	}
+	if err := take(m, path, model.ConsumerGroupMaxSizeConfig, optional, number[int]{c.consumerGroupMaxSize, groupSizes}); err != nil {
 		return err
 	}
 	enabled := true
@@ -80,7 +86,7 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 
 func (c brokerConfig) absent() bool {
 	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0 &&
-		*c.twoPC == model.TwoPhaseCommitUnknown
+		*c.consumerGroupMaxSize == 0 && *c.twoPC == model.TwoPhaseCommitUnknown
 }
 
 func (c brokerConfig) encode() any {
@@ -95,6 +101,9 @@ func (c brokerConfig) encode() any {
 	}
 	if *c.groupMaxSize != 0 {
 		out = append(out, member{model.GroupMaxSizeConfig, *c.groupMaxSize})
+	}
+	if *c.consumerGroupMaxSize != 0 {
+		out = append(out, member{model.ConsumerGroupMaxSizeConfig, *c.consumerGroupMaxSize})
 	}
 	if *c.noVerification {
 		out = append(out, member{model.PartitionVerificationConfig, false})

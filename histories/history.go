@@ -46,6 +46,9 @@ type History struct {
 	// GroupMaxSize is the broker's group.max.size, from "broker_config";
 	// 0, absent from the document, when not known.
 	GroupMaxSize int
+	// ConsumerGroupMaxSize is the broker's group.consumer.max.size, from
+	// "broker_config"; 0, absent from the document, when not known.
+	ConsumerGroupMaxSize int
 	// TwoPhaseCommit is the broker's transaction.two.phase.commit.enable
 	// (KIP-939), from "broker_config"; model.TwoPhaseCommitUnknown, absent
 	// from the document, when not known.

@@ -211,6 +211,8 @@ var loadRejects = []struct {
 		"broker_config.group.max.size: 0 is out of range 1..2147483647"},
 	{"group size as a string", `{"format": "fencecheck/history/v1", "broker_config": {"group.max.size": "4"}, "ops": []}`,
 		`broker_config.group.max.size: must be an integer, got the string "4"`},
+	{"consumer group size 0", `{"format": "fencecheck/history/v1", "broker_config": {"group.consumer.max.size": 0}, "ops": []}`,
+		"broker_config.group.consumer.max.size: 0 is out of range 1..2147483647"},
 	{"verification switch as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.partition.verification.enable": "false"}, "ops": []}`,
 		`broker_config.transaction.partition.verification.enable: must be true or false, got the string "false"`},
 	{"expiry interval as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transactional.id.expiration.ms": "1000"}, "ops": []}`,

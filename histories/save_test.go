@@ -161,6 +161,7 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	require.Equal(t, h.Expiry, got.Expiry)
 	require.Zero(t, got.TxnMaxTimeoutMs, "a maximum not named stays unknown")
 	require.Zero(t, got.GroupMaxSize, "a group size not named stays unknown")
+	require.Zero(t, got.ConsumerGroupMaxSize, "a consumer group size not named stays unknown")
 	require.Equal(t, model.TwoPhaseCommitUnknown, got.TwoPhaseCommit, "a two-phase commit switch not named stays unknown")
 }
 
@@ -182,6 +183,8 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 		"group size alone": {History{GroupMaxSize: 4}, `"broker_config": {"group.max.size": 4}`},
 		"group size first by name": {History{GroupMaxSize: 10, TxnMaxTimeoutMs: 30_000},
 			`"broker_config": {"group.max.size": 10, "transaction.max.timeout.ms": 30000}`},
+		"consumer group size before the classic one": {History{GroupMaxSize: 10, ConsumerGroupMaxSize: 2},
+			`"broker_config": {"group.consumer.max.size": 2, "group.max.size": 10}`},
 		"two-phase commit on": {History{TwoPhaseCommit: model.TwoPhaseCommitEnabled},
 			`"broker_config": {"transaction.two.phase.commit.enable": true}`},
 		"two-phase commit off, last by name": {History{TwoPhaseCommit: model.TwoPhaseCommitDisabled, TxnMaxTimeoutMs: 30_000},
@@ -197,6 +200,7 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			require.Equal(t, c.h.Expiry, got.Expiry)
 			require.Equal(t, c.h.NoPartitionVerification, got.NoPartitionVerification)
 			require.Equal(t, c.h.GroupMaxSize, got.GroupMaxSize)
+			require.Equal(t, c.h.ConsumerGroupMaxSize, got.ConsumerGroupMaxSize)
 			require.Equal(t, c.h.TwoPhaseCommit, got.TwoPhaseCommit)
 		})
 	}

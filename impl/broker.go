@@ -59,6 +59,9 @@ type Config struct {
 	// GroupMaxSize is group.max.size; 0 takes any number of members
 	// (model.Options.GroupMaxSize).
 	GroupMaxSize int
+	// ConsumerGroupMaxSize is group.consumer.max.size; 0 takes any number
+	// of members (model.Options.ConsumerGroupMaxSize).
+	ConsumerGroupMaxSize int
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0 is Kafka's
 	// 45000 (model.Options.ConsumerSessionTimeoutMs).
@@ -85,8 +88,9 @@ type Broker struct {
 	expiry model.Expiry
 	// maxTxnTimeoutMs is Config.TxnMaxTimeoutMs.
 	maxTxnTimeoutMs int64
-	// groupMaxSize is Config.GroupMaxSize.
-	groupMaxSize int
+	// groupMaxSize is Config.GroupMaxSize, consumerGroupMaxSize
+	// Config.ConsumerGroupMaxSize.
+	groupMaxSize, consumerGroupMaxSize int
 	// consumerSessionMs and topicPartitions are Config's, 0 made the
 	// defaults (consumergroups.go).
 	consumerSessionMs int64
@@ -123,7 +127,7 @@ var _ model.Target = (*Broker)(nil)
 // New is a fresh broker: empty logs, no producers, no groups.
 func New(cfg Config) *Broker {
 	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry,
-		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, groupMaxSize: cfg.GroupMaxSize, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
+		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, groupMaxSize: cfg.GroupMaxSize, consumerGroupMaxSize: cfg.ConsumerGroupMaxSize, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
 		topicPartitions: cmp.Or(cfg.TopicPartitions, defaultTopicPartitions)}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)

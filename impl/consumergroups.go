@@ -208,6 +208,11 @@ func (b *Broker) consumerGroupBeat(sh *groupShard, r model.Request) model.Result
 		cur = &consumerGroup{}
 	}
 	g := cur.clone()
+	if _, member := g.members[r.MemberID]; b.consumerGroupMaxSize > 0 && len(g.members) >= b.consumerGroupMaxSize &&
+		(r.MemberID == "" || !member) {
+		// throwIfConsumerGroupIsFull (model: consumer-group-max-size).
+		return model.Fail(model.GroupMaxSizeReached)
+	}
 	id, m, code := b.consumerMemberOf(&g, r)
 	if code != "" {
 		return model.Fail(code)

@@ -161,8 +161,9 @@ func recordConversation(t *testing.T, conversation func(consumerConversation), m
 // member owns (at times a stale or a future epoch, no owned partitions,
 // a new subscription), leaves with -1 and -2, stray heartbeats, ticks past
 // the session and rebalance timeouts, restarts, and transactional offset
-// commits under the members' epochs. Every answer must be one the model
-// accepts (model.Check), one at a time.
+// commits under the members' epochs, at times to a group that is full.
+// Every answer must be one the model accepts (model.Check), one at a
+// time.
 func TestPropertyConsumerGroupHeartbeat(t *testing.T) {
 	rapid.Check(t, consumerGroupProperty(nil))
 }
@@ -209,15 +210,18 @@ func (f *failureOf) Logf(string, ...any)               {}
 func (f *failureOf) Log(...any)                        {}
 
 // consumerGroupProperty is the property, against a broker with mutants.
-// Each run draws how many partitions a topic has and how long a
-// member's session lasts.
+// Each run draws how many partitions a topic has, how long a member's
+// session lasts and how many members the group takes
+// (group.consumer.max.size; 0 is no limit).
 func consumerGroupProperty(mutants map[string]bool) func(*rapid.T) {
 	return func(rt *rapid.T) {
 		partitions := rapid.SampledFrom([]int{3, 1, 2, 5}).Draw(rt, "topicPartitions")
 		sessionMs := rapid.SampledFrom([]int64{0, 10_000}).Draw(rt, "sessionMs")
+		maxSize := rapid.SampledFrom([]int{0, 2, 3}).Draw(rt, "consumerGroupMaxSize")
 		run := &consumerRun{
-			b:     New(Config{TxnVersion: 2, Mutants: mutants, TopicPartitions: partitions, ConsumerSessionTimeoutMs: sessionMs}),
-			state: model.Init(model.Options{TxnVersion: 2, ConsumerSessionTimeoutMs: sessionMs}),
+			b: New(Config{TxnVersion: 2, Mutants: mutants, TopicPartitions: partitions, ConsumerSessionTimeoutMs: sessionMs,
+				ConsumerGroupMaxSize: maxSize}),
+			state: model.Init(model.Options{TxnVersion: 2, ConsumerSessionTimeoutMs: sessionMs, ConsumerGroupMaxSize: maxSize}),
 			rec:   histories.NewRecorder(nil, nil),
 		}
 		for i := range 4 {

@@ -130,9 +130,11 @@ func (g consumerGroup) withMember(id string, m consumerMember) consumerGroup {
 
 // fenced is g without member id, its partitions released, at the next
 // group epoch (GroupMetadataManager.consumerGroupFenceMember: removeMember,
-// then a ConsumerGroupMetadata record with groupEpoch + 1).
-func (g consumerGroup) fenced(id string) consumerGroup {
-	if g.downgradable(id) {
+// then a ConsumerGroupMetadata record with groupEpoch + 1). The broker's
+// configs in s and the time at is when the fence took effect at the
+// latest say whether the group may become a classic group (downgradable).
+func (g consumerGroup) fenced(id string, s State, at int64) consumerGroup {
+	if g.downgradable(id, s, at) {
 		// validateOnlineDowngradeWithFencedMember, convertToClassicGroup.
 		g.mayBeClassic = true
 	}

@@ -112,7 +112,7 @@ func (st *step) consumerGroupLeave(r Request) outcome {
 		m.epoch, m.revoking = StaticLeaveMemberEpoch, nil
 		g = g.withMember(id, m)
 	} else {
-		g = g.fenced(id)
+		g = g.fenced(id, st.s, max(st.s.now, st.op.Span.To))
 	}
 	st.s.setConsumerGroup(r.Group, g)
 	resp := NewResponse()
@@ -176,6 +176,9 @@ func (st *step) consumerGroupBeat(r Request) outcome {
 		// getOrMaybeCreateConsumerGroup(groupId, createIfNotExists=false);
 		// test: GroupMetadataManagerTest#testUnknownGroupId.
 		return refuse("consumer-unknown-group", GroupIDNotFound, "group %s does not exist and the member does not join", r.Group)
+	}
+	if full := st.consumerGroupFull(r, g); full != nil {
+		return *full
 	}
 	id, m, out := st.consumerMemberOf(&g, r)
 	if out != nil {

@@ -153,6 +153,9 @@ func (st *step) classicMemberOf(g *consumerGroup, r Request) (string, consumerMe
 // #testReconciliationInJoiningConsumerGroupWithEagerProtocol,
 // #testReconciliationInJoiningConsumerGroupWithCooperativeProtocol.
 func (st *step) classicJoinToConsumerGroup(r Request, g consumerGroup) outcome {
+	if full := st.consumerGroupFull(r, g); full != nil {
+		return *full
+	}
 	if out := classicProtocolRefusal(g, r); out != nil {
 		return *out
 	}
@@ -482,10 +485,33 @@ func (st *step) classicLeaveToConsumerGroup(r Request, g consumerGroup) outcome 
 // downgradable reports whether fencing member id may convert g to a
 // classic group: every other member uses the classic protocol and one at
 // least remains (validateOnlineDowngradeWithFencedMember); whether it
-// does is group.consumer.migration.policy's, and the classic group's
-// size limit's, say.
-func (g consumerGroup) downgradable(id string) bool {
-	return len(g.members) > 1 && g.allClassicBut(id)
+// does is group.consumer.migration.policy's, which a history does not
+// name, and the classic group's size limit's.
+//
+// Kafka keeps the consumer group when the members other than id are more
+// than group.max.size ("numMembers() - 1 > classicGroupMaxSize", 3.9.0
+// and trunk 1eb7644; test:
+// GroupMetadataManagerTest#testNoConversionWhenSizeExceedsClassicMaxGroupSize).
+// Where s names group.max.size, the model counts only the members that
+// are members for sure at at: not one whose last answer was lost, nor one
+// whose session or rebalance timer is due by then, which Kafka may have
+// fenced first. When those alone are more, the group stays a consumer
+// group for sure.
+func (g consumerGroup) downgradable(id string, s State, at int64) bool {
+	if len(g.members) <= 1 || !g.allClassicBut(id) {
+		return false
+	}
+	classicMax := s.opts.GroupMaxSize
+	if classicMax <= 0 {
+		return true
+	}
+	others := 0
+	for other, m := range g.members {
+		if other != id && !m.unsure && !s.consumerTimerDueAt(m, at) {
+			others++
+		}
+	}
+	return others <= classicMax
 }
 
 func (m consumerMember) classicString() string {

@@ -381,7 +381,7 @@ func (st *step) expireConsumerMembers() {
 		g := st.s.consumer[name]
 		for _, id := range slices.Sorted(maps.Keys(g.members)) {
 			if st.consumerTimerDue(g.members[id]) {
-				g = g.fenced(id)
+				g = g.fenced(id, st.s, st.s.now)
 			}
 		}
 		st.s.setConsumerGroup(name, g)
@@ -430,7 +430,7 @@ func (s State) dueConsumerTimers(op Op) []State {
 	fire := func(ids []string) State {
 		fired, next := s, g
 		for _, id := range ids {
-			next = next.fenced(id)
+			next = next.fenced(id, s, op.Span.To)
 		}
 		fired.setConsumerGroup(op.Req.Group, next)
 		return fired

@@ -4,6 +4,11 @@ package model
 // classic group takes, under Kafka's name.
 const GroupMaxSizeConfig = "group.max.size"
 
+// ConsumerGroupMaxSizeConfig is the broker config that bounds how many
+// members a KIP-848 consumer group takes, under Kafka's name
+// (GroupCoordinatorConfig.CONSUMER_GROUP_MAX_SIZE_CONFIG).
+const ConsumerGroupMaxSizeConfig = "group.consumer.max.size"
+
 // groupMaxSize is Kafka's acceptJoiningMember, which a JoinGroup meets
 // before the group's other rules (GroupCoordinator.handleJoinGroup, 3.9;
 // GroupMetadataManager.classicGroupJoinToClassicGroup, 4.x). An Empty
@@ -104,4 +109,52 @@ func JudgedByState(groupMaxSize int, op Op, got Result) bool {
 		return got.Resp.MemberID != ""
 	}
 	return false
+}
+
+// consumerGroupFull is Kafka's throwIfConsumerGroupIsFull, which a
+// ConsumerGroupHeartbeat meets once its group is found or made, and a
+// classic JoinGroup to a consumer group before its protocols are
+// checked (GroupMetadataManager.consumerGroupHeartbeat,
+// classicGroupJoinToConsumerGroup, 3.9.0 and trunk 1eb7644). A group
+// holding group.consumer.max.size members refuses a member id it does
+// not hold, an empty one included: GROUP_MAX_SIZE_REACHED. Tests:
+// GroupMetadataManagerTest#testNewMemberIsRejectedWithMaximumMembersIsReached,
+// #testJoiningConsumerGroupThrowsExceptionIfGroupOverMaxSize.
+//
+// GROUP_MAX_SIZE_REACHED changes nothing, so a judged broker's refusal
+// is taken in any state, as before the config was known. A success is
+// wrong when the group holds that many members for sure: not a member
+// whose last answer was lost (its join may not have happened), and
+// with no join whose answer was lost, which may have made the sender a
+// member. A member whose session may have expired is let go by the
+// timers the judge fires (checkFiring).
+//
+// A classic JoinGroup's GROUP_MAX_SIZE_REACHED is judged by the state
+// once group.max.size is known (JudgedByState), which says nothing of a
+// consumer group's limit. So such a refusal is taken here unless the
+// group surely takes the member.
+func (st *step) consumerGroupFull(r Request, g consumerGroup) *outcome {
+	maxSize := st.s.opts.ConsumerGroupMaxSize
+	_, known := g.members[r.MemberID]
+	known = known && r.MemberID != ""
+	held := 0
+	for _, m := range g.members {
+		if !m.unsure {
+			held++
+		}
+	}
+	full := maxSize > 0 && g.unseenJoins == 0 && !known && held >= maxSize
+	room := maxSize > 0 && (known && !g.members[r.MemberID].unsure || len(g.members)+g.unseenJoins < maxSize)
+	if full {
+		out := refuse("consumer-group-max-size", GroupMaxSizeReached, "consumer group %s holds %d members, "+
+			"group.consumer.max.size %d, and %q is not one (throwIfConsumerGroupIsFull)", r.Group, held, maxSize, r.MemberID)
+		return &out
+	}
+	refused := st.got != nil && st.got.Answered && st.got.Err == GroupMaxSizeReached
+	if room || st.op.Kind != JoinGroup || !refused {
+		return nil
+	}
+	out := refuse("consumer-group-max-size", GroupMaxSizeReached, "consumer group %s may hold "+
+		"group.consumer.max.size members (throwIfConsumerGroupIsFull)", r.Group)
+	return &out
 }

@@ -56,6 +56,11 @@ type Options struct {
 	// GROUP_MAX_SIZE_REACHED is taken or refused (the rule
 	// group-max-size, groupmaxsize.go).
 	GroupMaxSize int
+	// ConsumerGroupMaxSize is group.consumer.max.size, the most members a
+	// KIP-848 consumer group takes, when the broker's config is known; 0
+	// when it is not, so that GROUP_MAX_SIZE_REACHED is taken anywhere
+	// (the rule consumer-group-max-size, groupmaxsize.go).
+	ConsumerGroupMaxSize int
 	// TwoPhaseCommit is transaction.two.phase.commit.enable (KIP-939)
 	// when the broker's config is known; TwoPhaseCommitUnknown when not.
 	TwoPhaseCommit TwoPhaseCommit
