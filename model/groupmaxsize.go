@@ -129,6 +129,11 @@ func JudgedByState(groupMaxSize int, op Op, got Result) bool {
 // member. A member whose session may have expired is let go by the
 // timers the judge fires (checkFiring).
 //
+// A static member that takes over its instance under a new member id
+// is refused too in 3.9.0 to 4.x, but Kafka's trunk lets it in
+// (KAFKA-20601, apache/kafka#22356, backported to 4.2 by #23120): so
+// both answers are taken for it, and the model's own answer refuses.
+//
 // A classic JoinGroup's GROUP_MAX_SIZE_REACHED is judged by the state
 // once group.max.size is known (JudgedByState), which says nothing of a
 // consumer group's limit. So such a refusal is taken here unless the
@@ -144,6 +149,9 @@ func (st *step) consumerGroupFull(r Request, g consumerGroup) *outcome {
 		}
 	}
 	full := maxSize > 0 && g.unseenJoins == 0 && !known && held >= maxSize
+	if full && r.InstanceID != "" && g.staticMember(r.InstanceID) != "" && st.got != nil {
+		return nil // KAFKA-20601: a full group takes a static member's rejoin
+	}
 	room := maxSize > 0 && (known && !g.members[r.MemberID].unsure || len(g.members)+g.unseenJoins < maxSize)
 	if full {
 		out := refuse("consumer-group-max-size", GroupMaxSizeReached, "consumer group %s holds %d members, "+
