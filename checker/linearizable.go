@@ -95,7 +95,8 @@ type linearizability struct {
 func modelOptions(h histories.History, version int, opts Options) model.Options {
 	return model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow,
 		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification,
-		GroupMaxSize: h.GroupMaxSize, ConsumerGroupMaxSize: h.ConsumerGroupMaxSize, TwoPhaseCommit: h.TwoPhaseCommit}
+		GroupMaxSize: h.GroupMaxSize, ConsumerGroupMaxSize: h.ConsumerGroupMaxSize,
+		MigrationPolicy: h.MigrationPolicy, TwoPhaseCommit: h.TwoPhaseCommit}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the

@@ -12,8 +12,8 @@ import (
 // brokerConfig is "broker_config": the broker configs the model reads,
 // under Kafka's own names (model.ExpiryConfigs,
 // model.TxnMaxTimeoutConfig, model.PartitionVerificationConfig,
-// model.GroupMaxSizeConfig, model.ConsumerGroupMaxSizeConfig and
-// model.TwoPhaseCommitConfig), so
+// model.GroupMaxSizeConfig, model.ConsumerGroupMaxSizeConfig,
+// model.MigrationPolicyConfig and model.TwoPhaseCommitConfig), so
 // that a recorder can copy them from the cluster it recorded
 // (DescribeConfigs). Other names are ignored, whatever their value: a
 // recorder may copy the whole config.
@@ -28,6 +28,8 @@ type brokerConfig struct {
 	groupMaxSize *int
 	// consumerGroupMaxSize is group.consumer.max.size; 0 when not named.
 	consumerGroupMaxSize *int
+	// migration is group.consumer.migration.policy; "" when not named.
+	migration *model.MigrationPolicy
 	// twoPC is transaction.two.phase.commit.enable; unknown when not
 	// named.
 	twoPC *model.TwoPhaseCommit
@@ -35,7 +37,7 @@ type brokerConfig struct {
 
 // brokerConfig is h's "broker_config".
 func (h *History) brokerConfig() brokerConfig {
-	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize, &h.ConsumerGroupMaxSize, &h.TwoPhaseCommit}
+	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize, &h.ConsumerGroupMaxSize, &h.MigrationPolicy, &h.TwoPhaseCommit}
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
@@ -66,6 +68,17 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	if err := take(m, path, model.ConsumerGroupMaxSizeConfig, optional, number[int]{c.consumerGroupMaxSize, groupSizes}); err != nil {
 		return err
 	}
+	// Kafka reads the policy in any case; the history keeps its name.
+	policy := text[model.MigrationPolicy]{p: c.migration, valid: func(p model.MigrationPolicy) error {
+		_, err := model.ParseMigrationPolicy(string(p))
+		return err
+	}}
+	if err := take(m, path, model.MigrationPolicyConfig, optional, policy); err != nil {
+		return err
+	}
+	if *c.migration != model.MigrationPolicyUnknown {
+		*c.migration, _ = model.ParseMigrationPolicy(string(*c.migration))
+	}
 	enabled := true
 	if err := take(m, path, model.PartitionVerificationConfig, optional, flag{&enabled}); err != nil {
 		return err
@@ -86,7 +99,7 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 
 func (c brokerConfig) absent() bool {
 	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0 &&
-		*c.consumerGroupMaxSize == 0 && *c.twoPC == model.TwoPhaseCommitUnknown
+		*c.consumerGroupMaxSize == 0 && *c.migration == model.MigrationPolicyUnknown && *c.twoPC == model.TwoPhaseCommitUnknown
 }
 
 func (c brokerConfig) encode() any {
@@ -104,6 +117,9 @@ func (c brokerConfig) encode() any {
 	}
 	if *c.consumerGroupMaxSize != 0 {
 		out = append(out, member{model.ConsumerGroupMaxSizeConfig, *c.consumerGroupMaxSize})
+	}
+	if *c.migration != model.MigrationPolicyUnknown {
+		out = append(out, member{model.MigrationPolicyConfig, string(*c.migration)})
 	}
 	if *c.noVerification {
 		out = append(out, member{model.PartitionVerificationConfig, false})

@@ -49,6 +49,11 @@ type History struct {
 	// ConsumerGroupMaxSize is the broker's group.consumer.max.size, from
 	// "broker_config"; 0, absent from the document, when not known.
 	ConsumerGroupMaxSize int
+	// MigrationPolicy is the broker's group.consumer.migration.policy,
+	// from "broker_config", in Kafka's lower-case name;
+	// model.MigrationPolicyUnknown, absent from the document, when not
+	// known.
+	MigrationPolicy model.MigrationPolicy
 	// TwoPhaseCommit is the broker's transaction.two.phase.commit.enable
 	// (KIP-939), from "broker_config"; model.TwoPhaseCommitUnknown, absent
 	// from the document, when not known.

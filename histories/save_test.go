@@ -162,6 +162,7 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	require.Zero(t, got.TxnMaxTimeoutMs, "a maximum not named stays unknown")
 	require.Zero(t, got.GroupMaxSize, "a group size not named stays unknown")
 	require.Zero(t, got.ConsumerGroupMaxSize, "a consumer group size not named stays unknown")
+	require.Equal(t, model.MigrationPolicyUnknown, got.MigrationPolicy, "a migration policy not named stays unknown")
 	require.Equal(t, model.TwoPhaseCommitUnknown, got.TwoPhaseCommit, "a two-phase commit switch not named stays unknown")
 }
 
@@ -185,6 +186,8 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			`"broker_config": {"group.max.size": 10, "transaction.max.timeout.ms": 30000}`},
 		"consumer group size before the classic one": {History{GroupMaxSize: 10, ConsumerGroupMaxSize: 2},
 			`"broker_config": {"group.consumer.max.size": 2, "group.max.size": 10}`},
+		"migration policy": {History{MigrationPolicy: model.MigrationDowngrade, ConsumerGroupMaxSize: 2},
+			`"broker_config": {"group.consumer.max.size": 2, "group.consumer.migration.policy": "downgrade"}`},
 		"two-phase commit on": {History{TwoPhaseCommit: model.TwoPhaseCommitEnabled},
 			`"broker_config": {"transaction.two.phase.commit.enable": true}`},
 		"two-phase commit off, last by name": {History{TwoPhaseCommit: model.TwoPhaseCommitDisabled, TxnMaxTimeoutMs: 30_000},
@@ -201,6 +204,7 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			require.Equal(t, c.h.NoPartitionVerification, got.NoPartitionVerification)
 			require.Equal(t, c.h.GroupMaxSize, got.GroupMaxSize)
 			require.Equal(t, c.h.ConsumerGroupMaxSize, got.ConsumerGroupMaxSize)
+			require.Equal(t, c.h.MigrationPolicy, got.MigrationPolicy)
 			require.Equal(t, c.h.TwoPhaseCommit, got.TwoPhaseCommit)
 		})
 	}
@@ -371,4 +375,12 @@ func TestSaveLoadInstanceID(t *testing.T) {
 	got, err := Load(&buf)
 	require.NoError(t, err)
 	require.Equal(t, h, got)
+}
+
+// Kafka reads group.consumer.migration.policy in any case, and so does
+// Load; the history keeps Kafka's lower-case name.
+func TestLoadMigrationPolicyInAnyCase(t *testing.T) {
+	h, err := Load(strings.NewReader(`{"format": "fencecheck/history/v1", "broker_config": {"group.consumer.migration.policy": "DownGrade"}, "ops": []}`))
+	require.NoError(t, err)
+	require.Equal(t, model.MigrationDowngrade, h.MigrationPolicy)
 }

@@ -30,9 +30,54 @@ import (
 //
 // The conversion of a consumer group back to a classic group, when its
 // last member on the consumer protocol leaves, depends on
-// group.consumer.migration.policy, which a history does not name. So
-// from then on the model takes any answer on that group id
-// (consumerGroup.mayBeClassic).
+// group.consumer.migration.policy, which a history may not name, and on
+// the classic group's size limit. The model does not build the classic
+// group a conversion makes. So where the conversion may have happened,
+// it takes any answer on that group id from then on
+// (consumerGroup.mayBeClassic). Where the history names a policy that
+// does not downgrade, the group stays a consumer group, and where it
+// names one that does not upgrade, a ConsumerGroupHeartbeat join to a
+// classic group with members is GROUP_ID_NOT_FOUND.
+
+// MigrationPolicyConfig is the broker config that says which way a
+// group with members may be converted, under Kafka's name
+// (GroupCoordinatorConfig.CONSUMER_GROUP_MIGRATION_POLICY_CONFIG).
+const MigrationPolicyConfig = "group.consumer.migration.policy"
+
+// MigrationPolicy is a value of group.consumer.migration.policy
+// (ConsumerGroupMigrationPolicy): upgrade converts a classic group with
+// members to a consumer group, downgrade the other way, bidirectional
+// both and disabled neither. Empty groups are converted under every
+// policy. Kafka's default is disabled in 3.9 and bidirectional from 4.0.
+type MigrationPolicy string
+
+// The policies, as Kafka names them, and the one a history does not name.
+const (
+	MigrationPolicyUnknown MigrationPolicy = ""
+	MigrationDisabled      MigrationPolicy = "disabled"
+	MigrationUpgrade       MigrationPolicy = "upgrade"
+	MigrationDowngrade     MigrationPolicy = "downgrade"
+	MigrationBidirectional MigrationPolicy = "bidirectional"
+)
+
+// ParseMigrationPolicy reads a policy as Kafka does, in any case; a name
+// Kafka does not have is an error, because its config validation refuses
+// it (ConfigDef.CaseInsensitiveValidString).
+func ParseMigrationPolicy(s string) (MigrationPolicy, error) {
+	p := MigrationPolicy(strings.ToLower(s))
+	switch p {
+	case MigrationDisabled, MigrationUpgrade, MigrationDowngrade, MigrationBidirectional:
+		return p, nil
+	}
+	return "", fmt.Errorf("%q is not a migration policy: Kafka has disabled, upgrade, downgrade and bidirectional", s)
+}
+
+// mayUpgrade and mayDowngrade report whether the policy may allow each
+// way (isUpgradeEnabled, isDowngradeEnabled): an unknown policy may.
+func (p MigrationPolicy) mayUpgrade() bool { return p != MigrationDisabled && p != MigrationDowngrade }
+func (p MigrationPolicy) mayDowngrade() bool {
+	return p != MigrationDisabled && p != MigrationUpgrade
+}
 
 // classicProtocolType is the protocol type a consumer's JoinGroup names
 // (ConsumerProtocol.PROTOCOL_TYPE).
@@ -170,7 +215,7 @@ func (st *step) classicJoinToConsumerGroup(r Request, g consumerGroup) outcome {
 	if !slices.Equal(updated.topics, m.topics) {
 		g.epoch++ // hasMemberSubscriptionChanged
 	}
-	if replaced != "" && g.allClassicBut(replaced) {
+	if replaced != "" && g.allClassicBut(replaced) && st.s.opts.MigrationPolicy.mayDowngrade() {
 		// validateOnlineDowngradeWithReplacedMemberId: the group may
 		// become a classic group, as the migration policy says. The
 		// join is answered either way; what follows is unjudged.
@@ -498,7 +543,7 @@ func (st *step) classicLeaveToConsumerGroup(r Request, g consumerGroup) outcome 
 // fenced first. When those alone are more, the group stays a consumer
 // group for sure.
 func (g consumerGroup) downgradable(id string, s State, at int64) bool {
-	if len(g.members) <= 1 || !g.allClassicBut(id) {
+	if len(g.members) <= 1 || !g.allClassicBut(id) || !s.opts.MigrationPolicy.mayDowngrade() {
 		return false
 	}
 	classicMax := s.opts.GroupMaxSize
@@ -556,6 +601,11 @@ func (st *step) upgradeClassicGroup(r Request) (outcome, bool) {
 				"(ClassicGroup.usesConsumerGroupProtocol)", r.Group, m.protocolType, classicProtocolType)
 			return refusal, true
 		}
+	}
+	if !st.s.opts.MigrationPolicy.mayUpgrade() {
+		refusal.why = fmt.Sprintf("group %s is a classic group with members, and group.consumer.migration.policy %s "+
+			"does not upgrade it (validateOnlineUpgrade)", r.Group, st.s.opts.MigrationPolicy)
+		return refusal, true
 	}
 	if st.answered(GroupIDNotFound) {
 		return refusal, true

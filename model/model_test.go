@@ -42,6 +42,7 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				NoPartitionVerification:  verificationOff(t, td),
 				GroupMaxSize:             intArg(t, td, model.GroupMaxSizeConfig, 0),
 				ConsumerGroupMaxSize:     intArg(t, td, model.ConsumerGroupMaxSizeConfig, 0),
+				MigrationPolicy:          migrationPolicy(t, td),
 				TwoPhaseCommit:           twoPhaseCommit(t, td),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""
@@ -293,6 +294,18 @@ func twoPhaseCommit(t *testing.T, td *datadriven.TestData) model.TwoPhaseCommit 
 		td.Fatalf(t, "%s=%q is neither true nor false", model.TwoPhaseCommitConfig, s)
 		return model.TwoPhaseCommitUnknown
 	}
+}
+
+func migrationPolicy(t *testing.T, td *datadriven.TestData) model.MigrationPolicy {
+	s := strArg(td, model.MigrationPolicyConfig)
+	if s == "" {
+		return model.MigrationPolicyUnknown
+	}
+	p, err := model.ParseMigrationPolicy(s)
+	if err != nil {
+		td.Fatalf(t, "%s: %v", model.MigrationPolicyConfig, err)
+	}
+	return p
 }
 
 func verificationOff(t *testing.T, td *datadriven.TestData) bool {

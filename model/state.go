@@ -61,6 +61,10 @@ type Options struct {
 	// when it is not, so that GROUP_MAX_SIZE_REACHED is taken anywhere
 	// (the rule consumer-group-max-size, groupmaxsize.go).
 	ConsumerGroupMaxSize int
+	// MigrationPolicy is group.consumer.migration.policy when the broker's
+	// config is known; MigrationPolicyUnknown when not, so that a group
+	// may or may not be converted (consumermigration.go).
+	MigrationPolicy MigrationPolicy
 	// TwoPhaseCommit is transaction.two.phase.commit.enable (KIP-939)
 	// when the broker's config is known; TwoPhaseCommitUnknown when not.
 	TwoPhaseCommit TwoPhaseCommit
