@@ -179,12 +179,20 @@ func TestGroupTransactSessionStaticRestartFencesTheStalled(t *testing.T) {
 			return isProc(op, "W1") && op.Kind == model.EndTxn && op.Req.Commit && op.Result.Succeeded() && op.ID > fencedInstance(h, "W1", "fare-worker")
 		}), "W1 committed a transaction after it was fenced")
 
-		fenced := fencedInstance(h, "W1", "fare-worker")
-		doctored := withOp(h, fenced, func(op *histories.Op) { op.Result = model.Result{Answered: true, Resp: op.Result.Resp} })
-		report = checker.Check(doctored, checker.Options{})
-		require.False(t, report.Verdict(checker.Linearizable).Held(),
-			"W1's fenced %s answered success went unnoticed:\n%v", h.Ops[slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.ID == fenced })].Kind, report.Verdicts)
+		requireFencingNoticed(t, h, fencedInstance(h, "W1", "fare-worker"))
 	})
+}
+
+// requireFencingNoticed: h is linearizable, and a copy of h in which
+// operation fenced, refused with FENCED_INSTANCE_ID, succeeded instead
+// is not.
+func requireFencingNoticed(t *testing.T, h histories.History, fenced int) {
+	t.Helper()
+	require.True(t, checker.Check(h, checker.Options{}).Verdict(checker.Linearizable).Held(), "%s is not linearizable as recorded", h.Name)
+	doctored := withOp(h, fenced, func(op *histories.Op) { op.Result = model.Result{Answered: true, Resp: op.Result.Resp} })
+	report := checker.Check(doctored, checker.Options{})
+	require.False(t, report.Verdict(checker.Linearizable).Held(),
+		"the fenced %s answered success went unnoticed:\n%v", h.Ops[slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.ID == fenced })].Kind, report.Verdicts)
 }
 
 // fencedInstance is the ID of proc's first request naming instance that
