@@ -28,9 +28,9 @@ func TestSaramaStaticRestartFencesTheStalled(t *testing.T) {
 // instance id and transactional id. W1b's join takes the instance over
 // before W1's session times out, and W1b commits the trips. Then W1
 // wakes. Its first group request naming the instance (a heartbeat, a
-// commit or a rejoin) is refused with FENCED_INSTANCE_ID, so it never
-// commits again: the library takes that error as fatal, and the loop
-// ends. Every check of sessionJudged holds. The history's group
+// commit or a rejoin) is refused with FENCED_INSTANCE_ID, and it never
+// commits again. Its loop ends, on that error or on its producer's,
+// which W1b's InitProducerId fenced (sarama's, in the runs seen). Every check of sessionJudged holds. The history's group
 // requests are linearizable, and a copy of them in which that request
 // succeeded is not. One protocol (the newest) keeps the test short.
 func requireStaticRestartFencesTheStalled(t *testing.T, loop clients.Loop) {
