@@ -16,3 +16,10 @@ import (
 func TestPropertyClientLoopsConfluent(t *testing.T) {
 	checkClientLoops(t, confluent.Loops)
 }
+
+// TestConfluentStaticRestartFencesTheStalled: confluent-kafka-go's
+// kip447 loop as a static member (group.instance.id). See
+// requireStaticRestartFencesTheStalled.
+func TestConfluentStaticRestartFencesTheStalled(t *testing.T) {
+	requireStaticRestartFencesTheStalled(t, loopNamed(t, confluent.Loops, "kip447"))
+}

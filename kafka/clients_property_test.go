@@ -33,7 +33,11 @@ func TestPropertyClientLoopsSarama(t *testing.T) {
 // given more interleavings for it. A loop whose verdict is decided
 // otherwise (clientVerdicts) is held to that. A fenced loop whose library
 // speaks KIP-848's consumer protocol (clients.Loop.ConsumerProtocol) runs
-// with it too, on Kafka 4 (kip848).
+// with it too, on Kafka 4 (kip848). A fenced loop that can be a whole
+// static member (clients.Loop.Static) runs with static members too, on
+// the newest protocol: each worker has an instance id of its own, kept
+// across its restarts, as TestPropertyKafkaGroupTransactSessionStaticMembers
+// runs franz-go's.
 func checkClientLoops(t *testing.T, loops []clients.Loop) {
 	for _, loop := range loops {
 		for _, p := range protocols {
@@ -44,6 +48,11 @@ func checkClientLoops(t *testing.T, loops []clients.Loop) {
 		if loop.Fenced && loop.ConsumerProtocol {
 			t.Run(loop.Name+"/"+kip848.name, func(t *testing.T) {
 				checkClientLoop(t, sessionRun{kafkaVersion: kip848.kafkaVersion, loop: &loop, base: SessionConfig{ConsumerProtocol: true}})
+			})
+		}
+		if loop.Fenced && loop.Static {
+			t.Run(loop.Name+"/static", func(t *testing.T) {
+				checkClientLoop(t, sessionRun{loop: &loop, static: true})
 			})
 		}
 	}

@@ -413,7 +413,29 @@ func (m *sessionMachine) quiesce(rt *rapid.T) {
 	m.closeAll()
 	require.True(rt, m.workersRecorded(), "the workers' own commits are not in the history")
 	require.NoError(rt, groupProtocolSpoken(m.s.rec.History(), m.base.ConsumerProtocol))
+	require.NoError(rt, instancesSpoken(m.s.rec.History(), m.static))
 	m.judge(rt, sessionJudged...)
+}
+
+// instancesSpoken says how the workers' joins in h differ from their
+// config: with static members each join names the worker's instance id
+// (fare-worker-<process>), and without them none names one. A library
+// that dropped the setting would be judged as dynamic members.
+func instancesSpoken(h histories.History, static bool) error {
+	for _, op := range h.Ops {
+		if !strings.HasPrefix(op.Proc, "W") || op.Kind != model.JoinGroup {
+			continue
+		}
+		want := ""
+		if static {
+			proc, _, _ := strings.Cut(op.Proc, ".")
+			want = "fare-worker-" + proc
+		}
+		if op.Req.InstanceID != want {
+			return fmt.Errorf("op %d: %s's join_group names instance %q, want %q", op.ID, op.Proc, op.Req.InstanceID, want)
+		}
+	}
+	return nil
 }
 
 // workersRecorded reports whether the history holds a commit a worker
@@ -635,4 +657,26 @@ func TestGroupProtocolSpokenCatchesAFallback(t *testing.T) {
 	}
 	require.NoError(t, groupProtocolSpoken(consumer, true))
 	require.ErrorContains(t, groupProtocolSpoken(consumer, false), "classic group protocol")
+}
+
+// TestInstancesSpokenCatchesADroppedInstance: a recorded history of
+// dynamic members passes as dynamic and fails as static; the same
+// history with each join naming its worker's instance id passes as
+// static and fails as dynamic.
+func TestInstancesSpokenCatchesADroppedInstance(t *testing.T) {
+	h, err := histories.LoadFile(filepath.Join(clientsDir, "confluent-kafka-go-kip447-txn-v1-stale-fetch.json"))
+	require.NoError(t, err)
+	require.NoError(t, instancesSpoken(h, false))
+	require.ErrorContains(t, instancesSpoken(h, true), `names instance ""`)
+
+	static := h
+	static.Ops = slices.Clone(h.Ops)
+	for i, op := range static.Ops {
+		if op.Kind == model.JoinGroup {
+			proc, _, _ := strings.Cut(op.Proc, ".")
+			static.Ops[i].Req.InstanceID = "fare-worker-" + proc
+		}
+	}
+	require.NoError(t, instancesSpoken(static, true))
+	require.ErrorContains(t, instancesSpoken(static, false), `want ""`)
 }

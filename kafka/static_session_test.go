@@ -179,12 +179,21 @@ func TestGroupTransactSessionStaticRestartFencesTheStalled(t *testing.T) {
 			return isProc(op, "W1") && op.Kind == model.EndTxn && op.Req.Commit && op.Result.Succeeded() && op.ID > fencedInstance(h, "W1", "fare-worker")
 		}), "W1 committed a transaction after it was fenced")
 
-		fenced := fencedInstance(h, "W1", "fare-worker")
-		doctored := withOp(h, fenced, func(op *histories.Op) { op.Result = model.Result{Answered: true, Resp: op.Result.Resp} })
-		report = checker.Check(doctored, checker.Options{})
-		require.False(t, report.Verdict(checker.Linearizable).Held(),
-			"W1's fenced %s answered success went unnoticed:\n%v", h.Ops[slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.ID == fenced })].Kind, report.Verdicts)
+		requireFencingNoticed(t, h, fencedInstance(h, "W1", "fare-worker"))
 	})
+}
+
+// requireFencingNoticed: h is linearizable, and a copy of h in which
+// operation fenced, refused with FENCED_INSTANCE_ID, succeeded instead
+// is not, at that operation and for that reason.
+func requireFencingNoticed(t *testing.T, h histories.History, fenced int) {
+	t.Helper()
+	require.True(t, checker.Check(h, checker.Options{}).Verdict(checker.Linearizable).Held(), "%s is not linearizable as recorded", h.Name)
+	doctored := withOp(h, fenced, func(op *histories.Op) { op.Result = model.Result{Answered: true, Resp: op.Result.Resp} })
+	v := checker.Check(doctored, checker.Options{}).Verdict(checker.Linearizable)
+	require.False(t, v.Held(), "the fenced %s (op %d) answered success went unnoticed", h.Ops[slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.ID == fenced })].Kind, fenced)
+	require.Equal(t, fenced, v.Violations[0].Op, "%s", v)
+	require.Contains(t, v.Violations[0].Reason, string(model.FencedInstanceID), "%s", v)
 }
 
 // fencedInstance is the ID of proc's first request naming instance that
@@ -206,4 +215,70 @@ func fencedInstance(h histories.History, proc, instance string) int {
 // isProc reports whether op is process proc's, on any of its lanes.
 func isProc(op histories.Op, proc string) bool {
 	return op.Proc == proc || strings.HasPrefix(op.Proc, proc+".")
+}
+
+// TestGroupTransactSessionSharedInstanceID is a misconfiguration: two
+// live franz-go workers, W1 and W2, are given one group.instance.id
+// (each its own transactional id). W2's join names no member id, so it
+// takes the instance over from W1, as a restart would. W1's next group
+// request naming the instance is refused with FENCED_INSTANCE_ID. kgo
+// (v1.22.3) does not take that as fatal: it rejoins under the member id
+// it lost, which is refused with FENCED_INSTANCE_ID again, for as long
+// as it runs. So W1 is locked out, and W2 does all the work. No check
+// breaks: the broker's fencing keeps the history exactly-once, and every
+// trip is committed. What the misconfiguration costs is W1's share of
+// the work. A broker that let W1 rejoin would be caught: a copy of the
+// history with W1's refused rejoin answered ok breaks linearizable.
+//
+// The workload's shared-instance-id scenario breaks progress instead,
+// because its workers close on FENCED_INSTANCE_ID, as Kafka's Java
+// consumer does, and the orchestrator restarts them: each restart takes
+// the instance back, and the two processes take turns.
+func TestGroupTransactSessionSharedInstanceID(t *testing.T) {
+	forEachSessionProtocol(t, func(t *testing.T, s *scenario) {
+		p := newStaticProxy(t, s)
+		worker := func(proc string) SessionConfig {
+			cfg := staticWorker(p, proc, "fare-worker")
+			cfg.TransactionalID = "ctp-" + proc
+			return cfg
+		}
+		src := s.newSource()
+		trips := src.write(3)
+		w1 := s.startSession(worker("W1"))
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "w1 commits the first trips")
+		w2 := s.startSession(worker("W2"))
+		s.waitFor(func() bool { return fencedRejoin(s.rec.History(), "W1", "fare-worker") >= 0 }, "w1 rejoins and is refused")
+		trips = append(trips, src.write(3)...)
+		s.waitFor(func() bool { return len(s.committedKeys("fares")) == len(trips) }, "every trip committed")
+		t.Logf("closing: w1 %v, w2 %v", w1.Close(), w2.Close())
+
+		s.readAll("fares")
+		h := s.history("shared-instance-id")
+		h.Trips, h.OutputTopics = trips, []string{"fares"}
+		requireValidDocument(t, h)
+		requireAllHold(t, h)
+
+		takeover := takeoverJoinOf(t, h, "W2", "fare-worker")
+		took := h.Ops[slices.IndexFunc(h.Ops, func(op histories.Op) bool { return op.ID == takeover })].Return
+		for _, op := range h.Ops {
+			if isProc(op, "W1") && op.Req.InstanceID == "fare-worker" && op.Call > took && op.Result.Answered {
+				require.Equal(t, model.FencedInstanceID, op.Result.Err, "W1's %s (op %d) after W2 took the instance", op.Kind, op.ID)
+			}
+		}
+		requireFencingNoticed(t, h, fencedRejoin(h, "W1", "fare-worker"))
+	})
+}
+
+// fencedRejoin is the ID of proc's first JoinGroup that names instance
+// and a member id and is refused with FENCED_INSTANCE_ID: a rejoin
+// under a member id that lost the instance; -1 when there is none.
+func fencedRejoin(h histories.History, proc, instance string) int {
+	i := slices.IndexFunc(h.Ops, func(op histories.Op) bool {
+		return isProc(op, proc) && op.Kind == model.JoinGroup && op.Req.InstanceID == instance &&
+			op.Req.MemberID != "" && op.Result.Err == model.FencedInstanceID
+	})
+	if i < 0 {
+		return -1
+	}
+	return h.Ops[i].ID
 }

@@ -16,15 +16,10 @@ import (
 // group, transactional id, topics and timeouts, in the model's names).
 // It reaches the cluster through cfg.Proxy, which records and faults it
 // as process cfg.Proc; a worker restarted after a crash is let through
-// again.
+// again. cfg.InstanceID makes it a static member (clients.Job.InstanceID).
 func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Worker, error) {
 	if cfg.Proxy == nil {
 		return nil, errors.New("kafka: a client library's worker runs through a proxy (SessionConfig.Proxy)")
-	}
-	if cfg.InstanceID != "" {
-		// clients.Job has no instance id, so the worker would join as a
-		// dynamic member while its config says static.
-		return nil, fmt.Errorf("kafka: a client library's loop takes no group.instance.id (SessionConfig.InstanceID %q); only StartSession does", cfg.InstanceID)
 	}
 	if cfg.ConsumerProtocol && !loop.ConsumerProtocol {
 		return nil, fmt.Errorf("kafka: %s's %s loop does not speak KIP-848's consumer protocol (SessionConfig.ConsumerProtocol)", loop.Library, loop.Name)
@@ -36,6 +31,7 @@ func (t *Target) StartWorker(loop clients.Loop, cfg SessionConfig) (clients.Work
 		Group:    t.names.group(cfg.Group), TransactionalID: t.names.txnID(cfg.TransactionalID),
 		Input: t.names.topic(cfg.Input), Output: t.names.topic(cfg.Output),
 		Prefix:             t.names.prefix,
+		InstanceID:         cfg.InstanceID,
 		KafkaVersion:       t.cfg.KafkaVersion,
 		ConsumerProtocol:   cfg.ConsumerProtocol,
 		SessionTimeout:     cfg.SessionTimeout,

@@ -39,6 +39,12 @@ type Job struct {
 	// Prefix, which every name of the job on the cluster starts with.
 	Group, TransactionalID, Input, Output string
 	Prefix                                string
+	// InstanceID, when set, is the worker's group.instance.id: a static
+	// member (KIP-345). Every instance of one worker (a restart) is given
+	// the same, so a restart takes the member's place without a
+	// rebalance, and the process it replaced is answered
+	// FENCED_INSTANCE_ID. "" is a dynamic member.
+	InstanceID string
 	// KafkaVersion is the cluster's, "3.9" or "4.0"; "" is the newest
 	// the library knows. Libraries that do not negotiate request
 	// versions (sarama) are configured with it.
@@ -102,6 +108,12 @@ type Loop struct {
 	// ConsumerProtocol says that the library speaks KIP-848's consumer
 	// protocol, so the loop can be run with Job.ConsumerProtocol.
 	ConsumerProtocol bool
+	// Static says that the loop's transactions send their offsets with
+	// Job.InstanceID (TxnOffsetCommit v3, KIP-447), so that the loop is a
+	// whole static member (KIP-345); the properties run such a loop with
+	// static members too. Every loop's consumer joins with the instance
+	// id it is given.
+	Static bool
 	// Start starts an instance.
 	Start func(Job) (Worker, error)
 }

@@ -18,7 +18,7 @@ const library = "confluent-kafka-go"
 
 // Loops are the ways to write the job on confluent-kafka-go.
 var Loops = []clients.Loop{
-	{Library: library, Name: "kip447", Fenced: true, DialsItself: true, ConsumerProtocol: true, Start: func(job clients.Job) (clients.Worker, error) {
+	{Library: library, Name: "kip447", Fenced: true, DialsItself: true, ConsumerProtocol: true, Static: true, Start: func(job clients.Job) (clients.Worker, error) {
 		return start(job, consumerMetadata)
 	}},
 	{Library: library, Name: "group-id-only", Fenced: false, DialsItself: true, Start: func(job clients.Job) (clients.Worker, error) {
@@ -49,7 +49,8 @@ const debugEnv = "FENCECHECK_LIBRDKAFKA_DEBUG"
 
 // consumerConfig is the consumer's: in the job's group, read_committed,
 // from the earliest offset when the group has none, no automatic commits
-// (the transaction commits the offsets), and the job's timeouts.
+// (the transaction commits the offsets), the job's timeouts and its
+// instance id.
 // librdkafka's rebalance timeout is max.poll.interval.ms, which also
 // bounds the time between two polls; it may not be shorter than the
 // session timeout.
@@ -62,6 +63,12 @@ func consumerConfig(job clients.Job, logs chan kafka.LogEvent) *kafka.ConfigMap 
 	cfg["enable.auto.commit"] = false
 	cfg["max.poll.interval.ms"] = millis(max(orDefault(job.RebalanceTimeout, time.Second), session))
 	cfg["fetch.wait.max.ms"] = millis(fetchMaxWait)
+	if job.InstanceID != "" {
+		// KIP-345: a static member. librdkafka sends it with the
+		// group's requests and in GetConsumerGroupMetadata, and takes
+		// FENCED_INSTANCE_ID as a fatal error of the consumer.
+		cfg["group.instance.id"] = job.InstanceID
+	}
 	if job.ConsumerProtocol {
 		// KIP-848: the cluster sets the session timeout and the
 		// heartbeat interval, and librdkafka refuses a consumer that

@@ -21,7 +21,8 @@ import (
 // rejoins the group and the next session's claims start from the
 // committed offsets, so what the aborted transaction consumed is read
 // again. A producer sarama marks fatal (fenced by a newer instance of
-// the transactional id) ends the worker.
+// the transactional id) ends the worker, and so does a static member's
+// FENCED_INSTANCE_ID (a newer process took its instance id).
 type worker struct {
 	clients.Run
 	job      clients.Job
@@ -36,14 +37,26 @@ type worker struct {
 
 // addOffsets adds a transaction's input offsets to it: with the session's
 // group metadata, or with the group id only.
-type addOffsets func(p sarama.SyncProducer, s sarama.ConsumerGroupSession, group string, offsets map[string][]*sarama.PartitionOffsetMetadata) error
+type addOffsets func(p sarama.SyncProducer, s sarama.ConsumerGroupSession, group string, instance *string, offsets map[string][]*sarama.PartitionOffsetMetadata) error
 
-func withSessionMetadata(p sarama.SyncProducer, s sarama.ConsumerGroupSession, group string, offsets map[string][]*sarama.PartitionOffsetMetadata) error {
-	return p.AddOffsetsToTxnWithGroupMetadata(offsets, sarama.NewConsumerGroupMetadataFromSession(s, group, nil))
+// withSessionMetadata sends the session's member id and generation, and
+// the static member's instance id, which TxnOffsetCommit v3 carries and
+// the group coordinator checks too (nil for a dynamic member).
+func withSessionMetadata(p sarama.SyncProducer, s sarama.ConsumerGroupSession, group string, instance *string, offsets map[string][]*sarama.PartitionOffsetMetadata) error {
+	return p.AddOffsetsToTxnWithGroupMetadata(offsets, sarama.NewConsumerGroupMetadataFromSession(s, group, instance))
 }
 
-func withGroupID(p sarama.SyncProducer, _ sarama.ConsumerGroupSession, group string, offsets map[string][]*sarama.PartitionOffsetMetadata) error {
+func withGroupID(p sarama.SyncProducer, _ sarama.ConsumerGroupSession, group string, _ *string, offsets map[string][]*sarama.PartitionOffsetMetadata) error {
 	return p.AddOffsetsToTxn(offsets, group)
+}
+
+// instanceOf is the job's instance id as sarama's group metadata takes
+// it: nil for a dynamic member.
+func instanceOf(job clients.Job) *string {
+	if job.InstanceID == "" {
+		return nil
+	}
+	return &job.InstanceID
 }
 
 func start(job clients.Job, add addOffsets) (clients.Worker, error) {
@@ -81,6 +94,13 @@ func (w *worker) consume(ctx context.Context) error {
 			return w.fatalErr()
 		case errors.Is(err, sarama.ErrClosedConsumerGroup):
 			return err
+		case errors.Is(err, sarama.ErrFencedInstancedId):
+			// Another process holds the worker's instance id (KIP-345):
+			// sarama would rejoin under the member id it lost, and be
+			// fenced again at once, for ever. Kafka's Java consumer
+			// takes it as fatal (FencedInstanceIdException), and so
+			// does the worker.
+			return fmt.Errorf("sarama: fenced by another process with instance id %s: %w", w.job.InstanceID, err)
 		case err != nil:
 			w.job.Log()("sarama worker %s: consume: %v", w.job.ClientID, err)
 		}
@@ -152,7 +172,7 @@ func (w *worker) transact(session sarama.ConsumerGroupSession, batch []*sarama.C
 	if err := w.producer.SendMessages(fares); err != nil {
 		return w.recover(err)
 	}
-	if err := w.addOffsets(w.producer, session, w.job.Group, nextOffsets(batch)); err != nil {
+	if err := w.addOffsets(w.producer, session, w.job.Group, instanceOf(w.job), nextOffsets(batch)); err != nil {
 		return w.recover(err)
 	}
 	if err := w.producer.CommitTxn(); err != nil {

@@ -33,7 +33,7 @@ const library = "sarama"
 
 // Loops are the ways to write the job on sarama.
 var Loops = []clients.Loop{
-	{Library: library, Name: "kip447", Fenced: true, Start: func(job clients.Job) (clients.Worker, error) {
+	{Library: library, Name: "kip447", Fenced: true, Static: true, Start: func(job clients.Job) (clients.Worker, error) {
 		return start(job, withSessionMetadata)
 	}},
 	{Library: library, Name: "group-id-only", Fenced: false, Start: func(job clients.Job) (clients.Worker, error) {
@@ -85,7 +85,7 @@ const dialTimeout = 30 * time.Second
 // consumerConfig is the consumer group's config: read_committed (which
 // also makes sarama's offset fetches require stable offsets), from the
 // oldest offset, no automatic commits (the transaction commits them), and
-// the job's timeouts.
+// the job's timeouts and instance id.
 func consumerConfig(job clients.Job) (*sarama.Config, error) {
 	cfg, err := config(job)
 	if err != nil {
@@ -98,6 +98,10 @@ func consumerConfig(job clients.Job) (*sarama.Config, error) {
 	cfg.Consumer.Group.Rebalance.Timeout = orDefault(job.RebalanceTimeout, time.Second)
 	cfg.Consumer.Group.Heartbeat.Interval = heartbeatInterval
 	cfg.Consumer.MaxWaitTime = fetchMaxWait
+	// KIP-345: a static member. sarama sends it on JoinGroup, SyncGroup
+	// and Heartbeat (v3 on, Kafka 2.3), and does not leave the group
+	// when it closes.
+	cfg.Consumer.Group.InstanceId = job.InstanceID
 	return cfg, nil
 }
 
