@@ -12,7 +12,9 @@ import (
 // brokerConfig is "broker_config": the broker configs the model reads,
 // under Kafka's own names (model.ExpiryConfigs,
 // model.TxnMaxTimeoutConfig, model.PartitionVerificationConfig,
-// model.GroupMaxSizeConfig and model.TwoPhaseCommitConfig), so
+// model.GroupMaxSizeConfig, the session timeout bounds
+// model.GroupMinSessionTimeoutConfig and model.GroupMaxSessionTimeoutConfig,
+// and model.TwoPhaseCommitConfig), so
 // that a recorder can copy them from the cluster it recorded
 // (DescribeConfigs). Other names are ignored, whatever their value: a
 // recorder may copy the whole config.
@@ -25,6 +27,9 @@ type brokerConfig struct {
 	noVerification *bool
 	// groupMaxSize is group.max.size; 0 when not named.
 	groupMaxSize *int
+	// minSession and maxSession are group.min.session.timeout.ms and
+	// group.max.session.timeout.ms; 0 when not named.
+	minSession, maxSession *int64
 	// twoPC is transaction.two.phase.commit.enable; unknown when not
 	// named.
 	twoPC *model.TwoPhaseCommit
@@ -32,7 +37,8 @@ type brokerConfig struct {
 
 // brokerConfig is h's "broker_config".
 func (h *History) brokerConfig() brokerConfig {
-	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize, &h.TwoPhaseCommit}
+	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize,
+		&h.GroupMinSessionTimeoutMs, &h.GroupMaxSessionTimeoutMs, &h.TwoPhaseCommit}
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
@@ -43,6 +49,15 @@ var intervals = span{lo: 1, hi: math.MaxInt32}
 // groupSizes is what group.max.size may hold: Kafka defines it as an INT
 // at least 1 (GroupCoordinatorConfig).
 var groupSizes = span{lo: 1, hi: math.MaxInt32}
+
+// sessionBounds is what group.min.session.timeout.ms and
+// group.max.session.timeout.ms may hold here. Kafka defines each as an
+// INT with no bound of its own (GroupCoordinatorConfig); a history names
+// one from 1, because a JoinGroup's session timeout of 0 is one the
+// history does not know. Kafka does not hold the minimum below the
+// maximum; a broker set the other way refuses every JoinGroup, and so
+// does the model.
+var sessionBounds = span{lo: 1, hi: math.MaxInt32}
 
 func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	m, err := asObject(path, raw)
@@ -58,6 +73,12 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 		return err
 	}
 	if err := take(m, path, model.GroupMaxSizeConfig, optional, number[int]{c.groupMaxSize, groupSizes}); err != nil {
+		return err
+	}
+	if err := take(m, path, model.GroupMinSessionTimeoutConfig, optional, number[int64]{c.minSession, sessionBounds}); err != nil {
+		return err
+	}
+	if err := take(m, path, model.GroupMaxSessionTimeoutConfig, optional, number[int64]{c.maxSession, sessionBounds}); err != nil {
 		return err
 	}
 	enabled := true
@@ -80,6 +101,7 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 
 func (c brokerConfig) absent() bool {
 	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0 &&
+		*c.minSession == 0 && *c.maxSession == 0 &&
 		*c.twoPC == model.TwoPhaseCommitUnknown
 }
 
@@ -95,6 +117,12 @@ func (c brokerConfig) encode() any {
 	}
 	if *c.groupMaxSize != 0 {
 		out = append(out, member{model.GroupMaxSizeConfig, *c.groupMaxSize})
+	}
+	if *c.minSession != 0 {
+		out = append(out, member{model.GroupMinSessionTimeoutConfig, *c.minSession})
+	}
+	if *c.maxSession != 0 {
+		out = append(out, member{model.GroupMaxSessionTimeoutConfig, *c.maxSession})
 	}
 	if *c.noVerification {
 		out = append(out, member{model.PartitionVerificationConfig, false})

@@ -46,6 +46,11 @@ type History struct {
 	// GroupMaxSize is the broker's group.max.size, from "broker_config";
 	// 0, absent from the document, when not known.
 	GroupMaxSize int
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs are the
+	// broker's group.min.session.timeout.ms and
+	// group.max.session.timeout.ms, from "broker_config"; 0, absent from
+	// the document, when not known.
+	GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs int64
 	// TwoPhaseCommit is the broker's transaction.two.phase.commit.enable
 	// (KIP-939), from "broker_config"; model.TwoPhaseCommitUnknown, absent
 	// from the document, when not known.

@@ -161,6 +161,8 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	require.Equal(t, h.Expiry, got.Expiry)
 	require.Zero(t, got.TxnMaxTimeoutMs, "a maximum not named stays unknown")
 	require.Zero(t, got.GroupMaxSize, "a group size not named stays unknown")
+	require.Zero(t, got.GroupMinSessionTimeoutMs, "a session timeout bound not named stays unknown")
+	require.Zero(t, got.GroupMaxSessionTimeoutMs, "a session timeout bound not named stays unknown")
 	require.Equal(t, model.TwoPhaseCommitUnknown, got.TwoPhaseCommit, "a two-phase commit switch not named stays unknown")
 }
 
@@ -182,6 +184,8 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 		"group size alone": {History{GroupMaxSize: 4}, `"broker_config": {"group.max.size": 4}`},
 		"group size first by name": {History{GroupMaxSize: 10, TxnMaxTimeoutMs: 30_000},
 			`"broker_config": {"group.max.size": 10, "transaction.max.timeout.ms": 30000}`},
+		"session timeout bounds": {History{GroupMinSessionTimeoutMs: 6000, GroupMaxSessionTimeoutMs: 1_800_000, GroupMaxSize: 4},
+			`"broker_config": {"group.max.session.timeout.ms": 1800000, "group.max.size": 4, "group.min.session.timeout.ms": 6000}`},
 		"two-phase commit on": {History{TwoPhaseCommit: model.TwoPhaseCommitEnabled},
 			`"broker_config": {"transaction.two.phase.commit.enable": true}`},
 		"two-phase commit off, last by name": {History{TwoPhaseCommit: model.TwoPhaseCommitDisabled, TxnMaxTimeoutMs: 30_000},

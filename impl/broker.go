@@ -59,6 +59,10 @@ type Config struct {
 	// GroupMaxSize is group.max.size; 0 takes any number of members
 	// (model.Options.GroupMaxSize).
 	GroupMaxSize int
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms; 0
+	// takes any session timeout (model.Options.GroupMinSessionTimeoutMs).
+	GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs int64
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0 is Kafka's
 	// 45000 (model.Options.ConsumerSessionTimeoutMs).
@@ -87,6 +91,9 @@ type Broker struct {
 	maxTxnTimeoutMs int64
 	// groupMaxSize is Config.GroupMaxSize.
 	groupMaxSize int
+	// minSessionMs and maxSessionMs are Config.GroupMinSessionTimeoutMs
+	// and Config.GroupMaxSessionTimeoutMs.
+	minSessionMs, maxSessionMs int64
 	// consumerSessionMs and topicPartitions are Config's, 0 made the
 	// defaults (consumergroups.go).
 	consumerSessionMs int64
@@ -124,6 +131,7 @@ var _ model.Target = (*Broker)(nil)
 func New(cfg Config) *Broker {
 	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry,
 		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, groupMaxSize: cfg.GroupMaxSize, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
+		minSessionMs: cfg.GroupMinSessionTimeoutMs, maxSessionMs: cfg.GroupMaxSessionTimeoutMs,
 		topicPartitions: cmp.Or(cfg.TopicPartitions, defaultTopicPartitions)}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)

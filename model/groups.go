@@ -15,6 +15,9 @@ import (
 // answer is accepted where no partition goes to two members of one
 // generation.
 func (st *step) joinGroup(r Request) outcome {
+	if out := st.sessionTimeoutBounds(r); out != nil {
+		return *out
+	}
 	if out, consumer := st.classicToConsumerGroup(r); consumer {
 		return out
 	}

@@ -41,6 +41,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				TxnMaxTimeoutMs:          int64(intArg(t, td, model.TxnMaxTimeoutConfig, 0)),
 				NoPartitionVerification:  verificationOff(t, td),
 				GroupMaxSize:             intArg(t, td, model.GroupMaxSizeConfig, 0),
+				GroupMinSessionTimeoutMs: int64(intArg(t, td, model.GroupMinSessionTimeoutConfig, 0)),
+				GroupMaxSessionTimeoutMs: int64(intArg(t, td, model.GroupMaxSessionTimeoutConfig, 0)),
 				TwoPhaseCommit:           twoPhaseCommit(t, td),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""

@@ -56,6 +56,13 @@ type Options struct {
 	// GROUP_MAX_SIZE_REACHED is taken or refused (the rule
 	// group-max-size, groupmaxsize.go).
 	GroupMaxSize int
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms, the
+	// bounds of a classic member's session timeout, when the broker's
+	// config is known; 0 when not, so that INVALID_SESSION_TIMEOUT is
+	// taken or refused (the rule session-timeout-bounds,
+	// sessionbounds.go).
+	GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs int64
 	// TwoPhaseCommit is transaction.two.phase.commit.enable (KIP-939)
 	// when the broker's config is known; TwoPhaseCommitUnknown when not.
 	TwoPhaseCommit TwoPhaseCommit

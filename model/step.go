@@ -57,6 +57,9 @@ func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error
 	if err == nil && got.Answered {
 		err = WrongTimeoutRefusal(s.opts.TxnMaxTimeoutMs, op, got)
 	}
+	if err == nil && got.Answered {
+		err = WrongSessionTimeoutRefusal(s.opts, op, got)
+	}
 	return next, err
 }
 
