@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -487,4 +488,23 @@ func TestLoadBrokenOps(t *testing.T) {
 	require.ErrorAs(t, err, &broken)
 	require.Equal(t, 3, broken.Index, "the operations after one that does not decode are counted too")
 	require.Nil(t, broken.Before, "an operation before does not decode")
+}
+
+// A group request may name the empty group id, which Kafka refuses to a
+// classic group's requests and takes as any other in a commit: it loads
+// as an empty group, not an absent one, and is saved back as "". A
+// consumer_group_heartbeat still needs a group.
+func TestLoadEmptyGroupID(t *testing.T) {
+	h, err := Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "join_group", "req": {"group": "", "member_id": "", "partitions": ["trips-0"]}, "error": "INVALID_GROUP_ID"}`)))
+	require.NoError(t, err)
+	require.True(t, h.Ops[0].Req.EmptyGroup)
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	require.Contains(t, buf.String(), `"group": ""`)
+	again, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, again)
+
+	_, err = Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "", "member_id": "m", "member_epoch": 1}}`)))
+	require.ErrorContains(t, err, "req.group is required")
 }

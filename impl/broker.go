@@ -265,13 +265,22 @@ func (b *Broker) AddOffsets(_ context.Context, r model.Request) model.Result {
 	return b.addOffsets(r)
 }
 func (b *Broker) TxnOffsetCommit(_ context.Context, r model.Request) model.Result {
+	if r.EmptyGroup {
+		return model.Fail(model.InvalidGroupID) // model: invalid-group-id
+	}
 	return b.txnOffsetCommit(r)
 }
 func (b *Broker) EndTxn(_ context.Context, r model.Request) model.Result { return b.endTxn(r) }
 func (b *Broker) JoinGroup(_ context.Context, r model.Request) model.Result {
+	if r.EmptyGroup {
+		return model.Fail(model.InvalidGroupID) // model: invalid-group-id
+	}
 	return b.joinGroup(r)
 }
 func (b *Broker) LeaveGroup(_ context.Context, r model.Request) model.Result {
+	if r.EmptyGroup {
+		return model.Fail(model.InvalidGroupID) // model: invalid-group-id
+	}
 	return b.leaveGroup(r)
 }
 func (b *Broker) OffsetFetch(_ context.Context, r model.Request) model.Result {

@@ -150,6 +150,10 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.Sequence = int32(intArg(t, td, "seq", 0))
 	r.Records = records(t, td)
 	r.Group = strArg(td, "group")
+	if arg, ok := td.Arg("group"); ok && len(arg.Vals) == 1 && arg.Vals[0] == "" {
+		// group= names the empty group id.
+		r.EmptyGroup = true
+	}
 	r.MemberID = strArg(td, "member")
 	r.InstanceID = strArg(td, "instance")
 	r.GenerationID = int32(intArg(t, td, "gen", -1))

@@ -323,6 +323,9 @@ func (st *step) answered(code Code) bool {
 
 func (st *step) run() outcome {
 	r := st.op.Req
+	if out := emptyGroupID(st.op.Kind, r); out != nil {
+		return *out
+	}
 	switch st.op.Kind {
 	case InitProducerID:
 		return st.initProducerID(r)

@@ -167,7 +167,13 @@ type Request struct {
 	Sequence             int32
 	Records              []Record
 	Group                string
-	MemberID             string
+	// EmptyGroup: a group request whose group id is the empty string, as
+	// a client sent it (Group is "" then too). Kafka refuses it with
+	// INVALID_GROUP_ID to a JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+	// and TxnOffsetCommit, and takes it as any group id in an
+	// OffsetCommit, OffsetFetch and AddOffsetsToTxn (groupid.go).
+	EmptyGroup bool
+	MemberID   string
 	// InstanceID is the member's group.instance.id (KIP-345): a static
 	// member's name that outlives its member ids; "" for a dynamic
 	// member. join_group, sync_group, heartbeat, leave_group,
