@@ -252,8 +252,8 @@ func (t text[T]) encode() any  { return string(*t.p) }
 
 // textOrEmpty is a string where the empty string is not absent but an
 // empty id, which Kafka refuses: the transactional_id of
-// init_producer_id, add_partitions and end_txn, and a group request's
-// group. So a history can hold the refusal.
+// init_producer_id, add_partitions and end_txn, a group request's group,
+// and a join_group's protocol_type. So a history can hold the refusal.
 type textOrEmpty struct {
 	p     *string
 	empty *bool

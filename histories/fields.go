@@ -137,7 +137,11 @@ var (
 		return number[int64]{&r.RebalanceTimeoutMs, durations}
 	}}
 	qProtocolType = field[request]{"protocol_type", func(r *request) codec { return text[string]{p: &r.ProtocolType} }}
-	qProtocols    = field[request]{"protocols", func(r *request) codec {
+	// join_group's, which may be empty (model.Request.EmptyProtocolType).
+	qJoinProtocolType = field[request]{"protocol_type", func(r *request) codec {
+		return textOrEmpty{&r.ProtocolType, &r.EmptyProtocolType}
+	}}
+	qProtocols = field[request]{"protocols", func(r *request) codec {
 		return list[model.Protocol]{&r.Protocols, func() model.Protocol { return model.Protocol{} }, protocolSlots}
 	}}
 	// sync_group's protocol name (SyncGroup v5+).
@@ -228,7 +232,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.OffsetCommit: {qGroupOrEmpty.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
 	model.EndTxn:       {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
 	model.JoinGroup: {qGroupOrEmpty.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
-		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
+		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qJoinProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
 	model.SyncGroup: {qGroupOrEmpty.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt(),
 		qProtocolType.opt(), qProtocol.opt()},
 	// A leave may name a static member by its instance alone (member_id

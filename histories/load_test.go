@@ -508,3 +508,22 @@ func TestLoadEmptyGroupID(t *testing.T) {
 	_, err = Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "", "member_id": "m", "member_epoch": 1}}`)))
 	require.ErrorContains(t, err, "req.group is required")
 }
+
+// A join_group's protocol_type "" is the empty protocol type, which
+// Kafka refuses, and not one left out: it loads as such and is saved
+// back as "".
+func TestLoadEmptyProtocolType(t *testing.T) {
+	h, err := Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "join_group", "req": {"group": "g", "member_id": "", "partitions": ["trips-0"], "protocol_type": "", "protocols": [{"name": "range"}]}, "error": "INCONSISTENT_GROUP_PROTOCOL"}`)))
+	require.NoError(t, err)
+	require.True(t, h.Ops[0].Req.EmptyProtocolType)
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	require.Contains(t, buf.String(), `"protocol_type": ""`)
+	again, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, again)
+
+	h, err = Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "type": "join_group", "req": {"group": "g", "member_id": "", "partitions": ["trips-0"]}}`)))
+	require.NoError(t, err)
+	require.False(t, h.Ops[0].Req.EmptyProtocolType, "a protocol type left out is not known")
+}

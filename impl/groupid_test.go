@@ -47,3 +47,19 @@ func TestEmptyGroupIDLikeTheModel(t *testing.T) {
 	fetch.Partition = "in-0"
 	require.Equal(t, int64(5), send(model.OffsetFetch, fetch).Resp.Offset)
 }
+
+// A join naming the empty protocol type is INCONSISTENT_GROUP_PROTOCOL,
+// as the model answers it (model: protocol-unsupported).
+func TestEmptyProtocolTypeLikeTheModel(t *testing.T) {
+	ref, b := model.NewBroker(model.Options{TxnVersion: 1}), New(Config{TxnVersion: 1})
+	join := model.NewRequest()
+	join.Group, join.Partitions, join.EmptyProtocolType = "g", []model.Partition{"in-0"}, true
+	join.Protocols = []model.Protocol{{Name: "range"}}
+	op := model.Op{Kind: model.JoinGroup, Req: join}
+	want, err := model.Send(context.Background(), ref, op)
+	require.NoError(t, err)
+	got, err := model.Send(context.Background(), b, op)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, model.InconsistentGroupProtocol, got.Err)
+}

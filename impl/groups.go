@@ -273,6 +273,11 @@ func (b *Broker) joinGroup(r model.Request) model.Result {
 	if b.sessionOutOfBounds(r.SessionTimeoutMs) {
 		return model.Fail(model.InvalidSessionTimeout)
 	}
+	if r.EmptyProtocolType {
+		// model: protocol-unsupported, which no other join of the
+		// workload meets (its members share their protocols).
+		return model.Fail(model.InconsistentGroupProtocol)
+	}
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)

@@ -170,6 +170,10 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.JoinOnly = td.HasArg("join-only")
 	r.RebalanceTimeoutMs = int64(intArg(t, td, "rebalance", 0))
 	r.ProtocolType = strArg(td, "protocol-type")
+	if arg, ok := td.Arg("protocol-type"); ok && len(arg.Vals) == 1 && arg.Vals[0] == "" && kind == model.JoinGroup {
+		// protocol-type= names the empty protocol type.
+		r.EmptyProtocolType = true
+	}
 	r.Protocols = protocols(td)
 	r.Protocol = strArg(td, "protocol")
 	r.Assignments = assignments(t, td)

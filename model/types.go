@@ -193,7 +193,12 @@ type Request struct {
 	// ProtocolType is join_group's, and sync_group's from SyncGroup v5
 	// on; "" when not said.
 	ProtocolType string
-	Protocols    []Protocol // join_group: the protocols, in the member's order
+	// EmptyProtocolType: a join_group whose protocol type is the empty
+	// string, as the client sent it (ProtocolType is "" then too), which
+	// Kafka refuses with INCONSISTENT_GROUP_PROTOCOL (rounds.go,
+	// protocolRefusal).
+	EmptyProtocolType bool
+	Protocols         []Protocol // join_group: the protocols, in the member's order
 	// Protocol is the protocol name a SyncGroup v5+ sends, the one the
 	// member's JoinGroup answer named; "" when not said.
 	Protocol string

@@ -480,7 +480,7 @@ func (c *Client) joinRequest(group string, r *kmsg.JoinGroupRequest) model.Reque
 	if r.Version >= 1 {
 		req.RebalanceTimeoutMs = c.cfg.Cluster.Millis(r.RebalanceTimeoutMillis)
 	}
-	req.ProtocolType = r.ProtocolType
+	req.ProtocolType, req.EmptyProtocolType = r.ProtocolType, r.ProtocolType == ""
 	req.Partitions = c.subscribed(r.Protocols)
 	for _, p := range r.Protocols {
 		req.Protocols = append(req.Protocols, model.Protocol{Name: p.Name, Topics: c.protocolTopics(r.ProtocolType, p)})
