@@ -321,6 +321,10 @@ type group struct {
 	// unsettled are the partitions whose offsets a transaction's end
 	// settled and no answer has shown settled yet (see settling).
 	unsettled map[Partition]bool
+	// loading: the coordinator may still be loading the group since the
+	// broker restarted, until an answer only a loaded coordinator gives
+	// (loading.go).
+	loading bool
 }
 
 // Init is the state of a fresh cluster.

@@ -322,6 +322,13 @@ func (st *step) answered(code Code) bool {
 }
 
 func (st *step) run() outcome {
+	out := st.runOp()
+	st.loadedBy()
+	return out
+}
+
+// runOp answers the request, or moves the clock, by the kind's rules.
+func (st *step) runOp() outcome {
 	r := st.op.Req
 	if out := emptyGroupID(st.op.Kind, r); out != nil {
 		return *out
