@@ -140,3 +140,39 @@ func TestConsumerGroupMaxSizeOnlyWhenNamed(t *testing.T) {
 		})
 	}
 }
+
+// A JoinGroup's session timeout is judged against
+// group.min.session.timeout.ms and group.max.session.timeout.ms only
+// where the history names them; the refusal is ruled out only where both
+// are named.
+func TestSessionTimeoutBoundsOnlyWhenNamed(t *testing.T) {
+	for name, c := range map[string]struct {
+		sessionMs, minMs, maxMs int64
+		refused                 bool
+		held                    bool
+	}{
+		"success below unknown bounds":        {sessionMs: 1, held: true},
+		"refusal within unknown bounds":       {sessionMs: 10_000, refused: true, held: true},
+		"success below the named minimum":     {sessionMs: 5_000, minMs: 6_000},
+		"success above the named maximum":     {sessionMs: 2_000_000, maxMs: 1_800_000},
+		"refusal below the named minimum":     {sessionMs: 5_000, minMs: 6_000, maxMs: 1_800_000, refused: true, held: true},
+		"refusal within both named bounds":    {sessionMs: 6_000, minMs: 6_000, maxMs: 1_800_000, refused: true},
+		"refusal with only the maximum":       {sessionMs: 6_000, maxMs: 1_800_000, refused: true, held: true},
+		"success within both named bounds":    {sessionMs: 1_800_000, minMs: 6_000, maxMs: 1_800_000, held: true},
+		"refusal of a session the join omits": {sessionMs: 0, minMs: 6_000, maxMs: 1_800_000, refused: true, held: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b historyBuilder
+			b.h.GroupMinSessionTimeoutMs, b.h.GroupMaxSessionTimeoutMs = c.minMs, c.maxMs
+			id := b.joinGroup("A", 0, 1, "g", 1, "in-0")
+			b.op(id).Op.Req.SessionTimeoutMs = c.sessionMs
+			b.op(id).Result.Resp.MemberID = "m"
+			b.op(id).Op.Req.Partitions = []model.Partition{"in-0"}
+			if c.refused {
+				b.fail(id, model.InvalidSessionTimeout)
+			}
+			report := Check(b.h, Options{})
+			require.Equal(t, c.held, report.Held(), "%v", report.Verdicts)
+		})
+	}
+}

@@ -96,7 +96,8 @@ func modelOptions(h histories.History, version int, opts Options) model.Options 
 	return model.Options{TxnVersion: version, WallClock: h.WallClock, MarkerWindow: h.AsyncMarkers, Allow: opts.Allow,
 		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification,
 		GroupMaxSize: h.GroupMaxSize, ConsumerGroupMaxSize: h.ConsumerGroupMaxSize,
-		MigrationPolicy: h.MigrationPolicy, TwoPhaseCommit: h.TwoPhaseCommit}
+		MigrationPolicy: h.MigrationPolicy, TwoPhaseCommit: h.TwoPhaseCommit,
+		GroupMinSessionTimeoutMs: h.GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs: h.GroupMaxSessionTimeoutMs}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
@@ -254,6 +255,7 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 			continue // a read nobody saw the answer of changes nothing
 		}
 		if noEffect(op) && model.WrongTimeoutRefusal(h.TxnMaxTimeoutMs, op.Op, op.Result) == nil &&
+			model.WrongSessionTimeoutRefusal(modelOptions(h, 0, Options{}), op.Op, op.Result) == nil &&
 			!model.JudgedByState(h.GroupMaxSize, op.Op, op.Result) {
 			// Kafka refused it before it wrote: any state allows it. A
 			// refusal the broker's config rules out, or makes depend on

@@ -13,7 +13,9 @@ import (
 // under Kafka's own names (model.ExpiryConfigs,
 // model.TxnMaxTimeoutConfig, model.PartitionVerificationConfig,
 // model.GroupMaxSizeConfig, model.ConsumerGroupMaxSizeConfig,
-// model.MigrationPolicyConfig and model.TwoPhaseCommitConfig), so
+// model.MigrationPolicyConfig, the session timeout bounds
+// model.GroupMinSessionTimeoutConfig and model.GroupMaxSessionTimeoutConfig,
+// and model.TwoPhaseCommitConfig), so
 // that a recorder can copy them from the cluster it recorded
 // (DescribeConfigs). Other names are ignored, whatever their value: a
 // recorder may copy the whole config.
@@ -30,6 +32,9 @@ type brokerConfig struct {
 	consumerGroupMaxSize *int
 	// migration is group.consumer.migration.policy; "" when not named.
 	migration *model.MigrationPolicy
+	// minSession and maxSession are group.min.session.timeout.ms and
+	// group.max.session.timeout.ms; 0 when not named.
+	minSession, maxSession *int64
 	// twoPC is transaction.two.phase.commit.enable; unknown when not
 	// named.
 	twoPC *model.TwoPhaseCommit
@@ -37,7 +42,9 @@ type brokerConfig struct {
 
 // brokerConfig is h's "broker_config".
 func (h *History) brokerConfig() brokerConfig {
-	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize, &h.ConsumerGroupMaxSize, &h.MigrationPolicy, &h.TwoPhaseCommit}
+	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize,
+		&h.ConsumerGroupMaxSize, &h.MigrationPolicy,
+		&h.GroupMinSessionTimeoutMs, &h.GroupMaxSessionTimeoutMs, &h.TwoPhaseCommit}
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
@@ -48,6 +55,15 @@ var intervals = span{lo: 1, hi: math.MaxInt32}
 // groupSizes is what group.max.size and group.consumer.max.size may
 // hold: Kafka defines each as an INT at least 1 (GroupCoordinatorConfig).
 var groupSizes = span{lo: 1, hi: math.MaxInt32}
+
+// sessionBounds is what group.min.session.timeout.ms and
+// group.max.session.timeout.ms may hold here. Kafka defines each as an
+// INT with no bound of its own (GroupCoordinatorConfig); a history names
+// one from 1, because a JoinGroup's session timeout of 0 is one the
+// history does not know. Kafka does not hold the minimum below the
+// maximum; a broker set the other way refuses every JoinGroup, and so
+// does the model.
+var sessionBounds = span{lo: 1, hi: math.MaxInt32}
 
 func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	m, err := asObject(path, raw)
@@ -79,6 +95,12 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	if *c.migration != model.MigrationPolicyUnknown {
 		*c.migration, _ = model.ParseMigrationPolicy(string(*c.migration))
 	}
+	if err := take(m, path, model.GroupMinSessionTimeoutConfig, optional, number[int64]{c.minSession, sessionBounds}); err != nil {
+		return err
+	}
+	if err := take(m, path, model.GroupMaxSessionTimeoutConfig, optional, number[int64]{c.maxSession, sessionBounds}); err != nil {
+		return err
+	}
 	enabled := true
 	if err := take(m, path, model.PartitionVerificationConfig, optional, flag{&enabled}); err != nil {
 		return err
@@ -99,7 +121,9 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 
 func (c brokerConfig) absent() bool {
 	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0 &&
-		*c.consumerGroupMaxSize == 0 && *c.migration == model.MigrationPolicyUnknown && *c.twoPC == model.TwoPhaseCommitUnknown
+		*c.consumerGroupMaxSize == 0 && *c.migration == model.MigrationPolicyUnknown &&
+		*c.minSession == 0 && *c.maxSession == 0 &&
+		*c.twoPC == model.TwoPhaseCommitUnknown
 }
 
 func (c brokerConfig) encode() any {
@@ -120,6 +144,12 @@ func (c brokerConfig) encode() any {
 	}
 	if *c.migration != model.MigrationPolicyUnknown {
 		out = append(out, member{model.MigrationPolicyConfig, string(*c.migration)})
+	}
+	if *c.minSession != 0 {
+		out = append(out, member{model.GroupMinSessionTimeoutConfig, *c.minSession})
+	}
+	if *c.maxSession != 0 {
+		out = append(out, member{model.GroupMaxSessionTimeoutConfig, *c.maxSession})
 	}
 	if *c.noVerification {
 		out = append(out, member{model.PartitionVerificationConfig, false})

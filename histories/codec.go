@@ -250,15 +250,16 @@ func (t text[T]) decode(path string, raw json.RawMessage) error {
 func (t text[T]) absent() bool { return *t.p == "" }
 func (t text[T]) encode() any  { return string(*t.p) }
 
-// txnIDOrEmpty is a transactional_id where the empty string is not
-// absent but an empty id, which Kafka refuses (init_producer_id,
-// add_partitions and end_txn): so that a history can hold the refusal.
-type txnIDOrEmpty struct {
+// textOrEmpty is a string where the empty string is not absent but an
+// empty id, which Kafka refuses: the transactional_id of
+// init_producer_id, add_partitions and end_txn, a group request's group,
+// and a join_group's protocol_type. So a history can hold the refusal.
+type textOrEmpty struct {
 	p     *string
 	empty *bool
 }
 
-func (t txnIDOrEmpty) decode(path string, raw json.RawMessage) error {
+func (t textOrEmpty) decode(path string, raw json.RawMessage) error {
 	if err := (text[string]{p: t.p}).decode(path, raw); err != nil {
 		return err
 	}
@@ -266,8 +267,8 @@ func (t txnIDOrEmpty) decode(path string, raw json.RawMessage) error {
 	return nil
 }
 
-func (t txnIDOrEmpty) absent() bool { return *t.p == "" && !*t.empty }
-func (t txnIDOrEmpty) encode() any  { return *t.p }
+func (t textOrEmpty) absent() bool { return *t.p == "" && !*t.empty }
+func (t textOrEmpty) encode() any  { return *t.p }
 
 // flag is a boolean field; false is its absent value.
 type flag struct{ p *bool }

@@ -103,7 +103,7 @@ var (
 	// init_producer_id's, add_partitions' and end_txn's, which may be
 	// empty.
 	qTxnIDOrEmpty = field[request]{"transactional_id", func(r *request) codec {
-		return txnIDOrEmpty{&r.TransactionalID, &r.EmptyTransactionalID}
+		return textOrEmpty{&r.TransactionalID, &r.EmptyTransactionalID}
 	}}
 	qProducerID = producerID(func(r *request) *int64 { return &r.ProducerID })
 	qEpoch      = epoch(func(r *request) *int16 { return &r.Epoch })
@@ -123,7 +123,10 @@ var (
 	qRecords  = field[request]{"records", func(r *request) codec {
 		return list[model.Record]{&r.Records, func() model.Record { return model.Record{} }, recordSlots}
 	}}
-	qGroup            = field[request]{"group", func(r *request) codec { return text[string]{p: &r.Group} }}
+	qGroup = field[request]{"group", func(r *request) codec { return text[string]{p: &r.Group} }}
+	// The group of a classic group's requests and of the commits, which
+	// may be empty (model.Request.EmptyGroup).
+	qGroupOrEmpty     = field[request]{"group", func(r *request) codec { return textOrEmpty{&r.Group, &r.EmptyGroup} }}
 	qOffsets          = field[request]{"offsets", func(r *request) codec { return partitionOffsets{&r.Offsets} }}
 	qCommit           = field[request]{"commit", func(r *request) codec { return flag{&r.Commit} }}
 	qSessionTimeoutMs = field[request]{"session_timeout_ms", func(r *request) codec {
@@ -134,7 +137,11 @@ var (
 		return number[int64]{&r.RebalanceTimeoutMs, durations}
 	}}
 	qProtocolType = field[request]{"protocol_type", func(r *request) codec { return text[string]{p: &r.ProtocolType} }}
-	qProtocols    = field[request]{"protocols", func(r *request) codec {
+	// join_group's, which may be empty (model.Request.EmptyProtocolType).
+	qJoinProtocolType = field[request]{"protocol_type", func(r *request) codec {
+		return textOrEmpty{&r.ProtocolType, &r.EmptyProtocolType}
+	}}
+	qProtocols = field[request]{"protocols", func(r *request) codec {
 		return list[model.Protocol]{&r.Protocols, func() model.Protocol { return model.Protocol{} }, protocolSlots}
 	}}
 	// sync_group's protocol name (SyncGroup v5+).
@@ -216,26 +223,26 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.AddPartitions: {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
 	model.Produce: {qTxnID.opt(), qProducerID.req(), qEpoch.req(), qPartition.req(), qSequence.always(),
 		qRecords.always()},
-	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req()},
+	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroupOrEmpty.req()},
 	// The groupId-string overload sends no member and generation -1.
-	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req(), qMemberID.opt(),
+	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroupOrEmpty.req(), qMemberID.opt(),
 		qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
 	// A plain commit: the "simple" or admin commit sends no member and
 	// generation -1.
-	model.OffsetCommit: {qGroup.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
+	model.OffsetCommit: {qGroupOrEmpty.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
 	model.EndTxn:       {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
-	model.JoinGroup: {qGroup.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
-		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
-	model.SyncGroup: {qGroup.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt(),
+	model.JoinGroup: {qGroupOrEmpty.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
+		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qJoinProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
+	model.SyncGroup: {qGroupOrEmpty.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt(),
 		qProtocolType.opt(), qProtocol.opt()},
 	// A leave may name a static member by its instance alone (member_id
 	// ""), as an admin's removal does (LeaveGroup v3+).
-	model.LeaveGroup: {qGroup.req(), qMemberID.always(), qInstanceID.opt()},
+	model.LeaveGroup: {qGroupOrEmpty.req(), qMemberID.always(), qInstanceID.opt()},
 	// OffsetFetch v9+ names the member of a KIP-848 consumer group and
 	// its epoch; an admin's fetch names neither.
-	model.OffsetFetch: {qGroup.req(), qPartition.req(), qRequireStable.opt(), qMemberID.opt(), qFetchMemberEpoch.opt()},
+	model.OffsetFetch: {qGroupOrEmpty.req(), qPartition.req(), qRequireStable.opt(), qMemberID.opt(), qFetchMemberEpoch.opt()},
 	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
-	model.Heartbeat:   {qGroup.req(), qMemberID.req(), qGeneration.req(), qInstanceID.opt()},
+	model.Heartbeat:   {qGroupOrEmpty.req(), qMemberID.req(), qGeneration.req(), qInstanceID.opt()},
 	model.Tick:        {qMs.always()},
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatReq,

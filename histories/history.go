@@ -54,6 +54,11 @@ type History struct {
 	// model.MigrationPolicyUnknown, absent from the document, when not
 	// known.
 	MigrationPolicy model.MigrationPolicy
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs are the
+	// broker's group.min.session.timeout.ms and
+	// group.max.session.timeout.ms, from "broker_config"; 0, absent from
+	// the document, when not known.
+	GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs int64
 	// TwoPhaseCommit is the broker's transaction.two.phase.commit.enable
 	// (KIP-939), from "broker_config"; model.TwoPhaseCommitUnknown, absent
 	// from the document, when not known.

@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -209,6 +210,10 @@ var loadRejects = []struct {
 		"broker_config.transaction.max.timeout.ms: 2147483648 is out of range 1..2147483647"},
 	{"group size 0", `{"format": "fencecheck/history/v1", "broker_config": {"group.max.size": 0}, "ops": []}`,
 		"broker_config.group.max.size: 0 is out of range 1..2147483647"},
+	{"session timeout minimum 0", `{"format": "fencecheck/history/v1", "broker_config": {"group.min.session.timeout.ms": 0}, "ops": []}`,
+		"broker_config.group.min.session.timeout.ms: 0 is out of range 1..2147483647"},
+	{"session timeout maximum as a string", `{"format": "fencecheck/history/v1", "broker_config": {"group.max.session.timeout.ms": "300000"}, "ops": []}`,
+		`broker_config.group.max.session.timeout.ms: must be an integer, got the string "300000"`},
 	{"group size as a string", `{"format": "fencecheck/history/v1", "broker_config": {"group.max.size": "4"}, "ops": []}`,
 		`broker_config.group.max.size: must be an integer, got the string "4"`},
 	{"consumer group size 0", `{"format": "fencecheck/history/v1", "broker_config": {"group.consumer.max.size": 0}, "ops": []}`,
@@ -489,4 +494,42 @@ func TestLoadBrokenOps(t *testing.T) {
 	require.ErrorAs(t, err, &broken)
 	require.Equal(t, 3, broken.Index, "the operations after one that does not decode are counted too")
 	require.Nil(t, broken.Before, "an operation before does not decode")
+}
+
+// A group request may name the empty group id, which Kafka refuses to a
+// classic group's requests and takes as any other in a commit: it loads
+// as an empty group, not an absent one, and is saved back as "". A
+// consumer_group_heartbeat still needs a group.
+func TestLoadEmptyGroupID(t *testing.T) {
+	h, err := Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "join_group", "req": {"group": "", "member_id": "", "partitions": ["trips-0"]}, "error": "INVALID_GROUP_ID"}`)))
+	require.NoError(t, err)
+	require.True(t, h.Ops[0].Req.EmptyGroup)
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	require.Contains(t, buf.String(), `"group": ""`)
+	again, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, again)
+
+	_, err = Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "", "member_id": "m", "member_epoch": 1}}`)))
+	require.ErrorContains(t, err, "req.group is required")
+}
+
+// A join_group's protocol_type "" is the empty protocol type, which
+// Kafka refuses, and not one left out: it loads as such and is saved
+// back as "".
+func TestLoadEmptyProtocolType(t *testing.T) {
+	h, err := Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "join_group", "req": {"group": "g", "member_id": "", "partitions": ["trips-0"], "protocol_type": "", "protocols": [{"name": "range"}]}, "error": "INCONSISTENT_GROUP_PROTOCOL"}`)))
+	require.NoError(t, err)
+	require.True(t, h.Ops[0].Req.EmptyProtocolType)
+	var buf bytes.Buffer
+	require.NoError(t, Save(&buf, h))
+	require.Contains(t, buf.String(), `"protocol_type": ""`)
+	again, err := Load(&buf)
+	require.NoError(t, err)
+	require.Equal(t, h, again)
+
+	h, err = Load(strings.NewReader(doc(`{"id": 1, "proc": "A", "call": 0, "type": "join_group", "req": {"group": "g", "member_id": "", "partitions": ["trips-0"]}}`)))
+	require.NoError(t, err)
+	require.False(t, h.Ops[0].Req.EmptyProtocolType, "a protocol type left out is not known")
 }

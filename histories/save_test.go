@@ -163,6 +163,8 @@ func TestSaveLoadBrokerConfig(t *testing.T) {
 	require.Zero(t, got.GroupMaxSize, "a group size not named stays unknown")
 	require.Zero(t, got.ConsumerGroupMaxSize, "a consumer group size not named stays unknown")
 	require.Equal(t, model.MigrationPolicyUnknown, got.MigrationPolicy, "a migration policy not named stays unknown")
+	require.Zero(t, got.GroupMinSessionTimeoutMs, "a session timeout bound not named stays unknown")
+	require.Zero(t, got.GroupMaxSessionTimeoutMs, "a session timeout bound not named stays unknown")
 	require.Equal(t, model.TwoPhaseCommitUnknown, got.TwoPhaseCommit, "a two-phase commit switch not named stays unknown")
 }
 
@@ -188,6 +190,8 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			`"broker_config": {"group.consumer.max.size": 2, "group.max.size": 10}`},
 		"migration policy": {History{MigrationPolicy: model.MigrationDowngrade, ConsumerGroupMaxSize: 2},
 			`"broker_config": {"group.consumer.max.size": 2, "group.consumer.migration.policy": "downgrade"}`},
+		"session timeout bounds": {History{GroupMinSessionTimeoutMs: 6000, GroupMaxSessionTimeoutMs: 1_800_000, GroupMaxSize: 4},
+			`"broker_config": {"group.max.session.timeout.ms": 1800000, "group.max.size": 4, "group.min.session.timeout.ms": 6000}`},
 		"two-phase commit on": {History{TwoPhaseCommit: model.TwoPhaseCommitEnabled},
 			`"broker_config": {"transaction.two.phase.commit.enable": true}`},
 		"two-phase commit off, last by name": {History{TwoPhaseCommit: model.TwoPhaseCommitDisabled, TxnMaxTimeoutMs: 30_000},

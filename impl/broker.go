@@ -62,6 +62,10 @@ type Config struct {
 	// ConsumerGroupMaxSize is group.consumer.max.size; 0 takes any number
 	// of members (model.Options.ConsumerGroupMaxSize).
 	ConsumerGroupMaxSize int
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms; 0
+	// takes any session timeout (model.Options.GroupMinSessionTimeoutMs).
+	GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs int64
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0 is Kafka's
 	// 45000 (model.Options.ConsumerSessionTimeoutMs).
@@ -91,6 +95,9 @@ type Broker struct {
 	// groupMaxSize is Config.GroupMaxSize, consumerGroupMaxSize
 	// Config.ConsumerGroupMaxSize.
 	groupMaxSize, consumerGroupMaxSize int
+	// minSessionMs and maxSessionMs are Config.GroupMinSessionTimeoutMs
+	// and Config.GroupMaxSessionTimeoutMs.
+	minSessionMs, maxSessionMs int64
 	// consumerSessionMs and topicPartitions are Config's, 0 made the
 	// defaults (consumergroups.go).
 	consumerSessionMs int64
@@ -128,6 +135,7 @@ var _ model.Target = (*Broker)(nil)
 func New(cfg Config) *Broker {
 	b := &Broker{v2: cfg.TxnVersion >= 2, async: cfg.AsyncMarkers, bugs: mutantsOf(cfg.Mutants), segmentSize: cmp.Or(cfg.SegmentSize, segmentSize), expiry: cfg.Expiry,
 		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, groupMaxSize: cfg.GroupMaxSize, consumerGroupMaxSize: cfg.ConsumerGroupMaxSize, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
+		minSessionMs: cfg.GroupMinSessionTimeoutMs, maxSessionMs: cfg.GroupMaxSessionTimeoutMs,
 		topicPartitions: cmp.Or(cfg.TopicPartitions, defaultTopicPartitions)}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)
@@ -261,13 +269,22 @@ func (b *Broker) AddOffsets(_ context.Context, r model.Request) model.Result {
 	return b.addOffsets(r)
 }
 func (b *Broker) TxnOffsetCommit(_ context.Context, r model.Request) model.Result {
+	if r.EmptyGroup {
+		return model.Fail(model.InvalidGroupID) // model: invalid-group-id
+	}
 	return b.txnOffsetCommit(r)
 }
 func (b *Broker) EndTxn(_ context.Context, r model.Request) model.Result { return b.endTxn(r) }
 func (b *Broker) JoinGroup(_ context.Context, r model.Request) model.Result {
+	if r.EmptyGroup {
+		return model.Fail(model.InvalidGroupID) // model: invalid-group-id
+	}
 	return b.joinGroup(r)
 }
 func (b *Broker) LeaveGroup(_ context.Context, r model.Request) model.Result {
+	if r.EmptyGroup {
+		return model.Fail(model.InvalidGroupID) // model: invalid-group-id
+	}
 	return b.leaveGroup(r)
 }
 func (b *Broker) OffsetFetch(_ context.Context, r model.Request) model.Result {

@@ -39,7 +39,12 @@ func checkDifferential(t *testing.T, restartAlways bool) {
 				// A small group.max.size, or none, so that joins meet a
 				// full group (model: groupMaxSize).
 				maxSize := rapid.SampledFrom([]int{0, 1, 2}).Draw(rt, "groupMaxSize")
-				d := newDifferential(version, async, expiry, maxSize)
+				// Session timeout bounds, or none, so that a join's
+				// session of 2000 or 10000 ms is out of them now and then
+				// (model: session-timeout-bounds).
+				bounds := rapid.SampledFrom([][2]int64{{0, 0}, {5_000, 60_000}, {1_000, 5_000}}).Draw(rt, "session bounds")
+				d := newDifferential(model.Options{TxnVersion: version, AsyncMarkers: async, Expiry: expiry, GroupMaxSize: maxSize,
+					GroupMinSessionTimeoutMs: bounds[0], GroupMaxSessionTimeoutMs: bounds[1]})
 				d.restartAlways = restartAlways
 				rt.Repeat(d.actions())
 			})
@@ -102,10 +107,13 @@ func instanceFor(t *rapid.T, m joined) string {
 	return m.instance
 }
 
-func newDifferential(version int, asyncMarkers bool, expiry model.Expiry, groupMaxSize int) *differential {
+// newDifferential is the model with opts beside impl with the same
+// config.
+func newDifferential(opts model.Options) *differential {
 	return &differential{
-		ref:      model.NewBroker(model.Options{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry, GroupMaxSize: groupMaxSize}),
-		impl:     New(Config{TxnVersion: version, AsyncMarkers: asyncMarkers, Expiry: expiry, GroupMaxSize: groupMaxSize}),
+		ref: model.NewBroker(opts),
+		impl: New(Config{TxnVersion: opts.TxnVersion, AsyncMarkers: opts.AsyncMarkers, Expiry: opts.Expiry, GroupMaxSize: opts.GroupMaxSize,
+			GroupMinSessionTimeoutMs: opts.GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs: opts.GroupMaxSessionTimeoutMs}),
 		sessions: map[string][]session{},
 		next:     map[seqKey]int32{},
 	}
@@ -354,7 +362,7 @@ func (d *differential) tick(t *rapid.T) {
 // both answer the protocol the group chose. The random walk above meets
 // this rarely: the member that rejoins is most often the leader.
 func TestProtocolChangeRebalancesLikeTheModel(t *testing.T) {
-	d := newDifferential(1, false, model.Expiry{}, 0)
+	d := newDifferential(model.Options{TxnVersion: 1})
 	join := func(member string, protocols ...string) model.Result {
 		r := joinReq(theGroup, member, 0, inputs...)
 		r.ProtocolType = "consumer"

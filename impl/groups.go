@@ -258,10 +258,26 @@ func sessionTimeout(r model.Request) int64 {
 	return model.DefaultSessionTimeoutMs
 }
 
+// sessionOutOfBounds reports whether a JoinGroup's session timeout ms is
+// outside the broker's bounds, which Kafka checks before it looks at the
+// group (model: session-timeout-bounds). A bound of 0, or a timeout of
+// 0, is not judged.
+func (b *Broker) sessionOutOfBounds(ms int64) bool {
+	return ms > 0 && (b.minSessionMs > 0 && ms < b.minSessionMs || b.maxSessionMs > 0 && ms > b.maxSessionMs)
+}
+
 // joinGroup is a whole rebalance round for one member (JoinGroup and
 // SyncGroup in one): it answers the member id, the generation and the
 // member's round-robin share of the partitions, as the model chooses.
 func (b *Broker) joinGroup(r model.Request) model.Result {
+	if b.sessionOutOfBounds(r.SessionTimeoutMs) {
+		return model.Fail(model.InvalidSessionTimeout)
+	}
+	if r.EmptyProtocolType {
+		// model: protocol-unsupported, which no other join of the
+		// workload meets (its members share their protocols).
+		return model.Fail(model.InconsistentGroupProtocol)
+	}
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)

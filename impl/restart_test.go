@@ -24,7 +24,7 @@ func TestRestartRebuildsState(t *testing.T) { checkDifferential(t, true) }
 // last bumps come from EndTxn.
 func TestEpochExhaustion(t *testing.T) {
 	for _, version := range []int{1, 2} {
-		d := newDifferential(version, false, model.Expiry{}, 0)
+		d := newDifferential(model.Options{TxnVersion: version})
 		s := sessionOf(d.send(t, model.InitProducerID, initReq("t", 0)))
 		first := s.pid
 		for s.epoch < epochExhausted-1 {
@@ -53,7 +53,7 @@ func TestEpochExhaustion(t *testing.T) {
 // segmented logs must answer as the model's single slice does.
 func TestLongLogs(t *testing.T) {
 	for _, version := range []int{1, 2} {
-		d := newDifferential(version, false, model.Expiry{}, 0)
+		d := newDifferential(model.Options{TxnVersion: version})
 		s := sessionOf(d.send(t, model.InitProducerID, initReq("t", 0)))
 		seq := int32(0)
 		for n := 0; n*7 < 3*segmentSize+100; n++ {
@@ -92,7 +92,7 @@ func TestLongLogs(t *testing.T) {
 // after it is answered with what it held. No rapid draw of the
 // differential test met this order (mutation testing found the gap).
 func TestRejoinsKeepAssignments(t *testing.T) {
-	d := newDifferential(2, false, model.Expiry{}, 0)
+	d := newDifferential(model.Options{TxnVersion: 2})
 	join := func(id string) model.Result {
 		res := d.send(t, model.JoinGroup, joinReq(theGroup, id, 0, inputs...))
 		require.True(t, res.Succeeded(), "%+v", res)

@@ -97,8 +97,12 @@ func (g group) roomFor(known bool, maxSize int) bool {
 // nothing, is one the state decides, so that it is not taken in any
 // state: GROUP_MAX_SIZE_REACHED once group.max.size is known, and a
 // MEMBER_ID_REQUIRED that names the id it hands out (pending.go), which
-// a history's join_group never does.
+// a history's join_group never does, and an INVALID_GROUP_ID, which the
+// group id decides (groupid.go).
 func JudgedByState(groupMaxSize int, op Op, got Result) bool {
+	if groupIDJudged(op, got) {
+		return true
+	}
 	if op.Kind != JoinGroup || !got.Answered {
 		return false
 	}

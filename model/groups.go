@@ -15,6 +15,9 @@ import (
 // answer is accepted where no partition goes to two members of one
 // generation.
 func (st *step) joinGroup(r Request) outcome {
+	if out := st.sessionTimeoutBounds(r); out != nil {
+		return *out
+	}
 	if out, consumer := st.classicToConsumerGroup(r); consumer {
 		return out
 	}
@@ -572,12 +575,11 @@ func (st *step) leaveGroup(r Request) outcome {
 func (st *step) restartReloadsGroups() {
 	for _, name := range slices.Sorted(maps.Keys(st.s.groups)) {
 		g := st.s.groups[name]
-		if len(g.removed) > 0 || len(g.pending) > 0 {
-			// Pending members are held in memory alone (KIP-394), so a
-			// reload forgets them too.
-			g.removed, g.pending = nil, nil
-			st.s.setGroup(name, g)
-		}
+		// Pending members are held in memory alone (KIP-394), so a
+		// reload forgets them too. Until the load ends, a heartbeat may
+		// be answered blindly (loading.go).
+		g.removed, g.pending, g.loading = nil, nil, true
+		st.s.setGroup(name, g)
 	}
 }
 
@@ -629,11 +631,11 @@ func (st *step) heartbeat(r Request) outcome {
 		return out
 	}
 	if out := st.checkGeneration(r); out != nil {
-		return *out
+		return st.blindHeartbeat(r, *out)
 	}
 	g, m, known := st.member(r)
 	if !known {
-		return refuse("unknown-member", UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group)
+		return st.blindHeartbeat(r, refuse("unknown-member", UnknownMemberID, "%s is not a member of %s", r.MemberID, r.Group))
 	}
 	m.lastSeen = st.s.now
 	st.s.setGroup(r.Group, g.withMember(r.MemberID, m))

@@ -43,6 +43,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				GroupMaxSize:             intArg(t, td, model.GroupMaxSizeConfig, 0),
 				ConsumerGroupMaxSize:     intArg(t, td, model.ConsumerGroupMaxSizeConfig, 0),
 				MigrationPolicy:          migrationPolicy(t, td),
+				GroupMinSessionTimeoutMs: int64(intArg(t, td, model.GroupMinSessionTimeoutConfig, 0)),
+				GroupMaxSessionTimeoutMs: int64(intArg(t, td, model.GroupMaxSessionTimeoutConfig, 0)),
 				TwoPhaseCommit:           twoPhaseCommit(t, td),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""
@@ -150,6 +152,10 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.Sequence = int32(intArg(t, td, "seq", 0))
 	r.Records = records(t, td)
 	r.Group = strArg(td, "group")
+	if arg, ok := td.Arg("group"); ok && len(arg.Vals) == 1 && arg.Vals[0] == "" {
+		// group= names the empty group id.
+		r.EmptyGroup = true
+	}
 	r.MemberID = strArg(td, "member")
 	r.InstanceID = strArg(td, "instance")
 	r.GenerationID = int32(intArg(t, td, "gen", -1))
@@ -166,6 +172,10 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.JoinOnly = td.HasArg("join-only")
 	r.RebalanceTimeoutMs = int64(intArg(t, td, "rebalance", 0))
 	r.ProtocolType = strArg(td, "protocol-type")
+	if arg, ok := td.Arg("protocol-type"); ok && len(arg.Vals) == 1 && arg.Vals[0] == "" && kind == model.JoinGroup {
+		// protocol-type= names the empty protocol type.
+		r.EmptyProtocolType = true
+	}
 	r.Protocols = protocols(td)
 	r.Protocol = strArg(td, "protocol")
 	r.Assignments = assignments(t, td)

@@ -265,14 +265,20 @@ func sortedMembers(g group) []string {
 // its protocols. Where a member's protocols are unknown, or the member
 // may be gone, the count Kafka makes is unknown too.
 func protocolRefusal(r Request, g group) *outcome {
-	if r.ProtocolType == "" {
-		return nil
-	}
-	names := protocolNames(r)
 	refused := func(format string, args ...any) *outcome {
 		out := refuse("protocol-unsupported", InconsistentGroupProtocol, format, args...)
 		return &out
 	}
+	if r.EmptyProtocolType {
+		// An Empty group needs a protocol type that is not empty, and a
+		// group with members has one that is not (supportsProtocols;
+		// tests: GroupCoordinatorTest#testJoinGroupWithEmptyProtocolType).
+		return refused("the join names an empty protocol type (ClassicGroup.supportsProtocols)")
+	}
+	if r.ProtocolType == "" {
+		return nil
+	}
+	names := protocolNames(r)
 	if len(names) == 0 {
 		return refused("the join names no protocol (ClassicGroup.supportsProtocols)")
 	}

@@ -65,6 +65,13 @@ type Options struct {
 	// config is known; MigrationPolicyUnknown when not, so that a group
 	// may or may not be converted (consumermigration.go).
 	MigrationPolicy MigrationPolicy
+	// GroupMinSessionTimeoutMs and GroupMaxSessionTimeoutMs are
+	// group.min.session.timeout.ms and group.max.session.timeout.ms, the
+	// bounds of a classic member's session timeout, when the broker's
+	// config is known; 0 when not, so that INVALID_SESSION_TIMEOUT is
+	// taken or refused (the rule session-timeout-bounds,
+	// sessionbounds.go).
+	GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs int64
 	// TwoPhaseCommit is transaction.two.phase.commit.enable (KIP-939)
 	// when the broker's config is known; TwoPhaseCommitUnknown when not.
 	TwoPhaseCommit TwoPhaseCommit
@@ -323,6 +330,10 @@ type group struct {
 	// unsettled are the partitions whose offsets a transaction's end
 	// settled and no answer has shown settled yet (see settling).
 	unsettled map[Partition]bool
+	// loading: the coordinator may still be loading the group since the
+	// broker restarted, until an answer only a loaded coordinator gives
+	// (loading.go).
+	loading bool
 }
 
 // Init is the state of a fresh cluster.

@@ -57,6 +57,9 @@ func CheckContext(ctx context.Context, s State, op Op, got Result) (State, error
 	if err == nil && got.Answered {
 		err = WrongTimeoutRefusal(s.opts.TxnMaxTimeoutMs, op, got)
 	}
+	if err == nil && got.Answered {
+		err = WrongSessionTimeoutRefusal(s.opts, op, got)
+	}
 	return next, err
 }
 
@@ -319,7 +322,17 @@ func (st *step) answered(code Code) bool {
 }
 
 func (st *step) run() outcome {
+	out := st.runOp()
+	st.loadedBy()
+	return out
+}
+
+// runOp answers the request, or moves the clock, by the kind's rules.
+func (st *step) runOp() outcome {
 	r := st.op.Req
+	if out := emptyGroupID(st.op.Kind, r); out != nil {
+		return *out
+	}
 	switch st.op.Kind {
 	case InitProducerID:
 		return st.initProducerID(r)

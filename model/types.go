@@ -167,7 +167,13 @@ type Request struct {
 	Sequence             int32
 	Records              []Record
 	Group                string
-	MemberID             string
+	// EmptyGroup: a group request whose group id is the empty string, as
+	// a client sent it (Group is "" then too). Kafka refuses it with
+	// INVALID_GROUP_ID to a JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+	// and TxnOffsetCommit, and takes it as any group id in an
+	// OffsetCommit, OffsetFetch and AddOffsetsToTxn (groupid.go).
+	EmptyGroup bool
+	MemberID   string
 	// InstanceID is the member's group.instance.id (KIP-345): a static
 	// member's name that outlives its member ids; "" for a dynamic
 	// member. join_group, sync_group, heartbeat, leave_group,
@@ -187,7 +193,12 @@ type Request struct {
 	// ProtocolType is join_group's, and sync_group's from SyncGroup v5
 	// on; "" when not said.
 	ProtocolType string
-	Protocols    []Protocol // join_group: the protocols, in the member's order
+	// EmptyProtocolType: a join_group whose protocol type is the empty
+	// string, as the client sent it (ProtocolType is "" then too), which
+	// Kafka refuses with INCONSISTENT_GROUP_PROTOCOL (rounds.go,
+	// protocolRefusal).
+	EmptyProtocolType bool
+	Protocols         []Protocol // join_group: the protocols, in the member's order
 	// Protocol is the protocol name a SyncGroup v5+ sends, the one the
 	// member's JoinGroup answer named; "" when not said.
 	Protocol string

@@ -104,6 +104,7 @@ func (c *Client) heartbeat(r *kmsg.HeartbeatRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	req.EmptyGroup = group == ""
 	req.InstanceID = wire.Nullable(r.InstanceID)
 	return one(c, model.Heartbeat, r.Version, req,
 		func(r *kmsg.HeartbeatResponse) []int16 { return []int16{r.ErrorCode} }, nil)
@@ -245,6 +246,7 @@ func (c *Client) addOffsets(r *kmsg.AddOffsetsToTxnRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.TransactionalID, req.ProducerID, req.Epoch, req.Group = id, r.ProducerID, r.ProducerEpoch, group
+	req.EmptyGroup = group == ""
 	return one(c, model.AddOffsets, r.Version, req,
 		func(r *kmsg.AddOffsetsToTxnResponse) []int16 { return []int16{r.ErrorCode} }, nil)
 }
@@ -360,6 +362,7 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.TransactionalID, req.Group, req.ProducerID, req.Epoch = id, group, r.ProducerID, r.ProducerEpoch
+	req.EmptyGroup = group == ""
 	req.MemberID, req.GenerationID = r.MemberID, r.Generation
 	req.InstanceID = wire.Nullable(r.InstanceID)
 	req.Offsets = map[model.Partition]int64{}
@@ -388,6 +391,7 @@ func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 	}
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	req.EmptyGroup = group == ""
 	if r.Version < 1 || req.GenerationID < model.NoGeneration {
 		// v0 sends no member or generation: a simple consumer's commit.
 		req.MemberID, req.GenerationID = "", model.NoGeneration
@@ -470,12 +474,13 @@ func (c *Client) joinGroup(r *kmsg.JoinGroupRequest) []observed {
 func (c *Client) joinRequest(group string, r *kmsg.JoinGroupRequest) model.Request {
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.JoinOnly = group, r.MemberID, true
+	req.EmptyGroup = group == ""
 	req.InstanceID = wire.Nullable(r.InstanceID)
 	req.SessionTimeoutMs = c.cfg.Cluster.Millis(r.SessionTimeoutMillis)
 	if r.Version >= 1 {
 		req.RebalanceTimeoutMs = c.cfg.Cluster.Millis(r.RebalanceTimeoutMillis)
 	}
-	req.ProtocolType = r.ProtocolType
+	req.ProtocolType, req.EmptyProtocolType = r.ProtocolType, r.ProtocolType == ""
 	req.Partitions = c.subscribed(r.Protocols)
 	for _, p := range r.Protocols {
 		req.Protocols = append(req.Protocols, model.Protocol{Name: p.Name, Topics: c.protocolTopics(r.ProtocolType, p)})
@@ -537,6 +542,7 @@ func (c *Client) syncGroup(r *kmsg.SyncGroupRequest) []observed {
 	requested := c.subscription(r.MemberID)
 	req := model.NewRequest()
 	req.Group, req.MemberID, req.GenerationID = group, r.MemberID, r.Generation
+	req.EmptyGroup = group == ""
 	req.InstanceID = wire.Nullable(r.InstanceID)
 	req.ProtocolType, req.Protocol = wire.Nullable(r.ProtocolType), wire.Nullable(r.Protocol) // v5+
 	for _, a := range r.GroupAssignment {
@@ -587,6 +593,7 @@ func (c *Client) leaveGroup(r *kmsg.LeaveGroupRequest) []observed {
 		}
 		req := model.NewRequest()
 		req.Group, req.MemberID, req.InstanceID = group, m.MemberID, wire.Nullable(m.InstanceID)
+		req.EmptyGroup = group == ""
 		ops = append(ops, one(c, model.LeaveGroup, r.Version, req, codesOf[*kmsg.LeaveGroupResponse](wire.LeaveCodes), nil)...)
 	}
 	return ops
@@ -664,6 +671,7 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 		}
 		req := model.NewRequest()
 		req.Group, req.Partition, req.RequireStable = group, partition, r.RequireStable
+		req.EmptyGroup = group == ""
 		if gp.memberID != "" {
 			req.MemberID, req.MemberEpoch = gp.memberID, gp.memberEpoch
 		}
