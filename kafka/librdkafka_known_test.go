@@ -17,12 +17,15 @@ import (
 // librdkafkaStaleRecords is librdkafka's known finding, decided and
 // written up in histories/clients/README.md ("a partition unassigned
 // during its offset reset is fetched anyway", "a partition started at
-// auto.offset.reset on a stale UNSTABLE_OFFSET_COMMIT"): two bugs of
-// librdkafka 2.11.1 that hand confluent-kafka-go's KIP-447 loop records
-// that are not its to process. TestLibrdkafkaFetchesAfterUnassign and
-// TestLibrdkafkaResetsOnAStaleUnstableAnswer
-// (internal/clients/confluent/stale_fetch_test.go) show each with the
-// library alone.
+// auto.offset.reset on a stale UNSTABLE_OFFSET_COMMIT", "a partition sent
+// back to an earlier assignment's reset"): two bugs of librdkafka 2.11.1
+// that hand confluent-kafka-go's KIP-447 loop records that are not its to
+// process. TestLibrdkafkaFetchesAfterUnassign and
+// TestLibrdkafkaRewindsOnAnOutdatedOffsetAnswer show the first,
+// TestLibrdkafkaResetsOnAStaleUnstableAnswer and
+// TestLibrdkafkaResetsOnAnUnstableAnswerAfterAnIncrementalAssign the
+// second, each with the library alone
+// (internal/clients/confluent/stale_fetch_test.go).
 //
 // The client-loop property runs the loop to judge the loop and the
 // broker under it: a violation this finding explains is logged, as

@@ -21,9 +21,9 @@ import (
 
 // Two librdkafka (2.11.1) bugs behind the KIP-447 loop's broken
 // exactly-once (histories/clients/README.md), each shown here on kfake
-// with no fencecheck in the way, the first by both of its effects. Each
-// test asserts the bug and fails, saying so, the day librdkafka no longer
-// shows it.
+// with no fencecheck in the way, each in the two shapes the loop met it
+// in. Each test asserts the bug and fails, saying so, the day librdkafka
+// no longer shows it.
 
 // TestLibrdkafkaFetchesAfterUnassign: a partition unassigned while its
 // auto.offset.reset ListOffsets request is in flight is fetched anyway.
