@@ -80,10 +80,12 @@ func explainedByLibrdkafka(h histories.History, v checker.Verdict) bool {
 //  3. A rewind on an outdated reset: given the partition, the client was
 //     told by an offset_fetch that no offset is committed (so librdkafka
 //     looks its offset up by ListOffsets, which the history does not
-//     show), and its next assignment came before it fetched the
-//     partition (so that lookup's answer comes back outdated, and sends
-//     the partition back to auto.offset.reset half a second later,
-//     whatever it was assigned since). Later, holding the partition, the
+//     show), and its assignment changed before it fetched the partition
+//     (a new eager round, or a KIP-848 assignment that moves any
+//     partition, whose incremental rebalance pauses them all): that
+//     lookup's answer comes back outdated, and sends the partition back
+//     to auto.offset.reset half a second later, whatever it was assigned
+//     since or how far it was read. Later, holding the partition, the
 //     client fetched it from below the position its fetches had reached
 //     in that assignment, with no offset_fetch of it since: the records of
 //     that fetch below the position, until its next assignment or its
@@ -194,9 +196,15 @@ func (c *librdkafkaClient) answered(op histories.Op) {
 		// assignment is assigned anew, after all was unassigned. A
 		// consumer_group_heartbeat's keeps what it had (KIP-848).
 		eager := op.Kind != model.ConsumerGroupHeartbeat
+		// A new round, or a KIP-848 assignment that moves any partition
+		// (an incremental rebalance pauses every assigned partition),
+		// bumps the op version of each partition it had: a lookup in
+		// flight comes back outdated.
+		changed := eager || len(*assignmentOf(op)) != len(c.owned) ||
+			slices.ContainsFunc(*assignmentOf(op), func(q model.Partition) bool { _, had := c.owned[q]; return !had })
 		for q := range c.owned {
-			if (eager || !slices.Contains(*assignmentOf(op), q)) && c.resetPending[q] {
-				c.outdatedReset[q], c.resetPending[q] = true, false // its assignment ended before its lookup was answered
+			if changed && c.resetPending[q] {
+				c.outdatedReset[q], c.resetPending[q] = true, false
 			}
 		}
 		owned := map[model.Partition]int64{}
@@ -343,6 +351,7 @@ func TestLibrdkafkaStaleRecordsNamedOnlyWhereItBroke(t *testing.T) {
 		"confluent-kafka-go-kip447-txn-v2-unstable-reset.json":        withOffsetFetchedBeforeReset,
 		"confluent-kafka-go-kip447-txn-v1-outdated-reset-rewind.json": withOffsetsCommitted,
 		"confluent-kafka-go-kip447-kip848-unstable-reset.json":        withOffsetFetchedBeforeReset,
+		"confluent-kafka-go-kip447-kip848-pause-rewind.json":          withOffsetsCommitted,
 	}
 	var files []string
 	for _, dir := range []string{clientsDir, "../histories/canonical"} {

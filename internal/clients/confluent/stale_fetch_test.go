@@ -546,3 +546,80 @@ func (c *watchedConsumer) incrementalAssign(offset kafka.Offset, partitions ...i
 	}
 	must(c.t, c.consumer.IncrementalAssign(tps), "IncrementalAssign")
 }
+
+// TestLibrdkafkaRewindsAfterAPauseDuringItsOffsetReset: a partition that
+// is paused and resumed while its auto.offset.reset lookup is in flight
+// goes back to offset 0 half a second later, in the middle of its
+// assignment, when it was paused and resumed again meanwhile. KIP-848's
+// consumer protocol does both with no pause of the application's: every
+// incremental rebalance pauses the assigned partitions and resumes them
+// once the application assigned (rd_kafka_rebalance_op_incr,
+// rd_kafka_assignment_pause), whichever partitions it moves.
+//
+// The first pause bumps the partition's op version, so the lookup's
+// answer comes back outdated, and rd_kafka_toppar_handle_Offset's outdated
+// branch (re)starts the offset query timer (rd_kafka_toppar_offset_retry).
+// The resume meanwhile reset the partition again, with a lookup of the
+// current version, whose answer starts the partition at 0, and the
+// application is handed 0 to 3. The second pause makes the application's
+// position (4) the next fetch start. The timer, still running, queries
+// BEGINNING again 500 ms after the outdated answer; its answer makes 0 the
+// next fetch start, a change the fetcher follows: offsets 0 to 3 are
+// fetched and handed to the application again.
+//
+// The cluster holds the consumer's first ListOffsets for t/0 400 ms; the
+// test pauses and resumes t/0 meanwhile, and again 200 ms after the held
+// answer, then watches the Fetches of t/0 and the records delivered.
+func TestLibrdkafkaRewindsAfterAPauseDuringItsOffsetReset(t *testing.T) {
+	l := newLab(t)
+	held := l.holdFirst(kmsg.ListOffsets, 400*time.Millisecond, func(r kmsg.Request) bool {
+		return slices.ContainsFunc(r.(*kmsg.ListOffsetsRequest).Topics, func(rt kmsg.ListOffsetsRequestTopic) bool {
+			return rt.Topic == labTopic
+		})
+	})
+	c := l.consumer("rewind-pause")
+
+	c.incrementalAssign(kafka.OffsetStored, 0) // g has no offset for t: auto.offset.reset
+	held.waitArrived(t)
+	c.pauseResume(0)
+	held.requireStillHeld(t)
+	<-held.answered
+	time.Sleep(200 * time.Millisecond)
+	c.pauseResume(0)
+	time.Sleep(2 * time.Second)
+	c.close()
+
+	fetches := l.fetchesOfT0(l.start, time.Now())
+	again := c.deliveredTwice(0)
+	t.Logf("Fetches of t/0: %v; offsets of t/0 delivered twice: %v", fetches, again)
+	if len(again) == 0 {
+		t.Fatal("no record of t/0 was delivered twice: librdkafka no longer sends a partition back to its reset " +
+			"when it was paused and resumed while its offset lookup was in flight (the bug this test documents, " +
+			"seen in 2.11.1, looks fixed); make this test assert that no such rewind happens")
+	}
+}
+
+// pauseResume pauses partition p of t and resumes it at once.
+func (c *watchedConsumer) pauseResume(p int32) {
+	tp := []kafka.TopicPartition{{Topic: kmsg.StringPtr(labTopic), Partition: p}}
+	must(c.t, c.consumer.Pause(tp), "Pause")
+	must(c.t, c.consumer.Resume(tp), "Resume")
+}
+
+// deliveredTwice are the offsets of partition p of t that were delivered
+// more than once.
+func (c *watchedConsumer) deliveredTwice(p int32) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[kafka.Offset]int{}
+	var twice []string
+	for _, tp := range c.delivered {
+		if tp.Partition != p {
+			continue
+		}
+		if seen[tp.Offset]++; seen[tp.Offset] == 2 {
+			twice = append(twice, tp.Offset.String())
+		}
+	}
+	return twice
+}
