@@ -17,12 +17,15 @@ import (
 // librdkafkaStaleRecords is librdkafka's known finding, decided and
 // written up in histories/clients/README.md ("a partition unassigned
 // during its offset reset is fetched anyway", "a partition started at
-// auto.offset.reset on a stale UNSTABLE_OFFSET_COMMIT"): two bugs of
-// librdkafka 2.11.1 that hand confluent-kafka-go's KIP-447 loop records
-// that are not its to process. TestLibrdkafkaFetchesAfterUnassign and
-// TestLibrdkafkaResetsOnAStaleUnstableAnswer
-// (internal/clients/confluent/stale_fetch_test.go) show each with the
-// library alone.
+// auto.offset.reset on a stale UNSTABLE_OFFSET_COMMIT", "a partition sent
+// back to an earlier assignment's reset"): two bugs of librdkafka 2.11.1
+// that hand confluent-kafka-go's KIP-447 loop records that are not its to
+// process. TestLibrdkafkaFetchesAfterUnassign and
+// TestLibrdkafkaRewindsOnAnOutdatedOffsetAnswer show the first,
+// TestLibrdkafkaResetsOnAStaleUnstableAnswer and
+// TestLibrdkafkaResetsOnAnUnstableAnswerAfterAnIncrementalAssign the
+// second, each with the library alone
+// (internal/clients/confluent/stale_fetch_test.go).
 //
 // The client-loop property runs the loop to judge the loop and the
 // broker under it: a violation this finding explains is logged, as
@@ -60,16 +63,33 @@ func explainedByLibrdkafka(h histories.History, v checker.Verdict) bool {
 // h that commit a partition past a record its client should not have
 // processed, and of the end_txns that committed their transactions.
 //
-// A record is not the client's to process when it came from either bug:
+// A record is not the client's to process when it came from one of these:
 //  1. A stray fetch: the client fetched the partition while its group had
 //     not given it the partition (its last assignment did not hold it),
 //     and no fetch since the partition was given back returned the record.
 //  2. A reset on a stale UNSTABLE_OFFSET_COMMIT: given the partition, the
 //     client fetched it before any offset_fetch of it succeeded, after an
-//     offset_fetch answer meant for an earlier assignment (it names a
-//     partition the client no longer has) came back UNSTABLE_OFFSET_COMMIT;
-//     every record of the partition it fetched until its next assignment
-//     or its next successful offset_fetch of it started from there.
+//     offset_fetch answer of it came back UNSTABLE_OFFSET_COMMIT (or one
+//     of a partition it no longer has, which was sent with it). librdkafka
+//     sends such a request again while its assignment is unchanged, and
+//     starts the partition only when the answer comes back to a changed
+//     one (an eager round, or KIP-848's incremental assign of another
+//     partition): at auto.offset.reset. Every record of the partition it
+//     fetched until its next assignment or its next successful
+//     offset_fetch of it started from there.
+//  3. A rewind on an outdated reset: given the partition, the client was
+//     told by an offset_fetch that no offset is committed (so librdkafka
+//     looks its offset up by ListOffsets, which the history does not
+//     show), and its assignment changed before it fetched the partition
+//     (a new eager round, or a KIP-848 assignment that moves any
+//     partition, whose incremental rebalance pauses them all): that
+//     lookup's answer comes back outdated, and sends the partition back
+//     to auto.offset.reset half a second later, whatever it was assigned
+//     since or how far it was read. Later, holding the partition, the
+//     client fetched it from below the position its fetches had reached
+//     in that assignment, with no offset_fetch of it since: the records of
+//     that fetch below the position, until its next assignment or its
+//     next successful offset_fetch of it.
 func staleRecordCommits(h histories.History) (commits, ends map[int]bool) {
 	ops := slices.Clone(h.Ops)
 	slices.SortStableFunc(ops, func(a, b histories.Op) int { return cmp.Compare(a.Call, b.Call) })
@@ -117,12 +137,25 @@ type librdkafkaClient struct {
 	// it did not own it; fresh, the offsets it fetched since it was
 	// given the partition back (its own to process).
 	stray, fresh map[model.Partition]map[int64]bool
-	// reset: a partition given it whose committed offset no offset_fetch
-	// has told it since, until a fetch of it, and whose offset_fetches
-	// were answered UNSTABLE_OFFSET_COMMIT, once by an answer meant for
-	// an earlier assignment; resetFrom: such a partition fetched all the
-	// same, whose records it fetched are from the reset.
-	unknown, unstable, staleAnswer, resetFrom map[model.Partition]bool
+	// unknown: a partition given it whose committed offset no
+	// offset_fetch has told it since, until a fetch of it; unstable: such
+	// a partition an offset_fetch answer said UNSTABLE_OFFSET_COMMIT of;
+	// resetFrom: such a partition fetched all the same, whose records it
+	// fetched are from the reset.
+	unknown, unstable, resetFrom map[model.Partition]bool
+	// resetPending: a partition given it whose offset_fetch said no
+	// offset is committed, not fetched since (its offset lookup may be in
+	// flight); outdatedReset: such a partition whose assignment ended
+	// before it was fetched (the lookup's answer comes back outdated).
+	resetPending, outdatedReset map[model.Partition]bool
+	// position is how far its fetches of a partition it holds reached in
+	// this assignment, since its last offset_fetch of it (a seek may
+	// follow one); rewindBelow, a fetch of an outdatedReset partition sent
+	// below its position, with that position; rewound, the offsets of the
+	// records such a fetch returned below it.
+	position    map[model.Partition]int64
+	rewindBelow map[int]int64
+	rewound     map[model.Partition]map[int64]bool
 	// staleTxn: its open transaction commits a stale record's offset.
 	staleTxn bool
 }
@@ -131,7 +164,9 @@ func newLibrdkafkaClient() *librdkafkaClient {
 	return &librdkafkaClient{owned: map[model.Partition]int64{}, strayCall: map[int]bool{},
 		stray: map[model.Partition]map[int64]bool{}, fresh: map[model.Partition]map[int64]bool{},
 		unknown: map[model.Partition]bool{}, unstable: map[model.Partition]bool{},
-		staleAnswer: map[model.Partition]bool{}, resetFrom: map[model.Partition]bool{}}
+		resetFrom:    map[model.Partition]bool{},
+		resetPending: map[model.Partition]bool{}, outdatedReset: map[model.Partition]bool{},
+		position: map[model.Partition]int64{}, rewindBelow: map[int]int64{}, rewound: map[model.Partition]map[int64]bool{}}
 }
 
 // pending takes the calls answered before t off the list, in the order
@@ -161,13 +196,26 @@ func (c *librdkafkaClient) answered(op histories.Op) {
 		// assignment is assigned anew, after all was unassigned. A
 		// consumer_group_heartbeat's keeps what it had (KIP-848).
 		eager := op.Kind != model.ConsumerGroupHeartbeat
+		// A new round, or a KIP-848 assignment that moves any partition
+		// (an incremental rebalance pauses every assigned partition),
+		// bumps the op version of each partition it had: a lookup in
+		// flight comes back outdated.
+		changed := eager || len(*assignmentOf(op)) != len(c.owned) ||
+			slices.ContainsFunc(*assignmentOf(op), func(q model.Partition) bool { _, had := c.owned[q]; return !had })
+		for q := range c.owned {
+			if changed && c.resetPending[q] {
+				c.outdatedReset[q], c.resetPending[q] = true, false
+			}
+		}
 		owned := map[model.Partition]int64{}
 		for _, q := range *assignmentOf(op) {
 			since, kept := c.owned[q]
 			if !kept || eager { // given it (back): what it fetched before is not its to go on from
 				since = op.Return
 				c.fresh[q], c.unknown[q] = map[int64]bool{}, true
-				c.unstable[q], c.staleAnswer[q], c.resetFrom[q] = false, false, false
+				c.unstable[q], c.resetFrom[q] = false, false
+				delete(c.position, q)
+				delete(c.rewound, q)
 			}
 			owned[q] = since
 		}
@@ -179,6 +227,11 @@ func (c *librdkafkaClient) answered(op histories.Op) {
 		c.owned = owned
 	case op.Kind == model.OffsetFetch && op.Result.Err == "":
 		c.unknown[p], c.resetFrom[p] = false, false
+		delete(c.position, p)
+		delete(c.rewound, p)
+		if _, owned := c.owned[p]; owned && op.Result.Resp.Offset == model.NoOffset {
+			c.resetPending[p] = true
+		}
 	case op.Kind == model.OffsetFetch && op.Result.Err == model.UnstableOffsetCommit:
 		if _, owned := c.owned[p]; owned {
 			c.unstable[p] = true
@@ -189,7 +242,7 @@ func (c *librdkafkaClient) answered(op histories.Op) {
 		// partition of that one's it still queries.
 		for q := range c.owned {
 			if c.unknown[q] {
-				c.staleAnswer[q] = true
+				c.unstable[q] = true
 			}
 		}
 	case op.Kind == model.Fetch && op.Result.Err == "":
@@ -206,8 +259,22 @@ func (c *librdkafkaClient) answered(op histories.Op) {
 		if into[p] == nil {
 			into[p] = map[int64]bool{}
 		}
+		below, rewind := c.rewindBelow[op.ID]
+		current := !c.strayCall[op.ID] // a fetch of the assignment it holds, which reaches a position
 		for _, r := range op.Result.Resp.Records {
 			into[p][r.Offset] = true
+			if !current {
+				continue
+			}
+			if rewind && r.Offset < below {
+				if c.rewound[p] == nil {
+					c.rewound[p] = map[int64]bool{}
+				}
+				c.rewound[p][r.Offset] = true
+			}
+			if _, known := c.position[p]; known {
+				c.position[p] = max(c.position[p], r.Offset+1)
+			}
 		}
 	}
 }
@@ -224,9 +291,15 @@ func (c *librdkafkaClient) called(op histories.Op) {
 		return
 	}
 	if c.unknown[p] {
-		c.resetFrom[p] = c.unstable[p] && c.staleAnswer[p]
+		c.resetFrom[p] = c.unstable[p]
 		c.unknown[p] = false
 	}
+	c.resetPending[p] = false // its lookup was answered in time
+	pos, known := c.position[p]
+	if c.outdatedReset[p] && known && op.Req.Offset < pos {
+		c.rewindBelow[op.ID], c.outdatedReset[p] = pos, false
+	}
+	c.position[p] = max(pos, op.Req.Offset)
 }
 
 // committsStale reports whether op, a txn_offset_commit the client
@@ -239,6 +312,9 @@ func (c *librdkafkaClient) committsStale(op histories.Op) bool {
 			stale = true
 		}
 		if c.resetFrom[p] && c.fresh[p][last] {
+			stale = true
+		}
+		if c.rewound[p][last] {
 			stale = true
 		}
 	}
@@ -266,12 +342,16 @@ func assignmentOf(op histories.Op) *[]model.Partition {
 // histories, and none that the other libraries' saved counterexamples and
 // the canonical histories break; and once the client is not handed the
 // stale records (the stray fetch answers nothing, the offset is fetched
-// before the partition is), it explains nothing.
+// before the partition is, no offset lookup is needed), it explains
+// nothing.
 func TestLibrdkafkaStaleRecordsNamedOnlyWhereItBroke(t *testing.T) {
 	bugs := map[string]func(histories.History) histories.History{
-		"confluent-kafka-go-kip447-txn-v1-stale-fetch.json":          withoutStrayRecords,
-		"confluent-kafka-go-kip447-txn-v1-stale-fetch-recommit.json": withoutStrayRecords,
-		"confluent-kafka-go-kip447-txn-v2-unstable-reset.json":       withOffsetFetchedBeforeReset,
+		"confluent-kafka-go-kip447-txn-v1-stale-fetch.json":           withoutStrayRecords,
+		"confluent-kafka-go-kip447-txn-v1-stale-fetch-recommit.json":  withoutStrayRecords,
+		"confluent-kafka-go-kip447-txn-v2-unstable-reset.json":        withOffsetFetchedBeforeReset,
+		"confluent-kafka-go-kip447-txn-v1-outdated-reset-rewind.json": withOffsetsCommitted,
+		"confluent-kafka-go-kip447-kip848-unstable-reset.json":        withOffsetFetchedBeforeReset,
+		"confluent-kafka-go-kip447-kip848-pause-rewind.json":          withOffsetsCommitted,
 	}
 	var files []string
 	for _, dir := range []string{clientsDir, "../histories/canonical"} {
@@ -356,6 +436,20 @@ func withOffsetFetchedBeforeReset(h histories.History) histories.History {
 		resp.Offset = f.Req.Offset
 		out.Ops = append(out.Ops, histories.Op{ID: id, Proc: f.Process(), Call: f.Call, Return: f.Call, Returned: true,
 			Op: model.Op{Kind: model.OffsetFetch, Req: req}, Result: model.OK(resp)})
+	}
+	return out
+}
+
+// withOffsetsCommitted is h with every offset_fetch that found no
+// committed offset answered offset 0 instead: no partition is reset by an
+// offset lookup, so none is sent back to a reset by an outdated answer.
+func withOffsetsCommitted(h histories.History) histories.History {
+	out := h
+	out.Ops = slices.Clone(h.Ops)
+	for i, op := range out.Ops {
+		if op.Kind == model.OffsetFetch && op.Result.Succeeded() && op.Result.Resp.Offset == model.NoOffset {
+			out.Ops[i].Result.Resp.Offset = 0
+		}
 	}
 	return out
 }
