@@ -59,10 +59,17 @@ func startRecording(path, keysFrom string, logf func(string, ...any)) (*recordin
 // Observe records an operation, and notes the keys and topics of a
 // produce that succeeded.
 func (r *recording) Observe(proc, client string, op model.Op) func(model.Result) {
-	end := r.Recorder.Observe(proc, client, op)
+	end, _ := r.ObserveLeaving(proc, client, op)
+	return end
+}
+
+// ObserveLeaving is Observe, told too when the operation is left out, so
+// that the history marks which operations have ended (ended_below).
+func (r *recording) ObserveLeaving(proc, client string, op model.Op) (func(model.Result), func()) {
+	end, leave := r.Recorder.ObserveLeaving(proc, client, op)
 	kind, req := op.Kind, op.Req
 	if kind != model.Produce {
-		return end
+		return end, leave
 	}
 	r.mu.Lock()
 	r.produces[req.Partition]++
@@ -87,7 +94,7 @@ func (r *recording) Observe(proc, client string, op model.Op) func(model.Result)
 			r.checkTrip(rec.Key)
 			r.trips[rec.Key] = true
 		}
-	}
+	}, leave
 }
 
 // checkStart warns when the only produce to p the history has sent
