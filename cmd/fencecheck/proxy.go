@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/internal/proxy"
 	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/kafka"
@@ -45,6 +46,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"or pauses the upstream; --faults runs a seeded schedule of the same faults\n"+
 		"unattended. It prints its addresses on stdout and runs until\n"+
 		"interrupted; the history is a whole document once it stops.\n\n"+
+		"With --check, the proxy judges the history as it writes it, as\n"+
+		"'fencecheck check --follow FILE' does beside it: each check's first\n"+
+		"violation is printed on stdout as 'while following: ...' while the run goes\n"+
+		"on, and the verdicts once it stops. The exit status is then check's.\n\n"+
 		"One proxy session records one history, and a history is judged from an\n"+
 		"empty cluster. For another run, stop the proxy and start the cluster\n"+
 		"afresh (or use new topics, groups and transactional ids), then start the\n"+
@@ -56,6 +61,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
 	brokerPorts := fs.String("broker-ports", "", "pin the brokers' listeners to these `ports`, one per broker, as 19093-19095 or 19093,19094,19095 (default any free ports)")
 	historyPath := fs.String("history", "", "write the clients' history to `FILE` as the run goes")
+	check := fs.Bool("check", false, "with --history: judge the history while it is written, print each check's first violation as soon as it shows, and the verdicts at the end (exit status as check's)")
 	keysFrom := fs.String("keys-from", "", "with --history: the keys produced to `TOPIC` are the trips every other topic must see committed exactly once")
 	control := fs.String("control", "127.0.0.1:19080", "serve the control API on `host:port` (\"\": none)")
 	faults := fs.String("faults", "", "a seeded schedule of faults, `KIND=EVERY,...`: each KIND (stall, crash, lose-response, delay, pause) once every EVERY on average, as stall=30s,crash=2m")
@@ -74,6 +80,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return fail("--upstream host:port,... is required")
 	case *keysFrom != "" && *historyPath == "":
 		return fail("--keys-from names the trips of a history: give --history FILE too")
+	case *check && *historyPath == "":
+		return fail("--check judges the history being written: give --history FILE too")
 	}
 	schedule, err := parseSchedule(*faults, *faultLength, *faultProcs, *seed)
 	if err != nil {
@@ -95,12 +103,28 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Record = rec
 	}
+	stdout = lockedWriter{stdout, &sync.Mutex{}}
+	var judged chan int
+	stopJudging := func() {}
+	if *check {
+		var ctx context.Context
+		ctx, stopJudging = context.WithCancel(context.Background())
+		defer stopJudging()
+		judged = make(chan int, 1)
+		go func() { judged <- followFile(ctx, *historyPath, checkFlags{timeout: checker.DefaultTimeout}, stdout, stderr) }()
+	}
 	code := serveProxy(cfg, *control, schedule, stdout, logf)
 	if rec != nil {
 		if err := rec.close(); err != nil {
+			stopJudging()
 			return fail("%v", err)
 		}
 		fmt.Fprintf(stdout, "fencecheck proxy: history written to %s\n", *historyPath)
+	}
+	if judged != nil && code == exitHeld {
+		// The document is ended, so the judge reads its end, and judges
+		// it whole.
+		code = <-judged
 	}
 	return code
 }
