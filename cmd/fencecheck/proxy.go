@@ -111,7 +111,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		ctx, stopJudging = context.WithCancel(context.Background())
 		defer stopJudging()
 		judged = make(chan int, 1)
-		go func() { judged <- followFile(ctx, *historyPath, checkFlags{timeout: checker.DefaultTimeout}, stdout, stderr) }()
+		go func() {
+			judged <- followFile(ctx, *historyPath, checkFlags{timeout: checker.DefaultTimeout}, stdout, stderr)
+		}()
 	}
 	code := serveProxy(cfg, *control, schedule, stdout, logf)
 	if rec != nil {
