@@ -33,12 +33,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
 		"2 a file is unusable (the message names the operation and the field).\n\n"+
 		"With --follow, one FILE is judged while 'fencecheck proxy --history' writes\n"+
-		"it: the first violation of each check is printed as 'while following: ...'\n"+
-		"within about a second of the operation that made it, and the verdicts once\n"+
-		"the proxy stops (or at Ctrl-C). It judges only the part of the file before\n"+
-		"its latest complete_before mark, where every operation called is written\n"+
-		"(docs/history-format.md), with the answers that came later set aside, so\n"+
-		"that an operation still in flight never makes a violation.\n", stderr)
+		"it. Each check's first violation is printed as 'while following: ...' as\n"+
+		"soon as the file shows it, and the verdicts once the proxy stops (or at\n"+
+		"Ctrl-C). It judges the operations called before the file's latest\n"+
+		"complete_before mark (docs/history-format.md). Answers that came after\n"+
+		"that instant wait, because an operation still in flight may explain them.\n"+
+		"Stopped before the file ends, it prints the verdicts of what it judged,\n"+
+		"with exit status 2, as for a file cut short.\n", stderr)
 	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")
 	fs.StringVar(&f.report, "report", "", "write the counterexample page (timeline, process lanes, partition logs, violations; self-contained HTML) to `FILE` (with several histories, FILE-NAME.html for each); it links to the --html page when there is one")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
