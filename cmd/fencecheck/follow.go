@@ -48,6 +48,7 @@ type followed struct {
 	ops            []histories.Op
 	completeBefore int64
 	marked         bool
+	chunk          []byte // the read buffer
 }
 
 // followFile judges the history at path while it is written: the first
@@ -108,6 +109,7 @@ func followFile(ctx context.Context, path string, f checkFlags, stdout, stderr i
 	}
 	// The document is ended: the whole of it is judged, as check judges
 	// it, once its end is written whole.
+	fw.ops = nil // check reads them again
 	for !bytes.HasSuffix(bytes.TrimSpace(fw.buf), []byte("}")) && ctx.Err() == nil {
 		time.Sleep(followPoll)
 		if err := fw.readRest(); err != nil {
@@ -145,10 +147,12 @@ func (fw *followed) history() histories.History {
 
 // readRest reads what has been written since the last read.
 func (fw *followed) readRest() error {
-	chunk := make([]byte, 256<<10)
+	if fw.chunk == nil {
+		fw.chunk = make([]byte, 256<<10)
+	}
 	for {
-		n, err := fw.file.Read(chunk)
-		fw.buf = append(fw.buf, chunk[:n]...)
+		n, err := fw.file.Read(fw.chunk)
+		fw.buf = append(fw.buf, fw.chunk[:n]...)
 		if errors.Is(err, io.EOF) || n == 0 {
 			return nil
 		}

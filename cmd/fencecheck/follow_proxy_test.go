@@ -139,6 +139,7 @@ var violationLine = regexp.MustCompile(`^while following: ([a-z-]+): VIOLATED op
 func (r *liveRun) reported(out *timedLines, check string) time.Duration {
 	line, at, ok := out.first("while following: " + check + ": VIOLATED")
 	require.True(r.t, ok, "%s is not reported while following: %s", check, out)
+	r.t.Log(line)
 	require.True(r.t, at.Before(r.stoppedRunning), "reported while the run goes on")
 	id, err := strconv.Atoi(violationLine.FindStringSubmatch(line)[2])
 	require.NoError(r.t, err)
@@ -191,8 +192,17 @@ func TestFollowReportsNothingOnACorrectRecording(t *testing.T) {
 	require.Greater(t, len(r.history.Ops), 100)
 }
 
-func TestProxyCheckNeedsAHistory(t *testing.T) {
+// proxy --check needs --history; a proxy that cannot start says why,
+// and its judge says nothing.
+func TestProxyCheckFlagErrors(t *testing.T) {
 	code, _, errOut := runCLI("proxy", "--upstream", "a:1", "--check")
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--check judges the history being written: give --history FILE too")
+
+	code, out, errOut := runCLI("proxy", "--upstream", "a:1", "--check", "--history", filepath.Join(t.TempDir(), "h.json"),
+		"--control", "nowhere", "--listen", "127.0.0.1:0")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "the control API")
+	require.NotContains(t, out, "linearizable")
+	require.NotContains(t, errOut, "fencecheck check")
 }

@@ -104,32 +104,98 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		cfg.Record = rec
 	}
 	stdout = lockedWriter{stdout, &sync.Mutex{}}
-	var judged chan int
-	stopJudging := func() {}
-	if *check {
-		var ctx context.Context
-		ctx, stopJudging = context.WithCancel(context.Background())
-		defer stopJudging()
-		judged = make(chan int, 1)
-		go func() {
-			judged <- followFile(ctx, *historyPath, checkFlags{timeout: checker.DefaultTimeout}, stdout, stderr)
-		}()
-	}
+	judge := startJudging(*check, *historyPath, stdout, stderr)
 	code := serveProxy(cfg, *control, schedule, stdout, logf)
+	if code != exitHeld {
+		judge.cancel() // the proxy never ran
+	}
 	if rec != nil {
 		if err := rec.close(); err != nil {
-			stopJudging()
+			judge.cancel()
 			return fail("%v", err)
 		}
 		fmt.Fprintf(stdout, "fencecheck proxy: history written to %s\n", *historyPath)
 	}
-	if judged != nil && code == exitHeld {
-		// The document is ended, so the judge reads its end, and judges
-		// it whole.
-		code = <-judged
+	// The document is ended, so the judge reads its end, and judges it
+	// whole.
+	return max(code, judge.wait())
+}
+
+// judging is proxy --check's judge of the history being written, as
+// check --follow judges it.
+type judging struct {
+	stop   context.CancelFunc
+	judged chan int
+	out    *muted
+}
+
+// startJudging starts the judge when check is set.
+func startJudging(check bool, path string, stdout, stderr io.Writer) *judging {
+	if !check {
+		return &judging{}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	j := &judging{stop: stop, judged: make(chan int, 1), out: &muted{}}
+	go func() {
+		j.judged <- followFile(ctx, path, checkFlags{timeout: checker.DefaultTimeout}, j.out.to(stdout), j.out.to(stderr))
+	}()
+	return j
+}
+
+// cancel stops the judge, which then says nothing more.
+func (j *judging) cancel() {
+	if j.stop == nil {
+		return
+	}
+	j.out.mute()
+	j.stop()
+}
+
+// wait is the judge's exit status once it is done: check's for the whole
+// history, or exitHeld when there is no judge or it was cancelled.
+func (j *judging) wait() int {
+	if j.stop == nil {
+		return exitHeld
+	}
+	code := <-j.judged
+	if j.out.isMuted() {
+		return exitHeld
 	}
 	return code
 }
+
+// muted silences writers once muted.
+type muted struct {
+	mu    sync.Mutex
+	quiet bool
+}
+
+func (m *muted) mute() {
+	m.mu.Lock()
+	m.quiet = true
+	m.mu.Unlock()
+}
+
+func (m *muted) isMuted() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.quiet
+}
+
+func (m *muted) to(w io.Writer) io.Writer {
+	return writerFunc(func(b []byte) (int, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.quiet {
+			return len(b), nil
+		}
+		return w.Write(b)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // linesTo is a log function writing a line to w, after prefix, a line at
 // a time: connections log from goroutines of their own.
