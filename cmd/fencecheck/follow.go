@@ -64,51 +64,35 @@ func followFile(ctx context.Context, path string, f checkFlags, stdout, stderr i
 	}
 	defer file.Close()
 	fw := &followed{path: path, file: file}
-	opts := f.allowed
-	opts.Timeout = f.timeout
-	reported := map[string]bool{}
-	var judgedAt int64
-	var lastJudged, lastReport time.Time
-	var took time.Duration
-	start := time.Now()
+	j := &judge{opts: f.allowed, path: path, stdout: stdout, stderr: stderr, reported: map[string]bool{}}
+	j.opts.Timeout = f.timeout
+	start, warned := time.Now(), false
 	for {
 		if err := fw.read(); err != nil {
 			fmt.Fprintf(stderr, "fencecheck check: %s: --follow: %v\n", path, err)
+			j.finish()
 			return exitUsage
 		}
 		if fw.closed {
 			break
 		}
-		if fw.marked && fw.completeBefore > judgedAt && time.Since(lastJudged) >= max(followEvery, took) {
-			judgedAt = fw.completeBefore
-			began := time.Now()
-			rep := checker.CheckCut(fw.history(), judgedAt, opts)
-			lastJudged = time.Now()
-			took = lastJudged.Sub(began)
-			for _, v := range rep.Verdicts {
-				if v.Status == checker.Violated && !reported[v.Check] {
-					reported[v.Check] = true
-					fmt.Fprintf(stdout, "while following: %s\n", v)
-				}
-			}
-			if time.Since(lastReport) >= followReport {
-				lastReport = time.Now()
-				fmt.Fprintf(stderr, "fencecheck check: %s: following: %d operations read, those called before %d judged in %v\n",
-					path, len(fw.ops), judgedAt, took.Round(time.Millisecond))
-			}
+		j.collect(false)
+		if fw.marked && fw.completeBefore > j.at && j.ready() {
+			j.start(fw.history(), fw.completeBefore, len(fw.ops))
 		}
-		if !fw.marked && len(fw.ops) > 0 && time.Since(start) > followReport && lastReport.IsZero() {
-			lastReport = time.Now()
+		if !fw.marked && !warned && len(fw.ops) > 0 && time.Since(start) > followReport {
+			warned = true
 			fmt.Fprintf(stderr, "fencecheck check: %s: following: the file has no complete_before marks, so it is judged only once it is ended\n", path)
 		}
 		select {
 		case <-ctx.Done():
-			return fw.judgeUnended(opts, stdout, stderr)
+			return j.stopped(fw)
 		case <-time.After(followPoll):
 		}
 	}
 	// The document is ended: the whole of it is judged, as check judges
 	// it, once its end is written whole.
+	j.finish()
 	fw.ops = nil // check reads them again
 	for !bytes.HasSuffix(bytes.TrimSpace(fw.buf), []byte("}")) && ctx.Err() == nil {
 		time.Sleep(followPoll)
@@ -120,20 +104,103 @@ func followFile(ctx context.Context, path string, f checkFlags, stdout, stderr i
 	return checkFile(path, f, false, stdout, stderr)
 }
 
-// judgeUnended prints the verdicts of the part of a file still being
-// written that is whole, when following stops before its end. The file
-// is not a whole history, so the exit status is check's for a history
-// cut short.
-func (fw *followed) judgeUnended(opts checker.Options, stdout, stderr io.Writer) int {
-	if !fw.marked {
-		fmt.Fprintf(stderr, "fencecheck check: %s: stopped before the document ended, with no operation known to be whole\n", fw.path)
-		return exitUsage
+// judge judges the cuts of a followed file, one at a time, beside the
+// reading of it.
+type judge struct {
+	opts           checker.Options
+	path           string
+	stdout, stderr io.Writer
+	reported       map[string]bool // the checks whose first violation is printed
+
+	running    chan judged // the judgement under way, nil when none is
+	at         int64       // the cut last judged, or being judged
+	last       *judged     // the last judgement done
+	ended      time.Time   // when it was done
+	lastReport time.Time
+}
+
+// judged is one cut's report.
+type judged struct {
+	report checker.Report
+	at     int64
+	ops    int // the operations read when it began
+	took   time.Duration
+}
+
+// ready reports whether another judgement may begin: none is under way,
+// and the last one ended at least followEvery ago, and as long ago as it
+// took.
+func (j *judge) ready() bool {
+	return j.running == nil && (j.last == nil || time.Since(j.ended) >= max(followEvery, j.last.took))
+}
+
+// start judges h's cut at at beside the caller.
+func (j *judge) start(h histories.History, at int64, ops int) {
+	j.at = at
+	done := make(chan judged, 1)
+	j.running = done
+	go func() {
+		began := time.Now()
+		rep := checker.CheckCut(h, at, j.opts)
+		done <- judged{report: rep, at: at, ops: ops, took: time.Since(began)}
+	}()
+}
+
+// collect prints what the judgement under way found, once it is done, or
+// at once when wait is set.
+func (j *judge) collect(wait bool) {
+	if j.running == nil {
+		return
 	}
-	h := checker.Cut(fw.history(), fw.completeBefore)
-	fmt.Fprintf(stderr, "fencecheck check: %s: stopped before the document ended: the %d operations called before %d are judged; the file is unusable, so the exit status is %d\n",
-		fw.path, len(h.Ops), fw.completeBefore, exitUsage)
-	for _, v := range checker.Check(h, opts).Verdicts {
-		fmt.Fprintln(stdout, v)
+	var r judged
+	if wait {
+		r = <-j.running
+	} else {
+		select {
+		case r = <-j.running:
+		default:
+			return
+		}
+	}
+	j.running, j.last, j.ended = nil, &r, time.Now()
+	for _, v := range r.report.Verdicts {
+		if v.Status == checker.Violated && !j.reported[v.Check] {
+			j.reported[v.Check] = true
+			fmt.Fprintf(j.stdout, "while following: %s\n", v)
+		}
+	}
+	if time.Since(j.lastReport) >= followReport {
+		j.lastReport = time.Now()
+		fmt.Fprintf(j.stderr, "fencecheck check: %s: following: %d operations read, those called before %d judged in %v\n",
+			j.path, r.ops, r.at, r.took.Round(time.Millisecond))
+	}
+}
+
+// finish waits for the judgement under way, and prints what it found.
+func (j *judge) finish() { j.collect(true) }
+
+// stopped prints the verdicts of the part of a file still being written
+// that was judged last, when following stops before the file's end: at
+// once, so that Ctrl-C is answered without a wait. The file is not a
+// whole history, so the exit status is check's for a history cut short.
+func (j *judge) stopped(fw *followed) int {
+	j.collect(false)
+	if j.last == nil && j.running != nil {
+		j.finish() // the first judgement, of the file's start
+	}
+	if j.last == nil {
+		if !fw.marked {
+			fmt.Fprintf(j.stderr, "fencecheck check: %s: stopped before the document ended, with no operation known to be whole\n", fw.path)
+			return exitUsage
+		}
+		j.start(fw.history(), fw.completeBefore, len(fw.ops))
+		j.finish()
+	}
+	r := j.last
+	fmt.Fprintf(j.stderr, "fencecheck check: %s: stopped before the document ended: these are the verdicts of the %d operations called before %d; the file is unusable, so the exit status is %d\n",
+		fw.path, len(r.report.History.Ops), r.at, exitUsage)
+	for _, v := range r.report.Verdicts {
+		fmt.Fprintln(j.stdout, v)
 	}
 	return exitUsage
 }
