@@ -147,7 +147,10 @@ func (r *Recorder) fault(proc string, kind model.Kind, req model.Request, res mo
 
 // Stream has the operations that end from now on written to w as they
 // end, instead of kept: a recording of hours is not held in memory.
-// History then holds only those that ended before.
+// History then holds only those that ended before. Each batch written
+// is marked with the instant before which every operation called is
+// written or left out (Writer.WriteMarked), which holds when Stream is
+// called before the first operation begins.
 func (r *Recorder) Stream(w *Writer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
