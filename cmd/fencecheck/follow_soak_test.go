@@ -21,7 +21,8 @@ import (
 // TestSoakFollowReportsAnInjectedViolation is
 // TestFollowReportsAnInjectedViolationWithinSeconds for FENCECHECK_SOAK
 // (default 1m): the soak test's client through fencecheck proxy --check,
-// check --follow beside it, trip-0 committed again 10 s before the end.
+// check --follow beside it, trip-0 committed again a third of the run (at
+// least 20 s) before its end.
 // Each judgement of the part of the file that is whole judges it all
 // again, so the delay grows with the recording: it logs the delay, and
 // requires only that the violation be reported while the run goes on. It
@@ -31,7 +32,7 @@ import (
 func TestSoakFollowReportsAnInjectedViolation(t *testing.T) {
 	length := soakLength(t)
 	r := startLiveRun(t)
-	n := soakClient(t, r.addr, length, length-10*time.Second)
+	n := soakClient(t, r.addr, length, length-max(20*time.Second, length/3))
 	r.stop()
 	followed, checked := r.reported(r.follow, "exactly-once"), r.reported(r.proxy.stdout, "exactly-once")
 	t.Logf("%v: %d transactions, %d operations; reported %v (check --follow) and %v (proxy --check) after the operation",
