@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/recorder"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -63,8 +64,13 @@ func (r *recording) Observe(proc, client string, op model.Op) func(model.Result)
 	return end
 }
 
+// The proxy's recorder tells it of the operations it leaves out, so that
+// they do not hold back the history's complete_before marks.
+var _ recorder.LeavingObserver = (*recording)(nil)
+
 // ObserveLeaving is Observe, told too when the operation is left out, so
-// that the history marks which operations have ended (ended_below).
+// that the history's marks say which operations have ended
+// (complete_before).
 func (r *recording) ObserveLeaving(proc, client string, op model.Op) (func(model.Result), func()) {
 	end, leave := r.Recorder.ObserveLeaving(proc, client, op)
 	kind, req := op.Kind, op.Req
