@@ -33,6 +33,13 @@ type Recorder struct {
 	nextID int
 	ops    []Op
 	stream *Writer
+	// inFlight holds the call time of each operation begun and not yet
+	// ended nor left out, and endedBelow is the least of their ids
+	// (nextID when there is none); lastClock is the latest reading of
+	// the clock.
+	inFlight   map[int]int64
+	endedBelow int
+	lastClock  int64
 }
 
 var _ model.Broker = (*Recorder)(nil)
@@ -100,9 +107,20 @@ func (r *Recorder) proc(name string) model.BrokerFunc {
 // is one of its lanes (Op.Client), else "". op carries the request and,
 // when the observer read it, its API version.
 func (r *Recorder) Observe(proc, client string, op model.Op) (end func(model.Result)) {
+	end, _ = r.ObserveLeaving(proc, client, op)
+	return end
+}
+
+// ObserveLeaving is Observe for an observer that knows when it leaves an
+// operation out: leave says that end will never be called. Then the
+// recorder knows which operations are still in flight, and a history it
+// streams tells a reader following the file which of the operations
+// it lacks are still to come (Writer.WriteEnded).
+func (r *Recorder) ObserveLeaving(proc, client string, op model.Op) (end func(model.Result), leave func()) {
 	begun := r.begin(proc, op.Kind, op.Req)
 	begun.Client, begun.APIVersion = client, op.APIVersion
-	return func(res model.Result) { r.end(begun, res, res.Answered) }
+	return func(res model.Result) { r.end(begun, res, res.Answered) },
+		func() { r.leave(begun.ID) }
 }
 
 // Fault records a fault operation (stall, wake, crash, restart,
@@ -129,7 +147,10 @@ func (r *Recorder) fault(proc string, kind model.Kind, req model.Request, res mo
 
 // Stream has the operations that end from now on written to w as they
 // end, instead of kept: a recording of hours is not held in memory.
-// History then holds only those that ended before.
+// History then holds only those that ended before. Each batch written
+// is marked with the instant before which every operation called is
+// written or left out (Writer.WriteMarked), which holds when Stream is
+// called before the first operation begins.
 func (r *Recorder) Stream(w *Writer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -153,7 +174,12 @@ func (r *Recorder) begin(proc string, kind model.Kind, req model.Request) Op {
 	defer r.mu.Unlock()
 	id := r.nextID
 	r.nextID++
-	return Op{ID: id, Proc: proc, Call: r.clock(), Op: model.Op{Kind: kind, Req: req}}
+	call := r.now()
+	if r.inFlight == nil {
+		r.inFlight = map[int]int64{}
+	}
+	r.inFlight[id] = call
+	return Op{ID: id, Proc: proc, Call: call, Op: model.Op{Kind: kind, Req: req}}
 }
 
 // end records op with its result, at the return time when it returned.
@@ -162,13 +188,50 @@ func (r *Recorder) end(op Op, res model.Result, returned bool) {
 	defer r.mu.Unlock()
 	op.Result = res
 	if returned {
-		op.Return, op.Returned = r.clock(), true
+		op.Return, op.Returned = r.now(), true
 	}
+	r.noteEnded(op.ID)
 	if r.stream != nil {
-		_ = r.stream.Write(op) // the writer keeps its first error for Close
+		_ = r.stream.WriteMarked(op, r.completeBefore()) // the writer keeps its first error for Close
 		return
 	}
 	r.ops = append(r.ops, op)
+}
+
+// leave notes that the operation id is left out: it will never end.
+func (r *Recorder) leave(id int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.noteEnded(id)
+}
+
+// noteEnded notes that the operation id has ended or is left out; the
+// caller holds r.mu.
+func (r *Recorder) noteEnded(id int) {
+	delete(r.inFlight, id)
+	for r.endedBelow < r.nextID {
+		if _, open := r.inFlight[r.endedBelow]; open {
+			return
+		}
+		r.endedBelow++
+	}
+}
+
+// completeBefore is the instant before which every operation called has
+// ended or is left out: the call of the oldest one in flight, or, with
+// none, the clock's latest reading, before which no operation to come
+// can be called. The caller holds r.mu.
+func (r *Recorder) completeBefore() int64 {
+	if call, open := r.inFlight[r.endedBelow]; open {
+		return call
+	}
+	return r.lastClock
+}
+
+// now reads the clock; the caller holds r.mu.
+func (r *Recorder) now() int64 {
+	r.lastClock = r.clock()
+	return r.lastClock
 }
 
 // record sends a request of proc to the broker and records it.

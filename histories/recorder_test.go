@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -169,7 +170,10 @@ func TestStreamedRecordingIsAValidDocument(t *testing.T) {
 	require.Len(t, h.Ops, 4)
 	var saved bytes.Buffer
 	require.NoError(t, Save(&saved, h))
-	require.Equal(t, saved.String(), out.String(), "the layout of Save")
+	marked := regexp.MustCompile(`, "complete_before": -?[0-9]+}`)
+	require.Equal(t, saved.String(), marked.ReplaceAllString(out.String(), "}"), "the layout of Save, but for the marks")
+	require.Contains(t, out.String(), `"type": "stall", "complete_before": 7}`,
+		"the last operation written is marked: with nothing in flight, every operation called before the clock's last reading is written")
 
 	_, err = Load(bytes.NewReader([]byte(cut + "\n  ]\n}\n")))
 	require.NoError(t, err, "closing a document cut short after an operation gives a valid one")
@@ -324,4 +328,40 @@ func TestRecorderPlainCommits(t *testing.T) {
 	require.Empty(t, plain.History().Ops, "nothing recorded")
 	plain.Proc("A").Produce(ctx, produceReq(0))
 	require.Equal(t, 0, plain.History().Ops[0].ID, "no id taken by the refused commit")
+}
+
+// Each batch a streaming recorder writes ends with the instant before
+// which every operation called is in the file or left out for good
+// ("complete_before"): an operation in flight holds it back to its call,
+// one left out does not, and with none in flight it is the clock's last
+// reading.
+func TestStreamedRecordingMarksWhatIsComplete(t *testing.T) {
+	var out bytes.Buffer
+	w, err := NewWriter(&out, History{})
+	require.NoError(t, err)
+	rec := NewRecorder(nil, nil) // the clock reads 1, 2, 3...
+	rec.Stream(w)
+	marks := func() []string {
+		require.NoError(t, w.Flush())
+		return regexp.MustCompile(`"id": ([0-9]+).*"complete_before": ([0-9]+)}`).FindAllString(out.String(), -1)
+	}
+	last := func() string {
+		m := marks()
+		require.NotEmpty(t, m)
+		return regexp.MustCompile(`"id": ([0-9]+).*"complete_before": ([0-9]+)}`).ReplaceAllString(m[len(m)-1], "op $1 complete before $2")
+	}
+	slow := rec.Observe("A", "", model.Op{Kind: model.Produce, Req: produceReq(0)})               // op 0, call 1
+	_, leave := rec.ObserveLeaving("B", "", model.Op{Kind: model.Fetch, Req: model.NewRequest()}) // op 1, call 2
+	fast := rec.Observe("C", "", model.Op{Kind: model.Produce, Req: produceReq(1)})               // op 2, call 3
+	fast(model.OK(model.NewResponse()))                                                           // return 4
+	require.Equal(t, "op 2 complete before 1", last(), "op 0, called at 1, is in flight")
+	slow(model.OK(model.NewResponse())) // return 5
+	require.Equal(t, "op 0 complete before 2", last(), "op 1, called at 2, is in flight")
+	leave()
+	rec.Fault("A", model.Stall, model.NewRequest()) // op 3, at 6
+	require.Equal(t, "op 3 complete before 6", last(), "op 1 is left out, and nothing is in flight")
+	require.NoError(t, w.Close(History{}))
+	h, err := Load(bytes.NewReader(out.Bytes()))
+	require.NoError(t, err, "the mark is a member the format allows")
+	require.Len(t, h.Ops, 3)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -41,6 +43,8 @@ type Writer struct {
 	mu      sync.Mutex
 	queue   []Op
 	spare   []Op         // the queue's last backing array, for reuse
+	before  []int64      // each queued op's complete_before, noMark for none
+	spareB  []int64      // before's last backing array, for reuse
 	n       int          // ops taken from the queue
 	running bool         // a drain goroutine is at work
 	timer   *time.Timer  // starts a drain; nil while none is set
@@ -75,7 +79,16 @@ func NewWriter(w io.Writer, h History) (*Writer, error) {
 
 // Write queues op, or reports the first error the writer met. It waits
 // while the queue is full.
-func (hw *Writer) Write(op Op) error {
+func (hw *Writer) Write(op Op) error { return hw.WriteMarked(op, noMark) }
+
+// WriteMarked is Write for a recorder that knows which operations have
+// ended: every operation called before the instant completeBefore has
+// been given to the writer before op, or is op, or is left out of the
+// history for good. The last operation of each batch written carries it,
+// as the member "complete_before", so that a reader following the file
+// as it grows knows up to when it holds every operation
+// (docs/history-format.md).
+func (hw *Writer) WriteMarked(op Op, completeBefore int64) error {
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
 	for hw.err == nil && len(hw.queue) >= maxQueued {
@@ -89,6 +102,7 @@ func (hw *Writer) Write(op Op) error {
 		return hw.err
 	}
 	hw.queue = append(hw.queue, op)
+	hw.before = append(hw.before, completeBefore)
 	switch {
 	case hw.running: // the drain at work takes it too
 	case len(hw.queue) >= drainAt:
@@ -128,8 +142,9 @@ func (hw *Writer) drain() {
 	hw.mu.Lock()
 	defer hw.mu.Unlock()
 	for len(hw.queue) > 0 && hw.err == nil {
-		batch, first := hw.queue, hw.n
+		batch, before, first := hw.queue, hw.before, hw.n
 		hw.queue, hw.spare = hw.spare[:0], nil
+		hw.before, hw.spareB = hw.spareB[:0], nil
 		hw.n += len(batch)
 		hw.room.Broadcast()
 		hw.mu.Unlock()
@@ -137,8 +152,11 @@ func (hw *Writer) drain() {
 			writeOp(buf, first+i, &batch[i])
 			batch[i] = Op{} // let the garbage collector have it
 		}
+		if last := before[len(before)-1]; last != noMark {
+			writeCompleteBefore(buf, last)
+		}
 		hw.mu.Lock()
-		hw.spare = batch[:0]
+		hw.spare, hw.spareB = batch[:0], before[:0]
 		if buf.Len() >= writeAt || len(hw.queue) == 0 {
 			hw.mu.Unlock()
 			_, err := hw.w.Write(buf.Bytes())
@@ -148,7 +166,7 @@ func (hw *Writer) drain() {
 		}
 	}
 	if hw.err != nil {
-		hw.queue = nil // what is left is lost; Write reports it
+		hw.queue, hw.before = nil, nil // what is left is lost; Write reports it
 	}
 	hw.running = false
 	hw.room.Broadcast()
@@ -206,4 +224,16 @@ func (hw *Writer) noteWriteErr(err error) {
 	if err != nil && hw.err == nil {
 		hw.err = fmt.Errorf("histories: writing the history: %w", err)
 	}
+}
+
+// noMark is the complete_before of an operation written without one.
+const noMark = math.MinInt64
+
+// writeCompleteBefore adds the member "complete_before" to the operation
+// that b ends with.
+func writeCompleteBefore(b *bytes.Buffer, at int64) {
+	b.Truncate(b.Len() - 1) // the operation's closing brace
+	b.WriteString(`, "complete_before": `)
+	b.WriteString(strconv.FormatInt(at, 10))
+	b.WriteByte('}')
 }

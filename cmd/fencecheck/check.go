@@ -18,6 +18,7 @@ import (
 
 type checkFlags struct {
 	html, timeline, report, known string
+	follow                        bool
 	timeout                       time.Duration
 	allowed                       checker.Options
 }
@@ -30,11 +31,20 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		"  VIOLATED op N (why), unknown (why) or skipped. With several files,\n"+
 		"  each file's lines follow '== FILE'.\n"+
 		"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
-		"2 a file is unusable (the message names the operation and the field).\n", stderr)
+		"2 a file is unusable (the message names the operation and the field).\n\n"+
+		"With --follow, one FILE is judged while 'fencecheck proxy --history' writes\n"+
+		"it. Each check's first violation is printed as 'while following: ...' as\n"+
+		"soon as the file shows it, and the verdicts once the proxy stops (or at\n"+
+		"Ctrl-C). It judges the operations called before the file's latest\n"+
+		"complete_before mark (docs/history-format.md). Answers that came after\n"+
+		"that instant wait, because an operation still in flight may explain them.\n"+
+		"Stopped before the file ends, it prints the verdicts of what it judged,\n"+
+		"with exit status 2, as for a file cut short.\n", stderr)
 	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")
 	fs.StringVar(&f.report, "report", "", "write the counterexample page (timeline, process lanes, partition logs, violations; self-contained HTML) to `FILE` (with several histories, FILE-NAME.html for each); it links to the --html page when there is one")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")
 	fs.DurationVar(&f.timeout, "timeout", checker.DefaultTimeout, "give up the linearizability search after `D` for each 100,000 operations (it then says unknown)")
+	fs.BoolVar(&f.follow, "follow", false, "judge one history FILE while the proxy writes it, and report each check's first violation as soon as the file shows it")
 	fs.StringVar(&f.known, "known", "", "judge linearizable and error-codes with the known findings of `FILE` (fencecheck/known/v1; 'kfake' for kfake's own list) allowed, as fencecheck run judges what goes beyond them: their deviations from Kafka, and their wrong codes taken as right")
 	files, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -42,6 +52,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil && len(files) == 0 {
 		err = errors.New("no history file given")
+	}
+	if err == nil && f.follow && len(files) > 1 {
+		err = fmt.Errorf("--follow follows one file, got %d", len(files))
 	}
 	if err == nil && f.timeout <= 0 {
 		err = fmt.Errorf("--timeout must be positive, got %v", f.timeout)
@@ -53,6 +66,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
 		fs.Usage()
 		return exitUsage
+	}
+	if f.follow {
+		ctx, stop := untilStopped()
+		defer stop()
+		return followFile(ctx, files[0], f, stdout, stderr)
 	}
 	exit := exitHeld
 	for _, file := range files {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fencecheck/fencecheck/checker"
 	"github.com/fencecheck/fencecheck/internal/proxy"
 	"github.com/fencecheck/fencecheck/internal/workload"
 	"github.com/fencecheck/fencecheck/kafka"
@@ -45,6 +46,10 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		"or pauses the upstream; --faults runs a seeded schedule of the same faults\n"+
 		"unattended. It prints its addresses on stdout and runs until\n"+
 		"interrupted; the history is a whole document once it stops.\n\n"+
+		"With --check, the proxy judges the history as it writes it, as\n"+
+		"'fencecheck check --follow FILE' does beside it: each check's first\n"+
+		"violation is printed on stdout as 'while following: ...' while the run goes\n"+
+		"on, and the verdicts once it stops. The exit status is then check's.\n\n"+
 		"One proxy session records one history, and a history is judged from an\n"+
 		"empty cluster. For another run, stop the proxy and start the cluster\n"+
 		"afresh (or use new topics, groups and transactional ids), then start the\n"+
@@ -56,6 +61,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:19092", "the proxy's bootstrap address, `host:port` (port 0 picks one)")
 	brokerPorts := fs.String("broker-ports", "", "pin the brokers' listeners to these `ports`, one per broker, as 19093-19095 or 19093,19094,19095 (default any free ports)")
 	historyPath := fs.String("history", "", "write the clients' history to `FILE` as the run goes")
+	check := fs.Bool("check", false, "with --history: judge the history while it is written, print each check's first violation as soon as it shows, and the verdicts at the end (exit status as check's)")
 	keysFrom := fs.String("keys-from", "", "with --history: the keys produced to `TOPIC` are the trips every other topic must see committed exactly once")
 	control := fs.String("control", "127.0.0.1:19080", "serve the control API on `host:port` (\"\": none)")
 	faults := fs.String("faults", "", "a seeded schedule of faults, `KIND=EVERY,...`: each KIND (stall, crash, lose-response, delay, pause) once every EVERY on average, as stall=30s,crash=2m")
@@ -74,6 +80,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return fail("--upstream host:port,... is required")
 	case *keysFrom != "" && *historyPath == "":
 		return fail("--keys-from names the trips of a history: give --history FILE too")
+	case *check && *historyPath == "":
+		return fail("--check judges the history being written: give --history FILE too")
 	}
 	schedule, err := parseSchedule(*faults, *faultLength, *faultProcs, *seed)
 	if err != nil {
@@ -95,15 +103,99 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Record = rec
 	}
+	stdout = lockedWriter{stdout, &sync.Mutex{}}
+	judge := startJudging(*check, *historyPath, stdout, stderr)
 	code := serveProxy(cfg, *control, schedule, stdout, logf)
+	if code != exitHeld {
+		judge.cancel() // the proxy never ran
+	}
 	if rec != nil {
 		if err := rec.close(); err != nil {
+			judge.cancel()
 			return fail("%v", err)
 		}
 		fmt.Fprintf(stdout, "fencecheck proxy: history written to %s\n", *historyPath)
 	}
+	// The document is ended, so the judge reads its end, and judges it
+	// whole.
+	return max(code, judge.wait())
+}
+
+// judging is proxy --check's judge of the history being written, as
+// check --follow judges it.
+type judging struct {
+	stop   context.CancelFunc
+	judged chan int
+	out    *muted
+}
+
+// startJudging starts the judge when check is set.
+func startJudging(check bool, path string, stdout, stderr io.Writer) *judging {
+	if !check {
+		return &judging{}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	j := &judging{stop: stop, judged: make(chan int, 1), out: &muted{}}
+	go func() {
+		j.judged <- followFile(ctx, path, checkFlags{timeout: checker.DefaultTimeout}, j.out.to(stdout), j.out.to(stderr))
+	}()
+	return j
+}
+
+// cancel stops the judge, which then says nothing more.
+func (j *judging) cancel() {
+	if j.stop == nil {
+		return
+	}
+	j.out.mute()
+	j.stop()
+}
+
+// wait is the judge's exit status once it is done: check's for the whole
+// history, or exitHeld when there is no judge or it was cancelled.
+func (j *judging) wait() int {
+	if j.stop == nil {
+		return exitHeld
+	}
+	code := <-j.judged
+	if j.out.isMuted() {
+		return exitHeld
+	}
 	return code
 }
+
+// muted silences writers once muted.
+type muted struct {
+	mu    sync.Mutex
+	quiet bool
+}
+
+func (m *muted) mute() {
+	m.mu.Lock()
+	m.quiet = true
+	m.mu.Unlock()
+}
+
+func (m *muted) isMuted() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.quiet
+}
+
+func (m *muted) to(w io.Writer) io.Writer {
+	return writerFunc(func(b []byte) (int, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.quiet {
+			return len(b), nil
+		}
+		return w.Write(b)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // linesTo is a log function writing a line to w, after prefix, a line at
 // a time: connections log from goroutines of their own.

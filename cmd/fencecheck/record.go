@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/recorder"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -59,10 +60,22 @@ func startRecording(path, keysFrom string, logf func(string, ...any)) (*recordin
 // Observe records an operation, and notes the keys and topics of a
 // produce that succeeded.
 func (r *recording) Observe(proc, client string, op model.Op) func(model.Result) {
-	end := r.Recorder.Observe(proc, client, op)
+	end, _ := r.ObserveLeaving(proc, client, op)
+	return end
+}
+
+// The proxy's recorder tells it of the operations it leaves out, so that
+// they do not hold back the history's complete_before marks.
+var _ recorder.LeavingObserver = (*recording)(nil)
+
+// ObserveLeaving is Observe, told too when the operation is left out, so
+// that the history's marks say which operations have ended
+// (complete_before).
+func (r *recording) ObserveLeaving(proc, client string, op model.Op) (func(model.Result), func()) {
+	end, leave := r.Recorder.ObserveLeaving(proc, client, op)
 	kind, req := op.Kind, op.Req
 	if kind != model.Produce {
-		return end
+		return end, leave
 	}
 	r.mu.Lock()
 	r.produces[req.Partition]++
@@ -87,7 +100,7 @@ func (r *recording) Observe(proc, client string, op model.Op) func(model.Result)
 			r.checkTrip(rec.Key)
 			r.trips[rec.Key] = true
 		}
-	}
+	}, leave
 }
 
 // checkStart warns when the only produce to p the history has sent

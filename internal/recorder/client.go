@@ -41,6 +41,14 @@ type Observer interface {
 	Observe(proc, client string, op model.Op) (end func(model.Result))
 }
 
+// LeavingObserver is an Observer that is also told when an operation is
+// left out: leave is called instead of end, once. histories.Recorder is
+// one, so that it knows which operations are still in flight.
+type LeavingObserver interface {
+	Observer
+	ObserveLeaving(proc, client string, op model.Op) (end func(model.Result), leave func())
+}
+
 // Cluster is what the recorder needs to know of the cluster a client
 // talks to.
 type Cluster interface {
@@ -203,7 +211,7 @@ func (c *Client) Close() {
 		case p.memberID != "":
 			c.finish(p, model.NoAnswer())
 		default:
-			c.free(p)
+			c.leaveOut(p)
 		}
 	}
 }
@@ -244,6 +252,7 @@ type pending struct {
 	partition         model.Partition   // a produce's
 	partitions        []model.Partition // a join_group's subscription
 	end               func(model.Result)
+	leave             func() // nil when the observer is not told
 	// reading has a produce's records in the request's Records (read
 	// then, or beside the request going on) and says whether they
 	// read; nil for any other operation.
@@ -265,8 +274,14 @@ func (c *Client) begin(kind model.Kind, version int16, req model.Request) *pendi
 	c.lanes[instance] = lanes
 	c.mu.Unlock()
 	proc, client := c.laneName(instance, lane)
-	return &pending{instance: instance, lane: lane, kind: kind, memberID: req.MemberID, partition: req.Partition, partitions: req.Partitions,
-		end: c.cfg.Observer.Observe(proc, client, model.Op{Kind: kind, Req: req, APIVersion: model.AtVersion(version)})}
+	p := &pending{instance: instance, lane: lane, kind: kind, memberID: req.MemberID, partition: req.Partition, partitions: req.Partitions}
+	op := model.Op{Kind: kind, Req: req, APIVersion: model.AtVersion(version)}
+	if lo, ok := c.cfg.Observer.(LeavingObserver); ok {
+		p.end, p.leave = lo.ObserveLeaving(proc, client, op)
+	} else {
+		p.end = c.cfg.Observer.Observe(proc, client, op)
+	}
+	return p
 }
 
 // instanceOf is the process of the history that a request carrying
@@ -308,7 +323,7 @@ func (c *Client) finish(p *pending, res model.Result) {
 		if err := p.reading(); err != nil {
 			// As a produce whose batch header does not read.
 			c.cfg.Logf("recorder: %s's produce to %s is left out, because its records do not read: %v", c.proc, p.partition, err)
-			c.free(p)
+			c.leaveOut(p)
 			return
 		}
 	}
@@ -321,7 +336,16 @@ func (c *Client) finish(p *pending, res model.Result) {
 	c.free(p)
 }
 
-// free frees an operation's lane; one never finished is left out.
+// leaveOut frees the lane of an operation never finished, and tells the
+// observer that it is left out.
+func (c *Client) leaveOut(p *pending) {
+	if p.leave != nil {
+		p.leave()
+	}
+	c.free(p)
+}
+
+// free frees an operation's lane.
 func (c *Client) free(p *pending) {
 	c.mu.Lock()
 	c.lanes[p.instance][p.lane] = false

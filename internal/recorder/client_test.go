@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -1082,4 +1083,48 @@ func TestRecorderReadsEmptyTransactionalIDs(t *testing.T) {
 	require.False(t, ops[1].Req.EmptyTransactionalID, "a null id is an idempotent producer's")
 	require.Equal(t, model.EndTxn, ops[2].Kind)
 	require.True(t, ops[2].Req.EmptyTransactionalID)
+}
+
+// An operation left out (here a produce to a partition the broker did
+// not take) is told to the observer, so that it does not hold back the
+// instant before which a streamed history is whole (complete_before).
+func TestLeftOutOperationsAreToldToTheObserver(t *testing.T) {
+	w := newWire(t)
+	var out bytes.Buffer
+	stream, err := histories.NewWriter(&out, histories.History{})
+	require.NoError(t, err)
+	w.rec.Stream(stream)
+
+	id := "fencecheck-ctp-w1"
+	produce := kmsg.NewPtrProduceRequest()
+	produce.TransactionID, produce.Acks = &id, -1
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "fencecheck-fares"
+	for p := range 2 {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = int32(p)
+		rp.Records = wire.ProducerBatch{ProducerID: 7, Epoch: 2, FirstSequence: 0, Transactional: true,
+			Records: []model.Record{{Key: "trip-a01"}}}.Encode()
+		topic.Partitions = append(topic.Partitions, rp)
+	}
+	produce.Topics = []kmsg.ProduceRequestTopic{topic}
+	corr := w.send(produce, 12) // two operations, called at 1 and 2
+	produceResp := kmsg.NewPtrProduceResponse()
+	rt := kmsg.NewProduceResponseTopic()
+	rt.Topic = "fencecheck-fares"
+	ok, misrouted := kmsg.NewProduceResponseTopicPartition(), kmsg.NewProduceResponseTopicPartition()
+	ok.Partition, ok.BaseOffset = 0, 40
+	misrouted.Partition, misrouted.ErrorCode = 1, kerr.NotLeaderForPartition.Code
+	rt.Partitions = []kmsg.ProduceResponseTopicPartition{ok, misrouted}
+	produceResp.Topics = []kmsg.ProduceResponseTopic{rt}
+	w.answer(corr, produceResp, 12) // the first returns at 3, the second is left out
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, 7, 2, true
+	corr = w.send(end, 5)                          // called at 4
+	w.answer(corr, kmsg.NewPtrEndTxnResponse(), 5) // returns at 5
+	require.NoError(t, stream.Flush())
+	marks := regexp.MustCompile(`"complete_before": ([0-9]+)}`).FindAllStringSubmatch(out.String(), -1)
+	require.NotEmpty(t, marks, out.String())
+	require.Equal(t, "5", marks[len(marks)-1][1], "nothing is in flight once the commit returned: %s", out.String())
 }

@@ -119,7 +119,7 @@ func (c *Client) answered(ops []observed, resp kmsg.Response) {
 		case ended:
 			c.finish(o.op, res)
 		case notTaken:
-			c.free(o.op)
+			c.leaveOut(o.op)
 		}
 	}
 }
