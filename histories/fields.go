@@ -144,6 +144,7 @@ var (
 	qIsolation   = field[request]{"isolation", func(r *request) codec {
 		return text[model.Isolation]{&r.Isolation, validIsolation}
 	}}
+	qDeleteOffset  = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, deleteOffsets} }}
 	qRequireStable = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
 	qMs            = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
 )
@@ -181,6 +182,9 @@ var (
 	}}
 	pLastStable = field[response]{"last_stable_offset", func(r *response) codec {
 		return number[int64]{&r.LastStableOffset, offsets}
+	}}
+	pLowWatermark = field[response]{"low_watermark", func(r *response) codec {
+		return number[int64]{&r.LowWatermark, offsets}
 	}}
 )
 
@@ -239,6 +243,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.Tick:        {qMs.always()},
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatReq,
+	model.DeleteRecords:          {qPartition.req(), qDeleteOffset.always()},
 }
 
 // respSlots are the response fields of each type that has a "resp". They
@@ -262,6 +267,7 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.TimeoutAbort: {pTxnID.req(), pProducerID.req(), pEpoch.req()},
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatResp,
+	model.DeleteRecords:          {pLowWatermark.opt()},
 }
 
 func validIsolation(i model.Isolation) error {

@@ -413,6 +413,7 @@ func requestOf(k model.Kind, code model.Code) string {
 		model.OffsetCommit:           `{"group": "g", "offsets": {"trips-0": 3}}`,
 		model.SyncGroup:              `{"group": "g", "member_id": "m", "generation_id": 1, "assignments": {"m": ["trips-0"]}}`,
 		model.ConsumerGroupHeartbeat: `{"group": "g", "member_id": "m", "member_epoch": 1}`,
+		model.DeleteRecords:          `{"partition": "fares-2", "offset": 40}`,
 	}
 	return fmt.Sprintf(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": %q, "req": %s, "error": %q}`, k, reqs[k], code)
 }

@@ -117,6 +117,14 @@ func everyType() History {
 		})}, Result: ok(func(r *model.Response) {
 			r.ProducerID, r.Epoch, r.OngoingTxnProducerID, r.OngoingTxnEpoch = 6000, 3, 6000, 2
 		})},
+		// KIP-107: an admin deletes records, before an offset and up to
+		// the high watermark (-1).
+		{Proc: "E", Op: model.Op{Kind: model.DeleteRecords, Req: req(func(r *model.Request) {
+			r.Partition, r.Offset = "fares-2", 40
+		})}, Result: ok(func(r *model.Response) { r.LowWatermark = 40 })},
+		{Proc: "E", Op: model.Op{Kind: model.DeleteRecords, Req: req(func(r *model.Request) {
+			r.Partition, r.Offset = "fares-3", model.HighWatermarkOffset
+		})}, Result: model.Fail(model.PolicyViolation)},
 	}
 	for i := range ops {
 		op := &ops[i]

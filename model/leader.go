@@ -300,6 +300,10 @@ func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
 // size limits), so any prefix of them is a legal answer.
 func (st *step) fetch(r Request) outcome {
 	ps := st.s.parts[r.Partition]
+	if ps.start > 0 && r.Offset < ps.start {
+		// Deleted records are gone (deleterecords.go).
+		return refuse("fetch-below-log-start", OffsetOutOfRange, "fetch of %s from offset %d, below its log start offset %d, which a DeleteRecords moved (UnifiedLog.read)", r.Partition, r.Offset, ps.start)
+	}
 	limit := ps.end()
 	if r.Isolation == ReadCommitted {
 		limit = ps.lastStable()

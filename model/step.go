@@ -349,6 +349,8 @@ func (st *step) run() outcome {
 		return st.syncGroup(r)
 	case ConsumerGroupHeartbeat:
 		return st.consumerGroupHeartbeat(r)
+	case DeleteRecords:
+		return st.deleteRecords(r)
 	case Tick:
 		st.tick(r.Ms)
 	case BrokerRestart:

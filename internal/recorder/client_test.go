@@ -1083,3 +1083,44 @@ func TestRecorderReadsEmptyTransactionalIDs(t *testing.T) {
 	require.Equal(t, model.EndTxn, ops[2].Kind)
 	require.True(t, ops[2].Req.EmptyTransactionalID)
 }
+
+// An admin's DeleteRecords (KIP-107) is one delete_records per partition,
+// each answered by its partition's code and low watermark. A partition
+// misrouted after the leader moved its log start offset is recorded, as
+// undecided; an offset the format cannot hold is not.
+func TestRecorderDeleteRecords(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = "fencecheck-fares"
+	for _, p := range []struct {
+		partition int32
+		offset    int64
+	}{{0, 5}, {1, -1}, {2, 9}, {3, -2}} {
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = p.partition, p.offset
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = []kmsg.DeleteRecordsRequestTopic{rt}
+	resp := kmsg.NewPtrDeleteRecordsResponse()
+	st := kmsg.NewDeleteRecordsResponseTopic()
+	st.Topic = "fencecheck-fares"
+	for _, p := range []struct {
+		partition int32
+		low       int64
+		code      int16
+	}{{0, 5, 0}, {1, 12, 0}, {2, -1, kerr.NotLeaderForPartition.Code}, {3, -1, kerr.OffsetOutOfRange.Code}} {
+		sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+		sp.Partition, sp.LowWatermark, sp.ErrorCode = p.partition, p.low, p.code
+		st.Partitions = append(st.Partitions, sp)
+	}
+	resp.Topics = []kmsg.DeleteRecordsResponseTopic{st}
+	w.answer(w.send(req, 2), resp, 2)
+	var got []string
+	for _, op := range w.ops() {
+		require.Equal(t, model.DeleteRecords, op.Kind)
+		got = append(got, fmt.Sprintf("%s before %d: %q low %d", op.Req.Partition, op.Req.Offset, op.Result.Err, op.Result.Resp.LowWatermark))
+	}
+	require.Equal(t, []string{`fares-0 before 5: "" low 5`, `fares-1 before -1: "" low 12`,
+		`fares-2 before 9: "NOT_LEADER_OR_FOLLOWER" low -1`}, got)
+}

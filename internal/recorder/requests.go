@@ -49,7 +49,7 @@ func readsRequest(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
 		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
-		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat:
+		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.DeleteRecords:
 		return true
 	}
 	return false
@@ -89,6 +89,8 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.offsetCommit(r)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return c.consumerGroupHeartbeat(r)
+	case *kmsg.DeleteRecordsRequest:
+		return c.deleteRecords(r)
 	}
 	return nil
 }
