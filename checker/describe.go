@@ -71,6 +71,8 @@ func describeDoes(op histories.Op) string {
 			return fmt.Sprintf("`delete_records()` %s up to the high watermark", req.Partition)
 		}
 		return fmt.Sprintf("`delete_records()` %s before %d", req.Partition, req.Offset)
+	case model.AlterConfig:
+		return fmt.Sprintf("`alter_config()` %s=%v", model.PartitionVerificationConfig, req.PartitionVerification)
 	case model.Tick:
 		return fmt.Sprintf("clock +%d ms", req.Ms)
 	}

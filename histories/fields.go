@@ -144,6 +144,9 @@ var (
 	qIsolation   = field[request]{"isolation", func(r *request) codec {
 		return text[model.Isolation]{&r.Isolation, validIsolation}
 	}}
+	qPartitionVerification = field[request]{model.PartitionVerificationConfig, func(r *request) codec {
+		return flag{&r.PartitionVerification}
+	}}
 	qDeleteOffset  = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, deleteOffsets} }}
 	qRequireStable = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
 	qMs            = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
@@ -244,6 +247,9 @@ var reqSlots = map[model.Kind][]slot[request]{
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatReq,
 	model.DeleteRecords:          {qPartition.req(), qDeleteOffset.always()},
+	// The one config the model reads that Kafka lets change while the
+	// broker runs, under its own name, as in "broker_config".
+	model.AlterConfig: {qPartitionVerification.always()},
 }
 
 // respSlots are the response fields of each type that has a "resp". They
@@ -268,6 +274,7 @@ var respSlots = map[model.Kind][]slot[response]{
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatResp,
 	model.DeleteRecords:          {pLowWatermark.opt()},
+	model.AlterConfig:            {},
 }
 
 func validIsolation(i model.Isolation) error {

@@ -125,6 +125,11 @@ func everyType() History {
 		{Proc: "E", Op: model.Op{Kind: model.DeleteRecords, Req: req(func(r *model.Request) {
 			r.Partition, r.Offset = "fares-3", model.HighWatermarkOffset
 		})}, Result: model.Fail(model.PolicyViolation)},
+		// An admin turns partition verification off while the broker
+		// runs.
+		{Proc: "E", Op: model.Op{Kind: model.AlterConfig, Req: req(func(r *model.Request) {
+			r.PartitionVerification = false
+		})}, Result: ok(func(*model.Response) {})},
 	}
 	for i := range ops {
 		op := &ops[i]

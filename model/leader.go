@@ -19,9 +19,11 @@ func (st *step) produce(r Request) outcome {
 		return refuse("leader-epoch-fence", InvalidProducerEpoch, "epoch %d is older than epoch %d, the newest the leader of %s has seen from producer %d (KIP-98 fencing)", r.Epoch, pe.epoch, r.Partition, r.ProducerID)
 	}
 	switch {
-	case r.TransactionalID != "" && st.s.opts.NoPartitionVerification:
+	case r.TransactionalID != "" && (st.s.opts.NoPartitionVerification || st.openUnverified(r, pe)):
 		// The leader writes it without asking the coordinator, and makes
-		// no verification entry (verification.go).
+		// no verification entry (verification.go): verification is off,
+		// or the producer's transaction at the partition is one a batch
+		// wrote while it was off (alterconfig.go).
 	case r.TransactionalID != "":
 		verified := st.verifyTxnWrite(r)
 		// Verification may have landed the last transaction's markers

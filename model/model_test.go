@@ -125,6 +125,7 @@ var commands = map[string]model.Kind{
 	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "offset-commit": model.OffsetCommit,
 	"tick": model.Tick, "restart": model.BrokerRestart, "sync": model.SyncGroup,
 	"consumer-heartbeat": model.ConsumerGroupHeartbeat, "delete-records": model.DeleteRecords,
+	"alter-config": model.AlterConfig,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
@@ -173,6 +174,10 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	if kind == model.ConsumerGroupHeartbeat {
 		parseConsumerHeartbeat(t, td, &op)
+	}
+	if kind == model.AlterConfig {
+		r.PartitionVerification = !verificationOff(t, td)
+		op.Req = r
 	}
 	if kind == model.DeleteRecords {
 		r.Offset = int64(intArg(t, td, "before", -1)) // absent: Kafka's -1, the high watermark

@@ -81,6 +81,7 @@ const (
 	NetworkException             Code = "NETWORK_EXCEPTION"
 	RebalanceInProgress          Code = "REBALANCE_IN_PROGRESS"
 	PolicyViolation              Code = "POLICY_VIOLATION"
+	InvalidConfig                Code = "INVALID_CONFIG"
 )
 
 // Class groups the codes that brokers answer for the same refusal. Brokers
@@ -124,7 +125,7 @@ var (
 	// write are the same (OffsetMetadataManager.commitOffset and
 	// commitTransactionalOffset, 4.x; GroupMetadataManager.storeOffsets, 3.9).
 	offsetCommits = []Kind{TxnOffsetCommit, OffsetCommit}
-	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch, DeleteRecords})
+	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch, DeleteRecords, AlterConfig})
 	// consumerGroups are KIP-848's requests (consumergroups.go), with
 	// rows of their own at the end of the table.
 	consumerGroups = []Kind{ConsumerGroupHeartbeat}
@@ -391,6 +392,18 @@ var table = []codeInfo{
 	{OffsetOutOfRange, NoEffect, []Kind{DeleteRecords}},
 	{NotLeaderOrFollower, Undecided, []Kind{DeleteRecords}},
 	{KafkaStorageError, Undecided, []Kind{DeleteRecords}},
+
+	// (f) An admin's IncrementalAlterConfigs of a broker config
+	// (IncrementalAlterConfigsResponse.json; 3.9's ZkAdminManager and
+	// ConfigAdminManager, the KRaft controller's
+	// ConfigurationControlManager): refused before anything changes, for
+	// authorization (ALTER_CONFIGS on the cluster), a value the config
+	// does not take, and an alter.config.policy.class.name that says no.
+	// The broker applies a change after it is answered (alterconfig.go),
+	// so every answer is placed anywhere after its call.
+	{ClusterAuthorizationFailed, NoEffect, []Kind{AlterConfig}},
+	{InvalidConfig, NoEffect, []Kind{AlterConfig}},
+	{PolicyViolation, NoEffect, []Kind{AlterConfig}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -486,6 +499,7 @@ var apiNames = map[Kind]string{
 	OffsetCommit:           "OffsetCommit",
 	ConsumerGroupHeartbeat: "ConsumerGroupHeartbeat",
 	DeleteRecords:          "DeleteRecords",
+	AlterConfig:            "IncrementalAlterConfigs",
 }
 
 // mayBeginImplicitly reports whether a request of kind k adds to its

@@ -351,6 +351,8 @@ func (st *step) run() outcome {
 		return st.consumerGroupHeartbeat(r)
 	case DeleteRecords:
 		return st.deleteRecords(r)
+	case AlterConfig:
+		return st.alterConfig(r)
 	case Tick:
 		st.tick(r.Ms)
 	case BrokerRestart:

@@ -48,6 +48,11 @@ const (
 	// DeleteRecords is an admin's DeleteRecords of one partition: it moves
 	// the partition's log start offset up (deleterecords.go).
 	DeleteRecords Kind = "delete_records"
+	// AlterConfig is an admin's change of a dynamic broker config
+	// (IncrementalAlterConfigs): today transaction.partition.verification
+	// .enable, the one the model reads that Kafka lets change while the
+	// broker runs (alterconfig.go).
+	AlterConfig Kind = "alter_config"
 )
 
 // Faults. Only BrokerRestart and Tick reach the broker; the others describe
@@ -66,7 +71,7 @@ const (
 var Kinds = []Kind{
 	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
 	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
-	ConsumerGroupHeartbeat, DeleteRecords,
+	ConsumerGroupHeartbeat, DeleteRecords, AlterConfig,
 	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
 }
 
@@ -75,7 +80,7 @@ func (k Kind) IsRequest() bool {
 	switch k {
 	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
 		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
-		ConsumerGroupHeartbeat, DeleteRecords:
+		ConsumerGroupHeartbeat, DeleteRecords, AlterConfig:
 		return true
 	}
 	return false
@@ -201,6 +206,9 @@ type Request struct {
 	Isolation     Isolation
 	RequireStable bool
 	Ms            int64 // tick: how far the clock moves
+	// PartitionVerification is an alter_config's new
+	// transaction.partition.verification.enable.
+	PartitionVerification bool
 	// consumer_group_heartbeat (KIP-848). A nil list is Kafka's null:
 	// unchanged since the member's last heartbeat.
 	MemberEpoch      int32 // 0 joins, -1 leaves, -2 leaves for a static member's return

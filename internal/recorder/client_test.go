@@ -1124,3 +1124,39 @@ func TestRecorderDeleteRecords(t *testing.T) {
 	require.Equal(t, []string{`fares-0 before 5: "" low 5`, `fares-1 before -1: "" low 12`,
 		`fares-2 before 9: "NOT_LEADER_OR_FOLLOWER" low -1`}, got)
 }
+
+// An IncrementalAlterConfigs that sets transaction.partition.verification
+// .enable in the brokers' cluster-wide default is an alter_config with
+// its answer; a broker's own override, a DELETE, a value that is not a
+// boolean and a validate-only request are not recorded.
+func TestRecorderAlterConfig(t *testing.T) {
+	w := newWire(t)
+	alter := func(broker, value string, op kmsg.IncrementalAlterConfigOp, validate bool, code int16) {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.ValidateOnly = validate
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, broker
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Op, cfg.Value = model.PartitionVerificationConfig, op, &value
+		res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{cfg}
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = kmsg.ConfigResourceTypeBroker, broker, code
+		resp.Resources = []kmsg.IncrementalAlterConfigsResponseResource{rr}
+		w.answer(w.send(req, 1), resp, 1)
+	}
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	alter("", "false", set, false, 0)
+	alter("", " TRUE ", set, false, kerr.ClusterAuthorizationFailed.Code)
+	alter("1", "false", set, false, 0)
+	alter("", "false", del, false, 0)
+	alter("", "maybe", set, false, 0)
+	alter("", "true", set, true, 0)
+	var got []string
+	for _, op := range w.ops() {
+		require.Equal(t, model.AlterConfig, op.Kind)
+		got = append(got, fmt.Sprintf("%v: %q", op.Req.PartitionVerification, op.Result.Err))
+	}
+	require.Equal(t, []string{`false: ""`, `true: "CLUSTER_AUTHORIZATION_FAILED"`}, got)
+}

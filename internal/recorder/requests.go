@@ -49,7 +49,8 @@ func readsRequest(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
 		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
-		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.DeleteRecords:
+		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.DeleteRecords,
+		kmsg.IncrementalAlterConfigs:
 		return true
 	}
 	return false
@@ -91,6 +92,8 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.consumerGroupHeartbeat(r)
 	case *kmsg.DeleteRecordsRequest:
 		return c.deleteRecords(r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.alterConfig(r)
 	}
 	return nil
 }
