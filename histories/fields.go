@@ -147,9 +147,12 @@ var (
 	qPartitionVerification = field[request]{model.PartitionVerificationConfig, func(r *request) codec {
 		return flag{&r.PartitionVerification}
 	}}
-	qDeleteOffset  = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, deleteOffsets} }}
-	qRequireStable = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
-	qMs            = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
+	qDeleteOffset = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, deleteOffsets} }}
+	// produce's: its request carried transactional batches of more than
+	// one producer id and epoch.
+	qMixedProducers = field[request]{"mixed_producers", func(r *request) codec { return flag{&r.MixedProducers} }}
+	qRequireStable  = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
+	qMs             = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
 )
 
 type response = model.Response
@@ -222,7 +225,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 		qKeepPreparedTxn.opt()},
 	model.AddPartitions: {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
 	model.Produce: {qTxnID.opt(), qProducerID.req(), qEpoch.req(), qPartition.req(), qSequence.always(),
-		qRecords.always()},
+		qRecords.always(), qMixedProducers.opt()},
 	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req()},
 	// The groupId-string overload sends no member and generation -1.
 	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroup.req(), qMemberID.opt(),

@@ -125,6 +125,12 @@ func everyType() History {
 		{Proc: "E", Op: model.Op{Kind: model.DeleteRecords, Req: req(func(r *model.Request) {
 			r.Partition, r.Offset = "fares-3", model.HighWatermarkOffset
 		})}, Result: model.Fail(model.PolicyViolation)},
+		// A produce request whose transactional batches carry two
+		// producer ids, which Kafka refuses whole.
+		{Proc: "F", Op: model.Op{Kind: model.Produce, Req: req(func(r *model.Request) {
+			r.TransactionalID, r.ProducerID, r.Epoch, r.Partition = "fare-writer-9", 7000, 0, "fares-4"
+			r.Records, r.MixedProducers = []model.Record{{Key: "trip-9005"}}, true
+		})}, Result: model.Fail(model.InvalidProducerIDMapping)},
 		// An admin turns partition verification off while the broker
 		// runs.
 		{Proc: "E", Op: model.Op{Kind: model.AlterConfig, Req: req(func(r *model.Request) {

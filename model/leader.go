@@ -10,6 +10,14 @@ import (
 // Partition leaders: one log and one producer-state table per partition.
 
 func (st *step) produce(r Request) outcome {
+	if r.MixedProducers {
+		// ReplicaManager.handleProduceAppend (3.9.0 and trunk): "Transactional
+		// records contained more than one producer ID", before any
+		// partition is looked at or verified; KafkaApis answers every
+		// partition of the request with it
+		// (ReplicaManagerTest#testExceptionWhenUnverifiedTransactionHasMultipleProducerIds).
+		return refuse("mixed-producers", InvalidProducerIDMapping, "the produce request carried transactional batches of more than one producer id and epoch (ReplicaManager.handleProduceAppend)")
+	}
 	ps := st.s.parts[r.Partition]
 	pe, known := ps.producer(r.ProducerID)
 	if known && r.Epoch < pe.epoch {

@@ -148,6 +148,7 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.Partitions = partitions(td, "partitions")
 	r.Sequence = int32(intArg(t, td, "seq", 0))
 	r.Records = records(t, td)
+	r.MixedProducers = td.HasArg("mixed-producers")
 	r.Group = strArg(td, "group")
 	r.MemberID = strArg(td, "member")
 	r.InstanceID = strArg(td, "instance")

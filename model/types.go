@@ -206,6 +206,10 @@ type Request struct {
 	Isolation     Isolation
 	RequireStable bool
 	Ms            int64 // tick: how far the clock moves
+	// MixedProducers: a produce whose request carried transactional
+	// batches of more than one producer id and epoch, which Kafka
+	// refuses whole (leader.go).
+	MixedProducers bool
 	// PartitionVerification is an alter_config's new
 	// transaction.partition.verification.enable.
 	PartitionVerification bool

@@ -1160,3 +1160,51 @@ func TestRecorderAlterConfig(t *testing.T) {
 	}
 	require.Equal(t, []string{`false: ""`, `true: "CLUSTER_AUTHORIZATION_FAILED"`}, got)
 }
+
+// A produce whose transactional batches carry two producer ids, or two
+// epochs of one, is marked mixed_producers on each partition's op, as
+// Kafka refuses the whole request; batches of one producer are not.
+func TestRecorderMarksMixedProducers(t *testing.T) {
+	for name, c := range map[string]struct {
+		pids   [2]int64
+		epochs [2]int16
+		mixed  bool
+	}{
+		"one producer":         {pids: [2]int64{7, 7}, epochs: [2]int16{2, 2}},
+		"two producer ids":     {pids: [2]int64{7, 8}, epochs: [2]int16{2, 2}, mixed: true},
+		"two epochs of one id": {pids: [2]int64{7, 7}, epochs: [2]int16{2, 3}, mixed: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWire(t)
+			id := "fencecheck-ctp-w1"
+			produce := kmsg.NewPtrProduceRequest()
+			produce.TransactionID, produce.Acks = &id, -1
+			topic := kmsg.NewProduceRequestTopic()
+			topic.Topic = "fencecheck-fares"
+			for p := range 2 {
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition = int32(p)
+				rp.Records = wire.ProducerBatch{ProducerID: c.pids[p], Epoch: c.epochs[p], Transactional: true,
+					Records: []model.Record{{Key: "trip", Value: "fare"}}}.Encode()
+				topic.Partitions = append(topic.Partitions, rp)
+			}
+			produce.Topics = []kmsg.ProduceRequestTopic{topic}
+			resp := kmsg.NewPtrProduceResponse()
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic = "fencecheck-fares"
+			for p := range 2 {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = int32(p), kerr.InvalidProducerIDMapping.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = []kmsg.ProduceResponseTopic{rt}
+			w.answer(w.send(produce, 12), resp, 12)
+			ops := w.ops()
+			require.Len(t, ops, 2)
+			for _, op := range ops {
+				require.Equal(t, c.mixed, op.Req.MixedProducers, "%s", op.Req.Partition)
+				require.Equal(t, model.InvalidProducerIDMapping, op.Result.Err)
+			}
+		})
+	}
+}
