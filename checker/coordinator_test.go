@@ -71,6 +71,73 @@ func TestPartitionVerificationOnlyWhenOn(t *testing.T) {
 	}
 }
 
+// An alter_config turns verification off while the broker runs. A batch
+// the coordinator does not know of may be written once the change was
+// sent, whenever the broker applied it, and never before: a batch
+// answered before the change was sent was verified.
+func TestAlterConfigTurnsVerificationOff(t *testing.T) {
+	for name, c := range map[string]struct {
+		alterCall, alterReturn int64
+		held                   bool
+	}{
+		"change answered before the batch":        {alterCall: 2, alterReturn: 3, held: true},
+		"change answered after the batch":         {alterCall: 2, alterReturn: 9, held: true},
+		"change sent after the batch was written": {alterCall: 6, alterReturn: 7},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b historyBuilder
+			b.h.TransactionsVersion = 1
+			s := session{tid: "t", pid: 1}
+			b.initTxns("A", 0, 1, s)
+			req := model.NewRequest()
+			req.PartitionVerification = false
+			b.add("admin", c.alterCall, c.alterReturn, model.AlterConfig, req, model.NewResponse())
+			b.produce("A", 4, 5, s, "p-0", 0, "a")
+			report := Check(b.h, Options{})
+			require.Equal(t, c.held, report.Held(), "%v", report.Verdicts)
+		})
+	}
+}
+
+// A DeleteRecords moves the log start offset: a fetch below it is
+// OFFSET_OUT_OF_RANGE, and one that still returns a deleted record is a
+// violation; the deletion cannot reach above the high watermark.
+func TestDeleteRecordsMovesTheLogStart(t *testing.T) {
+	for name, c := range map[string]struct {
+		before     int64
+		refused    bool
+		fetchFails bool
+		held       bool
+	}{
+		"deleted record fetched":       {before: 1},
+		"deleted record out of range":  {before: 1, fetchFails: true, held: true},
+		"nothing deleted":              {before: 0, held: true},
+		"above the high watermark":     {before: 2},
+		"refused above high watermark": {before: 2, refused: true, held: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var b historyBuilder
+			s := session{pid: 1}
+			b.initTxns("A", 0, 1, s)
+			b.produce("A", 2, 3, s, "p-0", 0, "a")
+			req := model.NewRequest()
+			req.Partition, req.Offset = "p-0", c.before
+			resp := model.NewResponse()
+			resp.LowWatermark = c.before
+			id := b.add("admin", 4, 5, model.DeleteRecords, req, resp)
+			if c.refused {
+				b.fail(id, model.OffsetOutOfRange)
+			}
+			f := b.fetch("R", 6, 7, "p-0", 0, model.ReadUncommitted, rec(0, "a", 1))
+			if c.fetchFails {
+				b.fail(f, model.OffsetOutOfRange)
+			}
+			report := Check(b.h, Options{})
+			require.Equal(t, c.held, report.Held(), "%v", report.Verdicts)
+		})
+	}
+}
+
 // A JoinGroup's GROUP_MAX_SIZE_REACHED is judged only when the history
 // names group.max.size: a cluster whose size is not known may be set to
 // any, and the refusal then changes nothing the checker can see.

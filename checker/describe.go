@@ -66,6 +66,13 @@ func describeDoes(op histories.Op) string {
 		return fmt.Sprintf("`fetch()` %s from %d %s", req.Partition, req.Offset, req.Isolation)
 	case model.Heartbeat:
 		return fmt.Sprintf("`heartbeat()` %s (%s, generation %d)", req.Group, req.MemberID, req.GenerationID)
+	case model.DeleteRecords:
+		if req.Offset == model.HighWatermarkOffset {
+			return fmt.Sprintf("`delete_records()` %s up to the high watermark", req.Partition)
+		}
+		return fmt.Sprintf("`delete_records()` %s before %d", req.Partition, req.Offset)
+	case model.AlterConfig:
+		return fmt.Sprintf("`alter_config()` %s=%v", model.PartitionVerificationConfig, req.PartitionVerification)
 	case model.Tick:
 		return fmt.Sprintf("clock +%d ms", req.Ms)
 	}
@@ -221,6 +228,10 @@ func describeSuccess(op histories.Op) string {
 		return fmt.Sprintf("offset %d", resp.Offset)
 	case model.Fetch:
 		return describeFetched(resp)
+	case model.DeleteRecords:
+		if resp.LowWatermark != model.NoOffset {
+			return fmt.Sprintf("low watermark %d", resp.LowWatermark)
+		}
 	}
 	return "ok"
 }

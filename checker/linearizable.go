@@ -44,7 +44,7 @@ func porcupineModel(opts model.Options, strict bool, accepted []Signature) porcu
 func spanned(op *histories.Op) model.Op {
 	m := op.Op
 	m.Span = model.Span{From: op.Call, To: model.Unanswered}
-	if op.Returned {
+	if op.Returned && !model.AppliesAfterAnswer(op.Kind) {
 		m.Span.To = op.Return
 	}
 	return m
@@ -264,7 +264,8 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		}
 		ret := op.Call
 		switch {
-		case op.Kind.IsRequest() && (op.Result.Undecided() || model.PartlyEffective(op.Kind, op.Result)):
+		case op.Kind.IsRequest() && (op.Result.Undecided() || model.PartlyEffective(op.Kind, op.Result) ||
+			model.AppliesAfterAnswer(op.Kind)):
 			ret = never
 		case op.Returned:
 			ret = op.Return
@@ -353,7 +354,8 @@ func touches(op *histories.Op) []string {
 		}
 	}
 	switch op.Kind {
-	case model.Tick, model.BrokerRestart:
+	case model.Tick, model.BrokerRestart, model.AlterConfig:
+		// A config change, like time, reaches every piece.
 		return nil
 	}
 	add("txn:", r.TransactionalID)

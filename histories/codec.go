@@ -157,6 +157,9 @@ var (
 	offsets     = span{lo: 0, hi: math.MaxInt64, none: model.NoOffset, hasNone: true}
 	generations = span{lo: 0, hi: math.MaxInt32, none: int64(model.NoGeneration), hasNone: true}
 	durations   = span{lo: 0, hi: math.MaxInt64, none: 0, hasNone: true}
+	// deleteOffsets are delete_records' offsets: -1 is the high watermark
+	// (Kafka's DeleteRecordsRequest.HIGH_WATERMARK), not absent.
+	deleteOffsets = span{lo: model.HighWatermarkOffset, hi: math.MaxInt64}
 )
 
 type integer interface {

@@ -151,8 +151,15 @@ var (
 	qIsolation   = field[request]{"isolation", func(r *request) codec {
 		return text[model.Isolation]{&r.Isolation, validIsolation}
 	}}
-	qRequireStable = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
-	qMs            = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
+	qPartitionVerification = field[request]{model.PartitionVerificationConfig, func(r *request) codec {
+		return flag{&r.PartitionVerification}
+	}}
+	qDeleteOffset = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, deleteOffsets} }}
+	// produce's: its request carried transactional batches of more than
+	// one producer id and epoch.
+	qMixedProducers = field[request]{"mixed_producers", func(r *request) codec { return flag{&r.MixedProducers} }}
+	qRequireStable  = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
+	qMs             = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
 )
 
 type response = model.Response
@@ -189,6 +196,9 @@ var (
 	pLastStable = field[response]{"last_stable_offset", func(r *response) codec {
 		return number[int64]{&r.LastStableOffset, offsets}
 	}}
+	pLowWatermark = field[response]{"low_watermark", func(r *response) codec {
+		return number[int64]{&r.LowWatermark, offsets}
+	}}
 )
 
 var recordSlots = []slot[model.Record]{
@@ -222,7 +232,7 @@ var reqSlots = map[model.Kind][]slot[request]{
 		qKeepPreparedTxn.opt()},
 	model.AddPartitions: {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qPartitions.always()},
 	model.Produce: {qTxnID.opt(), qProducerID.req(), qEpoch.req(), qPartition.req(), qSequence.always(),
-		qRecords.always()},
+		qRecords.always(), qMixedProducers.opt()},
 	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroupOrEmpty.req()},
 	// The groupId-string overload sends no member and generation -1.
 	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroupOrEmpty.req(), qMemberID.opt(),
@@ -246,6 +256,10 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.Tick:        {qMs.always()},
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatReq,
+	model.DeleteRecords:          {qPartition.req(), qDeleteOffset.always()},
+	// The one config the model reads that Kafka lets change while the
+	// broker runs, under its own name, as in "broker_config".
+	model.AlterConfig: {qPartitionVerification.always()},
 }
 
 // respSlots are the response fields of each type that has a "resp". They
@@ -269,6 +283,8 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.TimeoutAbort: {pTxnID.req(), pProducerID.req(), pEpoch.req()},
 	// consumergroups.go
 	model.ConsumerGroupHeartbeat: consumerHeartbeatResp,
+	model.DeleteRecords:          {pLowWatermark.opt()},
+	model.AlterConfig:            {},
 }
 
 func validIsolation(i model.Isolation) error {

@@ -132,6 +132,18 @@ var loadRejects = []struct {
 		`"req": {"transactional_id": "t", "enable_2pc": true, "keep_prepared_txn": true}, ` +
 		`"resp": {"producer_id": 4, "epoch": 2, "ongoing_txn_producer_id": 4}}`),
 		"op 1: init_producer_id: resp.ongoing_txn_producer_id and resp.ongoing_txn_epoch go together: both or neither"},
+	{"delete_records before -2", doc(`{"id": 1, "proc": "A", "call": 0, "type": "delete_records", "req": ` +
+		`{"partition": "fares-2", "offset": -2}}`),
+		"op 1: delete_records: req.offset: -2 is out of range -1..9223372036854775807"},
+	{"delete_records without an offset", doc(`{"id": 1, "proc": "A", "call": 0, "type": "delete_records", "req": ` +
+		`{"partition": "fares-2"}}`),
+		"op 1: delete_records: req.offset is required"},
+	{"alter_config of no config the model reads", doc(`{"id": 1, "proc": "A", "call": 0, "type": "alter_config", "req": ` +
+		`{"log.retention.ms": 1000}}`),
+		"op 1: alter_config: req.transaction.partition.verification.enable is required"},
+	{"alter_config with a string", doc(`{"id": 1, "proc": "A", "call": 0, "type": "alter_config", "req": ` +
+		`{"transaction.partition.verification.enable": "false"}}`),
+		`op 1: alter_config: req.transaction.partition.verification.enable: must be true or false, got the string "false"`},
 	{"two-phase commit switch as a string", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.two.phase.commit.enable": "true"}, "ops": []}`,
 		`broker_config.transaction.two.phase.commit.enable: must be true or false, got the string "true"`},
 	{"producer_id without epoch", doc(`{"id": 1, "proc": "A", "call": 0, "type": "init_producer_id", "req": ` +
@@ -424,6 +436,8 @@ func requestOf(k model.Kind, code model.Code) string {
 		model.OffsetCommit:           `{"group": "g", "offsets": {"trips-0": 3}}`,
 		model.SyncGroup:              `{"group": "g", "member_id": "m", "generation_id": 1, "assignments": {"m": ["trips-0"]}}`,
 		model.ConsumerGroupHeartbeat: `{"group": "g", "member_id": "m", "member_epoch": 1}`,
+		model.DeleteRecords:          `{"partition": "fares-2", "offset": 40}`,
+		model.AlterConfig:            `{"transaction.partition.verification.enable": false}`,
 	}
 	return fmt.Sprintf(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": %q, "req": %s, "error": %q}`, k, reqs[k], code)
 }

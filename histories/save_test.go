@@ -117,6 +117,25 @@ func everyType() History {
 		})}, Result: ok(func(r *model.Response) {
 			r.ProducerID, r.Epoch, r.OngoingTxnProducerID, r.OngoingTxnEpoch = 6000, 3, 6000, 2
 		})},
+		// KIP-107: an admin deletes records, before an offset and up to
+		// the high watermark (-1).
+		{Proc: "E", Op: model.Op{Kind: model.DeleteRecords, Req: req(func(r *model.Request) {
+			r.Partition, r.Offset = "fares-2", 40
+		})}, Result: ok(func(r *model.Response) { r.LowWatermark = 40 })},
+		{Proc: "E", Op: model.Op{Kind: model.DeleteRecords, Req: req(func(r *model.Request) {
+			r.Partition, r.Offset = "fares-3", model.HighWatermarkOffset
+		})}, Result: model.Fail(model.PolicyViolation)},
+		// A produce request whose transactional batches carry two
+		// producer ids, which Kafka refuses whole.
+		{Proc: "F", Op: model.Op{Kind: model.Produce, Req: req(func(r *model.Request) {
+			r.TransactionalID, r.ProducerID, r.Epoch, r.Partition = "fare-writer-9", 7000, 0, "fares-4"
+			r.Records, r.MixedProducers = []model.Record{{Key: "trip-9005"}}, true
+		})}, Result: model.Fail(model.InvalidProducerIDMapping)},
+		// An admin turns partition verification off while the broker
+		// runs.
+		{Proc: "E", Op: model.Op{Kind: model.AlterConfig, Req: req(func(r *model.Request) {
+			r.PartitionVerification = false
+		})}, Result: ok(func(*model.Response) {})},
 	}
 	for i := range ops {
 		op := &ops[i]

@@ -86,6 +86,24 @@ func (st *step) initProducerID(r Request) outcome {
 			st.s.setTxn(r.TransactionalID, st.abortOnItsOwn(t))
 			return outcome{refuse: ConcurrentTransactions, effects: true}
 		}
+		if st.answered(ProducerFenced) && !ownBump {
+			// The fence is prepared in memory (prepareFenceProducerEpoch,
+			// a pending PrepareEpochFence), and the abort that writes it
+			// reads the metadata again (TransactionCoordinator
+			// .handleInitProducerId, then endTransaction, each in its
+			// own lock). If the metadata there holds a newer epoch, the
+			// abort is PRODUCER_FENCED, nothing is written, and the init
+			// answers it (TransactionCoordinatorTest#
+			// shouldFailToAbortTransactionOnHandleInitPidWhenProducerEpochIsSmaller,
+			// 3.9.0 and trunk). The pending fence answers another request
+			// of this coordinator CONCURRENT_TRANSACTIONS, but the
+			// __transaction_state partition may move to another broker and
+			// back between the two reads, and the reload brings the other
+			// coordinator's bumps. So a plain init that found the
+			// transaction open may be refused so, with no effect; the
+			// inits that bumped meanwhile come after it.
+			return outcome{refuse: ProducerFenced}
+		}
 	}
 	pid, epoch, out := st.bump(t)
 	if out.bad != nil {

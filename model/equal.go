@@ -47,7 +47,7 @@ func (t txnMeta) equal(o txnMeta) bool {
 // compared as a reader sees them: a marker is a marker, and an aborted
 // range ends at the first of the markers its own is among.
 func (ps partState) equal(o partState) bool {
-	return ps.log.equal(o.log, sameEntry) && ps.sameAborted(o) &&
+	return ps.start == o.start && ps.log.equal(o.log, sameEntry) && ps.sameAborted(o) &&
 		mapsEqual(ps.producers, o.producers, producerEntry.equal) && mapsEqual(ps.verifying, o.verifying, same)
 }
 
@@ -151,7 +151,7 @@ func Hash(s State) uint64 {
 		sum ^= mix(hashString(id), uint64(t.pid), uint64(t.epoch), uint64(t.phase), uint64(len(t.partitions)), uint64(len(t.pending)))
 	}
 	for p, ps := range s.parts {
-		sum ^= mix(hashString(string(p)), uint64(ps.log.Len()), uint64(ps.aborted.Len()), uint64(len(ps.producers)), uint64(len(ps.verifying)))
+		sum ^= mix(hashString(string(p)), uint64(ps.log.Len()), uint64(ps.aborted.Len()), uint64(len(ps.producers)), uint64(len(ps.verifying)), uint64(ps.start))
 	}
 	for g, gr := range s.groups {
 		sum ^= mix(hashString(g), uint64(gr.generation), uint64(len(gr.members)), uint64(len(gr.committed)))

@@ -12,7 +12,7 @@ func TestEqualNamesEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type]int{
 		reflect.TypeFor[State]():          11,
 		reflect.TypeFor[txnMeta]():        20,
-		reflect.TypeFor[partState]():      4,
+		reflect.TypeFor[partState]():      5,
 		reflect.TypeFor[producerEntry]():  4,
 		reflect.TypeFor[group]():          16,
 		reflect.TypeFor[member]():         14,

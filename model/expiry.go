@@ -52,7 +52,16 @@ import (
 // Both are timers as the model's others are. On a tick, an expiry past
 // its interval and one whole sweep interval more has certainly happened,
 // and the model removes it: that is the model's own answer (Apply), the
-// latest moment Kafka's sweep can take. One past its interval but not
+// latest moment Kafka's sweep can take. Judging, a transactional id is
+// never removed for sure: the sweep removes it only once its tombstone
+// is written to __transaction_state, and when that write fails the id
+// stays, usable, until a later sweep's write succeeds
+// (TransactionStateManagerTest#shouldNotRemoveExpiredTransactionalIdsIfLogAppendFails,
+// 3.9.0 and trunk; removeExpiredTransactionalIds puts the metadata back
+// on any append error). No request shows that write, so an id past its
+// interval may be gone or kept (dueExpiries). A producer's state at a
+// partition is dropped in memory, with no write, so its expiry stays
+// certain. One past its interval but not
 // the sweep's may or may not have happened: judging (Check), when an
 // answer is wrong with the state kept, it is tried again with the state
 // removed (dueExpiries). On a wall clock, where a tick moves nothing, an
@@ -195,7 +204,7 @@ func (st *step) expireIdle() {
 	r := e.Resolved()
 	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 		t := st.s.txns[id]
-		if !t.markersInFlight() && t.idleBy(e, now, true) && st.swept(t.updatedAt+r.TransactionalIDMs, r.TransactionalIDCleanupMs) {
+		if !st.judging && !t.markersInFlight() && t.idleBy(e, now, true) && st.swept(t.updatedAt+r.TransactionalIDMs, r.TransactionalIDCleanupMs) {
 			st.s.deleteTxn(id)
 		}
 	}

@@ -10,6 +10,14 @@ import (
 // Partition leaders: one log and one producer-state table per partition.
 
 func (st *step) produce(r Request) outcome {
+	if r.MixedProducers {
+		// ReplicaManager.handleProduceAppend (3.9.0 and trunk): "Transactional
+		// records contained more than one producer ID", before any
+		// partition is looked at or verified; KafkaApis answers every
+		// partition of the request with it
+		// (ReplicaManagerTest#testExceptionWhenUnverifiedTransactionHasMultipleProducerIds).
+		return refuse("mixed-producers", InvalidProducerIDMapping, "the produce request carried transactional batches of more than one producer id and epoch (ReplicaManager.handleProduceAppend)")
+	}
 	ps := st.s.parts[r.Partition]
 	pe, known := ps.producer(r.ProducerID)
 	if known && r.Epoch < pe.epoch {
@@ -19,9 +27,11 @@ func (st *step) produce(r Request) outcome {
 		return refuse("leader-epoch-fence", InvalidProducerEpoch, "epoch %d is older than epoch %d, the newest the leader of %s has seen from producer %d (KIP-98 fencing)", r.Epoch, pe.epoch, r.Partition, r.ProducerID)
 	}
 	switch {
-	case r.TransactionalID != "" && st.s.opts.NoPartitionVerification:
+	case r.TransactionalID != "" && (st.s.opts.NoPartitionVerification || st.openUnverified(r, pe)):
 		// The leader writes it without asking the coordinator, and makes
-		// no verification entry (verification.go).
+		// no verification entry (verification.go): verification is off,
+		// or the producer's transaction at the partition is one a batch
+		// wrote while it was off (alterconfig.go).
 	case r.TransactionalID != "":
 		verified := st.verifyTxnWrite(r)
 		// Verification may have landed the last transaction's markers
@@ -300,6 +310,10 @@ func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
 // size limits), so any prefix of them is a legal answer.
 func (st *step) fetch(r Request) outcome {
 	ps := st.s.parts[r.Partition]
+	if ps.start > 0 && r.Offset < ps.start {
+		// Deleted records are gone (deleterecords.go).
+		return refuse("fetch-below-log-start", OffsetOutOfRange, "fetch of %s from offset %d, below its log start offset %d, which a DeleteRecords moved (UnifiedLog.read)", r.Partition, r.Offset, ps.start)
+	}
 	limit := ps.end()
 	if r.Isolation == ReadCommitted {
 		limit = ps.lastStable()

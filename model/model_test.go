@@ -128,7 +128,8 @@ var commands = map[string]model.Kind{
 	"join": model.JoinGroup, "leave": model.LeaveGroup, "offset-fetch": model.OffsetFetch,
 	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "offset-commit": model.OffsetCommit,
 	"tick": model.Tick, "restart": model.BrokerRestart, "sync": model.SyncGroup,
-	"consumer-heartbeat": model.ConsumerGroupHeartbeat,
+	"consumer-heartbeat": model.ConsumerGroupHeartbeat, "delete-records": model.DeleteRecords,
+	"alter-config": model.AlterConfig,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
@@ -151,6 +152,7 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.Partitions = partitions(td, "partitions")
 	r.Sequence = int32(intArg(t, td, "seq", 0))
 	r.Records = records(t, td)
+	r.MixedProducers = td.HasArg("mixed-producers")
 	r.Group = strArg(td, "group")
 	if arg, ok := td.Arg("group"); ok && len(arg.Vals) == 1 && arg.Vals[0] == "" {
 		// group= names the empty group id.
@@ -185,6 +187,14 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	if kind == model.ConsumerGroupHeartbeat {
 		parseConsumerHeartbeat(t, td, &op)
+	}
+	if kind == model.AlterConfig {
+		r.PartitionVerification = !verificationOff(t, td)
+		op.Req = r
+	}
+	if kind == model.DeleteRecords {
+		r.Offset = int64(intArg(t, td, "before", -1)) // absent: Kafka's -1, the high watermark
+		op.Req = r
 	}
 	if kind == model.OffsetFetch {
 		r.MemberEpoch = int32(intArg(t, td, "member-epoch", 0))
@@ -246,6 +256,7 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 	r.ProtocolType = strArg(td, "got-protocol-type")
 	r.HighWatermark = int64(intArg(t, td, "got-hw", -1))
 	r.LastStableOffset = int64(intArg(t, td, "got-lso", -1))
+	r.LowWatermark = int64(intArg(t, td, "got-low-watermark", -1))
 	parseConsumerAnswer(t, td, &r)
 	if arg, ok := td.Arg("got-records"); ok {
 		for _, v := range arg.Vals {
@@ -446,6 +457,8 @@ func render(kind model.Kind, res model.Result) string {
 		return fmt.Sprintf("assigned %v", r.Assignment)
 	case model.OffsetFetch:
 		return fmt.Sprintf("offset %d", r.Offset)
+	case model.DeleteRecords:
+		return fmt.Sprintf("low watermark %d", r.LowWatermark)
 	case model.ConsumerGroupHeartbeat:
 		return renderConsumerHeartbeat(r)
 	case model.Fetch:

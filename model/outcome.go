@@ -80,6 +80,8 @@ const (
 	UnknownServerError           Code = "UNKNOWN_SERVER_ERROR"
 	NetworkException             Code = "NETWORK_EXCEPTION"
 	RebalanceInProgress          Code = "REBALANCE_IN_PROGRESS"
+	PolicyViolation              Code = "POLICY_VIOLATION"
+	InvalidConfig                Code = "INVALID_CONFIG"
 )
 
 // Class groups the codes that brokers answer for the same refusal. Brokers
@@ -123,7 +125,7 @@ var (
 	// write are the same (OffsetMetadataManager.commitOffset and
 	// commitTransactionalOffset, 4.x; GroupMetadataManager.storeOffsets, 3.9).
 	offsetCommits = []Kind{TxnOffsetCommit, OffsetCommit}
-	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch})
+	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch, DeleteRecords, AlterConfig})
 	// consumerGroups are KIP-848's requests (consumergroups.go), with
 	// rows of their own at the end of the table.
 	consumerGroups = []Kind{ConsumerGroupHeartbeat}
@@ -376,6 +378,36 @@ var table = []codeInfo{
 	// An OffsetFetch v9+ of a consumer group at another member epoch
 	// (ConsumerGroup.validateOffsetFetch): nothing is read.
 	{StaleMemberEpoch, FencedConsumer, []Kind{OffsetCommit, OffsetFetch, TxnOffsetCommit}},
+
+	// (e) KIP-107's DeleteRecords (DeleteRecordsResponse.json,
+	// KafkaApis.handleDeleteRecordsRequest, ReplicaManager.deleteRecords,
+	// Partition.deleteRecordsOnLeader; deleterecords.go). Refused before
+	// the log start offset moves: authorization and the metadata cache
+	// (KafkaApis), a compacted topic (POLICY_VIOLATION), and an offset
+	// above the high watermark (OFFSET_OUT_OF_RANGE). The leader moves its
+	// log start offset before DelayedDeleteRecords waits for the
+	// followers, so a leader that moved meanwhile
+	// (NOT_LEADER_OR_FOLLOWER), a failed log directory and the
+	// purgatory's time-out (REQUEST_TIMED_OUT, in allRequests) may follow
+	// the deletion.
+	{TopicAuthorizationFailed, NoEffect, []Kind{DeleteRecords}},
+	{UnknownTopicOrPartition, NoEffect, []Kind{DeleteRecords}},
+	{PolicyViolation, NoEffect, []Kind{DeleteRecords}},
+	{OffsetOutOfRange, NoEffect, []Kind{DeleteRecords}},
+	{NotLeaderOrFollower, Undecided, []Kind{DeleteRecords}},
+	{KafkaStorageError, Undecided, []Kind{DeleteRecords}},
+
+	// (f) An admin's IncrementalAlterConfigs of a broker config
+	// (IncrementalAlterConfigsResponse.json; 3.9's ZkAdminManager and
+	// ConfigAdminManager, the KRaft controller's
+	// ConfigurationControlManager): refused before anything changes, for
+	// authorization (ALTER_CONFIGS on the cluster), a value the config
+	// does not take, and an alter.config.policy.class.name that says no.
+	// The broker applies a change after it is answered (alterconfig.go),
+	// so every answer is placed anywhere after its call.
+	{ClusterAuthorizationFailed, NoEffect, []Kind{AlterConfig}},
+	{InvalidConfig, NoEffect, []Kind{AlterConfig}},
+	{PolicyViolation, NoEffect, []Kind{AlterConfig}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -470,6 +502,8 @@ var apiNames = map[Kind]string{
 	Heartbeat: "Heartbeat", LeaveGroup: "LeaveGroup", OffsetFetch: "OffsetFetch", Fetch: "Fetch",
 	OffsetCommit:           "OffsetCommit",
 	ConsumerGroupHeartbeat: "ConsumerGroupHeartbeat",
+	DeleteRecords:          "DeleteRecords",
+	AlterConfig:            "IncrementalAlterConfigs",
 }
 
 // mayBeginImplicitly reports whether a request of kind k adds to its

@@ -241,6 +241,9 @@ type partState struct {
 	// verifying are the leader's VerificationStateEntry by producer id
 	// (verification.go).
 	verifying map[int64]verification
+	// start is the log start offset, which only a DeleteRecords moves
+	// (deleterecords.go); 0 for a log nothing was deleted from.
+	start int64
 }
 
 type member struct {
@@ -361,6 +364,9 @@ func (s State) String() string {
 	for _, p := range slices.Sorted(maps.Keys(s.parts)) {
 		ps := s.parts[p]
 		fmt.Fprintf(&b, "%s: end %d lso %d", p, ps.log.Len(), ps.lastStable())
+		if ps.start > 0 {
+			fmt.Fprintf(&b, " start %d", ps.start)
+		}
 		for _, pid := range slices.Sorted(maps.Keys(ps.verifying)) {
 			v := ps.verifying[pid]
 			fmt.Fprintf(&b, " verifying producer %d from sequence %d epoch %d", pid, v.lowest, v.epoch)
@@ -393,6 +399,8 @@ func (ps partState) end() int64 { return int64(ps.log.Len()) }
 
 // lastStable is the last stable offset: the first offset of the earliest open
 // transaction, or the log end (KIP-98).
+// A deleted transaction's first offset gives way to the log start offset
+// (deleterecords.go).
 func (ps partState) lastStable() int64 {
 	lso := ps.end()
 	for _, pe := range ps.producers {
@@ -400,7 +408,7 @@ func (ps partState) lastStable() int64 {
 			lso = pe.txnFirst
 		}
 	}
-	return lso
+	return max(lso, ps.start)
 }
 
 // isAborted reports whether the record of pid at offset lies in one of

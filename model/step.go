@@ -362,6 +362,10 @@ func (st *step) runOp() outcome {
 		return st.syncGroup(r)
 	case ConsumerGroupHeartbeat:
 		return st.consumerGroupHeartbeat(r)
+	case DeleteRecords:
+		return st.deleteRecords(r)
+	case AlterConfig:
+		return st.alterConfig(r)
 	case Tick:
 		st.tick(r.Ms)
 	case BrokerRestart:

@@ -45,6 +45,14 @@ const (
 	// (group.protocol=consumer): it joins, heartbeats, reconciles and
 	// leaves (consumergroups.go).
 	ConsumerGroupHeartbeat Kind = "consumer_group_heartbeat"
+	// DeleteRecords is an admin's DeleteRecords of one partition: it moves
+	// the partition's log start offset up (deleterecords.go).
+	DeleteRecords Kind = "delete_records"
+	// AlterConfig is an admin's change of a dynamic broker config
+	// (IncrementalAlterConfigs): today transaction.partition.verification
+	// .enable, the one the model reads that Kafka lets change while the
+	// broker runs (alterconfig.go).
+	AlterConfig Kind = "alter_config"
 )
 
 // Faults. Only BrokerRestart and Tick reach the broker; the others describe
@@ -63,7 +71,7 @@ const (
 var Kinds = []Kind{
 	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
 	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
-	ConsumerGroupHeartbeat,
+	ConsumerGroupHeartbeat, DeleteRecords, AlterConfig,
 	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
 }
 
@@ -72,7 +80,7 @@ func (k Kind) IsRequest() bool {
 	switch k {
 	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
 		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
-		ConsumerGroupHeartbeat:
+		ConsumerGroupHeartbeat, DeleteRecords, AlterConfig:
 		return true
 	}
 	return false
@@ -205,10 +213,17 @@ type Request struct {
 	// Assignments is a sync_group's {member: partitions}: the leader's
 	// assignment of the generation. Kafka ignores a follower's.
 	Assignments   map[string][]Partition
-	Offset        int64 // fetch: where to start
+	Offset        int64 // fetch: where to start; delete_records: the offset to delete before, -1 the high watermark
 	Isolation     Isolation
 	RequireStable bool
 	Ms            int64 // tick: how far the clock moves
+	// MixedProducers: a produce whose request carried transactional
+	// batches of more than one producer id and epoch, which Kafka
+	// refuses whole (leader.go).
+	MixedProducers bool
+	// PartitionVerification is an alter_config's new
+	// transaction.partition.verification.enable.
+	PartitionVerification bool
 	// consumer_group_heartbeat (KIP-848). A nil list is Kafka's null:
 	// unchanged since the member's last heartbeat.
 	MemberEpoch      int32 // 0 joins, -1 leaves, -2 leaves for a static member's return
@@ -253,7 +268,10 @@ type Response struct {
 	Records          []FetchedRecord
 	HighWatermark    int64
 	LastStableOffset int64
-	TransactionalID  string // timeout_abort
+	// LowWatermark is delete_records' answer: the partition's log start
+	// offset after the deletion; NoOffset when not said.
+	LowWatermark    int64
+	TransactionalID string // timeout_abort
 	// consumer_group_heartbeat (KIP-848): the member's epoch (0: the
 	// answer did not say; Kafka answers a member that stays at least
 	// epoch 1), and its assignment, nil when the answer left it out
@@ -267,7 +285,8 @@ type Response struct {
 func NewResponse() Response {
 	return Response{ProducerID: NoProducerID, Epoch: NoEpoch, OngoingTxnProducerID: NoProducerID,
 		OngoingTxnEpoch: NoEpoch, BaseOffset: NoOffset,
-		GenerationID: NoGeneration, Offset: NoOffset, HighWatermark: NoOffset, LastStableOffset: NoOffset}
+		GenerationID: NoGeneration, Offset: NoOffset, HighWatermark: NoOffset, LastStableOffset: NoOffset,
+		LowWatermark: NoOffset}
 }
 
 // Op is a request (or fault) addressed to the broker.

@@ -1128,3 +1128,128 @@ func TestLeftOutOperationsAreToldToTheObserver(t *testing.T) {
 	require.NotEmpty(t, marks, out.String())
 	require.Equal(t, "5", marks[len(marks)-1][1], "nothing is in flight once the commit returned: %s", out.String())
 }
+
+// An admin's DeleteRecords (KIP-107) is one delete_records per partition,
+// each answered by its partition's code and low watermark. A partition
+// misrouted after the leader moved its log start offset is recorded, as
+// undecided; an offset the format cannot hold is not.
+func TestRecorderDeleteRecords(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = "fencecheck-fares"
+	for _, p := range []struct {
+		partition int32
+		offset    int64
+	}{{0, 5}, {1, -1}, {2, 9}, {3, -2}} {
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = p.partition, p.offset
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = []kmsg.DeleteRecordsRequestTopic{rt}
+	resp := kmsg.NewPtrDeleteRecordsResponse()
+	st := kmsg.NewDeleteRecordsResponseTopic()
+	st.Topic = "fencecheck-fares"
+	for _, p := range []struct {
+		partition int32
+		low       int64
+		code      int16
+	}{{0, 5, 0}, {1, 12, 0}, {2, -1, kerr.NotLeaderForPartition.Code}, {3, -1, kerr.OffsetOutOfRange.Code}} {
+		sp := kmsg.NewDeleteRecordsResponseTopicPartition()
+		sp.Partition, sp.LowWatermark, sp.ErrorCode = p.partition, p.low, p.code
+		st.Partitions = append(st.Partitions, sp)
+	}
+	resp.Topics = []kmsg.DeleteRecordsResponseTopic{st}
+	w.answer(w.send(req, 2), resp, 2)
+	var got []string
+	for _, op := range w.ops() {
+		require.Equal(t, model.DeleteRecords, op.Kind)
+		got = append(got, fmt.Sprintf("%s before %d: %q low %d", op.Req.Partition, op.Req.Offset, op.Result.Err, op.Result.Resp.LowWatermark))
+	}
+	require.Equal(t, []string{`fares-0 before 5: "" low 5`, `fares-1 before -1: "" low 12`,
+		`fares-2 before 9: "NOT_LEADER_OR_FOLLOWER" low -1`}, got)
+}
+
+// An IncrementalAlterConfigs that sets transaction.partition.verification
+// .enable in the brokers' cluster-wide default is an alter_config with
+// its answer; a broker's own override, a DELETE, a value that is not a
+// boolean and a validate-only request are not recorded.
+func TestRecorderAlterConfig(t *testing.T) {
+	w := newWire(t)
+	alter := func(broker, value string, op kmsg.IncrementalAlterConfigOp, validate bool, code int16) {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.ValidateOnly = validate
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, broker
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Op, cfg.Value = model.PartitionVerificationConfig, op, &value
+		res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{cfg}
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+		resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName, rr.ErrorCode = kmsg.ConfigResourceTypeBroker, broker, code
+		resp.Resources = []kmsg.IncrementalAlterConfigsResponseResource{rr}
+		w.answer(w.send(req, 1), resp, 1)
+	}
+	set, del := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	alter("", "false", set, false, 0)
+	alter("", " TRUE ", set, false, kerr.ClusterAuthorizationFailed.Code)
+	alter("1", "false", set, false, 0)
+	alter("", "false", del, false, 0)
+	alter("", "maybe", set, false, 0)
+	alter("", "true", set, true, 0)
+	var got []string
+	for _, op := range w.ops() {
+		require.Equal(t, model.AlterConfig, op.Kind)
+		got = append(got, fmt.Sprintf("%v: %q", op.Req.PartitionVerification, op.Result.Err))
+	}
+	require.Equal(t, []string{`false: ""`, `true: "CLUSTER_AUTHORIZATION_FAILED"`}, got)
+}
+
+// A produce whose transactional batches carry two producer ids, or two
+// epochs of one, is marked mixed_producers on each partition's op, as
+// Kafka refuses the whole request; batches of one producer are not.
+func TestRecorderMarksMixedProducers(t *testing.T) {
+	for name, c := range map[string]struct {
+		pids   [2]int64
+		epochs [2]int16
+		mixed  bool
+	}{
+		"one producer":         {pids: [2]int64{7, 7}, epochs: [2]int16{2, 2}},
+		"two producer ids":     {pids: [2]int64{7, 8}, epochs: [2]int16{2, 2}, mixed: true},
+		"two epochs of one id": {pids: [2]int64{7, 7}, epochs: [2]int16{2, 3}, mixed: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWire(t)
+			id := "fencecheck-ctp-w1"
+			produce := kmsg.NewPtrProduceRequest()
+			produce.TransactionID, produce.Acks = &id, -1
+			topic := kmsg.NewProduceRequestTopic()
+			topic.Topic = "fencecheck-fares"
+			for p := range 2 {
+				rp := kmsg.NewProduceRequestTopicPartition()
+				rp.Partition = int32(p)
+				rp.Records = wire.ProducerBatch{ProducerID: c.pids[p], Epoch: c.epochs[p], Transactional: true,
+					Records: []model.Record{{Key: "trip", Value: "fare"}}}.Encode()
+				topic.Partitions = append(topic.Partitions, rp)
+			}
+			produce.Topics = []kmsg.ProduceRequestTopic{topic}
+			resp := kmsg.NewPtrProduceResponse()
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic = "fencecheck-fares"
+			for p := range 2 {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = int32(p), kerr.InvalidProducerIDMapping.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = []kmsg.ProduceResponseTopic{rt}
+			w.answer(w.send(produce, 12), resp, 12)
+			ops := w.ops()
+			require.Len(t, ops, 2)
+			for _, op := range ops {
+				require.Equal(t, c.mixed, op.Req.MixedProducers, "%s", op.Req.Partition)
+				require.Equal(t, model.InvalidProducerIDMapping, op.Result.Err)
+			}
+		})
+	}
+}

@@ -49,7 +49,8 @@ func readsRequest(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
 		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
-		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat:
+		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.DeleteRecords,
+		kmsg.IncrementalAlterConfigs:
 		return true
 	}
 	return false
@@ -89,6 +90,10 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.offsetCommit(r)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return c.consumerGroupHeartbeat(r)
+	case *kmsg.DeleteRecordsRequest:
+		return c.deleteRecords(r)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.alterConfig(r)
 	}
 	return nil
 }
@@ -255,6 +260,7 @@ func (c *Client) addOffsets(r *kmsg.AddOffsetsToTxnRequest) []observed {
 // one batch to one partition.
 func (c *Client) produce(r *kmsg.ProduceRequest) []observed {
 	var ops []observed
+	mixed := mixedProducers(r)
 	for _, topic := range r.Topics {
 		name, ok := c.topic(topic.Topic, topic.TopicID, r.Version >= produceTopicIDs)
 		if !ok {
@@ -265,6 +271,7 @@ func (c *Client) produce(r *kmsg.ProduceRequest) []observed {
 			if !ok {
 				continue
 			}
+			req.MixedProducers = mixed
 			reading := read // reading it twice reads it the same
 			if len(req.Records) >= readBeside {
 				done := make(chan error, 1)
@@ -291,6 +298,35 @@ func (c *Client) produce(r *kmsg.ProduceRequest) []observed {
 		}
 	}
 	return ops
+}
+
+// mixedProducers reports whether r's transactional batches carry more
+// than one producer id and epoch, which Kafka refuses whole
+// (ReplicaManager.handleProduceAppend; model/leader.go).
+func mixedProducers(r *kmsg.ProduceRequest) bool {
+	type producer struct {
+		id    int64
+		epoch int16
+	}
+	if len(r.Topics) == 1 && len(r.Topics[0].Partitions) < 2 {
+		return false // one batch: no header to read twice
+	}
+	var first *producer
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			b, err := wire.ReadProduced(p.Records)
+			if err != nil || !b.Transactional {
+				continue
+			}
+			this := producer{b.ProducerID, b.Epoch}
+			if first == nil {
+				first = &this
+			} else if *first != this {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // readBeside is how many records a produce's batch holds at least for
