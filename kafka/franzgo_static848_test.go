@@ -106,3 +106,86 @@ func staticLeaveAnswer(t *testing.T, leave model.Request) model.Result {
 	require.True(t, res.Answered)
 	return res
 }
+
+// TestKfakeStaticLeaveNeverExpires pins a kfake divergence that a static
+// KIP-848 session meets once a worker leaves for good. A static member
+// that leaves at epoch -2, naming its instance as Kafka requires, keeps
+// its partitions "until it is back within session timeout". Kafka keeps
+// its session timer running and removes it when the timer fires, so
+// the partitions go to the others
+// (GroupMetadataManager.consumerGroupStaticMemberGroupLeave;
+// GroupMetadataManagerTest#testSessionTimeoutExpirationStaticMember,
+// trunk of October 2024). kfake's consumerStaticLeave stops the timer,
+// so the departed member holds its partitions for ever: a second member
+// is given none of them, long after the session timeout.
+func TestKfakeStaticLeaveNeverExpires(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const session = 100 * time.Millisecond
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t"),
+		kfake.BrokerConfigs(map[string]string{"group.consumer.session.timeout.ms": "100", "group.consumer.heartbeat.interval.ms": "30"}))
+	require.NoError(t, err)
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	require.NoError(t, err)
+	defer cl.Close()
+
+	beat := func(member string, epoch int32, instance *string, owned []kmsg.ConsumerGroupHeartbeatRequestTopic) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = "g", member, epoch, instance
+		req.RebalanceTimeoutMillis = 5000
+		req.SubscribedTopicNames = []string{"t"}
+		req.Topics = owned
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		require.Zero(t, resp.ErrorCode, "%s at epoch %d: %v", member, epoch, resp.ErrorCode)
+		return resp
+	}
+	owned := func(resp *kmsg.ConsumerGroupHeartbeatResponse) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+		topics := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		if resp.Assignment == nil {
+			return topics
+		}
+		for _, a := range resp.Assignment.Topics {
+			rt := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+			rt.TopicID, rt.Partitions = a.TopicID, a.Partitions
+			topics = append(topics, rt)
+		}
+		return topics
+	}
+	count := func(topics []kmsg.ConsumerGroupHeartbeatRequestTopic) int {
+		n := 0
+		for _, tp := range topics {
+			n += len(tp.Partitions)
+		}
+		return n
+	}
+
+	// gets is how many partitions member gets once it joins after A left
+	// with leaveEpoch, well past A's session timeout.
+	gets := func(member string, leaveEpoch int32) int {
+		t.Helper()
+		instance := "fare-worker-" + member
+		a := beat("A-"+member, 0, &instance, []kmsg.ConsumerGroupHeartbeatRequestTopic{})
+		a = beat("A-"+member, a.MemberEpoch, nil, owned(a))
+		left := beat("A-"+member, leaveEpoch, &instance, nil)
+		require.Equal(t, leaveEpoch, left.MemberEpoch)
+		time.Sleep(5 * session)
+		b := beat(member, 0, nil, []kmsg.ConsumerGroupHeartbeatRequestTopic{})
+		mine := owned(b)
+		for range 10 {
+			time.Sleep(session / 4)
+			b = beat(member, b.MemberEpoch, nil, mine)
+			if b.Assignment != nil {
+				mine = owned(b)
+			}
+		}
+		beat(member, -1, nil, nil)
+		return count(mine)
+	}
+	// The control: A leaves for good (-1), and B gets both partitions.
+	require.Equal(t, 2, gets("B", -1))
+	// A leaves for a while (-2) and never comes back: C gets none.
+	require.Zero(t, gets("C", -2), "kfake now expires a departed static member: update FINDINGS.md")
+}
