@@ -167,3 +167,39 @@ func consumerJoin(group, member, topic string) model.Request {
 	join.SubscribedTopics, join.OwnedPartitions = &[]string{topic}, &[]model.Partition{}
 	return join
 }
+
+// TestStaticConsumerLeaveWithoutInstanceID: a static KIP-848 member leaves
+// at member epoch -2 without its instance id, as franz-go v1.22.3 sends
+// its leave (TestFranzGoStaticConsumerLeaveOmitsInstanceID). Kafka refuses
+// it with INVALID_REQUEST
+// (GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid:
+// "InstanceId can't be null."); kfake takes it (FINDINGS.md, 32). The
+// same instance then rejoins under a new member id and takes the
+// member's place. Kafka, having refused the leave, would answer that
+// rejoin UNRELEASED_INSTANCE_ID until the old member's session ran out.
+// The finding's deviation (static-leave-without-instance) explains the
+// whole history, the rejoin too.
+func TestStaticConsumerLeaveWithoutInstanceID(t *testing.T) {
+	s := newScenario(t, "")
+	join := consumerJoin("fare-workers", "fare-worker-A", "fares")
+	join.InstanceID = "fare-worker-A"
+	res := s.beat("A", join)
+	require.True(t, res.Succeeded(), "%+v", res)
+	leave := model.NewRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "fare-workers", "fare-worker-A", model.StaticLeaveMemberEpoch
+	res = s.beat("A", leave)
+	require.True(t, res.Succeeded(), "kfake takes a static leave with no instance id: %+v", res)
+	rejoin := consumerJoin("fare-workers", "fare-worker-A2", "fares")
+	rejoin.InstanceID = "fare-worker-A"
+	res = s.beat("A2", rejoin)
+	require.True(t, res.Succeeded(), "kfake lets the instance back in: %+v", res)
+	require.ElementsMatch(t, []model.Partition{"fares-0", "fares-1", "fares-2"}, *res.Resp.MemberAssignment,
+		"the rejoin takes over the assignment the static leave kept")
+
+	name := "static-leave-without-instance"
+	s.check(name)
+	h := s.history(s.historyName(name))
+	names, explained := KnownFindings().Explains(h, "linearizable")
+	require.True(t, explained, "the finding's deviation explains the leave and the rejoin")
+	require.Equal(t, name, names)
+}

@@ -51,7 +51,9 @@ func (st *step) consumerHeartbeatInvalid(r Request) (outcome, bool) {
 		return invalid("MemberId can't be empty")
 	case r.MemberEpoch < StaticLeaveMemberEpoch:
 		return invalid("MemberEpoch is invalid")
-	case r.MemberEpoch == StaticLeaveMemberEpoch && r.InstanceID == "":
+	case r.MemberEpoch == StaticLeaveMemberEpoch && r.InstanceID == "" &&
+		(!st.allows(StaticLeaveWithoutInstance) || st.answered(InvalidRequest)):
+		// The deviation widens: Kafka's refusal is still taken.
 		return invalid("InstanceId can't be null")
 	case join && r.RebalanceTimeoutMs == 0:
 		return invalid("RebalanceTimeoutMs must be provided in first request")
@@ -107,7 +109,10 @@ func (st *step) consumerGroupLeave(r Request) outcome {
 		return bad("consumer-leave-epoch", "a leave is answered with the epoch it sent, %d, got %d "+
 			"(GroupMetadataManager.consumerGroupLeave)", r.MemberEpoch, obs.MemberEpoch)
 	}
-	if r.MemberEpoch == StaticLeaveMemberEpoch {
+	if r.MemberEpoch == StaticLeaveMemberEpoch && (r.InstanceID != "" || g.members[id].instanceID != "") {
+		// A -2 with no instance id reaches here only as a deviation
+		// (StaticLeaveWithoutInstance): a static member then leaves for
+		// a while, and a dynamic one for good.
 		m := g.members[id]
 		m.epoch, m.revoking = StaticLeaveMemberEpoch, nil
 		g = g.withMember(id, m)

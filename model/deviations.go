@@ -130,6 +130,14 @@ const (
 	// .handleLeaveGroup, 3.9) and answers FENCED_INSTANCE_ID. kfake,
 	// FINDINGS 27: its leave resolves the member id from the instance id.
 	LeaveResolvesInstance
+	// StaticLeaveWithoutInstance: a KIP-848 leave at member epoch -2 with
+	// no instance id is the leave of the member its member id names: a
+	// static member stays at epoch -2 with its assignment, and a dynamic
+	// one leaves for good. Kafka refuses it with INVALID_REQUEST
+	// (GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid,
+	// 3.9 and 4.x). kfake, FINDINGS 32: consumerStaticLeave finds the
+	// member by its member id. franz-go v1.22.3 sends such leaves.
+	StaticLeaveWithoutInstance
 )
 
 var deviationNames = []struct {
@@ -151,6 +159,7 @@ var deviationNames = []struct {
 	{LateFirstSequenceAccepted, "late-first-sequence-accepted"},
 	{JoinersEachLead, "joiners-each-lead"},
 	{LeaveResolvesInstance, "leave-resolves-instance"},
+	{StaticLeaveWithoutInstance, "static-leave-without-instance"},
 }
 
 // ParseDeviation is the deviation of that name, or of several names
