@@ -62,6 +62,11 @@ import (
 //     its whole scaled length, as it always did, unless the rebalance ends
 //     sooner.
 //
+// Between ticks the broker's clock runs on while the requests are
+// answered, and the model's stands still: CatchUp (catchup.go) has the
+// model's clock catch up before a request when that real time has brought
+// a timer the model keeps near its deadline on the broker.
+//
 // Every timer the model fires is fired, at the broker's own deadline, and
 // none that the model keeps. What is left out is the drift the whole
 // sleep added. A cluster by address is followed the same way: every
@@ -98,6 +103,16 @@ type clock struct {
 	// members are described with ConsumerGroupDescribe, because
 	// DescribeGroups lists a classic group's only.
 	consumerGroups map[string]bool
+	// inStepAt is when the model's clock last stood in step with the
+	// wall clock: when the last Tick ended, or when the clock began.
+	inStepAt time.Time
+	// kept are the timers the model keeps, as the last catch-up check
+	// saw them (none after a Tick or a restart); checkAt is when
+	// CatchUp must ask the broker again (zero: at the next request).
+	kept    []kept
+	checkAt time.Time
+	// lastAnswer is when the last request the target sent was answered.
+	lastAnswer time.Time
 }
 
 // tickMark is a Tick: when it ended (zero while it lasts), and the
@@ -136,7 +151,7 @@ type memberTimers struct {
 }
 
 func newClock() *clock {
-	return &clock{txnTimeouts: map[string]map[int64]bool{}, txnStarts: map[string]txnStart{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}, consumerGroups: map[string]bool{}}
+	return &clock{txnTimeouts: map[string]map[int64]bool{}, txnStarts: map[string]txnStart{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}, consumerGroups: map[string]bool{}, inStepAt: time.Now()}
 }
 
 func (tm *timers) saw(now int64, at time.Time) {
@@ -184,6 +199,9 @@ func (c *clock) sessionTimeout(group string, ms int64) {
 func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if at.After(c.lastAnswer) {
+		c.lastAnswer = at
+	}
 	member := func(group, id string) *memberTimers {
 		if id == "" {
 			return nil
@@ -263,6 +281,7 @@ func (c *clock) ticked(at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ticks[len(c.ticks)-1].at = at
+	c.inStepAt, c.kept, c.checkAt = at, nil, time.Time{}
 }
 
 // startOf is the model's time at the start of id's open transaction,
@@ -299,6 +318,7 @@ func (c *clock) startOf(id string, start time.Time) int64 {
 func (c *clock) restarted(before, after map[string]openTxn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.kept, c.checkAt = nil, time.Time{} // kfake moved the transactions' starts on
 	for id, tx := range before {
 		m := c.startOf(id, tx.start)
 		if moved, ok := after[id]; ok {
