@@ -34,15 +34,16 @@ import (
 // of that is some hundred requests on kfake.
 const catchUpMargin = 50 * time.Millisecond
 
-// errLostStep is the target's clock out of step with the broker's.
+// errLostStep is the target's clock out of step with the broker's: a
+// timer the model keeps may have fired on the broker where no tick can
+// place it.
 type errLostStep struct {
-	what  string
-	ahead time.Duration
-	scale float64
+	what, how string
+	scale     float64
 }
 
 func (e errLostStep) Error() string {
-	return fmt.Sprintf("the target's clock lost step with the broker's: %s was due on the broker %v before the last answer came, and the model's clock had not reached it, so no history of this run can say when it fired. The requests between two ticks took longer than the margin a tick leaves (the machine is busy?): run again with a larger --time-scale (now %g)", e.what, e.ahead.Round(time.Millisecond), e.scale)
+	return fmt.Sprintf("the target's clock lost step with the broker's: %s, which the model's clock keeps, %s, so no history of this run can say when it fired. The requests or restarts between two ticks took longer than the margin a tick leaves (is the machine busy?): run again with a larger --time-scale (now %g)", e.what, e.how, e.scale)
 }
 
 // CatchUp is the tick (model ms) the model's clock must take before the
@@ -52,7 +53,7 @@ func (e errLostStep) Error() string {
 // the broker before the last answer came. The broker is asked only once
 // the real time since the last check may have brought a timer near.
 func (t *Target) CatchUp() (int64, error) {
-	if t.clock.idle() || time.Now().Before(t.clock.nextCheck()) {
+	if t.clock.idle() || time.Now().Before(t.clock.nextCheck()) && !t.clock.lostStep() {
 		return 0, nil
 	}
 	h, err := t.held()
@@ -62,8 +63,9 @@ func (t *Target) CatchUp() (int64, error) {
 	}
 	ms, lost := t.clock.catchUp(h, time.Now(), t.scaledDuration, t.modelDuration)
 	if lost != nil {
-		lost.scale = t.cfg.TimeScale
-		return 0, *lost
+		e := *lost
+		e.scale = t.cfg.TimeScale
+		return 0, e
 	}
 	return ms, nil
 }
@@ -71,6 +73,13 @@ func (t *Target) CatchUp() (int64, error) {
 // modelDuration is how much model time a real duration lasts.
 func (t *Target) modelDuration(d time.Duration) int64 {
 	return int64(float64(d) / float64(time.Millisecond) / t.cfg.TimeScale)
+}
+
+// lostStep reports whether a restart lost step (restarted).
+func (c *clock) lostStep() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lost != nil
 }
 
 // nextCheck is when CatchUp must next ask the broker.
@@ -131,22 +140,33 @@ func (c *clock) keptTimers(h held, scaled func(int64) time.Duration) []kept {
 }
 
 // catchUp is the tick that brings the model's clock in step at wall, given
-// what the broker holds (see CatchUp). lost is set when a timer the model
-// kept at the last check was due on the broker before the last answer,
-// and the broker holds it no more: it may have fired before that answer.
-// (One the broker still holds has not fired, however near it is: the
-// tick catches it up.)
+// what the broker holds (see CatchUp). A timer the model kept at the last
+// check that the broker holds no more has ended: by a request, or by the
+// broker's own timer. If it was due on the broker before the last answer,
+// that answer may have seen it fire: lost is set. If not, and it was
+// near, the tick runs past its deadline too: no request has seen the
+// broker fire it, so the model may fire it now. (A timer the broker
+// still holds has not fired, however near it is: the tick catches it
+// up.) A restart's loss (restarted) is reported here too.
 func (c *clock) catchUp(h held, wall time.Time, scaled func(int64) time.Duration, model func(time.Duration) int64) (ms int64, lost *errLostStep) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.lost != nil {
+		return 0, c.lost
+	}
 	timers := c.keptTimers(h, scaled)
+	near := slices.Clone(timers)
 	for _, k := range c.kept {
-		if k.fires.Before(c.lastAnswer) && !slices.ContainsFunc(timers, func(now kept) bool { return now.what == k.what }) {
-			return 0, &errLostStep{what: k.what, ahead: c.lastAnswer.Sub(k.fires)}
+		if slices.ContainsFunc(timers, func(now kept) bool { return now.what == k.what }) {
+			continue
 		}
+		if k.fires.Before(c.lastAnswer) {
+			return 0, &errLostStep{what: k.what, how: fmt.Sprintf("was due on the broker %v before the last answer came", c.lastAnswer.Sub(k.fires).Round(time.Millisecond))}
+		}
+		near = append(near, k)
 	}
 	var soonest time.Time
-	for _, k := range timers {
+	for _, k := range near {
 		if soonest.IsZero() || k.fires.Before(soonest) {
 			soonest = k.fires
 		}
@@ -159,7 +179,7 @@ func (c *clock) catchUp(h held, wall time.Time, scaled func(int64) time.Duration
 	// The real time since the last Tick, and past each deadline the
 	// broker reaches within nearDue.
 	ms = max(model(wall.Sub(c.inStepAt)), 1)
-	for _, k := range timers {
+	for _, k := range near {
 		if k.fires.Sub(wall) < nearDue {
 			ms = max(ms, k.cross-c.now)
 		}

@@ -119,3 +119,46 @@ func TestCatchUpSaysTheClockLostStep(t *testing.T) {
 	require.ErrorContains(t, err, "--time-scale (now 0.01)")
 	require.ErrorContains(t, err, "fare-writer-1")
 }
+
+// A kept transaction that kfake's timer aborts while no request is sent
+// (here, a sleep past its deadline) is gone when CatchUp next asks: no
+// answer saw the abort, so the catch-up tick runs past its deadline, the
+// model aborts it there, and the history holds.
+func TestCatchUpPlacesAnAbortNoAnswerSaw(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, s *scenario) {
+		a := s.begin("A", "fare-writer-1", fares2)
+		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
+		require.Equal(t, int64(50_000), s.tickAs(50_000))
+		require.Zero(t, s.catchUp())
+		time.Sleep(120 * time.Millisecond) // kfake's timer fires, and nothing is sent
+		require.GreaterOrEqual(t, s.catchUp(), int64(10_001), "the catch-up runs past the deadline")
+		owner := s.ok("C", model.InitProducerID, initRequest("fare-writer-1"))
+		require.Equal(t, a.epoch+2, owner.Epoch)
+		s.check("abort-no-answer-saw-caught-up")
+	})
+}
+
+// A restart whose reload aborts a transaction the model keeps (kfake's
+// clock ran out during it: finding 24) is the target's clock lost step,
+// said at the next request. Here the broker's answers on either side of
+// the restart are given: open before, gone after.
+func TestARestartThatAbortsAKeptTransactionLosesStep(t *testing.T) {
+	s := newScenario(t, "")
+	a := s.begin("A", "fare-writer-1", fares2)
+	s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
+	before := s.target.openTxnsAround(s.target.routes.client(), "before")
+	require.Len(t, before, 1)
+	s.target.clock.restarted(before, map[string]openTxn{}, s.target.scaledDuration)
+	_, err := s.target.CatchUp()
+	require.ErrorContains(t, err, "was aborted by the broker's restart")
+	require.ErrorContains(t, err, "--time-scale")
+
+	// The control: kept across the restart, as kfake keeps it.
+	s = newScenario(t, "")
+	a = s.begin("A", "fare-writer-1", fares2)
+	s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
+	s.target.Restart()
+	ms, err := s.target.CatchUp()
+	require.NoError(t, err)
+	require.Zero(t, ms)
+}

@@ -111,6 +111,8 @@ type clock struct {
 	// CatchUp must ask the broker again (zero: at the next request).
 	kept    []kept
 	checkAt time.Time
+	// lost is set when a restart aborted a transaction the model keeps.
+	lost *errLostStep
 	// lastAnswer is when the last request the target sent was answered.
 	lastAnswer time.Time
 }
@@ -312,17 +314,36 @@ func (c *clock) startOf(id string, start time.Time) int64 {
 }
 
 // restarted notes the broker's restart: before and after are the open
-// transactions as it told them on either side. kfake moves the start of
-// each on by the outage (its own measure of it), and each keeps the
-// model's time it began at.
-func (c *clock) restarted(before, after map[string]openTxn) {
+// transactions as it told them on either side (nil: not known). kfake
+// moves the start of each on by the outage (its own measure of it), and
+// each keeps the model's time it began at.
+//
+// A transaction the model keeps that was open before and is not after
+// was aborted by the reload (finding 24): no request was answered in
+// between, and no tick can place that abort, because kfake's reload
+// leaves the producer's epoch as it was. The target's clock lost step
+// (CatchUp says so). The kept timers of the last catch-up check stay,
+// with the new deadlines of the transactions kfake moved on; CatchUp
+// asks the broker again before the next request.
+func (c *clock) restarted(before, after map[string]openTxn, scaled func(int64) time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.kept, c.checkAt = nil, time.Time{} // kfake moved the transactions' starts on
-	for id, tx := range before {
+	c.checkAt = time.Time{}
+	for _, id := range slices.Sorted(maps.Keys(before)) {
+		tx := before[id]
 		m := c.startOf(id, tx.start)
-		if moved, ok := after[id]; ok {
+		moved, ok := after[id]
+		if ok {
 			c.txnStarts[id] = txnStart{broker: moved.start, model: m}
+			for i, k := range c.kept {
+				if k.what == "transaction "+id {
+					c.kept[i].fires = moved.start.Add(moved.timeout)
+				}
+			}
+			continue
+		}
+		if timeout, known := c.sentTimeout(id, tx.timeout, scaled); known && after != nil && m+timeout >= c.now && c.lost == nil {
+			c.lost = &errLostStep{what: "transaction " + id, how: "was aborted by the broker's restart"}
 		}
 	}
 }
