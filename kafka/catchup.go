@@ -43,7 +43,7 @@ type errLostStep struct {
 }
 
 func (e errLostStep) Error() string {
-	return fmt.Sprintf("the target's clock lost step with the broker's: %s, which the model's clock keeps, %s, so no history of this run can say when it fired. The requests or restarts between two ticks took longer than the margin a tick leaves (is the machine busy?): run again with a larger --time-scale (now %g)", e.what, e.how, e.scale)
+	return fmt.Sprintf("the target's clock lost step with the broker's: %s, which the model's clock kept, %s. It may have fired on the broker where no tick of the model's can place it, so this run's history is not judged. The requests or restarts since the last tick took longer than the margin the target leaves (is the machine busy?): run again with a larger --time-scale (now %g)", e.what, e.how, e.scale)
 }
 
 // CatchUp is the tick (model ms) the model's clock must take before the
@@ -161,7 +161,7 @@ func (c *clock) catchUp(h held, wall time.Time, scaled func(int64) time.Duration
 			continue
 		}
 		if k.fires.Before(c.lastAnswer) {
-			return 0, &errLostStep{what: k.what, how: fmt.Sprintf("was due on the broker %v before the last answer came", c.lastAnswer.Sub(k.fires).Round(time.Millisecond))}
+			return 0, &errLostStep{what: k.what, how: fmt.Sprintf("is gone, and was due on the broker %v before the last answer came", c.lastAnswer.Sub(k.fires).Round(time.Millisecond))}
 		}
 		near = append(near, k)
 	}
