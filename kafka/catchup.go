@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// Catching up. A Tick leaves every timer the model keeps at least nearDue
-// (a transaction) or its session (a member) from its deadline on the
-// broker. The broker's clock runs on between ticks while the requests are
-// answered; the model's stands still. On an idle machine the requests
-// between two ticks take a few milliseconds of that margin. On a busy one
-// they were met taking all of it: a crashed worker's transaction, left
-// 99.8 ms by a 50 s tick, was aborted by kfake between two requests of the
+// Catching up. A Tick leaves a transaction the model keeps at least
+// nearDue from its deadline on the broker (TickLength), and a member's
+// session what the model has left of it. The broker's clock runs on
+// between ticks while the requests are answered; the model's stands
+// still. On a busy machine the requests were met taking all of that
+// margin: a crashed worker's transaction, left 100 ms (10 s of model
+// time) by a 50 s tick, was aborted by kfake between two requests of the
 // next owner, at a moment the model's clock had not reached its deadline
 // (FINDINGS.md, round 12). So before each request the workload asks
 // CatchUp. When a timer the model keeps is within catchUpMargin of its
@@ -28,10 +28,8 @@ import (
 
 // catchUpMargin is how near its deadline on the broker a timer the model
 // keeps may come before the model's clock catches up. It must outlast one
-// request, and it stays under nearDue, so that on an idle machine the
-// requests between two ticks seldom reach it: a 50 s tick leaves a
-// transaction begun just before it 100 ms at the default scale, and half
-// of that is some hundred requests on kfake.
+// request, as tickSlack must, and it stays under nearDue, so that only
+// requests that took most of the margin a tick leaves bring a catch-up.
 const catchUpMargin = 50 * time.Millisecond
 
 // errLostStep is the target's clock out of step with the broker's: a
