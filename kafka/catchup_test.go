@@ -48,10 +48,17 @@ func TestCatchUpBringsTheModelToAKeptTransactionsDeadline(t *testing.T) {
 				a := s.begin("A", "fare-writer-1", fares2)
 				s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
 				require.Equal(t, int64(50_000), s.tickAs(50_000), "10 s of the timeout left are kept")
-				require.Zero(t, s.catchUp(), "right after the tick nothing is near its deadline")
+				var caught int64
+				if caughtUp {
+					// On an idle machine 0: the tick left 100 ms. A
+					// machine busy enough to hold the tick past its
+					// end catches up here already.
+					caught = s.catchUp()
+				}
 				time.Sleep(70 * time.Millisecond)
 				if caughtUp {
-					require.Equal(t, int64(10_001), s.catchUp(), "30 ms left on kfake: the catch-up runs past the deadline")
+					caught += s.catchUp()
+					require.Equal(t, int64(10_001), caught, "one catch-up, run past the deadline")
 				}
 				time.Sleep(50 * time.Millisecond) // past kfake's deadline
 				if caughtUp {
@@ -105,14 +112,13 @@ func TestCatchUpBringsTheModelToAKeptSessionsDeadline(t *testing.T) {
 // A request answered after kfake fired a timer the model kept, with no
 // check between (a single request slower than the margin): no tick can
 // place the abort, and CatchUp says the target's clock lost step, naming
-// --time-scale.
+// --time-scale. Here the transaction's whole 600 ms pass with no tick.
 func TestCatchUpSaysTheClockLostStep(t *testing.T) {
 	s := newScenario(t, "")
 	a := s.begin("A", "fare-writer-1", fares2)
 	s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
-	s.tickAs(50_000)
-	require.Zero(t, s.catchUp())
-	time.Sleep(120 * time.Millisecond) // one slow request: past kfake's deadline
+	require.Zero(t, s.catchUp(), "600 ms left on kfake")
+	time.Sleep(700 * time.Millisecond) // one slow request: past kfake's deadline
 	s.ok("B", model.InitProducerID, initRequest("fare-writer-2"))
 	_, err := s.target.CatchUp()
 	require.ErrorContains(t, err, "the target's clock lost step")
@@ -129,9 +135,12 @@ func TestCatchUpPlacesAnAbortNoAnswerSaw(t *testing.T) {
 		a := s.begin("A", "fare-writer-1", fares2)
 		s.ok("A", model.Produce, a.produce(fares2, 0, "trip-201"))
 		require.Equal(t, int64(50_000), s.tickAs(50_000))
-		require.Zero(t, s.catchUp())
+		first := s.catchUp()               // 0 on an idle machine: the tick left 100 ms
 		time.Sleep(120 * time.Millisecond) // kfake's timer fires, and nothing is sent
-		require.GreaterOrEqual(t, s.catchUp(), int64(10_001), "the catch-up runs past the deadline")
+		if first != 0 {
+			t.Logf("the machine is busy: the catch-up came right after the tick (%d ms)", first)
+		}
+		require.GreaterOrEqual(t, first+s.catchUp(), int64(10_001), "the catch-up runs past the deadline")
 		owner := s.ok("C", model.InitProducerID, initRequest("fare-writer-1"))
 		require.Equal(t, a.epoch+2, owner.Epoch)
 		s.check("abort-no-answer-saw-caught-up")
