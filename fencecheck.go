@@ -151,6 +151,10 @@ func reportFailure(tb testing.TB, sc workload.Scenario, version int, out workloa
 	})
 	found.Discard()
 	msg := fmt.Sprintf("fencecheck: %s: VIOLATION, shrunk to %d operations; bug report: %s%s\n\n%s", sc.Name, len(h.Ops), bundle, errorNote(err), timeline.String())
+	if panicked != nil && panicked.ClockLost {
+		// No verdict: the run stopped where the target's clock lost step.
+		msg = fmt.Sprintf("fencecheck: %s: NO VERDICT after %d operations, because the target's clock lost step; bug report: %s%s\n\n%s", sc.Name, len(h.Ops), bundle, errorNote(err), timeline.String())
+	}
 	if !sc.Correct() && brokeExpected(sc, report) {
 		tb.Log(msg)
 		return

@@ -62,6 +62,11 @@ import (
 //     its whole scaled length, as it always did, unless the rebalance ends
 //     sooner.
 //
+// Between ticks the broker's clock runs on while the requests are
+// answered, and the model's stands still: CatchUp (catchup.go) has the
+// model's clock catch up before a request when that real time has brought
+// a timer the model keeps near its deadline on the broker.
+//
 // Every timer the model fires is fired, at the broker's own deadline, and
 // none that the model keeps. What is left out is the drift the whole
 // sleep added. A cluster by address is followed the same way: every
@@ -98,6 +103,18 @@ type clock struct {
 	// members are described with ConsumerGroupDescribe, because
 	// DescribeGroups lists a classic group's only.
 	consumerGroups map[string]bool
+	// inStepAt is when the model's clock last stood in step with the
+	// wall clock: when the last Tick ended, or when the clock began.
+	inStepAt time.Time
+	// kept are the timers the model keeps, as the last catch-up check
+	// saw them (none after a Tick or a restart); checkAt is when
+	// CatchUp must ask the broker again (zero: at the next request).
+	kept    []kept
+	checkAt time.Time
+	// lost is set when a restart aborted a transaction the model keeps.
+	lost *errLostStep
+	// lastAnswer is when the last request the target sent was answered.
+	lastAnswer time.Time
 }
 
 // tickMark is a Tick: when it ended (zero while it lasts), and the
@@ -136,7 +153,7 @@ type memberTimers struct {
 }
 
 func newClock() *clock {
-	return &clock{txnTimeouts: map[string]map[int64]bool{}, txnStarts: map[string]txnStart{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}, consumerGroups: map[string]bool{}}
+	return &clock{txnTimeouts: map[string]map[int64]bool{}, txnStarts: map[string]txnStart{}, members: map[string]*memberTimers{}, sessions: map[string]map[int64]bool{}, groups: map[string]bool{}, consumerGroups: map[string]bool{}, inStepAt: time.Now()}
 }
 
 func (tm *timers) saw(now int64, at time.Time) {
@@ -184,6 +201,9 @@ func (c *clock) sessionTimeout(group string, ms int64) {
 func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if at.After(c.lastAnswer) {
+		c.lastAnswer = at
+	}
 	member := func(group, id string) *memberTimers {
 		if id == "" {
 			return nil
@@ -263,6 +283,7 @@ func (c *clock) ticked(at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ticks[len(c.ticks)-1].at = at
+	c.inStepAt, c.kept, c.checkAt = at, nil, time.Time{}
 }
 
 // startOf is the model's time at the start of id's open transaction,
@@ -293,16 +314,36 @@ func (c *clock) startOf(id string, start time.Time) int64 {
 }
 
 // restarted notes the broker's restart: before and after are the open
-// transactions as it told them on either side. kfake moves the start of
-// each on by the outage (its own measure of it), and each keeps the
-// model's time it began at.
-func (c *clock) restarted(before, after map[string]openTxn) {
+// transactions as it told them on either side (nil: not known). kfake
+// moves the start of each on by the outage (its own measure of it), and
+// each keeps the model's time it began at.
+//
+// A transaction the model keeps that was open before and is not after
+// was aborted by the reload (finding 24): no request was answered in
+// between, and no tick can place that abort, because kfake's reload
+// leaves the producer's epoch as it was. The target's clock lost step
+// (CatchUp says so). The kept timers of the last catch-up check stay,
+// with the new deadlines of the transactions kfake moved on; CatchUp
+// asks the broker again before the next request.
+func (c *clock) restarted(before, after map[string]openTxn, scaled func(int64) time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, tx := range before {
+	c.checkAt = time.Time{}
+	for _, id := range slices.Sorted(maps.Keys(before)) {
+		tx := before[id]
 		m := c.startOf(id, tx.start)
-		if moved, ok := after[id]; ok {
+		moved, ok := after[id]
+		if ok {
 			c.txnStarts[id] = txnStart{broker: moved.start, model: m}
+			for i, k := range c.kept {
+				if k.what == "transaction "+id {
+					c.kept[i].fires = moved.start.Add(moved.timeout)
+				}
+			}
+			continue
+		}
+		if timeout, known := c.sentTimeout(id, tx.timeout, scaled); known && after != nil && m+timeout >= c.now && c.lost == nil {
+			c.lost = &errLostStep{what: "transaction " + id, how: "was aborted by the broker's restart"}
 		}
 	}
 }

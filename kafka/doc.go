@@ -30,7 +30,14 @@
 // must send its requests well within the scaled timeouts, or the broker
 // expires what the model keeps. TickLength lengthens a tick that would
 // leave a transaction nearly due on kfake to its deadline, so that the
-// model aborts it at that tick too.
+// model aborts it at that tick too. CatchUp, asked before each request,
+// says when the requests since the last tick have brought a timer the
+// model keeps (a transaction, a member's session) within 50 ms of its
+// deadline on the broker: the workload then records a tick for the real
+// time that passed, run on past that deadline (catchup.go). A timer that
+// may have fired on the broker before an answer, with no check between,
+// is the target's clock lost step: CatchUp says so, naming
+// Config.TimeScale's flag, --time-scale.
 //
 // Reads. A read_committed fetch is answered the way Kafka answers it: the
 // broker stops at the last stable offset and sends, with the batches, the

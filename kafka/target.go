@@ -231,7 +231,7 @@ func (t *Target) Restart() {
 	}
 	t.routes.replaceClient(cl)
 	if t.embedded != nil {
-		t.clock.restarted(before, t.openTxnsAround(cl, "after"))
+		t.clock.restarted(before, t.openTxnsAround(cl, "after"), t.scaledDuration)
 	}
 }
 
@@ -253,6 +253,7 @@ func (t *Target) openTxnsAround(cl *kgo.Client, when string) map[string]openTxn 
 	txns, err := t.openTxns(ctx, cl)
 	if err != nil {
 		t.cfg.Logf("kafka: asking the broker for its open transactions %s a restart: %v", when, err)
+		return nil // not known
 	}
 	return txns
 }

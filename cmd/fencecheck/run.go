@@ -447,9 +447,15 @@ func reportOutcome(out workload.CampaignOutcome, f runFlags, run workload.Run, s
 	}
 	found := out.Failure.Outcome
 	h, report, steps, _ := found.Failure.Found()
-	fmt.Fprintf(stdout, "VIOLATION in batch %d (seed %d), shrunk to %d operations after %d actions:\n\n", out.FailedBatch.Index, out.FailedBatch.Seed, len(h.Ops), len(steps))
-	if p := found.Failure.Panic(); p != nil {
+	switch p := found.Failure.Panic(); {
+	case p != nil && p.ClockLost:
+		// No verdict: the run stopped where the target's clock lost step.
+		fmt.Fprintf(stdout, "NO VERDICT in batch %d (seed %d), after %d operations and %d actions:\n\n%s\n\n", out.FailedBatch.Index, out.FailedBatch.Seed, len(h.Ops), len(steps), p)
+	case p != nil:
+		fmt.Fprintf(stdout, "VIOLATION in batch %d (seed %d), shrunk to %d operations after %d actions:\n\n", out.FailedBatch.Index, out.FailedBatch.Seed, len(h.Ops), len(steps))
 		fmt.Fprintf(stdout, "%s (its stack is in the bug report's README.md)\n\n", p)
+	default:
+		fmt.Fprintf(stdout, "VIOLATION in batch %d (seed %d), shrunk to %d operations after %d actions:\n\n", out.FailedBatch.Index, out.FailedBatch.Seed, len(h.Ops), len(steps))
 	}
 	if err := report.WriteTimeline(stdout); err != nil {
 		fmt.Fprintf(stderr, "fencecheck: %v\n", err)

@@ -48,6 +48,8 @@ type violation struct {
 	Operations int    `json:"operations"`
 	Bundle     string `json:"bundle"`
 	Panic      string `json:"panic,omitempty"` // the target's, when it panicked
+	// ClockLost: no verdict; the target's clock lost step (Panic says how).
+	ClockLost bool `json:"clock_lost,omitempty"`
 }
 
 type sighting struct {
@@ -64,7 +66,7 @@ func summarize(run workload.Run, f runFlags, out workload.CampaignOutcome, bundl
 		h, _, _, _ := out.Failure.Outcome.Failure.Found()
 		ex.Violation = &violation{Batch: out.FailedBatch.Index, Operations: len(h.Ops), Bundle: bundle}
 		if p := out.Failure.Outcome.Failure.Panic(); p != nil {
-			ex.Violation.Panic = p.String()
+			ex.Violation.Panic, ex.Violation.ClockLost = p.String(), p.ClockLost
 		}
 	}
 	for i, sg := range all {
@@ -223,7 +225,11 @@ func reportGroup(key string, shards []exploration, stdout io.Writer) (int, error
 	if first != nil {
 		exit = exitViolated
 		bundle := joinRel(first.dir, first.Violation.Bundle)
-		fmt.Fprintf(stdout, "VIOLATION in batch %d (shard %s), shrunk to %d operations:\n\n", first.Violation.Batch, first.Shard, first.Violation.Operations)
+		heading := "VIOLATION in batch %d (shard %s), shrunk to %d operations:\n\n"
+		if first.Violation.ClockLost {
+			heading = "NO VERDICT in batch %d (shard %s), after %d operations:\n\n"
+		}
+		fmt.Fprintf(stdout, heading, first.Violation.Batch, first.Shard, first.Violation.Operations)
 		if first.Violation.Panic != "" {
 			fmt.Fprintf(stdout, "%s\n\n", first.Violation.Panic)
 		}

@@ -377,7 +377,7 @@ func (r *run) LandMarkers(t *rapid.T) {
 
 // RestartBroker restarts the broker on its logs.
 func (r *run) RestartBroker(t *rapid.T) {
-	if !r.waitFits() {
+	if r.catchUp(); r.panicked != nil || !r.waitFits() {
 		return
 	}
 	r.did("RestartBroker", nil, "")

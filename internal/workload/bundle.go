@@ -146,7 +146,10 @@ const installCommand = "go install github.com/fencecheck/fencecheck/cmd/fenceche
 func writeReadme(w io.Writer, run Run, report checker.Report, steps []string, panicked *TargetPanic, dir string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Counterexample: %s on %s\n\n", run.Scenario, run.Target)
-	if panicked != nil {
+	switch {
+	case panicked != nil && panicked.ClockLost:
+		fmt.Fprintf(&b, "No verdict. %s.\n\nThe history ends where the target's clock lost step. No check was judged on it, because what it shows past that point is the target's clock, not the broker.\n\n", panicked)
+	case panicked != nil:
 		fmt.Fprintf(&b, "%s. The history ends at that request, left unanswered.\n\n", panicked)
 		fmt.Fprintf(&b, "```\n%s```\n\n", panicked.Stack)
 	}

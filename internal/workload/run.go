@@ -191,9 +191,10 @@ func (r *run) send(p *proc) bool {
 // response is dropped on the way back and the client will send the same
 // request again, as a client library retries.
 func (r *run) deliver(p *proc, lose bool) {
-	op := &r.h.Ops[p.sent]
+	i := p.sent
 	p.sent = -1
-	res, version, err := r.sendToBroker(op.Op)
+	res, version, err := r.sendToBroker(r.h.Ops[i].Op)
+	op := &r.h.Ops[i] // after the send: a catch-up tick (see catchUp) grows the history
 	if err != nil {
 		panic(err) // the workload sent a kind no broker answers: a bug here
 	}
@@ -227,6 +228,7 @@ func (r *run) deliver(p *proc, lose bool) {
 // version is the API version the target sent it at, when it speaks
 // Kafka's protocol (model.NoteVersion).
 func (r *run) sendToBroker(op model.Op) (res model.Result, version model.Version, err error) {
+	r.catchUp()
 	if r.panicked != nil {
 		return model.Result{}, version, nil // a target that panicked is not asked again
 	}
@@ -243,6 +245,37 @@ func (r *run) sendToBroker(op model.Op) (res model.Result, version model.Version
 		r.txnMayEnd()
 	}
 	return res, version, err
+}
+
+// catchesUp is a target whose clock is not exact that may need the
+// model's clock to catch up before the next request (kafka.Target.CatchUp):
+// the broker's clock ran on while the requests since the last tick were
+// answered, and a timer the model keeps is near its deadline there. The
+// error says the target's clock lost step.
+type catchesUp interface{ CatchUp() (int64, error) }
+
+// catchUp asks the target whether the model's clock must catch up, and
+// records the tick it needs, lengthened as any tick is (tickLength). A
+// target whose clock lost step ends the run, as a panic does, with no
+// check judged: what the history shows past that point is the target's
+// clock, not the broker.
+func (r *run) catchUp() {
+	c, ok := r.target.(catchesUp)
+	if !ok || r.panicked != nil {
+		return
+	}
+	ms, err := c.CatchUp()
+	if err != nil {
+		r.panicked = &TargetPanic{Request: string(model.Tick), Value: err.Error(), ClockLost: true}
+		r.panickedAt = len(r.h.Ops)
+		return
+	}
+	if ms <= 0 {
+		return
+	}
+	ms = r.tickLength(ms)
+	r.did("Tick", nil, fmt.Sprintf("%d ms (the target's clock caught up)", ms))
+	r.clockTick(ms)
 }
 
 // strike has the target take a fault of its own (a tick, a restart),
@@ -273,9 +306,15 @@ type TargetPanic struct {
 	Request string `json:"request"` // the operation's type in the history format: a request's, or a fault's
 	Value   string `json:"value"`   // what it panicked with
 	Stack   string `json:"stack"`   // the goroutine's stack at the panic
+	// ClockLost: not a panic, but the target's clock out of step with
+	// the broker's (see catchUp); Value says how. Nothing is judged.
+	ClockLost bool `json:"clock_lost,omitempty"`
 }
 
 func (p TargetPanic) String() string {
+	if p.ClockLost {
+		return p.Value
+	}
 	if model.Kind(p.Request).IsFault() {
 		return fmt.Sprintf("the target panicked taking a %s: %s", p.Request, p.Value)
 	}
@@ -395,7 +434,8 @@ func (r *run) crash(p *proc, delivered bool) {
 	if p.sent >= 0 {
 		r.undecided++
 		if delivered {
-			_, r.h.Ops[p.sent].APIVersion, _ = r.sendToBroker(r.h.Ops[p.sent].Op)
+			_, version, _ := r.sendToBroker(r.h.Ops[p.sent].Op)
+			r.h.Ops[p.sent].APIVersion = version
 		}
 		p.sent = -1
 	}
