@@ -66,7 +66,7 @@ var groupSizes = span{lo: 1, hi: math.MaxInt32}
 var sessionBounds = span{lo: 1, hi: math.MaxInt32}
 
 func (c brokerConfig) decode(path string, raw json.RawMessage) error {
-	m, err := asObject(path, raw)
+	m, err := asMembers(path, raw, nil)
 	if err != nil {
 		return err
 	}

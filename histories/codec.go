@@ -88,6 +88,26 @@ func asObject(path string, raw json.RawMessage) (map[string]json.RawMessage, err
 	return m, nil
 }
 
+// asMembers is raw as a JSON object's members, appended to into (so that
+// a caller may lend room on its stack). They are slices of raw.
+func asMembers(path string, raw json.RawMessage, into rawObject) (rawObject, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, bad(path, "must be an object, got %s", describe(raw))
+	}
+	if o, ok := splitMembers(raw, into[:0]); ok {
+		return o, nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, bad(path, "must be an object, got %s", describe(raw))
+	}
+	o := into[:0]
+	for _, name := range sortedKeys(m) {
+		o = append(o, rawMember{name, m[name]})
+	}
+	return o, nil
+}
+
 // asArray is raw as a JSON array's elements.
 func asArray(path string, raw json.RawMessage) ([]json.RawMessage, error) {
 	if len(raw) == 0 || raw[0] != '[' {
@@ -105,8 +125,8 @@ func asArray(path string, raw json.RawMessage) ([]json.RawMessage, error) {
 
 // has reports whether m has the member name; null counts as absent, as the
 // format says of "return".
-func has(m map[string]json.RawMessage, name string) bool {
-	raw, ok := m[name]
+func has(m rawObject, name string) bool {
+	raw, ok := m.get(name)
 	return ok && !isNull(raw)
 }
 
@@ -120,19 +140,20 @@ const (
 )
 
 // take decodes the member name of m into c.
-func take(m map[string]json.RawMessage, path, name string, need presence, c codec) error {
-	path = join(path, name)
-	if !has(m, name) {
+func take(m rawObject, path, name string, need presence, c codec) error {
+	raw, ok := m.get(name)
+	if !ok || isNull(raw) {
 		if need == optional {
 			return nil
 		}
-		return bad("", "%s is required", path)
+		return bad("", "%s is required", join(path, name))
 	}
-	if err := c.decode(path, m[name]); err != nil {
+	path = join(path, name)
+	if err := c.decode(path, raw); err != nil {
 		return err
 	}
 	if need == required && c.absent() {
-		return bad("", "%s is required, got %s, which means absent", path, m[name])
+		return bad("", "%s is required, got %s, which means absent", path, raw)
 	}
 	return nil
 }

@@ -27,7 +27,8 @@ func (f field[S]) always() slot[S] { return slot[S]{f, always} }
 // decodeStruct fills s from the object raw. Members that no slot names are
 // ignored: the format grows only by adding fields.
 func decodeStruct[S any](path string, raw json.RawMessage, s *S, slots []slot[S]) error {
-	m, err := asObject(path, raw)
+	var room [16]rawMember
+	m, err := asMembers(path, raw, room[:0])
 	if err != nil {
 		return err
 	}

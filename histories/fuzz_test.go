@@ -51,7 +51,7 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// FuzzSplit holds the split of objects, arrays and strings (scan.go) to
+// FuzzSplit holds the split of objects (as a map and as members), arrays and strings (scan.go) to
 // what json.Unmarshal makes of the same valid JSON.
 func FuzzSplit(f *testing.F) {
 	for _, s := range []string{`{"a": 1, "b": [1, {"c": "}"}], "a": "x\"y"}`, ` [ 1 ,"2", {} , [] , null ] `, `"caf\u00e9"`, `"café"`, `{"\u0061": 1}`, `{}`, `[]`} {
@@ -65,6 +65,18 @@ func FuzzSplit(f *testing.F) {
 			var want map[string]json.RawMessage
 			require.NoError(t, json.Unmarshal(data, &want))
 			require.Equal(t, want, m)
+		}
+		if o, ok := splitMembers(data, nil); ok {
+			var want map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &want))
+			for _, m := range o {
+				require.Contains(t, want, m.name)
+			}
+			for name, raw := range want {
+				got, found := o.get(name)
+				require.True(t, found, name)
+				require.Equal(t, raw, got, name)
+			}
 		}
 		if a, ok := splitArray(data); ok {
 			var want []json.RawMessage

@@ -177,7 +177,7 @@ func loadWhole(r io.Reader) (History, error) {
 // streamedDocument is a document read as a stream: its top-level members
 // but "ops", and the operations decoded from "ops".
 type streamedDocument struct {
-	members map[string]json.RawMessage
+	members rawObject
 	ops     []Op
 	opsErr  error // the first operation that does not decode
 	isArray bool  // "ops" was an array (else its value is in members)
@@ -186,7 +186,7 @@ type streamedDocument struct {
 // streamDocument reads the top-level object, decoding "ops" element by
 // element. A syntax error is returned; a format error is kept for later.
 func streamDocument(dec *json.Decoder, progress func(int), ops int) (*streamedDocument, error) {
-	doc := &streamedDocument{members: map[string]json.RawMessage{}}
+	doc := &streamedDocument{}
 	if _, err := dec.Token(); err != nil { // the opening brace
 		return doc, err
 	}
@@ -201,7 +201,7 @@ func streamDocument(dec *json.Decoder, progress func(int), ops int) (*streamedDo
 		} else {
 			var raw json.RawMessage
 			err = dec.Decode(&raw)
-			doc.members[name] = raw
+			doc.members.set(name, raw)
 		}
 		if err != nil {
 			return doc, err
@@ -224,10 +224,10 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), op
 	}
 	if t != json.Delim('[') {
 		raw, err := rawOfToken(dec, t)
-		doc.members["ops"] = raw
+		doc.members.set("ops", raw)
 		return err
 	}
-	delete(doc.members, "ops")
+	doc.members.remove("ops")
 	doc.isArray = true
 	var raw json.RawMessage
 	n := 0 // operations read, the ones after one that does not decode too
@@ -332,7 +332,7 @@ func rawOfToken(dec *json.Decoder, t json.Token) (json.RawMessage, error) {
 // decodeHistory does.
 func (doc *streamedDocument) history() (History, error) {
 	if doc.isArray {
-		doc.members["ops"] = json.RawMessage("[]")
+		doc.members.set("ops", json.RawMessage("[]"))
 	}
 	h, err := decodeTopLevel(doc.members)
 	if err != nil {
@@ -346,7 +346,7 @@ func (doc *streamedDocument) history() (History, error) {
 }
 
 func decodeHistory(raw json.RawMessage) (History, error) {
-	m, err := asObject("document", raw)
+	m, err := asMembers("document", raw, nil)
 	if err != nil {
 		return History{}, err
 	}
@@ -354,7 +354,8 @@ func decodeHistory(raw json.RawMessage) (History, error) {
 	if err != nil {
 		return History{}, err
 	}
-	elems, _ := asArray("ops", m["ops"])
+	opsRaw, _ := m.get("ops")
+	elems, _ := asArray("ops", opsRaw)
 	for i, e := range elems {
 		op, err := decodeOp(i, e)
 		if err != nil {
@@ -366,7 +367,7 @@ func decodeHistory(raw json.RawMessage) (History, error) {
 }
 
 // decodeTopLevel checks format, the header and that ops is an array.
-func decodeTopLevel(m map[string]json.RawMessage) (History, error) {
+func decodeTopLevel(m rawObject) (History, error) {
 	var h History
 	var format string
 	if err := take(m, "", "format", required, text[string]{p: &format}); err != nil {
@@ -381,7 +382,8 @@ func decodeTopLevel(m map[string]json.RawMessage) (History, error) {
 	if !has(m, "ops") {
 		return h, errors.New("ops is required")
 	}
-	_, err := asArray("ops", m["ops"])
+	opsRaw, _ := m.get("ops")
+	_, err := asArray("ops", opsRaw)
 	return h, err
 }
 
@@ -395,7 +397,7 @@ func checkOps(ops []Op) error {
 }
 
 // decodeHeader reads the optional top-level fields.
-func decodeHeader(m map[string]json.RawMessage, h *History) error {
+func decodeHeader(m rawObject, h *History) error {
 	if err := take(m, "", "name", optional, text[string]{p: &h.Name}); err != nil {
 		return err
 	}
@@ -439,7 +441,8 @@ func decodeHeader(m map[string]json.RawMessage, h *History) error {
 // decodeOp reads the operation at index i of "ops".
 func decodeOp(i int, raw json.RawMessage) (Op, error) {
 	op := Op{Op: model.Op{Req: model.NewRequest()}, Result: model.NoAnswer()}
-	m, err := asObject("", raw)
+	var room [16]rawMember
+	m, err := asMembers("", raw, room[:0])
 	if err == nil {
 		err = take(m, "", "id", always, number[int]{&op.ID, opIDs})
 	}
@@ -456,7 +459,7 @@ func decodeOp(i int, raw json.RawMessage) (Op, error) {
 }
 
 // decodeTiming reads who issued the operation, when, and its type.
-func decodeTiming(m map[string]json.RawMessage, op *Op) error {
+func decodeTiming(m rawObject, op *Op) error {
 	if err := take(m, "", "proc", required, text[string]{p: &op.Proc}); err != nil {
 		return err
 	}
@@ -481,7 +484,7 @@ func decodeTiming(m map[string]json.RawMessage, op *Op) error {
 
 // decodeAPIVersion reads the optional api_version: the request header's
 // version, within what Kafka has had for the request.
-func decodeAPIVersion(m map[string]json.RawMessage, op *Op) error {
+func decodeAPIVersion(m rawObject, op *Op) error {
 	if !has(m, "api_version") {
 		return nil
 	}
@@ -500,7 +503,7 @@ func decodeAPIVersion(m map[string]json.RawMessage, op *Op) error {
 }
 
 // decodeBody reads req, resp and error, which depend on the type.
-func decodeBody(m map[string]json.RawMessage, op *Op) error {
+func decodeBody(m rawObject, op *Op) error {
 	if err := decodeRequest(m, op); err != nil {
 		return err
 	}
@@ -527,7 +530,7 @@ func decodeBody(m map[string]json.RawMessage, op *Op) error {
 
 // decodeFault checks that a fault carries only what the format gives it:
 // no return, no error, and a resp only for timeout_abort.
-func decodeFault(m map[string]json.RawMessage, op *Op) error {
+func decodeFault(m rawObject, op *Op) error {
 	for _, name := range []string{"return", "error"} {
 		if has(m, name) {
 			return bad(name, "a fault has none")
@@ -539,7 +542,7 @@ func decodeFault(m map[string]json.RawMessage, op *Op) error {
 	return decodeResponse(m, op)
 }
 
-func decodeRequest(m map[string]json.RawMessage, op *Op) error {
+func decodeRequest(m rawObject, op *Op) error {
 	slots, takes := reqSlots[op.Kind]
 	switch {
 	case !takes && has(m, "req"):
@@ -549,7 +552,7 @@ func decodeRequest(m map[string]json.RawMessage, op *Op) error {
 	case !has(m, "req"):
 		return errors.New("req is required")
 	}
-	if err := decodeStruct("req", m["req"], &op.Req, slots); err != nil {
+	if err := decodeStruct("req", m.value("req"), &op.Req, slots); err != nil {
 		return err
 	}
 	if op.Kind == model.LeaveGroup && op.Req.MemberID == "" && op.Req.InstanceID == "" {
@@ -565,7 +568,7 @@ func decodeRequest(m map[string]json.RawMessage, op *Op) error {
 	return nil
 }
 
-func decodeResponse(m map[string]json.RawMessage, op *Op) error {
+func decodeResponse(m rawObject, op *Op) error {
 	slots, takes := respSlots[op.Kind]
 	switch {
 	case !takes && has(m, "resp"):
@@ -574,7 +577,7 @@ func decodeResponse(m map[string]json.RawMessage, op *Op) error {
 		return nil
 	}
 	resp := model.NewResponse()
-	if err := decodeStruct("resp", m["resp"], &resp, slots); err != nil {
+	if err := decodeStruct("resp", m.value("resp"), &resp, slots); err != nil {
 		return err
 	}
 	// KIP-939: the kept transaction is named by both.

@@ -155,46 +155,49 @@ type FetchedRecord struct {
 // history format; a request uses the fields of its type. Absent numbers hold
 // Kafka's sentinels (NoProducerID, NoEpoch, NoGeneration, 0 for timeouts).
 type Request struct {
+	// The fields of a request are ordered so that the small ones share
+	// words: a long history holds a Request for every operation.
 	TransactionalID string // "": none (an idempotent-only producer)
 	TimeoutMs       int64  // init_producer_id: transaction.timeout.ms; 0: the default
+	ProducerID      int64
+	Epoch           int16
 	// Enable2PC and KeepPreparedTxn are init_producer_id's KIP-939 flags
 	// (InitProducerId v6+): the producer takes part in a two-phase
 	// commit, and it keeps the transaction a crashed session prepared
 	// rather than aborting it.
 	Enable2PC       bool
 	KeepPreparedTxn bool
+	Sequence        int32
 	// EmptyTransactionalID: an init_producer_id, add_partitions or
 	// end_txn whose transactional.id is the empty string, which Kafka
 	// refuses (TransactionalID is "" then too). An init_producer_id with
 	// TransactionalID "" and not this is a null id's: idempotent only.
 	EmptyTransactionalID bool
-	ProducerID           int64
-	Epoch                int16
-	Partitions           []Partition // add_partitions; join_group: the partitions to spread
-	Partition            Partition   // produce, offset_fetch, fetch
-	Sequence             int32
-	Records              []Record
-	Group                string
+	Commit               bool
+	// JoinOnly: this join_group is the JoinGroup only, and its SyncGroup
+	// follows as a sync_group op; false: the whole round.
+	JoinOnly      bool
+	RequireStable bool
 	// EmptyGroup: a group request whose group id is the empty string, as
 	// a client sent it (Group is "" then too). Kafka refuses it with
 	// INVALID_GROUP_ID to a JoinGroup, SyncGroup, Heartbeat, LeaveGroup
 	// and TxnOffsetCommit, and takes it as any group id in an
 	// OffsetCommit, OffsetFetch and AddOffsetsToTxn (groupid.go).
-	EmptyGroup bool
-	MemberID   string
+	EmptyGroup   bool
+	GenerationID int32
+	Partitions   []Partition // add_partitions; join_group: the partitions to spread
+	Partition    Partition   // produce, offset_fetch, fetch
+	Records      []Record
+	Group        string
+	MemberID     string
 	// InstanceID is the member's group.instance.id (KIP-345): a static
 	// member's name that outlives its member ids; "" for a dynamic
 	// member. join_group, sync_group, heartbeat, leave_group,
 	// offset_commit, txn_offset_commit and consumer_group_heartbeat carry
 	// it.
 	InstanceID       string
-	GenerationID     int32
 	Offsets          map[Partition]int64 // txn_offset_commit, offset_commit: partition -> next offset
-	Commit           bool
-	SessionTimeoutMs int64 // join_group; 0: the default
-	// JoinOnly: this join_group is the JoinGroup only, and its SyncGroup
-	// follows as a sync_group op; false: the whole round.
-	JoinOnly bool
+	SessionTimeoutMs int64               // join_group; 0: the default
 	// RebalanceTimeoutMs: join_group's, 0 when not said; a
 	// consumer_group_heartbeat's, 0 when not sent (Kafka's -1: unchanged).
 	RebalanceTimeoutMs int64
@@ -212,11 +215,10 @@ type Request struct {
 	Protocol string
 	// Assignments is a sync_group's {member: partitions}: the leader's
 	// assignment of the generation. Kafka ignores a follower's.
-	Assignments   map[string][]Partition
-	Offset        int64 // fetch: where to start; delete_records: the offset to delete before, -1 the high watermark
-	Isolation     Isolation
-	RequireStable bool
-	Ms            int64 // tick: how far the clock moves
+	Assignments map[string][]Partition
+	Offset      int64 // fetch: where to start; delete_records: the offset to delete before, -1 the high watermark
+	Isolation   Isolation
+	Ms          int64 // tick: how far the clock moves
 	// MixedProducers: a produce whose request carried transactional
 	// batches of more than one producer id and epoch, which Kafka
 	// refuses whole (leader.go).
@@ -247,17 +249,18 @@ func NewRequest() Request {
 
 // Response is every response type's fields in one flat struct.
 type Response struct {
+	// Ordered so that the small fields share words, as in Request.
 	ProducerID int64 // init_producer_id; end_txn under transactions v2
 	Epoch      int16
 	// OngoingTxnProducerID and OngoingTxnEpoch are init_producer_id's
 	// KIP-939 answer (v6+): the producer id and epoch of the transaction
 	// a keep_prepared_txn init kept; NoProducerID and NoEpoch when the
 	// answer names none.
-	OngoingTxnProducerID int64
 	OngoingTxnEpoch      int16
+	GenerationID         int32
+	OngoingTxnProducerID int64
 	BaseOffset           int64 // produce
 	MemberID             string
-	GenerationID         int32
 	Assignment           []Partition
 	Leader               string // join_group: the group's leader, "" when not said
 	// Protocol is the protocol the group chose (JoinGroupResponse

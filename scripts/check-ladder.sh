@@ -3,8 +3,9 @@
 # size, a correct history of the soak's shape (scripts/longhistory: one
 # transactional client committing one record at a time), checked by
 # `fencecheck check` under /usr/bin/time -v. It prints a row per size:
-# operations, wall time, peak resident memory, and the time per operation
-# against the first size's. The histories are written to DIR (default
+# operations, wall time, CPU time (user and system), peak resident memory,
+# and the CPU time per operation against the first size's. On shared cores
+# the CPU time is the steadier figure, so it prints the load average too. The histories are written to DIR (default
 # /tmp) once and kept: 5M operations is 1.3 GB of JSON.
 #
 #   scripts/check-ladder.sh [DIR] [SIZES...]   # default sizes: 1000000 5000000
@@ -18,8 +19,9 @@ sizes=("${@:-1000000 5000000}")
 read -r -a sizes <<<"${sizes[*]}"
 
 go build -o "$dir/fencecheck-ladder" ./cmd/fencecheck
-echo "| operations | wall time | peak RSS | µs per operation | per operation / the first size's |"
-echo "|---|---|---|---|---|"
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| operations | wall time | CPU time | peak RSS | CPU µs per operation | per operation / the first size's |"
+echo "|---|---|---|---|---|---|"
 first=""
 for n in "${sizes[@]}"; do
   file="$dir/soak-$n.json"
@@ -28,14 +30,16 @@ for n in "${sizes[@]}"; do
   status=0
   /usr/bin/time -v "$dir/fencecheck-ladder" check "$file" >"$dir/soak-$n.verdicts" 2>"$log" || status=$?
   if [ "$status" -ne 0 ]; then
-    echo "| $n | exit status $status: see $log | | | |"
+    echo "| $n | exit status $status: see $log | | | | |"
     continue
   fi
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" |
     awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }')
+  cpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { printf "%.1f", s }' "$log")
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-  per=$(awk -v w="$wall" -v n="$n" 'BEGIN { printf "%.1f", w * 1e6 / n }')
+  per=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.1f", c * 1e6 / n }')
   first="${first:-$per}"
   ratio=$(awk -v p="$per" -v f="$first" 'BEGIN { printf "%.2fx", p / f }')
-  echo "| $n | ${wall} s | $((rss / 1024)) MB | $per | $ratio |"
+  echo "| $n | ${wall} s | ${cpu} s | $((rss / 1024)) MB | $per | $ratio |"
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
