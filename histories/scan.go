@@ -22,26 +22,15 @@ import (
 // splitObject is the members of the valid JSON object raw; ok is false
 // when json.Unmarshal must decide.
 func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
-	m := map[string]json.RawMessage{}
-	ok := splitEach(raw, '{', '}', func(i int) int {
-		end, plain := stringEnd(raw, i)
-		if raw[i] != '"' || !plain {
-			return -1
-		}
-		name := raw[i+1 : end-1]
-		if i = skipSpace(raw, end); !utf8.Valid(name) || i >= len(raw) || raw[i] != ':' {
-			return -1
-		}
-		start := skipSpace(raw, i+1)
-		if end = valueEnd(raw, start); end >= 0 {
-			// The names are the format's few, on every object:
-			// one copy of each, not one for every object.
-			m[unique.Make(unsafe.String(unsafe.SliceData(name), len(name))).Value()] = raw[start:end:end]
-		}
-		return end
-	})
+	members, ok := splitMembers(raw, nil)
 	if !ok {
 		return nil, false
+	}
+	m := make(map[string]json.RawMessage, len(members))
+	for _, member := range members {
+		// The names are the format's few, on every object: one copy
+		// of each, not one for every object. A later duplicate wins.
+		m[unique.Make(member.name).Value()] = member.raw
 	}
 	return m, true
 }
