@@ -101,11 +101,7 @@ func TestLibrdkafkaFetchesAfterUnassign(t *testing.T) {
 func TestLibrdkafkaResetsOnAStaleUnstableAnswer(t *testing.T) {
 	l := newLab(t)
 	abort := l.openTxnCommitting(2)
-	held := l.holdFirst(kmsg.OffsetFetch, 600*time.Millisecond, func(r kmsg.Request) bool {
-		return slices.ContainsFunc(r.(*kmsg.OffsetFetchRequest).Groups, func(rg kmsg.OffsetFetchRequestGroup) bool {
-			return rg.Group == labGroup
-		})
-	})
+	held := l.holdGroupOffsetFetch()
 	c := l.consumer("stale-unstable")
 
 	c.assign(kafka.OffsetStored, 0, 1)
@@ -241,6 +237,16 @@ func (l *lab) fetchesOfT0(from, to time.Time) []string {
 type held struct {
 	arrived  chan struct{}
 	answered chan struct{}
+}
+
+// holdGroupOffsetFetch holds the first OffsetFetch of the lab's group
+// 600 ms, so that the assignment can change while it is in flight.
+func (l *lab) holdGroupOffsetFetch() held {
+	return l.holdFirst(kmsg.OffsetFetch, 600*time.Millisecond, func(r kmsg.Request) bool {
+		return slices.ContainsFunc(r.(*kmsg.OffsetFetchRequest).Groups, func(rg kmsg.OffsetFetchRequestGroup) bool {
+			return rg.Group == labGroup
+		})
+	})
 }
 
 // holdFirst holds the first request of key that match takes for lag,
@@ -511,11 +517,7 @@ func TestLibrdkafkaRewindsOnAnOutdatedOffsetAnswer(t *testing.T) {
 func TestLibrdkafkaResetsOnAnUnstableAnswerAfterAnIncrementalAssign(t *testing.T) {
 	l := newLab(t)
 	abort := l.openTxnCommitting(2)
-	held := l.holdFirst(kmsg.OffsetFetch, 600*time.Millisecond, func(r kmsg.Request) bool {
-		return slices.ContainsFunc(r.(*kmsg.OffsetFetchRequest).Groups, func(rg kmsg.OffsetFetchRequestGroup) bool {
-			return rg.Group == labGroup
-		})
-	})
+	held := l.holdGroupOffsetFetch()
 	c := l.consumer("unstable-incremental")
 
 	c.incrementalAssign(kafka.OffsetStored, 0)
