@@ -124,18 +124,10 @@ func TestRecorderReadsTransactionalRequests(t *testing.T) {
 	initResp.ProducerID, initResp.ProducerEpoch = 7, 2
 	w.answer(corr, initResp, 4)
 
-	produce := kmsg.NewPtrProduceRequest()
-	produce.TransactionID, produce.Acks = &id, -1
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "fencecheck-fares"
-	for p, key := range []string{"trip-a01", "trip-b01"} {
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = int32(p)
-		rp.Records = wire.ProducerBatch{ProducerID: 7, Epoch: 2, FirstSequence: int32(p), Transactional: true,
-			Records: []model.Record{{Key: key, Value: "fare"}}}.Encode()
-		topic.Partitions = append(topic.Partitions, rp)
-	}
-	produce.Topics = []kmsg.ProduceRequestTopic{topic}
+	produce := twoPartitionProduce(id, func(p int) wire.ProducerBatch {
+		return wire.ProducerBatch{ProducerID: 7, Epoch: 2, FirstSequence: int32(p), Transactional: true,
+			Records: []model.Record{{Key: []string{"trip-a01", "trip-b01"}[p], Value: "fare"}}}
+	})
 	corr = w.send(produce, 12)
 	produceResp := kmsg.NewPtrProduceResponse()
 	rt := kmsg.NewProduceResponseTopic()
@@ -1096,18 +1088,10 @@ func TestLeftOutOperationsAreToldToTheObserver(t *testing.T) {
 	w.rec.Stream(stream)
 
 	id := "fencecheck-ctp-w1"
-	produce := kmsg.NewPtrProduceRequest()
-	produce.TransactionID, produce.Acks = &id, -1
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "fencecheck-fares"
-	for p := range 2 {
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = int32(p)
-		rp.Records = wire.ProducerBatch{ProducerID: 7, Epoch: 2, FirstSequence: 0, Transactional: true,
-			Records: []model.Record{{Key: "trip-a01"}}}.Encode()
-		topic.Partitions = append(topic.Partitions, rp)
-	}
-	produce.Topics = []kmsg.ProduceRequestTopic{topic}
+	produce := twoPartitionProduce(id, func(int) wire.ProducerBatch {
+		return wire.ProducerBatch{ProducerID: 7, Epoch: 2, FirstSequence: 0, Transactional: true,
+			Records: []model.Record{{Key: "trip-a01"}}}
+	})
 	corr := w.send(produce, 12) // two operations, called at 1 and 2
 	produceResp := kmsg.NewPtrProduceResponse()
 	rt := kmsg.NewProduceResponseTopic()
@@ -1221,19 +1205,10 @@ func TestRecorderMarksMixedProducers(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := newWire(t)
-			id := "fencecheck-ctp-w1"
-			produce := kmsg.NewPtrProduceRequest()
-			produce.TransactionID, produce.Acks = &id, -1
-			topic := kmsg.NewProduceRequestTopic()
-			topic.Topic = "fencecheck-fares"
-			for p := range 2 {
-				rp := kmsg.NewProduceRequestTopicPartition()
-				rp.Partition = int32(p)
-				rp.Records = wire.ProducerBatch{ProducerID: c.pids[p], Epoch: c.epochs[p], Transactional: true,
-					Records: []model.Record{{Key: "trip", Value: "fare"}}}.Encode()
-				topic.Partitions = append(topic.Partitions, rp)
-			}
-			produce.Topics = []kmsg.ProduceRequestTopic{topic}
+			produce := twoPartitionProduce("fencecheck-ctp-w1", func(p int) wire.ProducerBatch {
+				return wire.ProducerBatch{ProducerID: c.pids[p], Epoch: c.epochs[p], Transactional: true,
+					Records: []model.Record{{Key: "trip", Value: "fare"}}}
+			})
 			resp := kmsg.NewPtrProduceResponse()
 			rt := kmsg.NewProduceResponseTopic()
 			rt.Topic = "fencecheck-fares"
@@ -1252,4 +1227,20 @@ func TestRecorderMarksMixedProducers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoPartitionProduce is a transactional Produce of id to partitions 0 and
+// 1 of fencecheck-fares, each partition's batch made by batch.
+func twoPartitionProduce(id string, batch func(partition int) wire.ProducerBatch) *kmsg.ProduceRequest {
+	produce := kmsg.NewPtrProduceRequest()
+	produce.TransactionID, produce.Acks = &id, -1
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "fencecheck-fares"
+	for p := range 2 {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = int32(p), batch(p).Encode()
+		topic.Partitions = append(topic.Partitions, rp)
+	}
+	produce.Topics = []kmsg.ProduceRequestTopic{topic}
+	return produce
 }
