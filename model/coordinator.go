@@ -526,9 +526,12 @@ const endTxnV2Since = 5
 // the epoch, as for every v2 abort (KIP-890; Kafka 4.0+
 // TransactionCoordinator.endTransaction, states Empty, CompleteCommit and
 // CompleteAbort with TransactionResult.ABORT: PrepareAbort with no
-// partitions). Under transactions v1 it stays INVALID_TXN_STATE.
+// partitions). Under transactions v1 it stays INVALID_TXN_STATE, and so
+// it does for a v1 client on a v2 cluster: its EndTxn goes the v1 way
+// (endTxnV2; 4.3.1 TransactionCoordinator.endTransaction hands a client
+// that does not support the epoch bump to endTransactionWithTV1).
 func (st *step) emptyAbort(r Request) bool {
-	return st.s.opts.TxnVersion >= 2 && !r.Commit
+	return st.endTxnV2() && !r.Commit
 }
 
 // isOtherOutcomeAtRetryEpoch reports whether r, under transactions v2,
