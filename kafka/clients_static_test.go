@@ -15,9 +15,14 @@ import (
 
 // TestSaramaStaticRestartFencesTheStalled: sarama's kip447 loop as a
 // static member (Consumer.Group.InstanceId). See
-// requireStaticRestartFencesTheStalled.
+// requireStaticRestartFencesTheStalled. The whole history is
+// linearizable too, on the cluster's protocol (transactions v2): sarama
+// sends EndTxn v3, which Kafka runs in transactions v1 (the model's
+// endTxnV2), and no timer of the broker fires in the run.
 func TestSaramaStaticRestartFencesTheStalled(t *testing.T) {
-	requireStaticRestartFencesTheStalled(t, loopNamed(t, sarama.Loops, "kip447"))
+	h, report := requireStaticRestartFencesTheStalled(t, loopNamed(t, sarama.Loops, "kip447"))
+	require.Equal(t, 2, h.TransactionsVersion, "the history is not judged on the cluster's transactions v2")
+	requireHeld(t, report, checker.Linearizable)
 }
 
 // requireStaticRestartFencesTheStalled is
@@ -32,8 +37,9 @@ func TestSaramaStaticRestartFencesTheStalled(t *testing.T) {
 // commits again. Its loop ends, on that error or on its producer's,
 // which W1b's InitProducerId fenced (sarama's, in the runs seen). Every check of sessionJudged holds. The history's group
 // requests are linearizable, and a copy of them in which that request
-// succeeded is not. One protocol (the newest) keeps the test short.
-func requireStaticRestartFencesTheStalled(t *testing.T, loop clients.Loop) {
+// succeeded is not. One protocol (the newest) keeps the test short. It
+// returns the history and its report, for a library's test to judge more.
+func requireStaticRestartFencesTheStalled(t *testing.T, loop clients.Loop) (histories.History, checker.Report) {
 	s := newSessionScenario(t, "")
 	t.Cleanup(func() { require.NoError(t, s.target.Close()) })
 	newProxy := s.target.NewProxy
@@ -70,7 +76,7 @@ func requireStaticRestartFencesTheStalled(t *testing.T, loop clients.Loop) {
 	h.Trips, h.OutputTopics = trips, []string{"fares"}
 	requireValidDocument(t, h)
 	report := checker.Check(h, checker.Options{})
-	if slices.ContainsFunc(sessionJudged, func(c string) bool { return !report.Verdict(c).Held() }) {
+	if !report.Verdict(checker.Linearizable).Held() || slices.ContainsFunc(sessionJudged, func(c string) bool { return !report.Verdict(c).Held() }) {
 		s.saveFailure(h)
 	}
 	requireHeld(t, report, sessionJudged...)
@@ -80,6 +86,7 @@ func requireStaticRestartFencesTheStalled(t *testing.T, loop clients.Loop) {
 		return isProc(op, "W1") && op.Kind == model.EndTxn && op.Req.Commit && op.Result.Succeeded() && op.ID > fenced
 	}), "W1 committed a transaction after it was fenced")
 	requireFencingNoticed(t, groupRequests(h), fenced)
+	return h, report
 }
 
 // groupRequests is h with only its group requests (JoinGroup, SyncGroup,

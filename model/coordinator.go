@@ -473,7 +473,8 @@ func (st *step) endTxn(r Request) outcome {
 	}
 	epoch, pid := t.epoch, t.pid
 	out := ok(NewResponse())
-	if st.s.opts.TxnVersion >= 2 {
+	v2 := st.endTxnV2()
+	if v2 {
 		// KIP-890: every commit or abort bumps the epoch; the markers carry
 		// the new one, so nothing of the old epoch can land after them.
 		pid, epoch, out = st.bump(t)
@@ -484,18 +485,39 @@ func (st *step) endTxn(r Request) outcome {
 	ended := t.epoch
 	t = st.complete(t, r.Commit, epoch)
 	t.prevPID, t.prevEpoch, t.abortedOnItsOwn = NoProducerID, NoEpoch, false
-	if st.s.opts.TxnVersion >= 2 {
+	if v2 {
 		// Kafka 4 keeps the epoch before a v2 bump (lastProducerEpoch):
 		// the producer's KIP-360 bump carrying it is answered as a retry.
 		t.prevPID, t.prevEpoch = t.pid, ended
 	}
 	t.pid, t.epoch, t.endedEpoch = pid, epoch, ended
 	st.s.setTxn(r.TransactionalID, t)
-	if st.s.opts.TxnVersion < 2 {
+	if !v2 {
 		out.resp = NewResponse()
 	}
 	return out
 }
+
+// endTxnV2 reports whether the EndTxn being judged ends its transaction
+// under transactions v2. The cluster must speak v2, and so must the
+// client. Kafka takes the client's protocol from the request's version.
+// EndTxn v5 and later is a v2 client; an older one is a v1 client even
+// on a v2 cluster (KafkaApis.handleEndTxnRequest, clientTransactionVersion,
+// 4.0 to 4.x). So an older EndTxn bumps no epoch
+// (TransactionMetadata.prepareAbortOrCommit), and its answer has no
+// producer id and epoch. A request of no known version is taken as the
+// cluster's.
+func (st *step) endTxnV2() bool {
+	if st.s.opts.TxnVersion < 2 {
+		return false
+	}
+	n, known := st.op.APIVersion.Number()
+	return !known || n >= endTxnV2Since
+}
+
+// endTxnV2Since is the first EndTxn version of a transactions-v2 client
+// (KIP-890; KafkaApis.handleEndTxnRequest: version > 4 is TV_2).
+const endTxnV2Since = 5
 
 // emptyAbort reports whether r is an abort that Kafka 4 accepts with no
 // transaction open: a transactions-v2 client cannot know whether a produce
@@ -504,9 +526,12 @@ func (st *step) endTxn(r Request) outcome {
 // the epoch, as for every v2 abort (KIP-890; Kafka 4.0+
 // TransactionCoordinator.endTransaction, states Empty, CompleteCommit and
 // CompleteAbort with TransactionResult.ABORT: PrepareAbort with no
-// partitions). Under transactions v1 it stays INVALID_TXN_STATE.
+// partitions). Under transactions v1 it stays INVALID_TXN_STATE, and so
+// it does for a v1 client on a v2 cluster: its EndTxn goes the v1 way
+// (endTxnV2; 4.3.1 TransactionCoordinator.endTransaction hands a client
+// that does not support the epoch bump to endTransactionWithTV1).
 func (st *step) emptyAbort(r Request) bool {
-	return st.s.opts.TxnVersion >= 2 && !r.Commit
+	return st.endTxnV2() && !r.Commit
 }
 
 // isOtherOutcomeAtRetryEpoch reports whether r, under transactions v2,
@@ -517,7 +542,7 @@ func (st *step) isOtherOutcomeAtRetryEpoch(t txnMeta, r Request) bool {
 	if r.Commit {
 		wantPhase = CompleteAbort
 	}
-	return st.s.opts.TxnVersion >= 2 && t.phase == wantPhase && r.Epoch == t.endedEpoch && r.ProducerID == t.pid
+	return st.endTxnV2() && t.phase == wantPhase && r.Epoch == t.endedEpoch && r.ProducerID == t.pid
 }
 
 func (st *step) isEndTxnRetry(t txnMeta, r Request) bool {
@@ -529,11 +554,11 @@ func (st *step) isEndTxnRetry(t txnMeta, r Request) bool {
 	// under KIP-890 the one a bump past an exhausted epoch moved on from
 	// (Kafka's retryOnOverflow); any other is INVALID_PRODUCER_ID_MAPPING.
 	return t.phase == wantPhase && r.Epoch == t.endedEpoch &&
-		(r.ProducerID == t.pid || (st.s.opts.TxnVersion >= 2 && r.ProducerID == t.prevPID))
+		(r.ProducerID == t.pid || (st.endTxnV2() && r.ProducerID == t.prevPID))
 }
 
 func (st *step) answerEndTxn(t txnMeta) outcome {
-	if st.s.opts.TxnVersion < 2 {
+	if !st.endTxnV2() {
 		return ok(NewResponse())
 	}
 	return st.answerGrant(t.pid, t.epoch)
