@@ -19,7 +19,7 @@ import (
 )
 
 // TestSoakFollowReportsAnInjectedViolation is
-// TestFollowReportsAnInjectedViolationWithinSeconds for FENCECHECK_SOAK
+// TestFollowReportsAnInjectedViolationWhileTheRunGoesOn for FENCECHECK_SOAK
 // (default 1m): the soak test's client through fencecheck proxy --check,
 // check --follow beside it, trip-0 committed again a third of the run (at
 // least 20 s) before its end.
