@@ -227,3 +227,11 @@ func sequentialReinits(n int) histories.History {
 	}
 	return h
 }
+
+// The transaction stream replays a long history's transactions as the
+// whole-history replay does.
+func TestTxnStreamOnSyntheticHistories(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		require.NoError(t, checker.TxnStreamDiff(syntheticTxnHistory(5_000, 8, 3, 4, 2, seed)), "seed %d", seed)
+	}
+}

@@ -77,12 +77,7 @@ func Check(h histories.History, opts Options) Report {
 	}
 	lin := checkLinearizable(h, opts)
 	verdicts := []Verdict{lin.verdict}
-	progress := newPassProgress(opts.Progress)
-	a := analyzeWithProgress(h, progress) // what every invariant needs, worked out once
-	for i, check := range invariantChecks() {
-		progress.begin(Checks[1+i])
-		verdicts = append(verdicts, check(a))
-	}
+	verdicts = append(verdicts, judgeInvariants(h, newPassProgress(opts.Progress))...)
 	verdicts = append(verdicts, lin.codes)
 	return Report{History: h, Verdicts: verdicts, Allow: opts.Allow, AllowCodes: opts.AllowCodes, lin: lin}
 }

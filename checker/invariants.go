@@ -10,17 +10,14 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// invariantChecks are the end-to-end checks, in the order of Checks (after
-// linearizable, which needs the model and lives elsewhere).
-func invariantChecks() []func(*analysis) Verdict {
-	return []func(*analysis) Verdict{
-		checkOneLiveProducer,
-		checkExactlyOnce,
-		checkNoAbortedRead,
-		checkOffsetsMonotonic,
-		checkProgress,
-		checkOneOwner,
-	}
+// collectedCheckFuncs are the end-to-end checks that judge a whole
+// history's analysis, by name; the others are folds (invariantFolds).
+var collectedCheckFuncs = map[string]func(*analysis) Verdict{
+	OneLiveProducer:  checkOneLiveProducer,
+	ExactlyOnce:      checkExactlyOnce,
+	NoAbortedRead:    checkNoAbortedRead,
+	OffsetsMonotonic: checkOffsetsMonotonic,
+	OneOwner:         checkOneOwner,
 }
 
 // analysis is what every check needs to know about one history.

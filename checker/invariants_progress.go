@@ -9,60 +9,97 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// checkProgress: every trip the workload had to process is committed by the
-// end: carried by a committed write, or seen by a read_committed reader.
-// A config that can never commit (replicas sharing one transactional.id)
-// ends here as "no progress" rather than as a hang.
-func checkProgress(a *analysis) Verdict {
-	if a.h.Trips == nil {
+// progressFold checks progress: every trip the workload had to process is
+// committed by the end, carried by a committed write or seen by a
+// read_committed reader. A config that can never commit (replicas sharing
+// one transactional.id) ends here as "no progress" rather than as a hang.
+// The fold holds the trips, which of them are committed, and the trips
+// that each open transaction's produces carry, until the transaction ends.
+type progressFold struct {
+	header    histories.History
+	trips     map[string]bool // nil when the history lists none
+	committed map[string]bool
+	pending   map[*txn][]string
+	last      int // the id of the operation called last
+}
+
+func newProgressFold(header histories.History) invariantFold {
+	f := &progressFold{header: header, last: -1}
+	if header.Trips != nil {
+		f.trips, f.committed, f.pending = map[string]bool{}, map[string]bool{}, map[*txn][]string{}
+		for _, trip := range header.Trips {
+			f.trips[trip] = true
+		}
+	}
+	return f
+}
+
+func (f *progressFold) add(op *histories.Op) {
+	f.last = op.ID
+	if f.trips == nil || !isOutput(f.header, op.Req.Partition) {
+		return
+	}
+	if op.Kind == model.Produce && op.Result.Succeeded() && op.Req.TransactionalID == "" {
+		for _, rec := range op.Req.Records {
+			f.commit(rec.Key)
+		}
+	}
+	if isReadCommitted(*op) {
+		for _, rec := range op.Result.Resp.Records {
+			f.commit(rec.Key)
+		}
+	}
+}
+
+func (f *progressFold) commit(key string) {
+	if f.trips[key] {
+		f.committed[key] = true
+	}
+}
+
+// joined keeps the trips a transactional produce carries until its
+// transaction ends.
+func (f *progressFold) joined(op *histories.Op, t *txn) {
+	if f.trips == nil || op.Kind != model.Produce || !op.Result.Succeeded() || !isOutput(f.header, op.Req.Partition) {
+		return
+	}
+	for _, rec := range op.Req.Records {
+		if f.trips[rec.Key] && !f.committed[rec.Key] {
+			f.pending[t] = append(f.pending[t], rec.Key)
+		}
+	}
+}
+
+func (f *progressFold) closed(t *txn) {
+	if t.fate == fateCommitted {
+		for _, key := range f.pending[t] {
+			f.committed[key] = true
+		}
+	}
+	delete(f.pending, t)
+}
+
+func (f *progressFold) verdict() Verdict {
+	if f.trips == nil {
 		return Verdict{Check: Progress, Status: Skipped, Reason: "the history lists no trips"}
 	}
-	missing := a.uncommittedTrips()
-	if len(missing) == 0 {
-		return a.verdict(Progress, nil)
-	}
-	return a.verdict(Progress, []Violation{{Op: lastOp(a.h),
-		Reason: fmt.Sprintf("no progress: %d of %d trips never committed (%s)", len(missing), len(distinct(a.h.Trips)), listSome(missing, 3))}})
-}
-
-// lastOp is the id of the operation called last; -1 in an empty history.
-func lastOp(h histories.History) int {
-	last := -1
-	for _, op := range inCallOrder(h.Ops) {
-		last = op.ID
-	}
-	return last
-}
-
-// uncommittedTrips is the trips, in the history's order, that no committed
-// write carries and no read_committed fetch returned, in the output topics.
-func (a *analysis) uncommittedTrips() []string {
-	committed := map[string]bool{}
-	for _, op := range a.h.Ops {
-		if a.committedWrite(op) && a.isOutput(op.Req.Partition) {
-			for _, rec := range op.Req.Records {
-				committed[rec.Key] = true
-			}
-		}
-		if isReadCommitted(op) && a.isOutput(op.Req.Partition) {
-			for _, s := range fetchedRecords(op) {
-				committed[s.key] = true
-			}
-		}
-	}
 	var missing []string
-	for _, trip := range distinct(a.h.Trips) {
-		if !committed[trip] {
+	for _, trip := range distinct(f.header.Trips) {
+		if !f.committed[trip] {
 			missing = append(missing, trip)
 		}
 	}
-	return missing
+	if len(missing) == 0 {
+		return foldedVerdict(Progress, nil)
+	}
+	return foldedVerdict(Progress, []foldedViolation{{Violation: Violation{Op: f.last,
+		Reason: fmt.Sprintf("no progress: %d of %d trips never committed (%s)", len(missing), len(distinct(f.header.Trips)), listSome(missing, 3))}}})
 }
 
-// isOutput reports whether p belongs to an output topic (every topic is one
-// when the history does not say).
-func (a *analysis) isOutput(p model.Partition) bool {
-	return a.h.OutputTopics == nil || slices.Contains(a.h.OutputTopics, topicOf(p))
+// isOutput reports whether p belongs to one of h's output topics (every
+// topic is one when the history does not say).
+func isOutput(h histories.History, p model.Partition) bool {
+	return h.OutputTopics == nil || slices.Contains(h.OutputTopics, topicOf(p))
 }
 
 func distinct(keys []string) []string {

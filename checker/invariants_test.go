@@ -31,10 +31,9 @@ func TestSeed000HoldsEveryCheck(t *testing.T) {
 	b.fail(b.endTxn("A", 41002, 41003, fw0, true), model.ProducerFenced)
 	b.fetch("R", 42000, 42001, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
 	b.h.Trips = []string{"trip-9001"}
-	checks := invariantChecks()
-	require.Len(t, checks, len(Checks)-2, "every check but linearizable and error-codes")
-	for i, check := range checks {
-		v := check(analyze(b.h))
+	verdicts := judgeInvariants(b.h, nil)
+	require.Len(t, verdicts, len(Checks)-2, "every check but linearizable and error-codes")
+	for i, v := range verdicts {
 		require.Equal(t, Checks[i+1], v.Check, "in the order of Checks")
 		if v.Check == OneOwner {
 			require.Equal(t, Skipped, v.Status, "no consumer group: %s", v)

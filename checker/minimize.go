@@ -79,9 +79,8 @@ func CheckOne(h histories.History, check string) Verdict {
 	case ErrorCodes:
 		return checkLinearizable(h, Options{Timeout: DefaultTimeout}).codes
 	}
-	a := analyze(h)
-	for _, invariant := range invariantChecks() {
-		if v := invariant(a); v.Check == check {
+	for _, v := range judgeInvariants(h, nil) {
+		if v.Check == check {
 			return v
 		}
 	}

@@ -15,9 +15,7 @@ func TestWriteTimeline(t *testing.T) {
 	b.fetch("R", 42000, 42001, "fares-2", 0, model.ReadCommitted, rec(40, "trip-9001", 4001), rec(42, "trip-9001", 4001))
 	b.op(zombie).Proc = "A|zombie" // a pipe must not split the cell
 	verdicts := []Verdict{{Check: Linearizable, Status: OK}}
-	for _, check := range invariantChecks() {
-		verdicts = append(verdicts, check(analyze(b.h)))
-	}
+	verdicts = append(verdicts, judgeInvariants(b.h, nil)...)
 
 	var out strings.Builder
 	require.NoError(t, WriteTimeline(&out, b.h, verdicts))

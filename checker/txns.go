@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -37,6 +39,9 @@ type txn struct {
 	// commitReturn is when the successful end_txn commit returned: from
 	// then on every reader must see the transaction committed.
 	commitReturn int64
+	// seq is its place among the transactions, in the order they began,
+	// so that a stream tells of transactions ended at once in that order.
+	seq int
 }
 
 // visibleBy reports whether a read_committed reader may have seen the
@@ -136,7 +141,7 @@ func analyzeTxns(h histories.History, progress *passProgress) txnAnalysis {
 		if e.ends {
 			r.end(*e.op)
 		} else {
-			r.join(*e.op)
+			r.join(e.op)
 		}
 	}
 	return r.txnAnalysis
@@ -189,6 +194,34 @@ type txnReplay struct {
 	// transaction handed out (KIP-939) to the transaction's own session,
 	// so that the end_txn it sends ends that transaction.
 	kept map[sessionKey]sessionKey
+	// began counts the transactions begun.
+	began int
+	// listener, when set, is told of each join and each end, and the
+	// replay keeps only what is still open (a stream's): txnOf then maps
+	// only the end_txns whose answer is still to act, and neither
+	// txn.ops nor txns is kept.
+	listener txnListener
+}
+
+// txnListener is told what a transaction replay decides, as it decides it.
+type txnListener interface {
+	// joined: op joined the open transaction t.
+	joined(op *histories.Op, t *txn)
+	// closed: t's fate is decided for good.
+	closed(t *txn)
+}
+
+// assign records that the operation op joined t.
+func (r *txnReplay) assign(op *histories.Op, t *txn) {
+	if r.listener == nil {
+		t.ops = append(t.ops, op.ID)
+		r.txnOf[op.ID] = t
+		return
+	}
+	if op.Kind == model.EndTxn && op.Returned {
+		r.txnOf[op.ID] = t // its answer decides t
+	}
+	r.listener.joined(op, t)
 }
 
 func (r *txnReplay) keyOf(op histories.Op) sessionKey {
@@ -199,13 +232,13 @@ func (r *txnReplay) keyOf(op histories.Op) sessionKey {
 	return key
 }
 
-func (r *txnReplay) join(op histories.Op) {
-	key := r.keyOf(op)
+func (r *txnReplay) join(op *histories.Op) {
+	key := r.keyOf(*op)
 	t := r.open[key]
 	if t == nil {
 		if op.Kind == model.EndTxn {
 			if op.Req.Commit && (!op.Returned || op.Result.Succeeded() || op.Result.Undecided()) {
-				r.lateCommits[key] = op
+				r.lateCommits[key] = *op
 			}
 			return // ends a transaction that is already over, or an empty one
 		}
@@ -214,16 +247,18 @@ func (r *txnReplay) join(op histories.Op) {
 			t.commitCalled, t.commitCall = true, late.Call
 			if late.Returned && late.Result.Succeeded() {
 				// Its answer, a success, ends this transaction.
-				t.ops = append(t.ops, late.ID)
-				r.txnOf[late.ID] = t
+				r.assign(&late, t)
 			}
 		}
+		t.seq = r.began
+		r.began++
 		r.open[key] = t
-		r.txns = append(r.txns, t)
+		if r.listener == nil {
+			r.txns = append(r.txns, t)
+		}
 	}
-	t.ops = append(t.ops, op.ID)
-	r.txnOf[op.ID] = t
-	if op.Kind == model.EndTxn && op.Req.Commit && !refused(op) && !t.commitCalled {
+	r.assign(op, t)
+	if op.Kind == model.EndTxn && op.Req.Commit && !refused(*op) && !t.commitCalled {
 		t.commitCalled, t.commitCall = true, op.Call
 	}
 }
@@ -255,6 +290,9 @@ func (r *txnReplay) end(op histories.Op) {
 // endByEndTxn decides the transaction an answered end_txn was sent for.
 func (r *txnReplay) endByEndTxn(op histories.Op) {
 	t := r.txnOf[op.ID]
+	if r.listener != nil {
+		delete(r.txnOf, op.ID) // acts only once
+	}
 	if t == nil || t.endedBy >= 0 {
 		return
 	}
@@ -276,11 +314,16 @@ func (r *txnReplay) endByEndTxn(op histories.Op) {
 // timeout ended it. An answer that arrives late may grant an epoch older
 // than a session already open, which it does not end.
 func (r *txnReplay) abortAll(transactionalID string, grant model.Response, by histories.Op) {
+	var ended []*txn
 	for key, t := range r.open {
 		if key.transactionalID == transactionalID && (key.producerID != grant.ProducerID || key.epoch < grant.Epoch) {
-			r.abortUnlessCommitting(t)
-			r.close(t, by.ID)
+			ended = append(ended, t)
 		}
+	}
+	slices.SortFunc(ended, func(a, b *txn) int { return cmp.Compare(a.seq, b.seq) }) // not the map's order
+	for _, t := range ended {
+		r.abortUnlessCommitting(t)
+		r.close(t, by.ID)
 	}
 }
 
@@ -296,6 +339,9 @@ func (r *txnReplay) abortUnlessCommitting(t *txn) {
 func (r *txnReplay) close(t *txn, by int) {
 	t.endedBy = by
 	delete(r.open, sessionKey{t.transactionalID, t.producerID, t.epoch})
+	if r.listener != nil {
+		r.listener.closed(t)
+	}
 }
 
 // refused reports whether the broker answered op with a refusal: it had no

@@ -1,0 +1,211 @@
+package checker
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// invariantStream judges the six invariants of a history whose operations
+// come one at a time, in call order, ties by id. Each check is a fold: it
+// keeps what a later operation can still change, and gives its verdict at
+// the end. A check not yet written as a fold is judged by collected, which
+// keeps a copy of every operation and indexes them at the end.
+type invariantStream struct {
+	header   histories.History // every member but Ops
+	progress *passProgress
+	folds    []invariantFold // in the order of Checks
+	added    int
+	// collected are the operations, for the checks not yet folds.
+	collected *collectedChecks
+	// txns replays the transactions for the folds that need their fates;
+	// nil when none does.
+	txns *txnStream
+}
+
+// invariantFold is one check, fed every operation in call order.
+type invariantFold interface {
+	add(op *histories.Op)
+	verdict() Verdict
+}
+
+// newInvariantStream is a stream of the history described by header, whose
+// Ops are ignored.
+func newInvariantStream(header histories.History, progress *passProgress) *invariantStream {
+	header.Ops = nil
+	s := &invariantStream{header: header, progress: progress}
+	s.collected = &collectedChecks{header: header, progress: progress, verdicts: map[string]Verdict{}}
+	var listeners txnListeners
+	for _, name := range Checks[1 : len(Checks)-1] {
+		var f invariantFold
+		if fold := invariantFolds[name]; fold != nil {
+			f = fold(header)
+		} else {
+			f = s.collected.fold(name)
+		}
+		if l, ok := f.(txnListener); ok {
+			listeners = append(listeners, l)
+		}
+		s.folds = append(s.folds, f)
+	}
+	if len(listeners) > 0 {
+		s.txns = newTxnStream(listeners)
+	}
+	return s
+}
+
+// invariantFolds make the checks that are folds, by name.
+var invariantFolds = map[string]func(header histories.History) invariantFold{
+	Progress: newProgressFold,
+}
+
+// txnListeners tells each of its listeners in turn.
+type txnListeners []txnListener
+
+func (ls txnListeners) joined(op *histories.Op, t *txn) {
+	for _, l := range ls {
+		l.joined(op, t)
+	}
+}
+
+func (ls txnListeners) closed(t *txn) {
+	for _, l := range ls {
+		l.closed(t)
+	}
+}
+
+// add judges op, the next operation in call order. op is not retained.
+func (s *invariantStream) add(op *histories.Op) {
+	if s.added == 0 {
+		s.progress.begin(PhaseInvariants)
+		s.progress.start()
+	}
+	s.added++
+	s.progress.passed(s.added)
+	if s.collected.wanted() && !s.collected.whole {
+		s.collected.ops = append(s.collected.ops, *op)
+	}
+	if s.txns != nil {
+		s.txns.add(op)
+	}
+	for _, f := range s.folds {
+		f.add(op)
+	}
+}
+
+// verdicts are the checks' verdicts, in the order of Checks.
+func (s *invariantStream) verdicts() []Verdict {
+	if s.txns != nil {
+		s.txns.finish()
+	}
+	out := make([]Verdict, len(s.folds))
+	for i, f := range s.folds {
+		out[i] = f.verdict()
+	}
+	return out
+}
+
+// collectedChecks judges the checks that are not yet folds the way a whole
+// history is judged: it keeps every operation, and indexes them once, at
+// the first verdict asked for.
+type collectedChecks struct {
+	header   histories.History
+	progress *passProgress
+	ops      []histories.Op
+	// whole: ops is the whole history already, in its own order, so
+	// that add need not copy what the caller holds anyway.
+	whole    bool
+	names    []string // the checks it judges
+	verdicts map[string]Verdict
+	judged   bool
+}
+
+// fold is the check named as a fold of the collected operations.
+func (c *collectedChecks) fold(name string) invariantFold {
+	c.names = append(c.names, name)
+	return collectedFold{c, name}
+}
+
+func (c *collectedChecks) wanted() bool { return len(c.names) > 0 }
+
+func (c *collectedChecks) judge() {
+	if c.judged {
+		return
+	}
+	c.judged = true
+	h := c.header
+	h.Ops = c.ops
+	a := analyzeWithProgress(h, c.progress)
+	for _, name := range Checks {
+		if slices.Contains(c.names, name) {
+			c.progress.begin(name)
+			c.verdicts[name] = collectedCheckFuncs[name](a)
+		}
+	}
+}
+
+type collectedFold struct {
+	c    *collectedChecks
+	name string
+}
+
+func (f collectedFold) add(*histories.Op) {}
+
+func (f collectedFold) verdict() Verdict {
+	f.c.judge()
+	return f.c.verdicts[f.name]
+}
+
+// foldedViolation is a violation and the call of the operation it names,
+// by which a verdict orders its violations.
+type foldedViolation struct {
+	Violation
+	call int64
+}
+
+// foldedVerdict is check's verdict given its violations, breach first: by
+// the call time of the operation that breaks the check, ties by its id (as
+// analysis.verdict orders them).
+func foldedVerdict(check string, found []foldedViolation) Verdict {
+	if len(found) == 0 {
+		return Verdict{Check: check, Status: OK}
+	}
+	slices.SortStableFunc(found, func(a, b foldedViolation) int {
+		if c := cmp.Compare(a.call, b.call); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Op, b.Op)
+	})
+	violations := make([]Violation, len(found))
+	for i, f := range found {
+		violations[i] = f.Violation
+	}
+	return Verdict{Check: check, Status: Violated, Violations: violations}
+}
+
+// judgeInvariants feeds h's operations to a stream in call order, ties by
+// id, and returns its verdicts.
+func judgeInvariants(h histories.History, progress *passProgress) []Verdict {
+	s := newInvariantStream(h, progress)
+	s.collected.ops, s.collected.whole = h.Ops, true
+	for _, i := range callOrder(h.Ops) {
+		s.add(&h.Ops[i])
+	}
+	return s.verdicts()
+}
+
+// callOrder is the indexes of ops in call order, ties by id.
+func callOrder(ops []histories.Op) []int32 {
+	order := make([]int32, len(ops))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(i, j int32) int {
+		if c := cmp.Compare(ops[i].Call, ops[j].Call); c != 0 {
+			return c
+		}
+		return cmp.Compare(ops[i].ID, ops[j].ID)
+	})
+	return order
+}
