@@ -153,10 +153,10 @@ func TestExactlyOnceConsumerGroupZombieFencedByMemberEpoch(t *testing.T) {
 	b.fail(zombie, model.IllegalGeneration)
 	end := b.endTxn("W1", 22, 23, w1, false)
 	requireHeld(t, checkExactlyOnce(analyze(b.h)))
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	b.op(zombie).Result = model.OK(model.NewResponse())
 	b.op(end).Req.Commit = true
 	requireViolation(t, checkExactlyOnce(analyze(b.h)), end, "")
-	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), zombie, "")
 }

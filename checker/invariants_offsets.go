@@ -9,18 +9,205 @@ import (
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// checkOffsetsMonotonic: a group's committed offsets never move backward,
-// neither as commits nor as offset_fetch answers, and no offset commit of a
-// stale generation (KIP-447), or of a stale member epoch in a KIP-848
-// consumer group, succeeds. A refused commit commits nothing, so it is
-// never counted.
-func checkOffsetsMonotonic(a *analysis) Verdict {
-	committed := a.committedOffsets()
-	var violations []Violation
-	violations = append(violations, backwardCommits(committed)...)
-	violations = append(violations, a.backwardFetches(committed)...)
-	violations = append(violations, staleGenerations(a.h, a.progress)...)
-	return a.verdict(OffsetsMonotonic, firstPerOp(violations))
+// offsetsFold checks offsets-monotonic: a group's committed offsets never
+// move backward, neither as commits nor as offset_fetch answers, and no
+// offset commit of a stale generation (KIP-447), or of a stale member epoch
+// in a KIP-848 consumer group, succeeds. A refused commit commits nothing,
+// so it is never counted.
+//
+// A commit is judged once it is known to have committed: a plain one at
+// its call, a transactional one when its transaction commits. Every commit
+// that returned before its call is known by then, and so is every commit
+// that returned before a fetch's call. So the fold holds, for each group
+// partition, one entry per committed offset and per offset_fetch answer
+// (they are judged against every earlier one), the open transactions'
+// offset commits, and a copy of every join_group, sync_group and
+// consumer_group_heartbeat, which the generations are judged by.
+type offsetsFold struct {
+	header    histories.History
+	committed map[groupPartition][]committedOffset // each in the call order of its commits
+	fetches   map[groupPartition][]fetchedOffset   // in call order
+	pending   map[*txn][]pendingOffsets
+	found     []foldedViolation // backward commits and fetches, as found
+	// generations judges the commits' generations.
+	generations generationsFold
+}
+
+// fetchedOffset is an offset_fetch answer as a later fetch is judged by it.
+type fetchedOffset struct {
+	op     int
+	ret    int64
+	offset int64
+}
+
+// pendingOffsets is a txn_offset_commit waiting for its transaction.
+type pendingOffsets struct {
+	op      int
+	call    int64
+	offsets map[model.Partition]int64
+	group   string
+}
+
+func newOffsetsFold(header histories.History) invariantFold {
+	return &offsetsFold{header: header, committed: map[groupPartition][]committedOffset{},
+		fetches: map[groupPartition][]fetchedOffset{}, pending: map[*txn][]pendingOffsets{},
+		generations: generationsFold{commits: map[int]bool{}, consumerGroups: map[string]bool{}}}
+}
+
+func (f *offsetsFold) add(op *histories.Op) {
+	f.generations.add(op)
+	if op.Kind == model.OffsetCommit && op.Result.Succeeded() {
+		f.commit(op.Req.Group, op.Req.Offsets, op.Call, committedOffset{op: op.ID, call: op.Call, ret: op.Return, by: []int{op.ID}, settled: true})
+	}
+	if op.Kind == model.OffsetFetch && op.Result.Succeeded() {
+		f.fetched(op)
+	}
+}
+
+func (f *offsetsFold) joined(op *histories.Op, t *txn) {
+	if op.Kind == model.TxnOffsetCommit && op.Result.Succeeded() {
+		f.pending[t] = append(f.pending[t], pendingOffsets{op: op.ID, call: op.Call, offsets: op.Req.Offsets, group: op.Req.Group})
+	}
+}
+
+func (f *offsetsFold) closed(t *txn) {
+	if t.fate == fateCommitted {
+		for _, p := range f.pending[t] {
+			f.commit(p.group, p.offsets, p.call, committedOffset{op: p.op, call: t.commitCall, ret: t.commitReturn, by: []int{p.op, t.endedBy}})
+		}
+	}
+	delete(f.pending, t)
+}
+
+// commit judges and keeps the offsets an operation called at opCall
+// committed, c but for the offset itself.
+func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, opCall int64, c committedOffset) {
+	for _, p := range sortedPartitions(offsets) {
+		gp := groupPartition{group, p}
+		c.offset = offsets[p]
+		list := f.committed[gp]
+		for _, earlier := range list {
+			if earlier.ret < c.call && c.offset < earlier.offset {
+				f.found = append(f.found, foldedViolation{call: opCall, Violation: Violation{Op: c.op, Related: earlier.by,
+					Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, c.offset, earlier.op, earlier.offset)}})
+				break
+			}
+		}
+		// In the call order of the commits (a transaction's commits
+		// are known only when it ends).
+		at := len(list)
+		for at > 0 && (list[at-1].opCall > opCall || list[at-1].opCall == opCall && list[at-1].op > c.op) {
+			at--
+		}
+		c.opCall = opCall
+		f.committed[gp] = slices.Insert(list, at, c)
+	}
+}
+
+// fetched judges an offset_fetch answer against the earlier answers and
+// the commits that returned before it was called.
+func (f *offsetsFold) fetched(op *histories.Op) {
+	gp := groupPartition{op.Req.Group, op.Req.Partition}
+	got := op.Result.Resp.Offset
+	judged := false
+	for _, e := range f.fetches[gp] {
+		if e.ret < op.Call && got < e.offset {
+			f.found = append(f.found, foldedViolation{call: op.Call, Violation: Violation{Op: op.ID, Related: []int{e.op},
+				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d returned %d", gp, got, e.op, e.offset)}})
+			judged = true
+			break
+		}
+	}
+	if !judged {
+		settles := !(f.header.AsyncMarkers || f.header.WallClock) || op.Req.RequireStable
+		if v, bad := fetchBelowCommit(gp, *op, f.committed[gp], settles); bad {
+			f.found = append(f.found, foldedViolation{call: op.Call, Violation: v})
+		}
+	}
+	f.fetches[gp] = append(f.fetches[gp], fetchedOffset{op: op.ID, ret: op.Return, offset: got})
+}
+
+func (f *offsetsFold) verdict() Verdict {
+	violations := append(f.found, f.generations.violations()...)
+	seen := map[int]bool{}
+	kept := violations[:0]
+	for _, v := range violations {
+		if !seen[v.Op] {
+			seen[v.Op] = true
+			kept = append(kept, v)
+		}
+	}
+	return foldedVerdict(OffsetsMonotonic, kept)
+}
+
+// generationsFold judges the generations of offset commits (see
+// staleGenerations). A commit is judged once every operation called by its
+// call has come, both as a classic group's and as a KIP-848 consumer
+// group's, because only the end of the history says which its group is.
+type generationsFold struct {
+	groupOps       histories.History // copies of the group operations, in call order
+	waiting        []histories.Op    // commits called at the latest instant
+	judged         []judgedCommit
+	commits        map[int]bool
+	consumerGroups map[string]bool
+}
+
+type judgedCommit struct {
+	group             string
+	classic, consumer *foldedViolation
+}
+
+func (g *generationsFold) add(op *histories.Op) {
+	if len(g.waiting) > 0 && op.Call > g.waiting[0].Call {
+		g.judgeWaiting()
+	}
+	switch op.Kind {
+	case model.JoinGroup, model.SyncGroup, model.ConsumerGroupHeartbeat:
+		g.groupOps.Ops = append(g.groupOps.Ops, *op)
+		if op.Kind == model.ConsumerGroupHeartbeat {
+			g.consumerGroups[op.Req.Group] = true
+		}
+	case model.TxnOffsetCommit, model.OffsetCommit:
+		if op.Result.Succeeded() {
+			g.waiting = append(g.waiting, *op)
+		}
+	}
+}
+
+func (g *generationsFold) judgeWaiting() {
+	for _, commit := range g.waiting {
+		j := judgedCommit{group: commit.Req.Group}
+		classic, consumer := staleGeneration, staleMemberEpoch
+		if commit.Req.GenerationID < 0 {
+			classic, consumer = zombieOverload, zombieMemberOverload
+		}
+		if v, stale := classic(g.groupOps, commit); stale {
+			j.classic = &foldedViolation{call: commit.Call, Violation: v}
+		}
+		if v, stale := consumer(g.groupOps, commit); stale {
+			j.consumer = &foldedViolation{call: commit.Call, Violation: v}
+		}
+		if j.classic != nil || j.consumer != nil {
+			g.judged = append(g.judged, j)
+		}
+	}
+	g.waiting = g.waiting[:0]
+}
+
+// violations are the commits found stale, as their groups turned out.
+func (g *generationsFold) violations() []foldedViolation {
+	g.judgeWaiting()
+	var out []foldedViolation
+	for _, j := range g.judged {
+		v := j.classic
+		if g.consumerGroups[j.group] {
+			v = j.consumer
+		}
+		if v != nil {
+			out = append(out, *v)
+		}
+	}
+	return out
 }
 
 // groupPartition names one partition's committed offset in one group.
@@ -44,47 +231,10 @@ type committedOffset struct {
 	// end_txn that committed its transaction.
 	by []int
 	// settled: a fetch called after ret must show it. A transaction's
-	// offset may wait for its marker (see settlesBefore); a plain one
+	// offset may wait for its marker (see fetchBelowCommit); a plain one
 	// never does.
 	settled bool
-}
-
-// committedOffsets lists the committed offsets of each group partition, in
-// the call order of the operations that set them.
-func (a *analysis) committedOffsets() map[groupPartition][]committedOffset {
-	committed := map[groupPartition][]committedOffset{}
-	for _, op := range counted(a.progress, inCallOrder(a.h.Ops)) {
-		c, ok := a.commitOf(op)
-		if !ok {
-			continue
-		}
-		for _, p := range sortedPartitions(op.Req.Offsets) {
-			gp := groupPartition{op.Req.Group, p}
-			c.offset = op.Req.Offsets[p]
-			committed[gp] = append(committed[gp], c)
-		}
-	}
-	return committed
-}
-
-// commitOf is op as a commit of offsets, but for the offset itself; false
-// when op committed none: it is no commit, it failed, or its transaction
-// did not commit.
-func (a *analysis) commitOf(op histories.Op) (committedOffset, bool) {
-	if !op.Result.Succeeded() {
-		return committedOffset{}, false
-	}
-	switch op.Kind {
-	case model.OffsetCommit:
-		return committedOffset{op: op.ID, call: op.Call, ret: op.Return, by: []int{op.ID}, settled: true}, true
-	case model.TxnOffsetCommit:
-		t := a.txnOf[op.ID]
-		if t == nil || t.fate != fateCommitted {
-			return committedOffset{}, false
-		}
-		return committedOffset{op: op.ID, call: t.commitCall, ret: t.commitReturn, by: []int{op.ID, t.endedBy}}, true
-	}
-	return committedOffset{}, false
+	opCall  int64 // the call of op
 }
 
 func sortedPartitions(offsets map[model.Partition]int64) []model.Partition {
@@ -96,75 +246,19 @@ func sortedPartitions(offsets map[model.Partition]int64) []model.Partition {
 	return ps
 }
 
-// backwardCommits finds commits of an offset lower than one whose commit had
-// returned before theirs was called.
-func backwardCommits(committed map[groupPartition][]committedOffset) []Violation {
-	var violations []Violation
-	for gp, offsets := range committed {
-		for _, later := range offsets {
-			for _, earlier := range offsets {
-				if earlier.ret < later.call && later.offset < earlier.offset {
-					violations = append(violations, Violation{Op: later.op, Related: earlier.by,
-						Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, later.offset, earlier.op, earlier.offset)})
-					break
-				}
-			}
-		}
-	}
-	return violations
-}
-
-// backwardFetches finds offset_fetch answers lower than an earlier answer
-// (returned before this fetch was called) or than an offset whose commit
-// returned before it.
-func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffset) []Violation {
-	var violations []Violation
-	var earlier []histories.Op
-	for _, f := range counted(a.progress, inCallOrder(a.h.Ops)) {
-		if f.Kind != model.OffsetFetch || !f.Result.Succeeded() {
-			continue
-		}
-		gp := groupPartition{f.Req.Group, f.Req.Partition}
-		if v, bad := fetchBelowFetch(gp, f, earlier); bad {
-			violations = append(violations, v)
-		} else if v, bad := fetchBelowCommit(gp, f, committed[gp], a.settlesBefore(f)); bad {
-			violations = append(violations, v)
-		}
-		earlier = append(earlier, f)
-	}
-	return violations
-}
-
-func fetchBelowFetch(gp groupPartition, f histories.Op, earlier []histories.Op) (Violation, bool) {
-	got := f.Result.Resp.Offset
-	for _, e := range earlier {
-		same := groupPartition{e.Req.Group, e.Req.Partition} == gp
-		if was := e.Result.Resp.Offset; same && e.Return < f.Call && got < was {
-			return Violation{Op: f.ID, Related: []int{e.ID},
-				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d returned %d", gp, got, e.ID, was)}, true
-		}
-	}
-	return Violation{}, false
-}
-
-// settlesBefore reports whether a commit that returned before fetch f
-// was called must show in f's answer. It need not when the history's
-// broker answers EndTxn before its markers land (the marker window) and
-// f did not ask for stable offsets. Kafka then answers the offset the
-// last landed marker settled, and the old one until the group's marker
-// lands: a pending transactional offset shows only with require_stable,
-// as UNSTABLE_OFFSET_COMMIT (4.x OffsetMetadataManager.fetchOffsets;
-// 3.9 GroupMetadataManager.getOffsets; tests:
-// GroupCoordinatorTest#testFetchPendingTxnOffsetsWithCommit,
-// OffsetMetadataManagerTest#testFetchOffsetsWithPendingTransactionalOffsets).
-func (a *analysis) settlesBefore(f histories.Op) bool {
-	window := a.h.AsyncMarkers || a.h.WallClock
-	return !window || f.Req.RequireStable
-}
-
 // fetchBelowCommit finds a commit that returned before fetch f was
 // called with an offset above f's answer. Where markers may be in
 // flight (settles false), only plain commits are held to it.
+//
+// A commit that returned before f was called must show in f's answer,
+// unless the history's broker answers EndTxn before its markers land (the
+// marker window) and f did not ask for stable offsets. Kafka then answers
+// the offset the last landed marker settled, and the old one until the
+// group's marker lands: a pending transactional offset shows only with
+// require_stable, as UNSTABLE_OFFSET_COMMIT (4.x
+// OffsetMetadataManager.fetchOffsets; 3.9 GroupMetadataManager.getOffsets;
+// tests: GroupCoordinatorTest#testFetchPendingTxnOffsetsWithCommit,
+// OffsetMetadataManagerTest#testFetchOffsetsWithPendingTransactionalOffsets).
 func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOffset, settles bool) (Violation, bool) {
 	got := f.Result.Resp.Offset
 	for _, c := range committed {
@@ -176,35 +270,11 @@ func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOf
 	return Violation{}, false
 }
 
-// staleGenerations finds offset commits, transactional or plain, that
-// succeeded with a generation older than one a join_group of the group
-// had returned before the commit was called, zombie commits with no
-// generation (the groupId-string overload, or a simple consumer's), and
-// commits to a KIP-848 consumer group at a member epoch the member had
-// left behind (staleMemberEpoch).
-func staleGenerations(h histories.History, progress *passProgress) []Violation {
-	consumerGroups := consumerGroupsOf(h)
-	var violations []Violation
-	for _, op := range counted(progress, slices.All(h.Ops)) {
-		if (op.Kind != model.TxnOffsetCommit && op.Kind != model.OffsetCommit) || !op.Result.Succeeded() {
-			continue
-		}
-		judge := staleGeneration
-		switch {
-		case op.Req.GenerationID < 0 && consumerGroups[op.Req.Group]:
-			judge = zombieMemberOverload
-		case op.Req.GenerationID < 0:
-			judge = zombieOverload
-		case consumerGroups[op.Req.Group]:
-			judge = staleMemberEpoch
-		}
-		if v, stale := judge(h, op); stale {
-			violations = append(violations, v)
-		}
-	}
-	return violations
-}
-
+// staleGeneration judges a commit with a generation to a classic group:
+// stale when a join_group of the group had returned a newer generation
+// before the commit was called. Zombie commits with no generation (the
+// groupId-string overload, or a simple consumer's) are zombieOverload's,
+// and commits to a KIP-848 consumer group staleMemberEpoch's.
 func staleGeneration(h histories.History, commit histories.Op) (Violation, bool) {
 	joins := laterJoins(h, commit, commit.Req.GenerationID)
 	if len(joins) == 0 {

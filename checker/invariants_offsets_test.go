@@ -27,7 +27,7 @@ func TestOffsetsMonotonicHolds(t *testing.T) {
 	b.offsetFetch("C", 6, 7, "g", "trips-0", 3)
 	b.commitOffset("C", 8, ctp, 1, 6)
 	b.offsetFetch("C", 12, 13, "g", "trips-0", 6)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 }
 
 func TestOffsetsMonotonicCommitMovesBackward(t *testing.T) {
@@ -36,7 +36,7 @@ func TestOffsetsMonotonicCommitMovesBackward(t *testing.T) {
 	// A zombie with the groupId-string overload: no generation check, but
 	// the offset goes back.
 	zombie := b.commitOffset("A", 10, session{"ctp-0", 7001, 1}, -1, 3)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, zombie, "group g trips-0 committed offset 3 after op 0 had committed 6")
 	require.Equal(t, []int{0, 1}, v.Violations[0].Related)
 }
@@ -47,17 +47,17 @@ func TestOffsetsMonotonicAbortedCommitDoesNotCount(t *testing.T) {
 	b.endTxn("A", 2, 3, ctp, false)
 	b.commitOffset("A", 10, ctp, -1, 3)
 	b.offsetFetch("A", 20, 21, "g", "trips-0", 3)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 }
 
 func TestOffsetsMonotonicFetchBelowEarlierFetch(t *testing.T) {
 	b := &historyBuilder{}
 	first := b.offsetFetch("A", 0, 10, "g", "trips-0", 6)
 	overlapping := b.offsetFetch("B", 5, 12, "g", "trips-0", 3)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	b.op(overlapping).Call = 11
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, overlapping, "offset_fetch of group g trips-0 returned 3 after op 0 returned 6")
 	require.Equal(t, []int{first}, v.Violations[0].Related)
 }
@@ -66,10 +66,10 @@ func TestOffsetsMonotonicFetchBelowCommitted(t *testing.T) {
 	b := &historyBuilder{}
 	commit := b.commitOffset("A", 0, ctp, 1, 6)
 	none := b.offsetFetch("B", 2, 5, "g", "trips-0", -1)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h))) // called before the commit returned
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic)) // called before the commit returned
 
 	b.op(none).Call = 4
-	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), none, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), none, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
 	require.Equal(t, 0, commit)
 }
 
@@ -84,13 +84,13 @@ func TestOffsetsMonotonicFetchInTheMarkerWindow(t *testing.T) {
 		b := &historyBuilder{}
 		b.commitOffset("A", 0, ctp, 1, 6)
 		old := b.offsetFetch("B", 4, 5, "g", "trips-0", -1)
-		requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), old, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+		requireViolation(t, CheckOne(b.h, OffsetsMonotonic), old, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
 
 		window(&b.h)
-		requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+		requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 		b.op(old).Req.RequireStable = true
-		requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), old, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+		requireViolation(t, CheckOne(b.h, OffsetsMonotonic), old, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
 	}
 }
 
@@ -99,13 +99,13 @@ func TestOffsetsMonotonicStaleGeneration(t *testing.T) {
 	b.joinGroup("A", 0, 1, "g", 1, "trips-0")
 	join := b.joinGroup("B", 10, 12, "g", 2, "trips-0")
 	stale := b.txnOffsetCommit("A", 13, 14, ctp, "g", 1, "trips-0", 6)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, stale, "txn_offset_commit of group g at generation 1 accepted after op 1 returned generation 2")
 	require.Equal(t, []int{join}, v.Violations[0].Related)
 
 	// Sent before the join answered: the generation may not have moved yet.
 	b.op(stale).Call = 11
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 }
 
@@ -123,13 +123,13 @@ func TestOffsetsMonotonicZombieAfterSplitRound(t *testing.T) {
 	resp.Assignment = []model.Partition{"trips-0"}
 	sync := b.add("B", 11, 12, model.SyncGroup, req, resp)
 	zombie := b.txnOffsetCommit("A", 13, 14, ctp, "g", -1, "trips-0", 6)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, zombie, "txn_offset_commit of group g for trips-0 with no generation (groupId string) accepted from A, whose last join (op 0) answered generation 1, after op 2 gave trips-0 to B at generation 2")
 	require.Equal(t, []int{first, sync}, v.Violations[0].Related)
 
 	// The sync answered after the commit was sent: no zombie yet.
 	b.op(sync).Return = 14
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 }
 
 // The groupId-string overload carries no generation, but its zombie is
@@ -140,54 +140,54 @@ func TestOffsetsMonotonicZombieGroupIDString(t *testing.T) {
 	first := b.joinGroup("A", 0, 1, "g", 1, "trips-0")
 	join := b.joinGroup("B", 10, 12, "g", 2, "trips-0")
 	zombie := b.txnOffsetCommit("A", 13, 14, ctp, "g", -1, "trips-0", 6)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, zombie, "txn_offset_commit of group g for trips-0 with no generation (groupId string) accepted from A, whose last join (op 0) answered generation 1, after op 1 gave trips-0 to B at generation 2")
 	require.Equal(t, []int{first, join}, v.Violations[0].Related)
 
 	// The new generation gave B another partition: A's is still its own.
 	b.op(join).Result.Resp.Assignment = []model.Partition{"trips-1"}
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 	b.op(join).Result.Resp.Assignment = []model.Partition{"trips-0"}
 
 	// A rejoined the new generation: no zombie.
 	rejoin := b.joinGroup("A", 11, 12, "g", 2)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	// Its rejoin went unanswered: it may be in any generation.
 	b.op(rejoin).Returned = false
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	// Its rejoin was sent at the instant it committed, and answered
 	// after: it may have been sent first (a tie is no order).
 	b.op(rejoin).Call, b.op(rejoin).Return, b.op(rejoin).Returned = 13, 15, true
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 	b.op(rejoin).Call = 14
-	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), zombie, "")
 
 	// Two joins sent at one instant, one unanswered when it committed:
 	// either may be its last.
 	b.op(rejoin).Call, b.op(rejoin).Return, b.op(rejoin).Returned = 0, 0, false
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 	b.op(rejoin).Return, b.op(rejoin).Returned = 1, true // answered generation 2 too: the newer is its own
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 	b.op(rejoin).Result.Resp.GenerationID = 1
-	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), zombie, "")
 	answered := *b.op(first)
 	b.lose(first) // whichever of the two the file lists first
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 	*b.op(first) = answered
 
 	// Its only join answered at the instant it committed: the commit may
 	// have gone first, while A was in no generation it knew of.
 	b.op(rejoin).Kind = model.Heartbeat // no longer a join
 	b.op(first).Return = 13
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 	b.op(first).Return = 12
-	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), zombie, "")
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), zombie, "")
 
 	// A process that never joined speaks for no generation.
 	b.op(zombie).Proc = "C"
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 }
 
 // Two processes' operations at one instant of a coarse clock may have
@@ -229,10 +229,10 @@ func TestOffsetsMonotonicTiesAreNoOrder(t *testing.T) {
 			b := &historyBuilder{}
 			atTie, breaks, tie := c.write(b)
 			require.Equal(t, tie, b.op(atTie).Call)
-			requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+			requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 			b.op(atTie).Call = tie + 1
-			v := checkOffsetsMonotonic(analyze(b.h))
+			v := CheckOne(b.h, OffsetsMonotonic)
 			require.Equal(t, Violated, v.Status, "one instant later")
 			require.Equal(t, breaks, v.Violations[0].Op)
 		})
@@ -247,7 +247,7 @@ func TestOffsetsMonotonicSameOffsetAgainHolds(t *testing.T) {
 	b.offsetFetch("A", 4, 5, "g", "trips-0", 6)
 	b.commitOffset("A", 6, session{"ctp-0", 7001, 1}, -1, 6)
 	b.offsetFetch("B", 10, 11, "g", "trips-0", 6)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 }
 
 // A plain offset_commit is committed at its answer: a later one of a
@@ -259,21 +259,21 @@ func TestOffsetsMonotonicPlainCommits(t *testing.T) {
 	first := b.plainCommit("A", 2, 3, "g", "m", 1, "trips-0", 6)
 	b.offsetFetch("A", 4, 5, "g", "trips-0", 6)
 	b.plainCommit("A", 6, 7, "g", "m", 1, "trips-0", 8)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	back := b.plainCommit("B", 10, 11, "g", "", -1, "trips-0", 3)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, back, "group g trips-0 committed offset 3 after op 1 had committed 6")
 	require.Equal(t, []int{first}, v.Violations[0].Related)
 
 	// Called before the earlier commit returned: no order between them.
 	b.op(back).Call = 2
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	// A refused commit committed nothing.
 	b.op(back).Call = 10
 	b.fail(back, model.UnknownMemberID)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 }
 
 // A plain commit needs no marker, so the marker window does not excuse a
@@ -283,7 +283,7 @@ func TestOffsetsMonotonicPlainCommitVisibleAtOnce(t *testing.T) {
 	b.h.AsyncMarkers = true
 	commit := b.plainCommit("A", 0, 1, "g", "", -1, "trips-0", 6)
 	stale := b.offsetFetch("B", 2, 3, "g", "trips-0", -1)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, stale, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
 	require.Equal(t, []int{commit}, v.Violations[0].Related)
 }
@@ -293,7 +293,7 @@ func TestOffsetsMonotonicPlainAfterTransactional(t *testing.T) {
 	b := &historyBuilder{}
 	b.commitOffset("B", 0, ctp, -1, 6) // its end_txn returns at 3
 	back := b.plainCommit("A", 4, 5, "g", "", -1, "trips-0", 3)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, back, "group g trips-0 committed offset 3 after op 0 had committed 6")
 	require.Equal(t, []int{0, 1}, v.Violations[0].Related)
 }
@@ -305,12 +305,12 @@ func TestOffsetsMonotonicPlainCommitStaleGeneration(t *testing.T) {
 	first := b.joinGroup("A", 0, 1, "g", 1, "trips-0")
 	join := b.joinGroup("B", 10, 12, "g", 2, "trips-0")
 	stale := b.plainCommit("A", 13, 14, "g", "m", 1, "trips-0", 6)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, stale, "offset_commit of group g at generation 1 accepted after op 1 returned generation 2")
 	require.Equal(t, []int{join}, v.Violations[0].Related)
 
 	b.op(stale).Req.GenerationID, b.op(stale).Req.MemberID = -1, ""
-	v = checkOffsetsMonotonic(analyze(b.h))
+	v = CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, stale, "offset_commit of group g for trips-0 with no generation (a simple consumer's) accepted from A, whose last join (op 0) answered generation 1, after op 1 gave trips-0 to B at generation 2")
 	require.Equal(t, []int{first, join}, v.Violations[0].Related)
 }
@@ -355,14 +355,14 @@ func TestOffsetsMonotonicConsumerGroupStaleMemberEpoch(t *testing.T) {
 				b.op(stale).Req.MemberID = "w1"
 				b.endTxn("W1", 12, 13, ctp, true)
 			}
-			v := checkOffsetsMonotonic(analyze(b.h))
+			v := CheckOne(b.h, OffsetsMonotonic)
 			requireViolation(t, v, stale, string(kind)+" of consumer group g for trips-1 at member epoch 1 accepted from w1, "+
 				"after op 2 moved it to epoch 2 and op 3 gave trips-1 to w2 at epoch 2")
 			require.Equal(t, []int{2, 3}, v.Violations[0].Related)
 
 			// Refused by member epoch, it commits nothing.
 			b.fail(stale, model.StaleMemberEpoch)
-			requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+			requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 		})
 	}
 }
@@ -376,7 +376,7 @@ func TestOffsetsMonotonicConsumerGroupEpochsKafkaMayTake(t *testing.T) {
 	b.plainCommit("W1", 10, 11, "g", "w1", 1, "trips-0", 9)
 	b.plainCommit("W1", 12, 13, "g", "w1", 2, "trips-1", 9)
 	b.plainCommit("W1", 6, 14, "g", "w1", 1, "trips-1", 10)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	// A member that gives up trips-1 but stays at its epoch (the
 	// partitions of a topic it no longer subscribes to) may commit at it.
@@ -384,12 +384,12 @@ func TestOffsetsMonotonicConsumerGroupEpochsKafkaMayTake(t *testing.T) {
 	b.consumerHeartbeat("W1", 0, 1, "g", "w1", 1, "trips-0", "trips-1")
 	b.consumerHeartbeat("W2", 2, 3, "g", "w2", 2, "trips-1")
 	b.plainCommit("W1", 4, 5, "g", "w1", 1, "trips-1", 9)
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	// Called after W2's answer, the early commit is a zombie's.
 	b = kip848Handover()
 	early := b.plainCommit("W1", 8, 14, "g", "w1", 1, "trips-1", 10)
-	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), early, "")
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), early, "")
 }
 
 // The groupId-string overload to a consumer group (4.x takes it
@@ -403,15 +403,15 @@ func TestOffsetsMonotonicConsumerGroupZombieOverload(t *testing.T) {
 	given := b.consumerHeartbeat("W2", 2, 3, "g", "w2", 3, "trips-0")
 	zombie := b.txnOffsetCommit("W1", 10, 11, ctp, "g", -1, "trips-0", 9)
 	b.endTxn("W1", 12, 13, ctp, true)
-	v := checkOffsetsMonotonic(analyze(b.h))
+	v := CheckOne(b.h, OffsetsMonotonic)
 	requireViolation(t, v, zombie, "txn_offset_commit of consumer group g for trips-0 with no member epoch (groupId string) accepted from W1, "+
 		"whose last heartbeat (op 0) answered member epoch 1, after op 1 gave trips-0 to W2 at epoch 3")
 	require.Equal(t, []int{last, given}, v.Violations[0].Related)
 
 	b.op(zombie).Proc = "W2"
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	b.op(zombie).Proc = "W1"
 	b.lose(b.consumerHeartbeat("W1", 5, 6, "g", "w1", 1))
-	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 }

@@ -57,7 +57,8 @@ func newInvariantStream(header histories.History, progress *passProgress) *invar
 
 // invariantFolds make the checks that are folds, by name.
 var invariantFolds = map[string]func(header histories.History) invariantFold{
-	Progress: newProgressFold,
+	OffsetsMonotonic: newOffsetsFold,
+	Progress:         newProgressFold,
 }
 
 // txnListeners tells each of its listeners in turn.
