@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"cmp"
+	"container/heap"
 	"fmt"
 	"slices"
 	"sort"
@@ -19,11 +21,30 @@ type grant struct {
 	verb       string // how op made it current, for reasons
 	// kind and req are the request that made it current (for a timeout
 	// abort, the session it moved on from), so that a retry of it is
-	// recognised. req points into the history, as a long one has a grant
-	// for every few operations.
+	// recognised. req keeps only what model.RetriesGrant compares, as a
+	// long history has a grant for every few operations.
 	kind model.Kind
-	req  *model.Request
+	req  grantRequest
 	proc string // the process it was handed to
+}
+
+// grantRequest is what model.RetriesGrant reads of the request that made a
+// grant.
+type grantRequest struct {
+	transactionalID string
+	producerID      int64
+	epoch           int16
+	commit          bool
+}
+
+func grantRequestOf(r model.Request) grantRequest {
+	return grantRequest{r.TransactionalID, r.ProducerID, r.Epoch, r.Commit}
+}
+
+func (g grantRequest) request() model.Request {
+	r := model.NewRequest()
+	r.TransactionalID, r.ProducerID, r.Epoch, r.Commit = g.transactionalID, g.producerID, g.epoch, g.commit
+	return r
 }
 
 // grantOf is the session op hands out, if any: a successful
@@ -32,13 +53,11 @@ type grant struct {
 // which bumps the epoch.
 func grantOf(op *histories.Op) (transactionalID string, g grant, ok bool) {
 	resp := &op.Result.Resp
-	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: &op.Req, proc: op.Process()}
+	g = grant{op: op.ID, at: op.Return, producerID: resp.ProducerID, epoch: resp.Epoch, verb: "returned", kind: op.Kind, req: grantRequestOf(op.Req), proc: op.Process()}
 	switch {
 	case op.Kind == model.TimeoutAbort && resp.TransactionalID != "":
 		// The session it moved on from, which a retry names.
-		moved := model.NewRequest()
-		moved.TransactionalID, moved.ProducerID, moved.Epoch = resp.TransactionalID, resp.ProducerID, resp.Epoch-1
-		g.req = &moved
+		g.req = grantRequest{transactionalID: resp.TransactionalID, producerID: resp.ProducerID, epoch: resp.Epoch - 1}
 		g.at, g.verb = op.Call, "bumped to"
 		return resp.TransactionalID, g, true
 	case op.Kind == model.InitProducerID && op.Req.TransactionalID != "" && op.Result.Succeeded() && !op.Req.KeepPreparedTxn:
@@ -52,30 +71,6 @@ func grantOf(op *histories.Op) (transactionalID string, g grant, ok bool) {
 		return op.Req.TransactionalID, g, true
 	}
 	return "", grant{}, false
-}
-
-// grantsByID lists each transactional.id's grants in the order they became
-// known, each session once: an answer that names a session already handed
-// out (a retry's, or an empty abort's under KIP-890) makes nothing newer,
-// and what is a retry is judged against the request that first made it.
-func grantsByID(h histories.History) map[string][]grant {
-	grants := map[string][]grant{}
-	for i := range h.Ops {
-		if id, g, ok := grantOf(&h.Ops[i]); ok {
-			grants[id] = append(grants[id], g)
-		}
-	}
-	for id, gs := range grants {
-		sort.SliceStable(gs, func(i, j int) bool { return gs[i].at < gs[j].at })
-		seen := map[[2]int64]bool{}
-		grants[id] = slices.DeleteFunc(gs, func(g grant) bool {
-			session := [2]int64{g.producerID, int64(g.epoch)}
-			again := seen[session]
-			seen[session] = true
-			return again
-		})
-	}
-	return grants
 }
 
 // sessionOf is the session a successful request of a transactional.id
@@ -93,36 +88,144 @@ func sessionOf(op histories.Op) (sessionKey, bool) {
 	return key, false
 }
 
-// checkOneLiveProducer: once a transactional.id's newer session was handed
-// out, no request of an older session sent after that succeeds (compare the
-// request's call to the grant's return), and no record of an older epoch
-// lands after one of a newer epoch.
-func checkOneLiveProducer(a *analysis) Verdict {
-	violations := append(staleSessions(a.h, a.progress), staleRecords(a)...)
-	return a.verdict(OneLiveProducer, firstPerOp(violations))
+// oneLiveProducerFold checks one-live-producer: once a transactional.id's
+// newer session was handed out, no request of an older session sent after
+// that succeeds (compare the request's call to the grant's return), and no
+// record of an older epoch lands after one of a newer epoch.
+//
+// It holds every session handed out (a grant), because a zombie of any
+// older session may still write; and for each produced record its offset,
+// epoch, operation and call (32 bytes), because the records of one
+// producer in one partition are judged in the order of their offsets,
+// which a later answer may fill in below.
+type oneLiveProducerFold struct {
+	seq int
+	// pending are the grants whose moment is not yet before the call of
+	// the operations to come, in the order they become known.
+	pending grantHeap
+	byID    map[string]*grantIndex
+	seen    map[string]map[[2]int64]bool // each transactional.id's sessions handed out
+	written map[producerInPartition][]writtenRecord
+	stale   []foldedViolation
+	judged  map[int]bool // the operations already found stale
 }
 
-// staleSessions finds requests that succeeded for a session already superseded.
-func staleSessions(h histories.History, progress *passProgress) []Violation {
-	grants := grantsByID(h)
-	indexes := map[string]*grantIndex{}
-	for id, gs := range grants {
-		indexes[id] = newGrantIndex(gs)
-	}
-	var violations []Violation
-	for _, op := range counted(progress, slices.All(h.Ops)) {
-		key, ok := sessionOf(op)
-		if !ok || indexes[key.transactionalID] == nil {
-			continue
-		}
-		if g, stale := indexes[key.transactionalID].supersededBefore(op, key); stale {
-			violations = append(violations, Violation{Op: op.ID, Related: []int{g.op},
+type producerInPartition struct {
+	partition  model.Partition
+	producerID int64
+}
+
+// writtenRecord is a produced record as staleRecords needs it.
+type writtenRecord struct {
+	offset int64
+	call   int64
+	op     int
+	epoch  int16
+}
+
+func newOneLiveProducerFold(histories.History) invariantFold {
+	return &oneLiveProducerFold{byID: map[string]*grantIndex{}, seen: map[string]map[[2]int64]bool{},
+		written: map[producerInPartition][]writtenRecord{}, judged: map[int]bool{}}
+}
+
+func (f *oneLiveProducerFold) add(op *histories.Op) {
+	f.knownBefore(op.Call)
+	if key, ok := sessionOf(*op); ok && f.byID[key.transactionalID] != nil {
+		if g, stale := f.byID[key.transactionalID].supersededBefore(*op, key); stale {
+			f.judged[op.ID] = true
+			f.stale = append(f.stale, foldedViolation{call: op.Call, Violation: Violation{Op: op.ID, Related: []int{g.op},
 				Reason: fmt.Sprintf("%s accepted after op %d %s %s for %s",
 					sessionName(key.producerID, key.epoch, g.producerID), g.op, g.verb,
-					sessionName(g.producerID, g.epoch, key.producerID), key.transactionalID)})
+					sessionName(g.producerID, g.epoch, key.producerID), key.transactionalID)}})
 		}
 	}
-	return violations
+	if id, g, ok := grantOf(op); ok {
+		heap.Push(&f.pending, pendingGrant{g, id, f.seq})
+	}
+	f.seq++
+	if op.Kind == model.Produce && op.Result.Succeeded() && op.Result.Resp.BaseOffset >= 0 {
+		w := producerInPartition{op.Req.Partition, op.Req.ProducerID}
+		for i := range op.Req.Records {
+			f.written[w] = append(f.written[w], writtenRecord{offset: op.Result.Resp.BaseOffset + int64(i), call: op.Call, op: op.ID, epoch: op.Req.Epoch})
+		}
+	}
+}
+
+// knownBefore adds to the indexes the grants that became known before the
+// instant call: every one whose operation was called by then has come.
+// Each session counts once, at the first grant of it (an answer that names
+// a session already handed out, a retry's or an empty abort's under
+// KIP-890, makes nothing newer, and what is a retry is judged against the
+// request that first made it).
+func (f *oneLiveProducerFold) knownBefore(call int64) {
+	for f.pending.Len() > 0 && f.pending[0].at < call {
+		p := heap.Pop(&f.pending).(pendingGrant)
+		seen := f.seen[p.transactionalID]
+		if seen == nil {
+			seen = map[[2]int64]bool{}
+			f.seen[p.transactionalID] = seen
+			f.byID[p.transactionalID] = newGrantIndex(nil)
+		}
+		session := [2]int64{p.producerID, int64(p.epoch)}
+		if !seen[session] {
+			seen[session] = true
+			f.byID[p.transactionalID].add(p.grant)
+		}
+	}
+}
+
+func (f *oneLiveProducerFold) verdict() Verdict {
+	violations := f.stale
+	for _, w := range sortedWriters(f.written) {
+		for _, v := range epochRegressions(w, f.written[w]) {
+			if !f.judged[v.Op] {
+				f.judged[v.Op] = true
+				violations = append(violations, v)
+			}
+		}
+	}
+	return foldedVerdict(OneLiveProducer, violations)
+}
+
+func sortedWriters(written map[producerInPartition][]writtenRecord) []producerInPartition {
+	ws := make([]producerInPartition, 0, len(written))
+	for w := range written {
+		ws = append(ws, w)
+	}
+	slices.SortFunc(ws, func(a, b producerInPartition) int {
+		if c := cmp.Compare(a.partition, b.partition); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.producerID, b.producerID)
+	})
+	return ws
+}
+
+// pendingGrant is a grant of a transactional.id waiting for its moment.
+type pendingGrant struct {
+	grant
+	transactionalID string
+	seq             int // its operation's place in the stream
+}
+
+// grantHeap orders grants by the moment they became known, ties in the
+// order of their operations.
+type grantHeap []pendingGrant
+
+func (h grantHeap) Len() int { return len(h) }
+func (h grantHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h grantHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *grantHeap) Push(x any)   { *h = append(*h, x.(pendingGrant)) }
+func (h *grantHeap) Pop() any {
+	old := *h
+	g := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return g
 }
 
 // grantIndex finds, among one transactional.id's grants in the order they
@@ -145,27 +248,33 @@ type pidGrant struct {
 }
 
 func newGrantIndex(gs []grant) *grantIndex {
-	x := &grantIndex{grants: gs, byPID: map[int64][]pidGrant{}, otherPIDFrom: make([]int, len(gs))}
-	for i, g := range gs {
-		list := x.byPID[g.producerID]
-		top := g.epoch
-		if len(list) > 0 {
-			top = max(top, list[len(list)-1].maxEpoch)
-		}
-		x.byPID[g.producerID] = append(list, pidGrant{i, top})
-	}
-	for i := len(gs) - 1; i >= 0; i-- {
-		switch {
-		case i == len(gs)-1:
-			x.otherPIDFrom[i] = len(gs)
-		case gs[i+1].producerID != gs[i].producerID:
-			x.otherPIDFrom[i] = i + 1
-		default:
-			x.otherPIDFrom[i] = x.otherPIDFrom[i+1]
-		}
+	x := &grantIndex{byPID: map[int64][]pidGrant{}}
+	for _, g := range gs {
+		x.add(g)
 	}
 	return x
 }
+
+// add appends g, which became known after every grant the index holds.
+// The last run of one producer id has no other producer id after it yet:
+// its otherPIDFrom is the index's length, which no walk passes.
+func (x *grantIndex) add(g grant) {
+	i := len(x.grants)
+	if i > 0 && x.grants[i-1].producerID != g.producerID {
+		for j := i - 1; j >= 0 && x.grants[j].producerID == x.grants[i-1].producerID; j-- {
+			x.otherPIDFrom[j] = i
+		}
+	}
+	x.grants, x.otherPIDFrom = append(x.grants, g), append(x.otherPIDFrom, maxInt)
+	list := x.byPID[g.producerID]
+	top := g.epoch
+	if len(list) > 0 {
+		top = max(top, list[len(list)-1].maxEpoch)
+	}
+	x.byPID[g.producerID] = append(list, pidGrant{i, top})
+}
+
+const maxInt = int(^uint(0) >> 1)
 
 // supersededBefore is the first grant that superseded key before op was
 // called and that op does not merely retry, as a walk of the grants in
@@ -222,7 +331,7 @@ func (x *grantIndex) firstSuperseding(key sessionKey) int {
 func retriesBump(op histories.Op, g grant) bool {
 	resp := op.Result.Resp
 	again := resp.ProducerID == g.producerID && resp.Epoch == g.epoch
-	return again && (model.RetriesGrant(op.Kind, op.Req, g.kind, *g.req) || (op.Process() == g.proc && g.proc != ""))
+	return again && (model.RetriesGrant(op.Kind, op.Req, g.kind, g.req.request()) || (op.Process() == g.proc && g.proc != ""))
 }
 
 // sessionName is "epoch E", or "producer id P epoch E" when the producer id
@@ -234,44 +343,22 @@ func sessionName(producerID int64, epoch int16, other int64) string {
 	return fmt.Sprintf("producer id %d epoch %d", producerID, epoch)
 }
 
-// staleRecords finds produced records of a producer that land, in one
-// partition, after a record the same producer wrote at a newer epoch.
-func staleRecords(a *analysis) []Violation {
-	type writer struct {
-		partition  model.Partition
-		producerID int64
-	}
-	byWriter := map[writer][]sighting{}
-	for _, op := range counted(a.progress, slices.All(a.h.Ops)) {
-		for _, s := range producedRecords(op) {
-			w := writer{s.partition, s.producerID}
-			byWriter[w] = append(byWriter[w], s)
-		}
-	}
-	var violations []Violation
-	for _, written := range byWriter {
-		violations = append(violations, a.epochRegressions(written)...)
-	}
-	return violations
-}
-
 // epochRegressions walks one producer's records in one partition by offset
 // and reports each record whose epoch is older than one below it.
-func (a *analysis) epochRegressions(written []sighting) []Violation {
-	sort.SliceStable(written, func(i, j int) bool { return written[i].offset < written[j].offset })
-	var violations []Violation
-	var newest *sighting
+func epochRegressions(w producerInPartition, written []writtenRecord) []foldedViolation {
+	slices.SortStableFunc(written, func(a, b writtenRecord) int { return cmp.Compare(a.offset, b.offset) })
+	var violations []foldedViolation
+	var newest *writtenRecord
 	for i := range written {
 		s := &written[i]
-		epoch := a.byID.get(s.op).Req.Epoch
-		if newest == nil || epoch > a.byID.get(newest.op).Req.Epoch {
+		if newest == nil || s.epoch > newest.epoch {
 			newest = s
 			continue
 		}
-		if newerEpoch := a.byID.get(newest.op).Req.Epoch; epoch < newerEpoch {
-			violations = append(violations, Violation{Op: s.op, Related: []int{newest.op},
+		if s.epoch < newest.epoch {
+			violations = append(violations, foldedViolation{call: s.call, Violation: Violation{Op: s.op, Related: []int{newest.op},
 				Reason: fmt.Sprintf("producer id %d epoch %d record at %s offset %d lands after op %d wrote epoch %d at offset %d",
-					s.producerID, epoch, s.partition, s.offset, newest.op, newerEpoch, newest.offset)})
+					w.producerID, s.epoch, w.partition, s.offset, newest.op, newest.epoch, newest.offset)}})
 		}
 	}
 	return violations

@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +15,7 @@ import (
 func TestOneLiveProducerZombieAcceptedAfterNewerEpoch(t *testing.T) {
 	b, ids := seed000()
 	zombie := b.produce("A", 41000, 41001, fw0, "fares-2", 44, "trip-9002")
-	v := checkOneLiveProducer(analyze(b.h))
+	v := CheckOne(b.h, OneLiveProducer)
 	requireViolation(t, v, zombie, "epoch 0 accepted after op 4 returned epoch 1 for fare-writer-7")
 	require.Equal(t, []int{ids["B init"]}, v.Violations[0].Related)
 }
@@ -29,10 +31,10 @@ func TestOneLiveProducerKeptTransactionStaysAlive(t *testing.T) {
 	b.op(keep).Req.Enable2PC, b.op(keep).Req.KeepPreparedTxn = true, true
 	b.op(keep).Result.Resp.OngoingTxnProducerID, b.op(keep).Result.Resp.OngoingTxnEpoch = fw0.pid, fw0.epoch
 	own := b.produce("A", 6, 7, fw0, "fares-2", 0, "trip-1")
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 
 	b.op(keep).Req.KeepPreparedTxn = false
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), own, "")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), own, "")
 }
 
 func TestOneLiveProducerComparesCallToReturn(t *testing.T) {
@@ -41,11 +43,11 @@ func TestOneLiveProducerComparesCallToReturn(t *testing.T) {
 	b.initTxns("B", 20, 30, fw1)
 	// Sent before B's answer arrived: the bump may not have happened yet.
 	overlapping := b.produce("A", 25, 40, fw0, "fares-2", 0, "trip-1")
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 
 	// Sent after it arrived (though answered before A's overlapping produce).
 	b.op(overlapping).Call = 31
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), overlapping, "")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), overlapping, "")
 }
 
 func TestOneLiveProducerV2GrantFromEndTxn(t *testing.T) {
@@ -54,12 +56,12 @@ func TestOneLiveProducerV2GrantFromEndTxn(t *testing.T) {
 	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
 	commit := b.endTxnV2("A", 4, 5, fw0, true, fw1)
 	stale := b.produce("A2", 6, 7, fw0, "fares-2", 2, "trip-2")
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), stale, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), stale, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
 	require.Equal(t, 2, commit)
 
 	// Under v1 the end_txn names no session: the epoch stays current.
 	b.op(commit).Result = model.OK(model.NewResponse())
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 }
 
 // Under KIP-890 a retried end_txn of a complete transaction is answered the
@@ -72,16 +74,16 @@ func TestOneLiveProducerV2AllowsARetriedEndTxn(t *testing.T) {
 	b.endTxnV2("A", 4, 5, fw0, true, fw1)
 	b.endTxnV2("A", 6, 7, fw1, false, fw1) // an empty abort: the same session again
 	retry := b.endTxnV2("A", 8, 9, fw0, true, fw1)
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 
 	b.op(retry).Req.Commit = false // an abort is no retry of a commit ...
 	b.op(retry).Proc = "A2"        // ... and from another process it is a second producer
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
 	b.op(retry).Proc = "A"
-	requireHeld(t, checkOneLiveProducer(analyze(b.h))) // A told again of the session it holds
+	requireHeld(t, CheckOne(b.h, OneLiveProducer)) // A told again of the session it holds
 	b.op(retry).Req.Commit = true
 	b.op(retry).Result.Resp.Epoch = 2 // it ended the next transaction (KAFKA-17754)
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), retry, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
 }
 
 func TestOneLiveProducerTimeoutAbortBumps(t *testing.T) {
@@ -90,7 +92,7 @@ func TestOneLiveProducerTimeoutAbortBumps(t *testing.T) {
 	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
 	abort := b.timeoutAbort(60000, fw1)
 	late := b.endTxn("A", 60001, 60002, fw0, true)
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), late, "epoch 0 accepted after op 2 bumped to epoch 1 for fare-writer-7")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), late, "epoch 0 accepted after op 2 bumped to epoch 1 for fare-writer-7")
 	require.Equal(t, 2, abort)
 }
 
@@ -101,10 +103,10 @@ func TestOneLiveProducerZombieCannotWinItsIDBack(t *testing.T) {
 	// KIP-360: A asks to bump its own epoch 0 and gets epoch 2.
 	bump := b.initTxns("A", 4, 5, session{"fare-writer-7", 4001, 2})
 	b.op(bump).Req.ProducerID, b.op(bump).Req.Epoch = 4001, 0
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), bump, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), bump, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
 
 	b.fail(bump, model.ProducerFenced)
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 }
 
 func TestOneLiveProducerAfterEpochRotation(t *testing.T) {
@@ -115,7 +117,7 @@ func TestOneLiveProducerAfterEpochRotation(t *testing.T) {
 	b.initTxns("B", 2, 3, rotated)
 	b.addPartitions("B", 4, 5, rotated, "fares-2")
 	stale := b.addPartitions("A", 6, 7, old, "fares-2")
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), stale,
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), stale,
 		"producer id 4001 epoch 32766 accepted after op 1 returned producer id 5002 epoch 0 for fare-writer-7")
 }
 
@@ -127,12 +129,12 @@ func TestOneLiveProducerOlderEpochLandsAfterNewer(t *testing.T) {
 	// Sent before B's init returned, so not stale by the clock, yet it
 	// lands above epoch 1's record.
 	older := b.produce("A", 15, 30, fw0, "fares-2", 44, "trip-9002")
-	v := checkOneLiveProducer(analyze(b.h))
+	v := CheckOne(b.h, OneLiveProducer)
 	requireViolation(t, v, older, "producer id 4001 epoch 0 record at fares-2 offset 44 lands after op 2 wrote epoch 1 at offset 42")
 	require.Equal(t, []int{newer}, v.Violations[0].Related)
 
 	b.op(older).Result.Resp.BaseOffset = 40
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 }
 
 // A producer that retries its own KIP-360 bump after the answer was lost is
@@ -143,11 +145,11 @@ func TestOneLiveProducerAllowsARetriedOwnBump(t *testing.T) {
 	b.initTxns("A", 0, 1, fw0)
 	b.add("A", 2, 3, model.InitProducerID, withSession(fw0), grantOf4001(1))
 	b.add("A", 4, 5, model.InitProducerID, withSession(fw0), grantOf4001(1)) // the retry
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 
 	b.initTxns("B", 6, 7, session{"fare-writer-7", 4001, 2})
 	zombie := b.add("A", 8, 9, model.InitProducerID, withSession(fw0), grantOf4001(3))
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), zombie, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), zombie, "epoch 0 accepted after op 1 returned epoch 1 for fare-writer-7")
 }
 
 func withSession(s session) model.Request {
@@ -176,27 +178,27 @@ func TestOneLiveProducerKafka4RetryShapes(t *testing.T) {
 	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
 	b.endTxnV2("A", 4, 5, fw0, true, fw1)
 	bump := b.add("A", 6, 7, model.InitProducerID, initWith(fw0), granting(fw1))
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 	b.op(bump).Kind, b.op(bump).Proc = model.EndTxn, "A2" // another process's end_txn of epoch 0, handed A's session
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), bump, "")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), bump, "")
 	b.op(bump).Proc, b.op(bump).Client = "A.2", "A" // the same from a lane of A's own client
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 
 	b = &historyBuilder{}
 	b.initTxns("A", 0, 1, fw0)
 	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
 	b.timeoutAbort(60_010, fw1)
 	abort := b.endTxnV2("A", 60_020, 60_030, fw0, false, fw1)
-	requireHeld(t, checkOneLiveProducer(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneLiveProducer))
 	b.op(abort).Req.Commit, b.op(abort).Proc = true, "A2" // another process's commit, answered the session
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), abort, "")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), abort, "")
 
 	b = &historyBuilder{}
 	b.initTxns("A", 0, 1, fw0)
 	b.produce("A", 2, 3, fw0, "fares-2", 0, "trip-1")
 	b.initTxns("B", 10, 11, fw1)
 	stolen := b.endTxnV2("A", 20, 21, fw0, false, fw1)
-	requireViolation(t, checkOneLiveProducer(analyze(b.h)), stolen, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
+	requireViolation(t, CheckOne(b.h, OneLiveProducer), stolen, "epoch 0 accepted after op 2 returned epoch 1 for fare-writer-7")
 }
 
 func initWith(s session) model.Request { return s.request() }
@@ -256,4 +258,28 @@ func walkGrants(gs []grant, op histories.Op, key sessionKey) (grant, bool) {
 		}
 	}
 	return grant{}, false
+}
+
+// grantsByID lists, as the one-live-producer fold learns them, each transactional.id's grants in the order they became
+// known, each session once: an answer that names a session already handed
+// out (a retry's, or an empty abort's under KIP-890) makes nothing newer,
+// and what is a retry is judged against the request that first made it.
+func grantsByID(h histories.History) map[string][]grant {
+	grants := map[string][]grant{}
+	for i := range h.Ops {
+		if id, g, ok := grantOf(&h.Ops[i]); ok {
+			grants[id] = append(grants[id], g)
+		}
+	}
+	for id, gs := range grants {
+		sort.SliceStable(gs, func(i, j int) bool { return gs[i].at < gs[j].at })
+		seen := map[[2]int64]bool{}
+		grants[id] = slices.DeleteFunc(gs, func(g grant) bool {
+			session := [2]int64{g.producerID, int64(g.epoch)}
+			again := seen[session]
+			seen[session] = true
+			return again
+		})
+	}
+	return grants
 }

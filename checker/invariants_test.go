@@ -49,7 +49,7 @@ func TestViolationsFirstByCallTime(t *testing.T) {
 	b.initTxns("B", 2, 3, fw1)
 	later := b.produce("A", 20, 21, fw0, "fares-2", 0, "trip-1")
 	earlier := b.addPartitions("A", 10, 11, fw0, "fares-2")
-	v := checkOneLiveProducer(analyze(b.h))
+	v := CheckOne(b.h, OneLiveProducer)
 	requireViolation(t, v, earlier, "")
 	require.Equal(t, later, v.Violations[1].Op)
 	require.Contains(t, v.String(), "; 1 more)")

@@ -57,6 +57,7 @@ func newInvariantStream(header histories.History, progress *passProgress) *invar
 
 // invariantFolds make the checks that are folds, by name.
 var invariantFolds = map[string]func(header histories.History) invariantFold{
+	OneLiveProducer:  newOneLiveProducerFold,
 	OffsetsMonotonic: newOffsetsFold,
 	Progress:         newProgressFold,
 }

@@ -34,7 +34,7 @@ func TestProgressNamesEveryPhase(t *testing.T) {
 		require.LessOrEqual(t, c.done, len(h.Ops), "a pass counts the history's operations once")
 		counted[c.phase] = counted[c.phase] || c.done > 0
 	}
-	require.Equal(t, []string{checker.Linearizable, checker.PhaseInvariants, checker.OneLiveProducer,
+	require.Equal(t, []string{checker.Linearizable, checker.PhaseInvariants,
 		checker.ExactlyOnce, checker.NoAbortedRead}, phases)
 	for _, phase := range phases {
 		require.True(t, counted[phase], "%s reports the operations it went through", phase)
