@@ -13,9 +13,8 @@ import (
 // collectedCheckFuncs are the end-to-end checks that judge a whole
 // history's analysis, by name; the others are folds (invariantFolds).
 var collectedCheckFuncs = map[string]func(*analysis) Verdict{
-	ExactlyOnce:   checkExactlyOnce,
-	NoAbortedRead: checkNoAbortedRead,
-	OneOwner:      checkOneOwner,
+	ExactlyOnce: checkExactlyOnce,
+	OneOwner:    checkOneOwner,
 }
 
 // analysis is what every check needs to know about one history.

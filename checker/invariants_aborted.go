@@ -5,50 +5,192 @@ import (
 	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
-// checkNoAbortedRead: a read_committed fetch never returns a record of an
-// aborted transaction, nor of one still open when the fetch returned
-// (Jepsen's G1a). A record whose writer the history cannot name is left to
-// the other checks.
-func checkNoAbortedRead(a *analysis) Verdict {
-	var violations []Violation
-	for _, fetch := range counted(a.progress, slices.All(a.h.Ops)) {
-		if !isReadCommitted(fetch) {
-			continue
+// noAbortedReadFold checks no-aborted-read: a read_committed fetch never
+// returns a record of an aborted transaction, nor of one still open when
+// the fetch returned (Jepsen's G1a). A record whose writer the history
+// cannot name is left to the other checks.
+//
+// A read is judged at the end, because a writer named at its slot may be
+// called after it, and its transaction's fate is decided later still. So
+// the fold holds an entry for each record produced (its slot, key, value,
+// producer id, operation, call and transaction), for each record a
+// read_committed fetch returned, and for each produce that may have
+// written at offsets its answer does not name. It also holds each batch
+// that may have landed, to tell a repeat's answer from a new write.
+type noAbortedReadFold struct {
+	landed  map[model.Batch]bool
+	repeat  map[int]bool // the transactional produces waiting for their transaction, and whether each repeats a batch
+	acked   map[slot][]writtenRecordAt
+	repeats map[slot][]writtenRecordAt
+	unacked map[model.Partition][]unackedWrite
+	reads   []committedRead
+}
+
+// writtenRecordAt is a produced record as a read is judged against it.
+type writtenRecordAt struct {
+	sighting
+	call int64
+	txn  *txn // nil when not transactional
+}
+
+// unackedWrite is a produce that may have written records at offsets its
+// answer does not name.
+type unackedWrite struct {
+	op         int
+	call       int64
+	producerID int64
+	records    []model.Record
+	txn        *txn
+}
+
+// committedRead is a record a read_committed fetch returned.
+type committedRead struct {
+	sighting
+	call, ret int64
+}
+
+func newNoAbortedReadFold(histories.History) invariantFold {
+	return &noAbortedReadFold{landed: map[model.Batch]bool{}, repeat: map[int]bool{}, acked: map[slot][]writtenRecordAt{},
+		repeats: map[slot][]writtenRecordAt{}, unacked: map[model.Partition][]unackedWrite{}}
+}
+
+func (f *noAbortedReadFold) add(op *histories.Op) {
+	if op.Kind == model.Produce {
+		repeat := false
+		if op.Req.ProducerID != model.NoProducerID {
+			id := model.BatchOf(op.Req)
+			repeat = f.landed[id]
+			f.landed[id] = f.landed[id] || op.Result.Succeeded() || op.Result.Undecided()
 		}
-		for _, read := range fetchedRecords(fetch) {
-			if v, bad := a.uncommittedRead(read, fetch); bad {
-				violations = append(violations, v)
-			}
+		if op.Req.TransactionalID != "" {
+			f.repeat[op.ID] = repeat // until it joins its transaction
+		} else {
+			f.written(op, repeat, nil)
 		}
 	}
-	return a.verdict(NoAbortedRead, violations)
+	if isReadCommitted(*op) {
+		for _, s := range fetchedRecords(*op) {
+			f.reads = append(f.reads, committedRead{sighting: s, call: op.Call, ret: op.Return})
+		}
+	}
+}
+
+func (f *noAbortedReadFold) joined(op *histories.Op, t *txn) {
+	if repeat, ok := f.repeat[op.ID]; ok && op.Kind == model.Produce {
+		delete(f.repeat, op.ID)
+		f.written(op, repeat, t)
+	}
+}
+
+func (f *noAbortedReadFold) closed(*txn) {}
+
+// written keeps a produce's records, in the call order of the produces (a
+// transactional one comes when it joins its transaction).
+func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
+	into := f.acked
+	if repeat {
+		into = f.repeats
+	}
+	for _, s := range producedRecords(*op) {
+		into[s.slot] = insertInCallOrder(into[s.slot], writtenRecordAt{sighting: s, call: op.Call, txn: t})
+	}
+	if mayHaveWrittenUnacked(*op) {
+		list := f.unacked[op.Req.Partition]
+		w := unackedWrite{op: op.ID, call: op.Call, producerID: op.Req.ProducerID, records: slices.Clone(op.Req.Records), txn: t}
+		at := len(list)
+		for at > 0 && (list[at-1].call > w.call || list[at-1].call == w.call && list[at-1].op > w.op) {
+			at--
+		}
+		f.unacked[op.Req.Partition] = slices.Insert(list, at, w)
+	}
+}
+
+// insertInCallOrder puts w among list, which is in call order, ties by id,
+// after the other records of its own produce.
+func insertInCallOrder(list []writtenRecordAt, w writtenRecordAt) []writtenRecordAt {
+	at := len(list)
+	for at > 0 && (list[at-1].call > w.call || list[at-1].call == w.call && list[at-1].op > w.op) {
+		at--
+	}
+	return slices.Insert(list, at, w)
+}
+
+func (f *noAbortedReadFold) verdict() Verdict {
+	var violations []foldedViolation
+	for _, read := range f.reads {
+		if v, bad := f.uncommittedRead(read); bad {
+			violations = append(violations, foldedViolation{call: read.call, Violation: v})
+		}
+	}
+	return foldedVerdict(NoAbortedRead, violations)
 }
 
 // uncommittedRead reports a record that no writer it may come from had
 // committed, or begun to commit, by the time the fetch returned.
-func (a *analysis) uncommittedRead(read sighting, fetch histories.Op) (Violation, bool) {
-	writers := a.writersOf(read, fetch)
+func (f *noAbortedReadFold) uncommittedRead(read committedRead) (Violation, bool) {
+	writers := f.writersOf(read)
 	if len(writers) == 0 {
 		return Violation{}, false
 	}
-	visible := func(w histories.Op) bool {
-		t := a.txnOf[w.ID]
-		return t == nil || t.visibleBy(fetch.Return)
-	}
-	if slices.ContainsFunc(writers, visible) || slices.ContainsFunc(a.repeatsAnsweredAt(read, fetch), visible) {
+	visible := func(w writtenRecordAt) bool { return w.txn == nil || w.txn.visibleBy(read.ret) }
+	if slices.ContainsFunc(writers, visible) {
 		return Violation{}, false
 	}
+	for _, w := range f.repeats[read.slot] {
+		if w.call <= read.ret && w.sameRecord(read.sighting) && visible(w) {
+			return Violation{}, false
+		}
+	}
 	w := writers[0]
-	t := a.txnOf[w.ID]
-	related := []int{w.ID}
+	t := w.txn
+	related := []int{w.op}
 	state := "still open when the fetch returned"
 	if t.fate == fateAborted {
 		related = append(related, t.endedBy)
 		state = fmt.Sprintf("aborted by op %d", t.endedBy)
 	}
-	return Violation{Op: fetch.ID, Related: related,
+	return Violation{Op: read.op, Related: related,
 		Reason: fmt.Sprintf("read_committed fetch returned %s at %s offset %d, written by op %d in a transaction of %s (producer id %d, epoch %d) %s",
-			read.key, read.partition, read.offset, w.ID, t.transactionalID, t.producerID, t.epoch, state)}, true
+			read.key, read.partition, read.offset, w.op, t.transactionalID, t.producerID, t.epoch, state)}, true
+}
+
+// writersOf lists the produces that may have written the record a fetch
+// returned: the ones acknowledged at its slot with the same record, or else
+// the ones with no acknowledgement (an answer lost, or taken as a
+// duplicate) that sent a record like it to the same partition before the
+// fetch returned.
+func (f *noAbortedReadFold) writersOf(read committedRead) []writtenRecordAt {
+	var acked []writtenRecordAt
+	for _, w := range f.acked[read.slot] {
+		if w.sameRecord(read.sighting) {
+			acked = append(acked, w)
+		}
+	}
+	if len(acked) > 0 {
+		return acked
+	}
+	var maybe []writtenRecordAt
+	for _, w := range f.unacked[read.partition] {
+		if w.call > read.ret {
+			break
+		}
+		if sent, ok := w.sent(read.sighting); ok {
+			maybe = append(maybe, writtenRecordAt{sighting: sent, call: w.call, txn: w.txn})
+		}
+	}
+	return maybe
+}
+
+// sent is the record like read that w sent, if it sent one.
+func (w unackedWrite) sent(read sighting) (sighting, bool) {
+	for _, rec := range w.records {
+		s := sighting{op: w.op, key: rec.Key, value: rec.Value, producerID: w.producerID}
+		if s.sameRecord(read) {
+			return s, true
+		}
+	}
+	return sighting{}, false
 }

@@ -11,13 +11,13 @@ import (
 func TestNoAbortedReadReturnsRecordOfAbortedTxn(t *testing.T) {
 	b, ids := seed000()
 	read := b.fetch("R", 40000, 40001, "fares-2", 0, model.ReadCommitted, rec(40, "trip-9001", 4001), rec(42, "trip-9001", 4001))
-	v := checkNoAbortedRead(analyze(b.h))
+	v := CheckOne(b.h, NoAbortedRead)
 	requireViolation(t, v, read, "read_committed fetch returned trip-9001 at fares-2 offset 40, written by op 2 "+
 		"in a transaction of fare-writer-7 (producer id 4001, epoch 0) aborted by op 4")
 	require.Equal(t, []int{ids["A produce"], ids["B init"]}, v.Violations[0].Related)
 
 	b.op(read).Req.Isolation = model.ReadUncommitted
-	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
 }
 
 func TestNoAbortedReadOpenTxn(t *testing.T) {
@@ -25,12 +25,12 @@ func TestNoAbortedReadOpenTxn(t *testing.T) {
 	b.produce("A", 0, 1, fw0, "fares-2", 0, "trip-1")
 	read := b.fetch("R", 2, 5, "fares-2", 0, model.ReadCommitted, rec(0, "trip-1", 4001))
 	commit := b.endTxn("A", 6, 7, fw0, true)
-	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "read_committed fetch returned trip-1 at fares-2 offset 0, written by op 0 "+
+	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "read_committed fetch returned trip-1 at fares-2 offset 0, written by op 0 "+
 		"in a transaction of fare-writer-7 (producer id 4001, epoch 0) still open when the fetch returned")
 
 	// The commit called before the fetch returned: its marker may be in.
 	b.op(commit).Call = 4
-	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
 }
 
 func TestNoAbortedReadUndecidedCommitIsNoViolation(t *testing.T) {
@@ -38,7 +38,7 @@ func TestNoAbortedReadUndecidedCommitIsNoViolation(t *testing.T) {
 	b.produce("A", 0, 1, fw0, "fares-2", 0, "trip-1")
 	b.lose(b.endTxn("A", 2, 0, fw0, true))
 	b.fetch("R", 3, 4, "fares-2", 0, model.ReadCommitted, rec(0, "trip-1", 4001))
-	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
 }
 
 func TestNoAbortedReadOfUnacknowledgedWrite(t *testing.T) {
@@ -46,11 +46,11 @@ func TestNoAbortedReadOfUnacknowledgedWrite(t *testing.T) {
 	b.lose(b.produce("A", 0, 0, fw0, "fares-2", 0, "trip-1"))
 	b.endTxn("A", 2, 3, fw0, false)
 	read := b.fetch("R", 4, 5, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
-	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "")
+	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "")
 
 	// A record no operation sent is left to the other checks.
 	b.op(read).Result.Resp.Records[0].Key = "trip-from-nowhere"
-	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
 }
 
 func TestNoAbortedReadAbortAfterUndecidedCommit(t *testing.T) {
@@ -59,7 +59,7 @@ func TestNoAbortedReadAbortAfterUndecidedCommit(t *testing.T) {
 	b.lose(b.endTxn("A", 2, 0, fw0, true))
 	abort := b.endTxn("A", 3, 4, fw0, false) // the abort won: the commit never took effect
 	read := b.fetch("R", 5, 6, "fares-2", 0, model.ReadCommitted, rec(0, "trip-1", 4001))
-	v := checkNoAbortedRead(analyze(b.h))
+	v := CheckOne(b.h, NoAbortedRead)
 	requireViolation(t, v, read, "")
 	require.Equal(t, []int{0, abort}, v.Violations[0].Related)
 }
@@ -78,10 +78,10 @@ func TestNoAbortedReadOfABatchSentAgainAfterTheAbort(t *testing.T) {
 	again := b.produce("A", 4, 5, fw0, "fares-2", 7, "trip-1")
 	b.endTxn("A", 6, 7, fw0, true)
 	read := b.fetch("R", 8, 9, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
-	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
 
 	b.op(again).Result.Resp.BaseOffset = 9
-	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "read_committed fetch returned trip-1 at fares-2 offset 7, written by op 0 "+
+	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "read_committed fetch returned trip-1 at fares-2 offset 7, written by op 0 "+
 		"in a transaction of fare-writer-7 (producer id 4001, epoch 0) aborted by op 1")
 }
 
@@ -97,10 +97,10 @@ func TestNoAbortedReadOfAWriteSentAtTheFetchsReturn(t *testing.T) {
 	again := b.lose(b.produce("A", 9, 0, fw1, "fares-2", 0, "trip-1"))
 	b.endTxn("A", 9, 10, fw1, true)
 	read := b.fetch("R", 8, 9, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
-	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
 
 	b.op(again).Call = 10 // after the fetch returned: only the aborted send can be what it read
-	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "")
+	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "")
 
 	// The same with the batch sent again under its sequence, answered at
 	// the read's offset (TestNoAbortedReadOfABatchSentAgainAfterTheAbort).
@@ -110,8 +110,36 @@ func TestNoAbortedReadOfAWriteSentAtTheFetchsReturn(t *testing.T) {
 	again = b.produce("A", 9, 9, fw0, "fares-2", 7, "trip-1")
 	b.endTxn("A", 9, 10, fw0, true)
 	read = b.fetch("R", 8, 9, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
-	requireHeld(t, checkNoAbortedRead(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
 
 	b.op(again).Call, b.op(again).Return = 10, 10
-	requireViolation(t, checkNoAbortedRead(analyze(b.h)), read, "")
+	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "")
+}
+
+// A produce with no answer that was called after the fetch returned
+// cannot have written what the fetch read.
+func TestNoAbortedReadUnacknowledgedWriteAfterTheFetch(t *testing.T) {
+	b := &historyBuilder{}
+	read := b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(7, "trip-1", 4001))
+	late := b.lose(b.produce("A", 2, 0, fw0, "fares-2", 0, "trip-1"))
+	b.endTxn("A", 3, 4, fw0, false)
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
+
+	b.op(late).Call = 1 // called by the fetch's return: it may be the writer
+	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "")
+}
+
+// A repeat of a batch that may have landed, answered at the slot read, may
+// be the write the fetch read: its transaction's commit counts.
+func TestNoAbortedReadRepeatAnsweredAtTheSlot(t *testing.T) {
+	b := &historyBuilder{}
+	b.lose(b.produce("A", 0, 0, fw0, "fares-2", 0, "trip-1")) // may have landed
+	b.endTxn("A", 1, 2, fw0, false)
+	b.produce("A", 3, 4, fw0, "fares-2", 0, "trip-1") // the same batch, answered at offset 0
+	end := b.endTxn("A", 5, 6, fw0, true)
+	read := b.fetch("R", 7, 8, "fares-2", 0, model.ReadCommitted, rec(0, "trip-1", 4001))
+	requireHeld(t, CheckOne(b.h, NoAbortedRead))
+
+	b.op(end).Req.Commit = false
+	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "")
 }

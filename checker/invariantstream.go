@@ -58,6 +58,7 @@ func newInvariantStream(header histories.History, progress *passProgress) *invar
 // invariantFolds make the checks that are folds, by name.
 var invariantFolds = map[string]func(header histories.History) invariantFold{
 	OneLiveProducer:  newOneLiveProducerFold,
+	NoAbortedRead:    newNoAbortedReadFold,
 	OffsetsMonotonic: newOffsetsFold,
 	Progress:         newProgressFold,
 }

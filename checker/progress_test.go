@@ -35,7 +35,7 @@ func TestProgressNamesEveryPhase(t *testing.T) {
 		counted[c.phase] = counted[c.phase] || c.done > 0
 	}
 	require.Equal(t, []string{checker.Linearizable, checker.PhaseInvariants,
-		checker.ExactlyOnce, checker.NoAbortedRead}, phases)
+		checker.ExactlyOnce}, phases)
 	for _, phase := range phases {
 		require.True(t, counted[phase], "%s reports the operations it went through", phase)
 	}

@@ -69,7 +69,7 @@ type recordIndex map[slot][]sighting
 // batch that may have landed (model.Batch) names no slot: a broker answers
 // it as a duplicate, with the offset of the records first sent under it.
 // Those repeats' answers are kept apart, in the second index (see
-// repeatsAnsweredAt).
+// noAbortedReadFold.uncommittedRead).
 func indexRecords(h histories.History, progress *passProgress) (recordIndex, recordIndex) {
 	idx, repeats := recordIndex{}, recordIndex{}
 	landed := map[model.Batch]bool{}
@@ -113,22 +113,6 @@ func (a *analysis) writersOf(read sighting, fetch histories.Op) []histories.Op {
 		}
 	}
 	return maybe
-}
-
-// repeatsAnsweredAt lists the produces called by the fetch's return that
-// repeated a batch that may have landed before them and were answered at
-// the read's slot with a record like it. indexRecords names no slot for
-// them, since the answer may be the broker's to a duplicate; but when the
-// first send never landed, the repeat is a new write there, and the read
-// may be its.
-func (a *analysis) repeatsAnsweredAt(read sighting, fetch histories.Op) []histories.Op {
-	var repeats []histories.Op
-	for _, s := range a.repeats[read.slot] {
-		if w := a.byID.get(s.op); w.Call <= fetch.Return && s.sameRecord(read) {
-			repeats = append(repeats, w)
-		}
-	}
-	return repeats
 }
 
 // mayHaveWrittenUnacked reports whether a produce may have written records
