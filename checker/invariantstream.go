@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -17,6 +18,13 @@ type invariantStream struct {
 	progress *passProgress
 	folds    []invariantFold // in the order of Checks
 	added    int
+	// lastCall and lastID are the call and id of the operation that came
+	// last, when added > 0.
+	lastCall int64
+	lastID   int
+	// disorder names the first operation that came out of call order;
+	// the folds judge nothing after it.
+	disorder string
 	// collected are the operations, for the checks not yet folds.
 	collected *collectedChecks
 	// txns replays the transactions for the folds that need their fates;
@@ -79,7 +87,18 @@ func (ls txnListeners) closed(t *txn) {
 }
 
 // add judges op, the next operation in call order. op is not retained.
+// An operation out of that order makes every verdict unknown, because the
+// folds depend on it.
 func (s *invariantStream) add(op *histories.Op) {
+	if s.disorder != "" {
+		return
+	}
+	if s.added > 0 && (op.Call < s.lastCall || op.Call == s.lastCall && op.ID <= s.lastID) {
+		s.disorder = fmt.Sprintf("op %d (call %d) came after op %d (call %d): the invariants are judged in call order, ties by id",
+			op.ID, op.Call, s.lastID, s.lastCall)
+		return
+	}
+	s.lastCall, s.lastID = op.Call, op.ID
 	if s.added == 0 {
 		s.progress.begin(PhaseInvariants)
 		s.progress.start()
@@ -99,6 +118,13 @@ func (s *invariantStream) add(op *histories.Op) {
 
 // verdicts are the checks' verdicts, in the order of Checks.
 func (s *invariantStream) verdicts() []Verdict {
+	if s.disorder != "" {
+		out := make([]Verdict, len(s.folds))
+		for i := range out {
+			out[i] = Verdict{Check: Checks[1+i], Status: Unknown, Reason: s.disorder}
+		}
+		return out
+	}
 	if s.txns != nil {
 		s.txns.finish()
 	}
