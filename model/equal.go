@@ -148,7 +148,11 @@ func slicesEqual[T any](a, b []T, eq func(T, T) bool) bool {
 func Hash(s State) uint64 {
 	sum := mix(uint64(s.now), uint64(s.nextPID), uint64(s.nextMember), uint64(len(s.pids)))
 	for id, t := range s.txns {
-		sum ^= mix(hashString(id), uint64(t.pid), uint64(t.epoch), uint64(t.phase), uint64(len(t.partitions)), uint64(len(t.pending)))
+		// The times tell apart states that differ only in the order
+		// their requests took: without them such states share a bucket,
+		// and porcupine compares each new one with all of them.
+		sum ^= mix(hashString(id), uint64(t.pid), uint64(t.epoch), uint64(t.phase), uint64(len(t.partitions)), uint64(len(t.pending)),
+			uint64(t.startedAt), uint64(t.updatedAt), uint64(t.completedAt), uint64(t.pendingShownAt), uint64(len(t.unwritten)))
 	}
 	for p, ps := range s.parts {
 		sum ^= mix(hashString(string(p)), uint64(ps.log.Len()), uint64(ps.aborted.Len()), uint64(len(ps.producers)), uint64(len(ps.verifying)), uint64(ps.start))
