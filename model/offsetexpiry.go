@@ -122,10 +122,12 @@ func (s State) offsetExpiryBase(name string, g group, p Partition, loose bool) (
 // know them: ClassicGroup.computeSubscribedTopics (4.x) and
 // GroupMetadata.computeSubscribedTopics (3.9) read each member's
 // ConsumerProtocol subscription.
+//
+// Where the model does not know the chosen protocol, a member that
+// offers one protocol subscribes to its topics, because the group can
+// choose no other. A protocol whose topics the history does not give is
+// not known either.
 func (g group) subscribedTopics() (map[string]bool, bool) {
-	if g.protocol == "" {
-		return nil, false
-	}
 	topics := map[string]bool{}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[id]
@@ -135,14 +137,15 @@ func (g group) subscribedTopics() (map[string]bool, bool) {
 		found := false
 		for _, key := range m.subscription {
 			proto, list, _ := strings.Cut(key, ":")
-			if proto != g.protocol {
+			if proto != g.protocol && (g.protocol != "" || len(m.subscription) > 1) {
 				continue
+			}
+			if list == "" {
+				return nil, false
 			}
 			found = true
 			for _, t := range strings.Split(list, "+") {
-				if t != "" {
-					topics[t] = true
-				}
+				topics[t] = true
 			}
 		}
 		if !found {
