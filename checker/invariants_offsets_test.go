@@ -415,3 +415,21 @@ func TestOffsetsMonotonicConsumerGroupZombieOverload(t *testing.T) {
 	b.lose(b.consumerHeartbeat("W1", 5, 6, "g", "w1", 1))
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }
+
+// An offset past offsets.retention.minutes may have been deleted by the
+// group coordinator's cleanup, so a fetch answered -1 then is no
+// regression; before the retention has passed, it is one.
+func TestOffsetsMonotonicExpiredOffset(t *testing.T) {
+	history := func(tickMs int64) (histories.History, int) {
+		b := &historyBuilder{}
+		b.h.Expiry = model.Expiry{OffsetsRetentionMinutes: 1}
+		b.plainCommit("C", 0, 1, "g", "", -1, "trips-0", 5)
+		b.offsetFetch("C", 2, 3, "g", "trips-0", 5)
+		b.add("clock", 4, 4, model.Tick, model.Request{Ms: tickMs}, model.NewResponse())
+		return b.h, b.offsetFetch("C", 5, 6, "g", "trips-0", model.NoOffset)
+	}
+	expired, _ := history(60_000)
+	requireHeld(t, checkOffsetsMonotonic(analyze(expired)))
+	early, fetch := history(59_999)
+	requireViolation(t, checkOffsetsMonotonic(analyze(early)), fetch, "offset_fetch of group g trips-0 returned -1 after op 1 returned 5")
+}
