@@ -79,65 +79,98 @@ func (e Expiry) OffsetDue(base, now int64, sure bool) bool {
 	return now-base >= e.OffsetsRetentionMs()
 }
 
-// offsetExpiryBase is the timestamp the retention of group name's offset
-// of p counts from, and false when Kafka's condition keeps it whatever
-// the time. Judging (loose), what the model does not know of the group
-// is taken either way: the base is given wherever Kafka may expire the
-// offset.
-func (s State) offsetExpiryBase(name string, g group, p Partition, loose bool) (int64, bool) {
-	commit := g.committedTime[p]
-	topic, _ := p.Topic()
-	if cg, ok := s.consumer[name]; ok {
+// OffsetExpiryFacts is what offset expiry reads of one committed offset
+// and its group, so that a broker keeping its groups its own way
+// (impl/) decides by the same rule.
+type OffsetExpiryFacts struct {
+	// Commit is the offset's commit timestamp, and EmptySince when the
+	// group last lost its last member (currentStateTimestamp).
+	Commit, EmptySince int64
+	// Members is how many members the group has. Joined: a JoinGroup
+	// made it, so it has a protocol type, ProtocolType ("" unknown).
+	Members      int
+	Joined       bool
+	ProtocolType string
+	// Stable: no rebalance is under way.
+	Stable bool
+	// ConsumerGroup: a KIP-848 consumer group.
+	ConsumerGroup bool
+	// SubscriptionKnown: the members' subscribed topics are known, and
+	// Subscribed: one of them is the offset's topic.
+	SubscriptionKnown, Subscribed bool
+}
+
+// Base is the timestamp the offset's retention counts from, and false
+// when Kafka's condition keeps it whatever the time. Loose (judging),
+// what is not known is taken either way: the base is given wherever
+// Kafka may expire the offset.
+func (f OffsetExpiryFacts) Base(loose bool) (int64, bool) {
+	switch {
+	case f.ConsumerGroup:
 		// ConsumerGroup.offsetExpirationCondition: the commit timestamp,
 		// for a topic no member subscribes to (isSubscribedToTopic).
-		if cg.subscribes(topic, loose) {
-			return 0, false
-		}
-		return commit, true
-	}
-	switch {
-	case len(g.members) == 0 && g.generation > 0:
+		return f.Commit, !f.Subscribed
+	case f.Members == 0 && f.Joined:
 		// A joined group has a protocol type; Empty, it counts from
 		// currentStateTimestamp.
-		return g.emptySince, true
-	case len(g.members) == 0:
+		return f.EmptySince, true
+	case f.Members == 0:
 		// No protocol type: a simple consumer's offsets.
-		return commit, true
+		return f.Commit, true
+	case loose:
+		other := f.ProtocolType != "" && f.ProtocolType != "consumer"
+		return f.Commit, !(f.SubscriptionKnown && f.Subscribed) && !other
+	}
+	return f.Commit, f.SubscriptionKnown && !f.Subscribed && f.Stable && f.ProtocolType == "consumer"
+}
+
+// offsetExpiryBase is OffsetExpiryFacts.Base for group name's offset of
+// p, as the model holds the group.
+func (s State) offsetExpiryBase(name string, g group, p Partition, loose bool) (int64, bool) {
+	topic, _ := p.Topic()
+	f := OffsetExpiryFacts{Commit: g.committedTime[p], EmptySince: g.emptySince, Members: len(g.members),
+		Joined: g.generation > 0, ProtocolType: g.groupProtocolType(), Stable: !g.rebalancing()}
+	if cg, ok := s.consumer[name]; ok {
+		f.ConsumerGroup, f.Subscribed = true, cg.subscribes(topic, loose)
+		return f.Base(loose)
 	}
 	topics, known := g.subscribedTopics()
-	if loose {
-		if known && topics[topic] || g.groupProtocolType() != "" && g.groupProtocolType() != "consumer" {
-			return 0, false
-		}
-		return commit, true
-	}
-	if !known || topics[topic] || g.rebalancing() || g.groupProtocolType() != "consumer" {
-		return 0, false
-	}
-	return commit, true
+	f.SubscriptionKnown, f.Subscribed = known, topics[topic]
+	return f.Base(loose)
 }
 
 // subscribedTopics is the union of the topics g's members subscribe to
 // in the protocol the group chose, and false when the model does not
-// know them: ClassicGroup.computeSubscribedTopics (4.x) and
+// know them (SubscribedTopics).
+func (g group) subscribedTopics() (map[string]bool, bool) {
+	var subscriptions [][]string
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		m := g.members[id]
+		if m.subscriptionForgotten || m.mayBeGone || m.mayBeReplaced {
+			return nil, false
+		}
+		subscriptions = append(subscriptions, m.subscription)
+	}
+	return SubscribedTopics(g.protocol, subscriptions)
+}
+
+// SubscribedTopics is the union of the topics each member subscribes to
+// in protocol, from each member's ProtocolKeys, and false when they are
+// not known: ClassicGroup.computeSubscribedTopics (4.x) and
 // GroupMetadata.computeSubscribedTopics (3.9) read each member's
 // ConsumerProtocol subscription.
 //
-// Where the model does not know the chosen protocol, a member that
-// offers one protocol subscribes to its topics, because the group can
-// choose no other. A protocol whose topics the history does not give is
-// not known either.
-func (g group) subscribedTopics() (map[string]bool, bool) {
+// Where the chosen protocol is not known (""), a member that offers one
+// protocol subscribes to its topics, because the group can choose no
+// other. A protocol whose topics the history does not give is not known
+// either.
+func SubscribedTopics(protocol string, subscriptions [][]string) (map[string]bool, bool) {
 	topics := map[string]bool{}
-	for _, id := range slices.Sorted(maps.Keys(g.members)) {
-		m := g.members[id]
-		if m.subscription == nil || m.subscriptionForgotten || m.mayBeGone || m.mayBeReplaced {
-			return nil, false
-		}
+	for _, keys := range subscriptions {
 		found := false
-		for _, key := range m.subscription {
-			proto, list, _ := strings.Cut(key, ":")
-			if proto != g.protocol && (g.protocol != "" || len(m.subscription) > 1) {
+		for _, key := range keys {
+			name, list, _ := strings.Cut(key, ":")
+			if name != protocol && (protocol != "" || len(keys) > 1) {
 				continue
 			}
 			if list == "" {
