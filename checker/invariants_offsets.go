@@ -449,9 +449,25 @@ func laterJoins(h histories.History, commit histories.Op, gen int32) []histories
 	var joins []histories.Op
 	for _, join := range h.Ops {
 		if join.Kind == model.JoinGroup && join.Result.Succeeded() && join.Req.Group == commit.Req.Group &&
-			join.Return < commit.Call && join.Result.Resp.GenerationID > gen {
+			join.Return < commit.Call && join.Result.Resp.GenerationID > gen && !remadeAfter(h, commit, join) {
 			joins = append(joins, join)
 		}
 	}
 	return joins
+}
+
+// remadeAfter reports whether commit's group was deleted and made again
+// after join returned: a later join, returned before commit was called,
+// answered a lower generation. Generations only grow in one group, and
+// the coordinator deletes an Empty group with no offsets
+// (model/offsetexpiry.go), so that the next JoinGroup starts at
+// generation 1.
+func remadeAfter(h histories.History, commit, join histories.Op) bool {
+	for _, again := range h.Ops {
+		if again.Kind == model.JoinGroup && again.Result.Succeeded() && again.Req.Group == commit.Req.Group &&
+			again.Call > join.Return && again.Return < commit.Call && again.Result.Resp.GenerationID < join.Result.Resp.GenerationID {
+			return true
+		}
+	}
+	return false
 }

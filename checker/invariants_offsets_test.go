@@ -433,3 +433,21 @@ func TestOffsetsMonotonicExpiredOffset(t *testing.T) {
 	early, fetch := history(59_999)
 	requireViolation(t, checkOffsetsMonotonic(analyze(early)), fetch, "offset_fetch of group g trips-0 returned -1 after op 1 returned 5")
 }
+
+// A group deleted once Empty (offset expiry) starts again at generation
+// 1: a commit at it is no zombie's, though an older join answered
+// generation 5. Without the later join at 1, the commit is stale.
+func TestOffsetsMonotonicGroupMadeAgain(t *testing.T) {
+	history := func(remade bool) (histories.History, int) {
+		b := &historyBuilder{}
+		b.joinGroup("C", 0, 1, "g", 5, "trips-0")
+		if remade {
+			b.joinGroup("D", 10, 11, "g", 1, "trips-0")
+		}
+		return b.h, b.plainCommit("D", 12, 13, "g", "d", 1, "trips-0", 3)
+	}
+	remade, _ := history(true)
+	requireHeld(t, checkOffsetsMonotonic(analyze(remade)))
+	stale, commit := history(false)
+	requireViolation(t, checkOffsetsMonotonic(analyze(stale)), commit, "offset_commit of group g at generation 1 accepted after op 0 returned generation 5")
+}
