@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -120,8 +121,13 @@ func backwardCommits(committed map[groupPartition][]committedOffset) []Violation
 func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffset) []Violation {
 	var violations []Violation
 	var earlier []histories.Op
+	expired := offsetExpiry(a.h)
 	for _, f := range counted(a.progress, inCallOrder(a.h.Ops)) {
 		if f.Kind != model.OffsetFetch || !f.Result.Succeeded() {
+			continue
+		}
+		if expired(f) {
+			// The group's offsets may have expired: -1 is no regression.
 			continue
 		}
 		gp := groupPartition{f.Req.Group, f.Req.Partition}
@@ -133,6 +139,23 @@ func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffse
 		earlier = append(earlier, f)
 	}
 	return violations
+}
+
+// offsetExpiry reports whether a fetch's -1 may show an offset the
+// group coordinator deleted for its age (offsets.retention.minutes,
+// model/offsetexpiry.go): the history's clock may have moved by the
+// retention between its first call and the fetch's return. An Empty
+// group's offsets count from when it became Empty, which may be before
+// the commit, so the history's start is the bound.
+func offsetExpiry(h histories.History) func(f histories.Op) bool {
+	if len(h.Ops) == 0 {
+		return func(histories.Op) bool { return false }
+	}
+	t, retention := timersOf(h), h.Expiry.OffsetsRetentionMs()
+	start := slices.MinFunc(h.Ops, func(a, b histories.Op) int { return cmp.Compare(a.Call, b.Call) }).Call
+	return func(f histories.Op) bool {
+		return f.Result.Resp.Offset == model.NoOffset && t.mayHaveFired(retention, start, f.Return)
+	}
 }
 
 func fetchBelowFetch(gp groupPartition, f histories.Op, earlier []histories.Op) (Violation, bool) {
@@ -426,9 +449,25 @@ func laterJoins(h histories.History, commit histories.Op, gen int32) []histories
 	var joins []histories.Op
 	for _, join := range h.Ops {
 		if join.Kind == model.JoinGroup && join.Result.Succeeded() && join.Req.Group == commit.Req.Group &&
-			join.Return < commit.Call && join.Result.Resp.GenerationID > gen {
+			join.Return < commit.Call && join.Result.Resp.GenerationID > gen && !remadeAfter(h, commit, join) {
 			joins = append(joins, join)
 		}
 	}
 	return joins
+}
+
+// remadeAfter reports whether commit's group was deleted and made again
+// after join returned: a later join, returned before commit was called,
+// answered a lower generation. Generations only grow in one group, and
+// the coordinator deletes an Empty group with no offsets
+// (model/offsetexpiry.go), so that the next JoinGroup starts at
+// generation 1.
+func remadeAfter(h histories.History, commit, join histories.Op) bool {
+	for _, again := range h.Ops {
+		if again.Kind == model.JoinGroup && again.Result.Succeeded() && again.Req.Group == commit.Req.Group &&
+			again.Call > join.Return && again.Return < commit.Call && again.Result.Resp.GenerationID < join.Result.Resp.GenerationID {
+			return true
+		}
+	}
+	return false
 }

@@ -415,3 +415,39 @@ func TestOffsetsMonotonicConsumerGroupZombieOverload(t *testing.T) {
 	b.lose(b.consumerHeartbeat("W1", 5, 6, "g", "w1", 1))
 	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
 }
+
+// An offset past offsets.retention.minutes may have been deleted by the
+// group coordinator's cleanup, so a fetch answered -1 then is no
+// regression; before the retention has passed, it is one.
+func TestOffsetsMonotonicExpiredOffset(t *testing.T) {
+	history := func(tickMs int64) (histories.History, int) {
+		b := &historyBuilder{}
+		b.h.Expiry = model.Expiry{OffsetsRetentionMinutes: 1}
+		b.plainCommit("C", 0, 1, "g", "", -1, "trips-0", 5)
+		b.offsetFetch("C", 2, 3, "g", "trips-0", 5)
+		b.add("clock", 4, 4, model.Tick, model.Request{Ms: tickMs}, model.NewResponse())
+		return b.h, b.offsetFetch("C", 5, 6, "g", "trips-0", model.NoOffset)
+	}
+	expired, _ := history(60_000)
+	requireHeld(t, checkOffsetsMonotonic(analyze(expired)))
+	early, fetch := history(59_999)
+	requireViolation(t, checkOffsetsMonotonic(analyze(early)), fetch, "offset_fetch of group g trips-0 returned -1 after op 1 returned 5")
+}
+
+// A group deleted once Empty (offset expiry) starts again at generation
+// 1: a commit at it is no zombie's, though an older join answered
+// generation 5. Without the later join at 1, the commit is stale.
+func TestOffsetsMonotonicGroupMadeAgain(t *testing.T) {
+	history := func(remade bool) (histories.History, int) {
+		b := &historyBuilder{}
+		b.joinGroup("C", 0, 1, "g", 5, "trips-0")
+		if remade {
+			b.joinGroup("D", 10, 11, "g", 1, "trips-0")
+		}
+		return b.h, b.plainCommit("D", 12, 13, "g", "d", 1, "trips-0", 3)
+	}
+	remade, _ := history(true)
+	requireHeld(t, checkOffsetsMonotonic(analyze(remade)))
+	stale, commit := history(false)
+	requireViolation(t, checkOffsetsMonotonic(analyze(stale)), commit, "offset_commit of group g at generation 1 accepted after op 0 returned generation 5")
+}

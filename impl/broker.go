@@ -144,6 +144,7 @@ func New(cfg Config) *Broker {
 	}
 	for i := range b.groups {
 		b.groups[i].reset(b.segmentSize)
+		b.groups[i].clock = &b.now
 	}
 	b.parts.reset(b.segmentSize)
 	b.parts.clock, b.parts.expiry = &b.now, b.expiry
@@ -190,6 +191,7 @@ func (b *Broker) Tick(ms int64) {
 	b.expireTxns()
 	b.expireMembers()
 	b.expireConsumerMembers()
+	b.expireOffsets()
 }
 
 // Restart stops the broker and starts it again on its logs: every table is

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -20,6 +21,8 @@ type groupShard struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	log    segmented[groupRecord]
+	// clock is the broker's, for each record's timestamp (expiry.go).
+	clock *atomic.Int64
 	// queued are, per group, the markers of ended transactions not
 	// written yet, in the order the transactions ended
 	// (Config.AsyncMarkers).
@@ -54,11 +57,17 @@ type group struct {
 	// pending holds transactional offsets by producer id until the
 	// transaction's marker reaches the group (KIP-447).
 	pending map[int64]map[model.Partition]pendingOffset
+	// committedTime is each committed offset's commit timestamp, and
+	// emptySince when the group last lost its last member (model:
+	// offsetexpiry.go; expiry.go here).
+	committedTime map[model.Partition]int64
+	emptySince    int64
 }
 
-// pendingOffset is a pending offset and the place of its record.
+// pendingOffset is a pending offset, the place of its record, and its
+// commit timestamp.
 type pendingOffset struct {
-	offset, at int64
+	offset, at, time int64
 }
 
 type member struct {
@@ -96,8 +105,9 @@ func (s *groupShard) lookup(name string) *group {
 	return noGroup
 }
 
-// write logs a record and applies it.
+// write logs a record, stamped with the broker's clock, and applies it.
 func (s *groupShard) write(rec groupRecord) {
+	rec = stamped(rec, s.clock.Load())
 	s.log.Append(rec)
 	s.apply(rec)
 }
@@ -109,10 +119,15 @@ func (s *groupShard) apply(rec groupRecord) {
 		s.consumer[c.group] = &state
 		return
 	}
+	if e, ok := rec.(offsetsExpired); ok && e.deleteGroup {
+		delete(s.groups, e.group) // its tombstone (expiry.go)
+		return
+	}
 	g := s.groups[rec.groupName()]
 	if g == nil {
 		g = &group{members: map[string]member{}, committed: map[model.Partition]int64{},
-			committedAt: map[model.Partition]int64{}, pending: map[int64]map[model.Partition]pendingOffset{}}
+			committedAt: map[model.Partition]int64{}, pending: map[int64]map[model.Partition]pendingOffset{},
+			committedTime: map[model.Partition]int64{}}
 		s.groups[rec.groupName()] = g
 	}
 	rec.(classicRecord).applyTo(g)
@@ -178,6 +193,7 @@ type classicRecord interface {
 // heartbeat, as Kafka writes GroupMetadata. The record owns its map.
 type membership struct {
 	group      string
+	time       int64 // stamped by write
 	generation int32
 	answered   int32
 	leader     string
@@ -190,6 +206,7 @@ type membership struct {
 // pendingOffsets is a TxnOffsetCommit waiting for its transaction's marker.
 type pendingOffsets struct {
 	group      string
+	time       int64 // stamped by write
 	producerID int64
 	offsets    map[model.Partition]int64
 }
@@ -199,6 +216,7 @@ type pendingOffsets struct {
 // a pending one (model: group.withCommitted).
 type committedOffsets struct {
 	group   string
+	time    int64 // stamped by write
 	offsets map[model.Partition]int64
 }
 
@@ -218,11 +236,14 @@ func (r committedOffsets) groupName() string { return r.group }
 func (r committedOffsets) applyTo(g *group) {
 	g.writes++
 	for p, off := range r.offsets {
-		g.committed[p], g.committedAt[p] = off, g.writes
+		g.committed[p], g.committedAt[p], g.committedTime[p] = off, g.writes, r.time
 	}
 }
 
 func (r membership) applyTo(g *group) {
+	if len(g.members) > 0 && len(r.members) == 0 {
+		g.emptySince = r.time
+	}
 	g.generation, g.answered, g.leader = r.generation, r.answered, r.leader
 	g.protocol, g.protocolGen = r.protocol, r.protocolGen
 	g.members = maps.Clone(r.members)
@@ -236,7 +257,7 @@ func (r pendingOffsets) applyTo(g *group) {
 	}
 	g.writes++
 	for p, off := range r.offsets {
-		pending[p] = pendingOffset{offset: off, at: g.writes}
+		pending[p] = pendingOffset{offset: off, at: g.writes, time: r.time}
 	}
 }
 
@@ -244,7 +265,7 @@ func (r txnMarker) applyTo(g *group) {
 	if r.commit {
 		for p, o := range g.pending[r.producerID] {
 			if at, ok := g.committedAt[p]; !ok || o.at > at {
-				g.committed[p], g.committedAt[p] = o.offset, o.at
+				g.committed[p], g.committedAt[p], g.committedTime[p] = o.offset, o.at, o.time
 			}
 		}
 	}

@@ -14,7 +14,7 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():        20,
 		reflect.TypeFor[partState]():      5,
 		reflect.TypeFor[producerEntry]():  4,
-		reflect.TypeFor[group]():          16,
+		reflect.TypeFor[group]():          18,
 		reflect.TypeFor[member]():         14,
 		reflect.TypeFor[Options]():        15, // compared whole (==)
 		reflect.TypeFor[consumerGroup]():  5,

@@ -709,7 +709,7 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 	g := st.s.groups[r.Group]
 	g.writes++
 	for p, off := range r.Offsets {
-		offsets[p] = pendingOffset{offset: off, at: g.writes}
+		offsets[p] = pendingOffset{offset: off, at: g.writes, time: st.s.now}
 	}
 	pending[r.Group] = offsets
 	t.pending = pending

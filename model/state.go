@@ -146,6 +146,9 @@ func (p Phase) String() string {
 type pendingOffset struct {
 	offset int64
 	at     int64
+	// time is the commit's timestamp on the broker's clock, which the
+	// offset keeps once its transaction commits (offsetexpiry.go).
+	time int64
 }
 
 // txnMeta is the coordinator's record of one transactional.id.
@@ -330,6 +333,11 @@ type group struct {
 	// transactional offset records written there (see pendingOffset).
 	committedAt map[Partition]int64
 	writes      int64
+	// committedTime is each committed offset's commit timestamp, and
+	// emptySince when the group last lost its last member: what offset
+	// expiry counts from (offsetexpiry.go).
+	committedTime map[Partition]int64
+	emptySince    int64
 	// unsettled are the partitions whose offsets a transaction's end
 	// settled and no answer has shown settled yet (see settling).
 	unsettled map[Partition]bool
@@ -454,6 +462,9 @@ func (s *State) setGroup(name string, g group) {
 	s.groups = maps.Clone(s.groups)
 	if s.groups == nil {
 		s.groups = map[string]group{}
+	}
+	if len(s.groups[name].members) > 0 && len(g.members) == 0 {
+		g.emptySince = s.now // Kafka's currentStateTimestamp (offsetexpiry.go)
 	}
 	s.groups[name] = g
 }
