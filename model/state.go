@@ -78,6 +78,11 @@ type Options struct {
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
 	ConsumerSessionTimeoutMs int64
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes when
+	// OffsetMetadataMaxKnown; when not known, a commit's metadata may be
+	// taken or refused (offsetmetadata.go).
+	OffsetMetadataMaxBytes int
+	OffsetMetadataMaxKnown bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -144,8 +149,9 @@ func (p Phase) String() string {
 // recordOffset; 3.9 GroupMetadata.completePendingTxnOffsetCommit,
 // olderThan).
 type pendingOffset struct {
-	offset int64
-	at     int64
+	offset   int64
+	at       int64
+	metadata string
 }
 
 // txnMeta is the coordinator's record of one transactional.id.
@@ -330,6 +336,9 @@ type group struct {
 	// transactional offset records written there (see pendingOffset).
 	committedAt map[Partition]int64
 	writes      int64
+	// metadata is each committed offset's metadata string, where it is
+	// not "" (offsetmetadata.go).
+	metadata map[Partition]string
 	// unsettled are the partitions whose offsets a transaction's end
 	// settled and no answer has shown settled yet (see settling).
 	unsettled map[Partition]bool
@@ -385,7 +394,11 @@ func (s State) String() string {
 		if gr.syncDue != 0 {
 			fmt.Fprintf(&b, "awaiting the leader's SyncGroup of generation %d ", gr.syncDue)
 		}
-		fmt.Fprintf(&b, "committed %v; ", gr.committed)
+		fmt.Fprintf(&b, "committed %v", gr.committed)
+		if len(gr.metadata) > 0 {
+			fmt.Fprintf(&b, " with metadata %v", gr.metadata)
+		}
+		b.WriteString("; ")
 	}
 	for _, g := range slices.Sorted(maps.Keys(s.consumer)) {
 		fmt.Fprintf(&b, "consumer group %s: %s; ", g, s.consumer[g])
