@@ -54,11 +54,15 @@ type group struct {
 	// pending holds transactional offsets by producer id until the
 	// transaction's marker reaches the group (KIP-447).
 	pending map[int64]map[model.Partition]pendingOffset
+	// metadata is each committed offset's metadata, where not "".
+	metadata map[model.Partition]string
 }
 
-// pendingOffset is a pending offset and the place of its record.
+// pendingOffset is a pending offset, the place of its record, and its
+// metadata.
 type pendingOffset struct {
 	offset, at int64
+	metadata   string
 }
 
 type member struct {
@@ -192,14 +196,16 @@ type pendingOffsets struct {
 	group      string
 	producerID int64
 	offsets    map[model.Partition]int64
+	metadata   map[model.Partition]string
 }
 
 // committedOffsets is a plain OffsetCommit: its offsets are committed as
 // soon as the record is written, and the record written later wins over
 // a pending one (model: group.withCommitted).
 type committedOffsets struct {
-	group   string
-	offsets map[model.Partition]int64
+	group    string
+	offsets  map[model.Partition]int64
+	metadata map[model.Partition]string
 }
 
 // txnMarker is a COMMIT or ABORT reaching the group: pending offsets of the
@@ -220,6 +226,7 @@ func (r committedOffsets) applyTo(g *group) {
 	for p, off := range r.offsets {
 		g.committed[p], g.committedAt[p] = off, g.writes
 	}
+	g.withMetadata(r.offsets, r.metadata)
 }
 
 func (r membership) applyTo(g *group) {
@@ -236,7 +243,7 @@ func (r pendingOffsets) applyTo(g *group) {
 	}
 	g.writes++
 	for p, off := range r.offsets {
-		pending[p] = pendingOffset{offset: off, at: g.writes}
+		pending[p] = pendingOffset{offset: off, at: g.writes, metadata: r.metadata[p]}
 	}
 }
 
@@ -245,6 +252,7 @@ func (r txnMarker) applyTo(g *group) {
 		for p, o := range g.pending[r.producerID] {
 			if at, ok := g.committedAt[p]; !ok || o.at > at {
 				g.committed[p], g.committedAt[p] = o.offset, o.at
+				setMetadata(g, p, o.metadata)
 			}
 		}
 	}
@@ -501,6 +509,8 @@ func (b *Broker) offsetFetch(r model.Request) model.Result {
 	if off, ok := g.committed[r.Partition]; ok {
 		resp.Offset = off
 	}
+	resp.Metadata = g.metadata[r.Partition]
+	resp.MetadataSaid = resp.Metadata != ""
 	return model.OK(resp)
 }
 
@@ -521,7 +531,7 @@ func (b *Broker) offsetCommit(r model.Request) model.Result {
 		sh.write(membership{group: r.Group, generation: g.generation, answered: g.answered, leader: g.leader, members: members,
 			protocol: g.protocol, protocolGen: g.protocolGen})
 	}
-	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets)})
+	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets), metadata: maps.Clone(r.OffsetMetadata)})
 	return done()
 }
 
