@@ -225,7 +225,18 @@ func describeSuccess(op histories.Op) string {
 		if resp.Offset == model.NoOffset {
 			return "no offset"
 		}
+		if resp.MetadataSaid {
+			return fmt.Sprintf("offset %d, metadata %q", resp.Offset, resp.Metadata)
+		}
 		return fmt.Sprintf("offset %d", resp.Offset)
+	case model.OffsetCommit, model.TxnOffsetCommit:
+		if len(resp.PartitionErrors) > 0 {
+			var refused []string
+			for _, p := range slices.Sorted(maps.Keys(resp.PartitionErrors)) {
+				refused = append(refused, fmt.Sprintf("%s rejected: %s", p, resp.PartitionErrors[p]))
+			}
+			return "ok, but " + strings.Join(refused, ", ")
+		}
 	case model.Fetch:
 		return describeFetched(resp)
 	case model.DeleteRecords:

@@ -86,3 +86,18 @@ func TestDescribeStaticMember(t *testing.T) {
 	require.Equal(t, "`commit_offsets()` trips-0 → 7 (generation 2) as instance pricer-1", does)
 	require.Equal(t, "rejected: FENCED_INSTANCE_ID", result)
 }
+
+// A commit refused for some partitions alone names them, and a fetch
+// that says the committed metadata shows it.
+func TestDescribePartitionErrorsAndMetadata(t *testing.T) {
+	b := &historyBuilder{}
+	commit := b.plainCommit("C", 0, 1, "g", "", -1, "trips-0", 7)
+	b.op(commit).Req.Offsets["trips-1"] = 8
+	b.op(commit).Result.Resp.PartitionErrors = map[model.Partition]model.Code{"trips-1": model.OffsetMetadataTooLarge}
+	fetch := b.offsetFetch("C", 2, 3, "g", "trips-0", 7)
+	b.op(fetch).Result.Resp.Metadata, b.op(fetch).Result.Resp.MetadataSaid = "batch-7", true
+	_, result := describe(b.h.Ops[commit])
+	require.Equal(t, "ok, but trips-1 rejected: OFFSET_METADATA_TOO_LARGE", result)
+	_, result = describe(b.h.Ops[fetch])
+	require.Equal(t, `offset 7, metadata "batch-7"`, result)
+}

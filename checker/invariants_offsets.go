@@ -59,9 +59,12 @@ func (a *analysis) committedOffsets() map[groupPartition][]committedOffset {
 		if !ok {
 			continue
 		}
-		for _, p := range sortedPartitions(op.Req.Offsets) {
+		// A partition refused alone (offset metadata too large)
+		// committed nothing.
+		taken := model.CommittedOffsets(op.Req.Offsets, op.Result)
+		for _, p := range sortedPartitions(taken) {
 			gp := groupPartition{op.Req.Group, p}
-			c.offset = op.Req.Offsets[p]
+			c.offset = taken[p]
 			committed[gp] = append(committed[gp], c)
 		}
 	}
@@ -300,7 +303,7 @@ func givenAbove(h histories.History, commit histories.Op, epoch int32, other fun
 			continue
 		}
 		for _, p := range *resp.MemberAssignment {
-			if _, mine := commit.Req.Offsets[p]; mine {
+			if _, mine := model.CommittedOffsets(commit.Req.Offsets, commit.Result)[p]; mine {
 				return op, member, p, true
 			}
 		}
@@ -368,7 +371,7 @@ func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) 
 	}
 	for _, given := range laterAssignments(h, commit, last.Result.Resp.GenerationID) {
 		for _, p := range given.Result.Resp.Assignment {
-			if _, mine := commit.Req.Offsets[p]; mine && given.Process() != client {
+			if _, mine := model.CommittedOffsets(commit.Req.Offsets, commit.Result)[p]; mine && given.Process() != client {
 				return Violation{Op: commit.ID, Related: []int{last.ID, given.ID},
 					Reason: fmt.Sprintf("%s of group %s for %s with no generation (%s) accepted from %s, whose last join (op %d) answered generation %d, after op %d gave %s to %s at generation %d",
 						commit.Kind, commit.Req.Group, p, noGenerationName(commit.Kind), client, last.ID, last.Result.Resp.GenerationID, given.ID, p, given.Process(), assignedGeneration(given))}, true

@@ -450,4 +450,29 @@ func TestOffsetsMonotonicGroupMadeAgain(t *testing.T) {
 	requireHeld(t, checkOffsetsMonotonic(analyze(remade)))
 	stale, commit := history(false)
 	requireViolation(t, checkOffsetsMonotonic(analyze(stale)), commit, "offset_commit of group g at generation 1 accepted after op 0 returned generation 5")
+// A commit whose answer refused one partition alone (its metadata too
+// large) committed the others and not that one: offsets-monotonic
+// judges each partition by its own answer.
+func TestOffsetsMonotonicPartitionRefusedAlone(t *testing.T) {
+	b := &historyBuilder{}
+	b.plainCommit("A", 0, 1, "g", "", -1, "trips-0", 6)
+	b.plainCommit("A", 2, 3, "g", "", -1, "trips-1", 6)
+	partial := b.plainCommit("B", 4, 5, "g", "", -1, "trips-0", 3)
+	b.op(partial).Req.Offsets["trips-1"] = 9
+	b.op(partial).Result.Resp.PartitionErrors = map[model.Partition]model.Code{"trips-0": model.OffsetMetadataTooLarge}
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	b.offsetFetch("A", 6, 7, "g", "trips-0", 6)
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	// The refused partition's offset does not count, so a fetch of it
+	// that shows the offset before is right, and one of the taken
+	// partition that shows the offset before is not.
+	stale := b.offsetFetch("A", 10, 11, "g", "trips-1", 6)
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, stale, "offset_fetch of group g trips-1 returned 6 after op 2 committed 9")
+
+	// Taken whole, the commit moves trips-0 back.
+	b.op(partial).Result.Resp.PartitionErrors = nil
+	v = checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, partial, "group g trips-0 committed offset 3 after op 0 had committed 6")
 }

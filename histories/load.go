@@ -562,6 +562,9 @@ func decodeRequest(m rawObject, op *Op) error {
 	if op.Kind == model.InitProducerID && (op.Req.ProducerID == model.NoProducerID) != (op.Req.Epoch == model.NoEpoch) {
 		return errors.New("req.producer_id and req.epoch go together: both or neither")
 	}
+	if err := checkOffsetMetadata(op); err != nil {
+		return err
+	}
 	if n, known := op.APIVersion.Number(); known && n < kip939Version && (op.Req.Enable2PC || op.Req.KeepPreparedTxn) {
 		return fmt.Errorf("req.enable_2pc and req.keep_prepared_txn are InitProducerId v%d's (KIP-939), but api_version is %d", kip939Version, n)
 	}
@@ -586,6 +589,9 @@ func decodeResponse(m rawObject, op *Op) error {
 	}
 	if n, known := op.APIVersion.Number(); known && n < kip939Version && resp.OngoingTxnProducerID != model.NoProducerID {
 		return fmt.Errorf("resp.ongoing_txn_producer_id is InitProducerId v%d's (KIP-939), but api_version is %d", kip939Version, n)
+	}
+	if err := checkPartitionErrors(op, resp); err != nil {
+		return err
 	}
 	op.Result = model.OK(resp)
 	return nil

@@ -161,6 +161,26 @@ var loadRejects = []struct {
 	{"generation out of range", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
 		txnFields + `, "group": "g", "generation_id": -5, "offsets": {}}}`),
 		"op 1: txn_offset_commit: req.generation_id: -5 is out of range 0..2147483647 (or -1: absent)"},
+	{"offset_metadata of a partition not committed", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3}, "offset_metadata": {"trips-1": "m"}}}`),
+		"op 1: offset_commit: req.offset_metadata names trips-1, which req.offsets does not commit"},
+	{"offset_metadata not a string", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
+		txnFields + `, "group": "g", "offsets": {"trips-0": 3}, "offset_metadata": {"trips-0": 7}}}`),
+		"op 1: txn_offset_commit: req.offset_metadata.trips-0: must be a string, got 7"},
+	{"partition_errors of a partition not committed", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "resp": {"partition_errors": {"trips-2": "OFFSET_METADATA_TOO_LARGE"}}}`),
+		"op 1: offset_commit: resp.partition_errors names trips-2, which req.offsets does not commit"},
+	{"partition_errors the same for every partition", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "txn_offset_commit", "req": {` +
+		txnFields + `, "group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "resp": {"partition_errors": {"trips-0": "OFFSET_METADATA_TOO_LARGE", "trips-1": "OFFSET_METADATA_TOO_LARGE"}}}`),
+		`op 1: txn_offset_commit: resp.partition_errors gives every partition OFFSET_METADATA_TOO_LARGE: write it as the operation's "error"`},
+	{"partition_errors with a code Kafka does not answer", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "resp": {"partition_errors": {"trips-0": "PRODUCER_FENCED"}}}`),
+		"op 1: offset_commit: resp.partition_errors.trips-0: Kafka does not answer an OffsetCommit with PRODUCER_FENCED"},
+	{"partition_errors beside an error", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "error": "ILLEGAL_GENERATION", "resp": {"partition_errors": {"trips-0": "OFFSET_METADATA_TOO_LARGE"}}}`),
+		`op 1: offset_commit: has both "resp" and "error"; an operation has one or neither`},
+	{"offset.metadata.max.bytes not an integer", `{"format": "fencecheck/history/v1", "broker_config": {"offset.metadata.max.bytes": "4096"}, "ops": []}`,
+		`broker_config.offset.metadata.max.bytes: must be an integer, got the string "4096"`},
 	{"fetched record without offset", doc(`{"id": 1, "proc": "R", "call": 0, "return": 1, "type": "fetch", "req": ` +
 		`{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}, "resp": {"records": [{"key": "k"}]}}`),
 		"op 1: fetch: resp.records[0].offset is required"},
@@ -346,6 +366,9 @@ func TestLoadRejects(t *testing.T) {
 var loadAccepts = map[string]string{
 	"a leave naming the instance alone": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": {"group": "g", "member_id": "", "group_instance_id": "i"}, "resp": {}}`),
 	"empty":                             doc(),
+	"a commit refused for one partition's metadata": `{"format": "fencecheck/history/v1", "broker_config": {"offset.metadata.max.bytes": 3}, "ops": [` +
+		`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": {"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}, "offset_metadata": {"trips-0": "abcd", "trips-1": ""}}, "resp": {"partition_errors": {"trips-0": "OFFSET_METADATA_TOO_LARGE"}}},` +
+		`{"id": 2, "proc": "A", "call": 2, "return": 3, "type": "offset_fetch", "req": {"group": "g", "partition": "trips-1"}, "resp": {"offset": 4, "metadata": ""}}]}`,
 	"consumer_group_heartbeat": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "", "member_epoch": 0, "group_instance_id": "i", "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["trips"], "server_assignor": "uniform", "owned_partitions": []}, "resp": {"member_id": "m", "member_epoch": 1, "heartbeat_interval_ms": 5000, "assignment": []}}`,
 		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m", "member_epoch": -2, "group_instance_id": "i"}, "resp": {"member_id": "m", "member_epoch": -2}}`),
 	"api_version on requests": doc(`{"id": 0, "proc": "A", "call": 0, "return": 5, "type": "init_producer_id", "api_version": 4, "req": {"transactional_id": "t"}, "resp": {"producer_id": 1, "epoch": 0}}`,

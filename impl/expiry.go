@@ -192,6 +192,7 @@ func (r offsetsExpired) applyTo(g *group) {
 		delete(g.committed, p)
 		delete(g.committedAt, p)
 		delete(g.committedTime, p)
+		setMetadata(g, p, "")
 	}
 }
 

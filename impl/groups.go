@@ -62,12 +62,15 @@ type group struct {
 	// offsetexpiry.go; expiry.go here).
 	committedTime map[model.Partition]int64
 	emptySince    int64
+	// metadata is each committed offset's metadata, where not "".
+	metadata map[model.Partition]string
 }
 
-// pendingOffset is a pending offset, the place of its record, and its
-// commit timestamp.
+// pendingOffset is a pending offset, the place of its record, its
+// commit timestamp and its metadata.
 type pendingOffset struct {
 	offset, at, time int64
+	metadata         string
 }
 
 type member struct {
@@ -209,15 +212,17 @@ type pendingOffsets struct {
 	time       int64 // stamped by write
 	producerID int64
 	offsets    map[model.Partition]int64
+	metadata   map[model.Partition]string
 }
 
 // committedOffsets is a plain OffsetCommit: its offsets are committed as
 // soon as the record is written, and the record written later wins over
 // a pending one (model: group.withCommitted).
 type committedOffsets struct {
-	group   string
-	time    int64 // stamped by write
-	offsets map[model.Partition]int64
+	group    string
+	time     int64 // stamped by write
+	offsets  map[model.Partition]int64
+	metadata map[model.Partition]string
 }
 
 // txnMarker is a COMMIT or ABORT reaching the group: pending offsets of the
@@ -238,6 +243,7 @@ func (r committedOffsets) applyTo(g *group) {
 	for p, off := range r.offsets {
 		g.committed[p], g.committedAt[p], g.committedTime[p] = off, g.writes, r.time
 	}
+	g.withMetadata(r.offsets, r.metadata)
 }
 
 func (r membership) applyTo(g *group) {
@@ -257,7 +263,7 @@ func (r pendingOffsets) applyTo(g *group) {
 	}
 	g.writes++
 	for p, off := range r.offsets {
-		pending[p] = pendingOffset{offset: off, at: g.writes, time: r.time}
+		pending[p] = pendingOffset{offset: off, at: g.writes, time: r.time, metadata: r.metadata[p]}
 	}
 }
 
@@ -266,6 +272,7 @@ func (r txnMarker) applyTo(g *group) {
 		for p, o := range g.pending[r.producerID] {
 			if at, ok := g.committedAt[p]; !ok || o.at > at {
 				g.committed[p], g.committedAt[p], g.committedTime[p] = o.offset, o.at, o.time
+				setMetadata(g, p, o.metadata)
 			}
 		}
 	}
@@ -522,6 +529,8 @@ func (b *Broker) offsetFetch(r model.Request) model.Result {
 	if off, ok := g.committed[r.Partition]; ok {
 		resp.Offset = off
 	}
+	resp.Metadata = g.metadata[r.Partition]
+	resp.MetadataSaid = resp.Metadata != ""
 	return model.OK(resp)
 }
 
@@ -542,7 +551,7 @@ func (b *Broker) offsetCommit(r model.Request) model.Result {
 		sh.write(membership{group: r.Group, generation: g.generation, answered: g.answered, leader: g.leader, members: members,
 			protocol: g.protocol, protocolGen: g.protocolGen})
 	}
-	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets)})
+	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets), metadata: maps.Clone(r.OffsetMetadata)})
 	return done()
 }
 

@@ -100,7 +100,8 @@ func (g group) equal(o group) bool {
 		mapsEqual(g.members, o.members, member.equal) && mapsEqual(g.removed, o.removed, same) && mapsEqual(g.pending, o.pending, same) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
 		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes && g.loading == o.loading &&
-		mapsEqual(g.committedTime, o.committedTime, same) && g.emptySince == o.emptySince
+		mapsEqual(g.committedTime, o.committedTime, same) && g.emptySince == o.emptySince &&
+		mapsEqual(g.metadata, o.metadata, same)
 }
 
 func (m member) equal(o member) bool {

@@ -709,7 +709,7 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 	g := st.s.groups[r.Group]
 	g.writes++
 	for p, off := range r.Offsets {
-		offsets[p] = pendingOffset{offset: off, at: g.writes, time: st.s.now}
+		offsets[p] = pendingOffset{offset: off, at: g.writes, time: st.s.now, metadata: r.OffsetMetadata[p]}
 	}
 	pending[r.Group] = offsets
 	t.pending = pending
@@ -846,8 +846,14 @@ func (st *step) offsetFetch(r Request) outcome {
 	if off, ok := st.s.groups[r.Group].committed[r.Partition]; ok {
 		resp.Offset = off
 	}
+	// The metadata committed with the offset (offsetmetadata.go).
+	resp.Metadata = st.s.groups[r.Group].metadata[r.Partition]
+	resp.MetadataSaid = resp.Metadata != ""
 	if got := st.observed(); got != nil && got.Offset != resp.Offset {
 		return bad("committed-offset", "offset %d, but %s's committed offset for %s is %d", got.Offset, r.Group, r.Partition, resp.Offset)
+	}
+	if wrong := checkFetchedMetadata(st.observed(), r, resp.Metadata); wrong != nil {
+		return *wrong
 	}
 	out := ok(resp)
 	if r.RequireStable && st.unstableGroupWide(r.Group) {

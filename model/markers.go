@@ -129,6 +129,7 @@ func (st *step) settle(name string, offsets map[Partition]pendingOffset, commit 
 				continue
 			}
 			g.committed[p], g.committedAt[p], g.committedTime[p] = o.offset, o.at, o.time
+			g = g.withMetadata(map[Partition]int64{p: o.offset}, map[Partition]string{p: o.metadata})
 		}
 	}
 	st.s.setGroup(name, g.settling(offsets))

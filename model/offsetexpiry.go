@@ -230,12 +230,14 @@ func (s State) groupPending(name string) bool {
 // withoutOffsets is g with its committed offsets of ps deleted.
 func (g group) withoutOffsets(ps []Partition) group {
 	g = g.clonedCommitted()
+	gone := map[Partition]int64{}
 	for _, p := range ps {
 		delete(g.committed, p)
 		delete(g.committedAt, p)
 		delete(g.committedTime, p)
+		gone[p] = NoOffset
 	}
-	return g
+	return g.withMetadata(gone, nil) // an expired offset's metadata goes with it
 }
 
 // deletable reports whether the cleanup deletes group name once its

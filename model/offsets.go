@@ -34,7 +34,7 @@ func (st *step) offsetCommit(r Request) outcome {
 		m.lastSeen = st.s.now
 		g = g.withMember(r.MemberID, m)
 	}
-	st.s.setGroup(r.Group, g.withCommitted(r.Offsets, st.s.now))
+	st.s.setGroup(r.Group, g.withCommitted(r.Offsets, st.s.now).withMetadata(r.Offsets, r.OffsetMetadata))
 	return ok(NewResponse())
 }
 

@@ -78,6 +78,11 @@ type Options struct {
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
 	ConsumerSessionTimeoutMs int64
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes when
+	// OffsetMetadataMaxKnown; when not known, a commit's metadata may be
+	// taken or refused (offsetmetadata.go).
+	OffsetMetadataMaxBytes int
+	OffsetMetadataMaxKnown bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -148,7 +153,8 @@ type pendingOffset struct {
 	at     int64
 	// time is the commit's timestamp on the broker's clock, which the
 	// offset keeps once its transaction commits (offsetexpiry.go).
-	time int64
+	time     int64
+	metadata string
 }
 
 // txnMeta is the coordinator's record of one transactional.id.
@@ -338,6 +344,9 @@ type group struct {
 	// expiry counts from (offsetexpiry.go).
 	committedTime map[Partition]int64
 	emptySince    int64
+	// metadata is each committed offset's metadata string, where it is
+	// not "" (offsetmetadata.go).
+	metadata map[Partition]string
 	// unsettled are the partitions whose offsets a transaction's end
 	// settled and no answer has shown settled yet (see settling).
 	unsettled map[Partition]bool
@@ -393,7 +402,11 @@ func (s State) String() string {
 		if gr.syncDue != 0 {
 			fmt.Fprintf(&b, "awaiting the leader's SyncGroup of generation %d ", gr.syncDue)
 		}
-		fmt.Fprintf(&b, "committed %v; ", gr.committed)
+		fmt.Fprintf(&b, "committed %v", gr.committed)
+		if len(gr.metadata) > 0 {
+			fmt.Fprintf(&b, " with metadata %v", gr.metadata)
+		}
+		b.WriteString("; ")
 	}
 	for _, g := range slices.Sorted(maps.Keys(s.consumer)) {
 		fmt.Fprintf(&b, "consumer group %s: %s; ", g, s.consumer[g])

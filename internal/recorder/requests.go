@@ -407,10 +407,13 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 		for _, p := range topic.Partitions {
 			if mp, ok2 := c.partition(name, p.Partition); ok && ok2 {
 				req.Offsets[mp] = p.Offset
+				commitMetadata(&req.OffsetMetadata, mp, p.Metadata)
 			}
 		}
 	}
-	return one(c, model.TxnOffsetCommit, r.Version, req, codesOf[*kmsg.TxnOffsetCommitResponse](wire.TxnOffsetCommitCodes), nil)
+	byID := func(resp *kmsg.TxnOffsetCommitResponse) bool { return resp.Version >= commitTopicIDs }
+	return []observed{{op: c.begin(model.TxnOffsetCommit, r.Version, req),
+		answer: commitAnswer(c, model.TxnOffsetCommit, byID, txnOffsetCommitParts)}}
 }
 
 // offsetCommitTopicIDs is the first OffsetCommit that names topics by id
@@ -439,10 +442,13 @@ func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 		for _, p := range topic.Partitions {
 			if mp, ok2 := c.partition(name, p.Partition); ok && ok2 {
 				req.Offsets[mp] = p.Offset
+				commitMetadata(&req.OffsetMetadata, mp, p.Metadata)
 			}
 		}
 	}
-	return one(c, model.OffsetCommit, r.Version, req, codesOf[*kmsg.OffsetCommitResponse](wire.OffsetCommitCodes), nil)
+	byID := func(resp *kmsg.OffsetCommitResponse) bool { return resp.Version >= offsetCommitTopicIDs }
+	return []observed{{op: c.begin(model.OffsetCommit, r.Version, req),
+		answer: commitAnswer(c, model.OffsetCommit, byID, offsetCommitParts)}}
 }
 
 func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
@@ -713,13 +719,16 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 		}
 		answer := answerWith(c, model.OffsetFetch,
 			func(resp *kmsg.OffsetFetchResponse) []int16 {
-				_, code := c.fetchedOffset(resp, gp)
+				_, _, code := c.fetchedOffset(resp, gp)
 				return []int16{code}
 			},
 			func(resp *kmsg.OffsetFetchResponse) model.Response {
 				out := model.NewResponse()
-				offset, _ := c.fetchedOffset(resp, gp)
+				offset, metadata, _ := c.fetchedOffset(resp, gp)
 				out.Offset = max(offset, model.NoOffset)
+				// The metadata committed with the offset, written where
+				// it is not empty so that most answers stay as short.
+				out.Metadata, out.MetadataSaid = metadata, metadata != ""
 				return out
 			})
 		ops = append(ops, observed{op: c.begin(model.OffsetFetch, r.Version, req), answer: answer})
@@ -729,37 +738,38 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 
 // fetchedOffset is the answer for one partition: a group's error speaks
 // for its partitions, and a partition the answer leaves out is an error.
-func (c *Client) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition) (int64, int16) {
+// The metadata is the one committed with the offset; "" when none.
+func (c *Client) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition) (int64, string, int16) {
 	if resp.Version < 8 {
 		if resp.ErrorCode != 0 {
-			return model.NoOffset, resp.ErrorCode
+			return model.NoOffset, "", resp.ErrorCode
 		}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if t.Topic == gp.topic && p.Partition == gp.partition {
-					return p.Offset, p.ErrorCode
+					return p.Offset, wire.Nullable(p.Metadata), p.ErrorCode
 				}
 			}
 		}
-		return model.NoOffset, kerr.UnknownServerError.Code
+		return model.NoOffset, "", kerr.UnknownServerError.Code
 	}
 	for _, g := range resp.Groups {
 		if g.Group != gp.group {
 			continue
 		}
 		if g.ErrorCode != 0 {
-			return model.NoOffset, g.ErrorCode
+			return model.NoOffset, "", g.ErrorCode
 		}
 		for _, t := range g.Topics {
 			name, ok := c.topic(t.Topic, t.TopicID, resp.Version >= offsetFetchTopicIDs)
 			for _, p := range t.Partitions {
 				if ok && name == gp.topic && p.Partition == gp.partition {
-					return p.Offset, p.ErrorCode
+					return p.Offset, wire.Nullable(p.Metadata), p.ErrorCode
 				}
 			}
 		}
 	}
-	return model.NoOffset, kerr.UnknownServerError.Code
+	return model.NoOffset, "", kerr.UnknownServerError.Code
 }
 
 // partition is the history's name of a cluster partition, false when its
