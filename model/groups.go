@@ -926,10 +926,13 @@ func (st *step) pendingOffset(group string, p Partition) string {
 
 // badFetchAll says why got is not an answer Kafka gives to an OffsetFetch
 // of all of group's partitions, "" when it is one. want is the model's
-// answer. With require_stable, a partition whose transaction's marker may
-// still be on its way (unsettled) may be listed at its offset, listed as
-// UNSTABLE_OFFSET_COMMIT, or, when the marker is what committed its first
-// offset, not listed, as the single-partition fetch takes it.
+// answer. A broker known to refuse a whole group's stable fetch while
+// any of its offsets is pending (UnstableOffsetsGroupWide) may list
+// every committed partition as unstable. With require_stable, a
+// partition whose transaction's marker may still be on its way
+// (unsettled) may be listed at its offset, listed as
+// UNSTABLE_OFFSET_COMMIT, or, when the marker is what committed its
+// first offset, not listed, as the single-partition fetch takes it.
 func (st *step) badFetchAll(r Request, g group, want, got Response) string {
 	for _, p := range got.Unstable {
 		if _, listed := got.FetchedOffsets[p]; listed {
@@ -954,7 +957,7 @@ func (st *step) badFetchAll(r Request, g group, want, got Response) string {
 			return fmt.Sprintf("%s of %s listed as UNSTABLE_OFFSET_COMMIT, but the fetch did not ask for stable offsets", p, r.Group)
 		case !committed:
 			return fmt.Sprintf("%s of %s listed as UNSTABLE_OFFSET_COMMIT, but a partition with no committed offset is not listed", p, r.Group)
-		case !slices.Contains(want.Unstable, p) && !g.unsettled[p]:
+		case !slices.Contains(want.Unstable, p) && !g.unsettled[p] && !st.unstableGroupWide(r.Group):
 			return fmt.Sprintf("%s of %s listed as UNSTABLE_OFFSET_COMMIT, but no transaction holds an offset pending for it", p, r.Group)
 		}
 	}
