@@ -445,6 +445,33 @@ func TestRecorderOffsetFetchOfAllPartitionsOneGroup(t *testing.T) {
 	require.Equal(t, model.GroupAuthorizationFailed, ops[0].Result.Err)
 }
 
+// TestRecorderOffsetFetchOfAllPartitionsBelowZero: a listing at a
+// negative offset, which the format cannot hold, leaves the answer
+// undecided, so that the history still loads.
+func TestRecorderOffsetFetchOfAllPartitionsBelowZero(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = "fencecheck-fare-workers"
+	corr := w.send(req, 7)
+
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	topic := kmsg.NewOffsetFetchResponseTopic()
+	topic.Topic = "fencecheck-trips"
+	none := kmsg.NewOffsetFetchResponseTopicPartition()
+	none.Partition, none.Offset = 0, -1
+	topic.Partitions = []kmsg.OffsetFetchResponseTopicPartition{none}
+	resp.Topics = []kmsg.OffsetFetchResponseTopic{topic}
+	w.answer(corr, resp, 7)
+
+	ops := w.ops()
+	require.Len(t, ops, 1)
+	require.True(t, ops[0].Result.Undecided(), "%+v", ops[0].Result)
+	var saved bytes.Buffer
+	require.NoError(t, histories.Save(&saved, histories.History{Ops: ops}))
+	_, err := histories.Load(&saved)
+	require.NoError(t, err)
+}
+
 // TestRecorderOffsetFetchOfAMember: an OffsetFetch v9+ of a KIP-848
 // consumer group's member is recorded with its member id and epoch, and
 // the group's STALE_MEMBER_EPOCH answers each partition.

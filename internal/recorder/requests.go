@@ -773,8 +773,8 @@ func (c *Client) offsetFetchAll(r *kmsg.OffsetFetchRequest, gp groupPartition, o
 // fetchedAll reads the answer to an OffsetFetch of all of group's
 // partitions: the group's error, or the partitions of the history's
 // topics it lists. A partition refused with another code than
-// UNSTABLE_OFFSET_COMMIT, or a topic whose id names none, leaves the
-// listing unknown.
+// UNSTABLE_OFFSET_COMMIT, or listed at a negative offset, or a topic
+// whose id names none, leaves the listing unknown.
 func (c *Client) fetchedAll(resp *kmsg.OffsetFetchResponse, group string) (int16, model.Response, error) {
 	out := model.NewResponse()
 	code, topics := resp.ErrorCode, resp.Topics
@@ -806,11 +806,14 @@ func (c *Client) fetchedAll(resp *kmsg.OffsetFetchResponse, group string) (int16
 				out.Unstable = append(out.Unstable, partition)
 			case p.ErrorCode != 0:
 				return 0, out, fmt.Errorf("an OffsetFetch of all partitions answers %s with error %d", partition, p.ErrorCode)
+			case p.Offset < 0:
+				// The format lists committed offsets, which are 0 or more.
+				return 0, out, fmt.Errorf("an OffsetFetch of all partitions lists %s at offset %d", partition, p.Offset)
 			default:
 				if out.FetchedOffsets == nil {
 					out.FetchedOffsets = map[model.Partition]int64{}
 				}
-				out.FetchedOffsets[partition] = max(p.Offset, model.NoOffset)
+				out.FetchedOffsets[partition] = p.Offset
 			}
 		}
 	}
