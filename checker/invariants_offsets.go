@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -129,17 +130,23 @@ func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffse
 		if f.Kind != model.OffsetFetch || !f.Result.Succeeded() {
 			continue
 		}
-		if expired(f) {
-			// The group's offsets may have expired: -1 is no regression.
-			continue
+		for _, read := range fetchedPartitions(f, committed) {
+			one := read.op
+			if expired(one) {
+				// The group's offsets may have expired: -1 is no regression.
+				continue
+			}
+			gp := groupPartition{one.Req.Group, one.Req.Partition}
+			// A fetch of all partitions with require_stable does not list
+			// a partition whose only offset waits for its marker.
+			settles := a.settlesBefore(f) && !(read.unlisted && a.markerWindow())
+			if v, bad := fetchBelowFetch(gp, one, earlier); bad {
+				violations = append(violations, v)
+			} else if v, bad := fetchBelowCommit(gp, one, committed[gp], settles); bad {
+				violations = append(violations, v)
+			}
+			earlier = append(earlier, one)
 		}
-		gp := groupPartition{f.Req.Group, f.Req.Partition}
-		if v, bad := fetchBelowFetch(gp, f, earlier); bad {
-			violations = append(violations, v)
-		} else if v, bad := fetchBelowCommit(gp, f, committed[gp], a.settlesBefore(f)); bad {
-			violations = append(violations, v)
-		}
-		earlier = append(earlier, f)
 	}
 	return violations
 }
@@ -159,6 +166,50 @@ func offsetExpiry(h histories.History) func(f histories.Op) bool {
 	return func(f histories.Op) bool {
 		return f.Result.Resp.Offset == model.NoOffset && t.mayHaveFired(retention, start, f.Return)
 	}
+}
+
+// partitionRead is one partition's offset as a fetch answered it.
+type partitionRead struct {
+	op histories.Op
+	// unlisted: a fetch of all partitions left the partition out, which
+	// reads as no offset.
+	unlisted bool
+}
+
+// fetchedPartitions is fetch f as one read per partition. A fetch of all
+// partitions reads each partition it listed at its offset, and each
+// partition of its group that a commit names and it did not list as no
+// offset (-1). A partition it listed as UNSTABLE_OFFSET_COMMIT reads
+// nothing.
+func fetchedPartitions(f histories.Op, committed map[groupPartition][]committedOffset) []partitionRead {
+	if !f.Req.AllPartitions {
+		return []partitionRead{{op: f}}
+	}
+	resp := f.Result.Resp
+	seen := map[model.Partition]bool{}
+	for gp := range committed {
+		if gp.group == f.Req.Group {
+			seen[gp.partition] = true
+		}
+	}
+	for p := range resp.FetchedOffsets {
+		seen[p] = true
+	}
+	var reads []partitionRead
+	for _, p := range slices.Sorted(maps.Keys(seen)) {
+		if slices.Contains(resp.Unstable, p) {
+			continue
+		}
+		one := f
+		one.Req.Partition, one.Req.AllPartitions = p, false
+		one.Result.Resp = model.NewResponse()
+		off, listed := resp.FetchedOffsets[p]
+		if listed {
+			one.Result.Resp.Offset = off
+		}
+		reads = append(reads, partitionRead{op: one, unlisted: !listed})
+	}
+	return reads
 }
 
 func fetchBelowFetch(gp groupPartition, f histories.Op, earlier []histories.Op) (Violation, bool) {
@@ -184,9 +235,12 @@ func fetchBelowFetch(gp groupPartition, f histories.Op, earlier []histories.Op) 
 // GroupCoordinatorTest#testFetchPendingTxnOffsetsWithCommit,
 // OffsetMetadataManagerTest#testFetchOffsetsWithPendingTransactionalOffsets).
 func (a *analysis) settlesBefore(f histories.Op) bool {
-	window := a.h.AsyncMarkers || a.h.WallClock
-	return !window || f.Req.RequireStable
+	return !a.markerWindow() || f.Req.RequireStable
 }
+
+// markerWindow reports whether the history's broker may answer EndTxn
+// before its markers land.
+func (a *analysis) markerWindow() bool { return a.h.AsyncMarkers || a.h.WallClock }
 
 // fetchBelowCommit finds a commit that returned before fetch f was
 // called with an offset above f's answer. Where markers may be in

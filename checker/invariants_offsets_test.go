@@ -73,6 +73,49 @@ func TestOffsetsMonotonicFetchBelowCommitted(t *testing.T) {
 	require.Equal(t, 0, commit)
 }
 
+// A fetch of all partitions reads each partition it lists, and a
+// partition a commit names that it leaves out reads as no offset. One it
+// lists as UNSTABLE_OFFSET_COMMIT reads nothing.
+func TestOffsetsMonotonicFetchOfAllPartitions(t *testing.T) {
+	b := &historyBuilder{}
+	commit := b.plainCommit("A", 0, 1, "g", "", -1, "trips-0", 6)
+	b.offsetFetchAll("B", 2, 3, "g", map[model.Partition]int64{"trips-0": 6})
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	below := b.offsetFetchAll("B", 4, 5, "g", map[model.Partition]int64{"trips-0": 3})
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, below, "offset_fetch of group g trips-0 returned 3 after op 1 returned 6")
+
+	b.op(below).Result.Resp.FetchedOffsets = nil
+	v = checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, below, "offset_fetch of group g trips-0 returned -1 after op 1 returned 6")
+
+	b.op(below).Result.Resp.Unstable = []model.Partition{"trips-0"}
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+	require.Equal(t, 0, commit)
+}
+
+// In the marker window a fetch of all partitions with require_stable may
+// leave out a partition whose only offset waits for its marker. It must
+// still list one that a plain commit set.
+func TestOffsetsMonotonicFetchOfAllPartitionsInTheMarkerWindow(t *testing.T) {
+	b := &historyBuilder{}
+	b.commitOffset("A", 0, ctp, 1, 6)
+	fetch := b.offsetFetchAll("B", 4, 5, "g", nil)
+	b.op(fetch).Req.RequireStable = true
+	requireViolation(t, checkOffsetsMonotonic(analyze(b.h)), fetch, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+
+	b.h.AsyncMarkers = true
+	requireHeld(t, checkOffsetsMonotonic(analyze(b.h)))
+
+	plain := b.plainCommit("C", 6, 7, "g", "", -1, "trips-1", 2)
+	later := b.offsetFetchAll("B", 8, 9, "g", map[model.Partition]int64{"trips-0": 6})
+	b.op(later).Req.RequireStable = true
+	v := checkOffsetsMonotonic(analyze(b.h))
+	requireViolation(t, v, later, "offset_fetch of group g trips-1 returned -1 after op 3 committed 2")
+	require.Equal(t, []int{plain}, v.Violations[0].Related)
+}
+
 // In the marker window a fetch that does not ask for stable offsets may
 // answer the offset before a commit whose EndTxn returned, until the
 // group's marker lands. With require_stable it may not.

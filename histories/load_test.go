@@ -39,6 +39,20 @@ var loadRejects = []struct {
 		"op 1: consumer_group_heartbeat: req.member_epoch is required"},
 	{"consumer_group_heartbeat owning a topic", doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m", "member_epoch": 1, "owned_partitions": ["trips"]}}`),
 		`op 1: consumer_group_heartbeat: req.owned_partitions[0]: "trips" is not a partition written "topic-N"`},
+	{"offset_fetch of no partition", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_fetch", "req": {"group": "g"}}`),
+		"op 1: offset_fetch: req.partition is required (or req.all_partitions: true)"},
+	{"offset_fetch of one partition and all", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_fetch", "req": {"group": "g", "partition": "in-0", "all_partitions": true}}`),
+		"op 1: offset_fetch: req.partition and req.all_partitions contradict: an offset_fetch names one partition or asks for all, not both"},
+	{"offset_fetch of all partitions below v2", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_fetch", "api_version": 1, "req": {"group": "g", "all_partitions": true}}`),
+		"op 1: offset_fetch: req.all_partitions is OffsetFetch v2's (topics null, KIP-88), but api_version is 1"},
+	{"offset_fetch of all partitions answered one offset", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "all_partitions": true}, "resp": {"offset": 4}}`),
+		"op 1: offset_fetch: resp.offset answers one partition, but req.all_partitions asks for all: list them in resp.offsets"},
+	{"offset_fetch of one partition answered a list", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "partition": "in-0"}, "resp": {"offsets": {"in-0": 4}}}`),
+		"op 1: offset_fetch: resp.offsets and resp.unstable answer a fetch of all partitions, but req names in-0 alone"},
+	{"offset_fetch listing a partition twice", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "all_partitions": true, "require_stable": true}, "resp": {"offsets": {"in-0": 4}, "unstable": ["in-0"]}}`),
+		"op 1: offset_fetch: resp.offsets and resp.unstable contradict: in-0 is listed at offset 4 and as UNSTABLE_OFFSET_COMMIT"},
+	{"offset_fetch listing a topic", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "all_partitions": true, "require_stable": true}, "resp": {"unstable": ["in"]}}`),
+		`op 1: offset_fetch: resp.unstable[0]: "in" is not a partition written "topic-N"`},
 	{"trailing data", doc() + ` {}`, "more data after the JSON document"},
 	{"not an object", `[]`, "document: must be an object, got an array"},
 	{"format missing", `{"ops": []}`, "format is required"},
@@ -378,6 +392,10 @@ var loadAccepts = map[string]string{
 	// A newer Kafka's version, and codes that Kafka sends only at other
 	// versions: error-codes judges them (checker's tests); a recording
 	// of another broker stays usable.
+	// OffsetFetch with topics null: every partition with an offset.
+	"offset_fetch of all partitions": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "api_version": 8, "req": {"group": "g", "all_partitions": true, "require_stable": true}, "resp": {"offsets": {"in-0": 4}, "unstable": ["in-1"]}}`,
+		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "offset_fetch", "req": {"group": "g", "partition": null, "all_partitions": true}, "resp": {"offset": -1}}`,
+		`{"id": 2, "proc": "A", "call": 4, "return": 5, "type": "offset_fetch", "req": {"group": "g", "partition": "in-0", "all_partitions": false}, "resp": {"offset": 4, "offsets": {}, "unstable": []}}`),
 	// A simple commit sends no member and generation -1.
 	"offset_commit of a simple consumer": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": {"group": "g", "offsets": {"in-0": 4}}, "resp": {}}`,
 		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "offset_commit", "req": {"group": "g", "member_id": "", "generation_id": -1, "offsets": {"in-0": 5}}, "error": "REBALANCE_IN_PROGRESS"}`),

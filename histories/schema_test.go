@@ -44,6 +44,7 @@ var beyondSchema = map[string]string{
 	"offset_metadata of a partition not committed":  "a schema cannot compare one member's keys with another's",
 	"partition_errors of a partition not committed": "a schema cannot compare one member's keys with another's",
 	"partition_errors the same for every partition": "a schema cannot compare an object's values with each other",
+	"offset_fetch listing a partition twice":        "a schema cannot compare the keys of one member with the items of another",
 }
 
 // historySchema is the compiled schema.

@@ -147,10 +147,15 @@ func (d *differential) actions() map[string]func(*rapid.T) {
 		"FetchCommitted": func(t *rapid.T) { d.fetch(t, model.ReadCommitted) },
 		"FetchAll":       func(t *rapid.T) { d.fetch(t, model.ReadUncommitted) },
 		"FetchOffsets":   d.offsetFetch,
-		"Tick":           d.tick,
-		"RestartBroker":  func(*rapid.T) { d.ref.Restart(); d.impl.Restart() },
-		"LandMarkers":    func(*rapid.T) { d.ref.LandMarkers(); d.impl.LandMarkers() },
-		"":               func(t *rapid.T) { d.logsAgree(t) },
+		"FetchAllOffsets": func(t *rapid.T) {
+			r := offsetFetchReq(rapid.SampledFrom([]string{theGroup, "other"}).Draw(t, "group"), "", rapid.Bool().Draw(t, "require stable"))
+			r.AllPartitions = true
+			d.send(t, model.OffsetFetch, r)
+		},
+		"Tick":          d.tick,
+		"RestartBroker": func(*rapid.T) { d.ref.Restart(); d.impl.Restart() },
+		"LandMarkers":   func(*rapid.T) { d.ref.LandMarkers(); d.impl.LandMarkers() },
+		"":              func(t *rapid.T) { d.logsAgree(t) },
 	}
 }
 

@@ -518,12 +518,11 @@ func (b *Broker) offsetFetch(r model.Request) model.Result {
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
-	if r.RequireStable {
-		for _, pending := range g.pending {
-			if _, ok := pending[r.Partition]; ok {
-				return model.Fail(model.UnstableOffsetCommit)
-			}
-		}
+	if r.AllPartitions {
+		return model.OK(g.fetchAll(r.RequireStable))
+	}
+	if r.RequireStable && g.pendingFor(r.Partition) {
+		return model.Fail(model.UnstableOffsetCommit)
 	}
 	resp := model.NewResponse()
 	if off, ok := g.committed[r.Partition]; ok {
@@ -532,6 +531,34 @@ func (b *Broker) offsetFetch(r model.Request) model.Result {
 	resp.Metadata = g.metadata[r.Partition]
 	resp.MetadataSaid = resp.Metadata != ""
 	return model.OK(resp)
+}
+
+// pendingFor reports whether a transaction holds a pending offset for p.
+func (g *group) pendingFor(p model.Partition) bool {
+	for _, pending := range g.pending {
+		if _, ok := pending[p]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchAll answers an OffsetFetch of all partitions: each partition with a
+// committed offset at it, or, with require_stable and a pending offset,
+// as unstable (model: offsetFetchAll).
+func (g *group) fetchAll(requireStable bool) model.Response {
+	resp := model.NewResponse()
+	for _, p := range slices.Sorted(maps.Keys(g.committed)) {
+		if requireStable && g.pendingFor(p) {
+			resp.Unstable = append(resp.Unstable, p)
+			continue
+		}
+		if resp.FetchedOffsets == nil {
+			resp.FetchedOffsets = map[model.Partition]int64{}
+		}
+		resp.FetchedOffsets[p] = g.committed[p]
+	}
+	return resp
 }
 
 // offsetCommit is a consumer's plain OffsetCommit: validated as Kafka's

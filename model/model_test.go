@@ -203,6 +203,7 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	if kind == model.OffsetFetch {
 		r.MemberEpoch = int32(intArg(t, td, "member-epoch", 0))
+		r.AllPartitions = td.HasArg("all")
 		op.Req = r
 	}
 	return op
@@ -267,6 +268,11 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 	}
 	r.PartitionErrors = partitionErrors(t, td)
 	parseConsumerAnswer(t, td, &r)
+	// An offset fetch of all partitions: got-offsets=(foo-0:100) lists
+	// the partitions at their offsets, got-unstable=(foo-1) those
+	// answered UNSTABLE_OFFSET_COMMIT.
+	r.FetchedOffsets = offsetsArg(t, td, "got-offsets")
+	r.Unstable = partitions(td, "got-unstable")
 	if arg, ok := td.Arg("got-records"); ok {
 		for _, v := range arg.Vals {
 			if v != "" {
@@ -423,16 +429,24 @@ func assignments(t *testing.T, td *datadriven.TestData) map[string][]model.Parti
 
 // offsets reads offsets=(trips-0:6,trips-1:3).
 func offsets(t *testing.T, td *datadriven.TestData) map[model.Partition]int64 {
-	arg, ok := td.Arg("offsets")
+	return offsetsArg(t, td, "offsets")
+}
+
+// offsetsArg reads key=(trips-0:6,trips-1:3); key=() is an empty map.
+func offsetsArg(t *testing.T, td *datadriven.TestData, key string) map[model.Partition]int64 {
+	arg, ok := td.Arg(key)
 	if !ok {
 		return nil
 	}
 	m := map[model.Partition]int64{}
 	for _, v := range arg.Vals {
+		if v == "" {
+			continue
+		}
 		p, off, _ := strings.Cut(v, ":")
 		n, err := strconv.ParseInt(off, 10, 64)
 		if err != nil {
-			td.Fatalf(t, "offsets=%s: %v", v, err)
+			td.Fatalf(t, "%s=%s: %v", key, v, err)
 		}
 		m[model.Partition(p)] = n
 	}
@@ -514,6 +528,9 @@ func render(kind model.Kind, res model.Result) string {
 	case model.SyncGroup:
 		return fmt.Sprintf("assigned %v", r.Assignment)
 	case model.OffsetFetch:
+		if r.FetchedOffsets != nil || r.Unstable != nil {
+			return renderFetchedOffsets(r)
+		}
 		if r.MetadataSaid {
 			return fmt.Sprintf("offset %d metadata %q", r.Offset, r.Metadata)
 		}
@@ -538,6 +555,20 @@ func render(kind model.Kind, res model.Result) string {
 		return fmt.Sprintf("%shw %d lso %d", b.String(), r.HighWatermark, r.LastStableOffset)
 	}
 	return "ok"
+}
+
+// renderFetchedOffsets is an offset fetch of all partitions' answer:
+// offsets (foo-0:100 ...), then unstable (foo-1 ...).
+func renderFetchedOffsets(r model.Response) string {
+	var listed []string
+	for _, p := range slices.Sorted(maps.Keys(r.FetchedOffsets)) {
+		listed = append(listed, fmt.Sprintf("%s:%d", p, r.FetchedOffsets[p]))
+	}
+	out := fmt.Sprintf("offsets (%s)", strings.Join(listed, ","))
+	if len(r.Unstable) > 0 {
+		out += fmt.Sprintf(" unstable %v", r.Unstable)
+	}
+	return out
 }
 
 // allowArg is the deviations a transcript's reset allows (allow=NAME,...).

@@ -178,6 +178,10 @@ type Request struct {
 	// follows as a sync_group op; false: the whole round.
 	JoinOnly      bool
 	RequireStable bool
+	// AllPartitions: an offset_fetch of every partition the group has an
+	// offset for (OffsetFetch with topics null, as an admin's
+	// listConsumerGroupOffsets sends it); Partition is "" then.
+	AllPartitions bool
 	// EmptyGroup: a group request whose group id is the empty string, as
 	// a client sent it (Group is "" then too). Kafka refuses it with
 	// INVALID_GROUP_ID to a JoinGroup, SyncGroup, Heartbeat, LeaveGroup
@@ -295,6 +299,11 @@ type Response struct {
 	MemberEpoch         int32
 	HeartbeatIntervalMs int64
 	MemberAssignment    *[]Partition
+	// FetchedOffsets is an offset_fetch of all partitions' answer: each
+	// partition it listed with its committed offset. Unstable are the
+	// partitions it listed with UNSTABLE_OFFSET_COMMIT (require_stable).
+	FetchedOffsets map[Partition]int64
+	Unstable       []Partition
 }
 
 // NewResponse is a Response with every optional number at its sentinel.
