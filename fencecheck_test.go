@@ -1,8 +1,11 @@
 package fencecheck_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,4 +46,71 @@ func TestTestFailsWithTheBugReport(t *testing.T) {
 	fencecheck.Test(rec, buggy, fencecheck.Options{Scenarios: []string{"no-such-scenario"}, Checks: 1})
 	require.True(t, rec.failed)
 	require.True(t, strings.Contains(rec.errors[0], "unknown scenario"), rec.errors[0])
+}
+
+// losesStep is a broker whose target's clock loses step at the third
+// request of each interleaving while losing is set, as a Kafka target's
+// does on a machine too busy for its time scale.
+type losesStep struct {
+	model.Target
+	losing   *atomic.Bool
+	requests int
+}
+
+func (l *losesStep) CatchUp() (int64, error) {
+	l.requests++
+	if l.requests == 3 && l.losing.Load() {
+		return 0, errors.New("the target's clock lost step with the broker's: a timer it kept may have fired")
+	}
+	return 0, nil
+}
+
+// logsOnce records the lines logged, and stops the clock losing step
+// once Test says that it explores a scenario again.
+type logsOnce struct {
+	firstLines
+	losing *atomic.Bool
+	again  bool
+	logged []string
+}
+
+func (l *logsOnce) Logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	l.logged = append(l.logged, line)
+	if strings.Contains(line, "exploring it once more") && !l.again {
+		l.again = true
+		l.losing.Store(false)
+	}
+}
+
+// A scenario whose exploration ends in NO VERDICT, because the target's
+// clock lost step, is explored once more with the same seed, and the
+// first answer is logged with its bug report. When the machine has room
+// again the second holds and the test passes; a second NO VERDICT fails
+// it.
+func TestTestExploresALostStepOnceMore(t *testing.T) {
+	for _, busyAgain := range []bool{false, true} {
+		losing := &atomic.Bool{}
+		losing.Store(true)
+		target := func() (model.Target, error) {
+			return &losesStep{Target: impl.New(impl.Config{TxnVersion: 2}), losing: losing}, nil
+		}
+		rec := &logsOnce{losing: losing}
+		if busyAgain {
+			rec.losing = &atomic.Bool{} // Test's line does not give the machine room
+		}
+		dir := t.TempDir()
+		fencecheck.Test(rec, target, fencecheck.Options{Scenarios: []string{"stable-id"}, Checks: 20, Seed: 3, ShrinkTime: time.Second, Out: dir})
+		require.True(t, rec.again, "explored once more")
+		require.Contains(t, strings.Join(rec.logged, "\n"), "stable-id: NO VERDICT, because the target's clock lost step; bug report: "+dir+"/stable-id-lost-step")
+		_, err := os.Stat(dir + "/stable-id-lost-step/history.json")
+		require.NoError(t, err, "the first NO VERDICT's bug report is written")
+		if !busyAgain {
+			require.False(t, rec.failed, "the second exploration holds: %v", rec.errors)
+			continue
+		}
+		require.True(t, rec.failed)
+		require.Len(t, rec.errors, 1)
+		require.Contains(t, rec.errors[0], "stable-id: NO VERDICT after")
+	}
 }

@@ -145,11 +145,30 @@ func offsetList(req model.Request) string {
 }
 
 func describeOffsetFetch(req model.Request) string {
-	does := fmt.Sprintf("`offset_fetch()` %s of group %s", req.Partition, req.Group)
+	what := string(req.Partition)
+	if req.AllPartitions {
+		what = "all partitions"
+	}
+	does := fmt.Sprintf("`offset_fetch()` %s of group %s", what, req.Group)
 	if req.RequireStable {
 		does += ", require_stable"
 	}
 	return does
+}
+
+// describeFetchedOffsets is an offset fetch of all partitions' answer.
+func describeFetchedOffsets(resp model.Response) string {
+	var parts []string
+	for _, p := range sortedPartitions(resp.FetchedOffsets) {
+		parts = append(parts, fmt.Sprintf("%s at %d", p, resp.FetchedOffsets[p]))
+	}
+	for _, p := range resp.Unstable {
+		parts = append(parts, fmt.Sprintf("%s unstable", p))
+	}
+	if len(parts) == 0 {
+		return "no offsets"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func recordKeys(records []model.Record) string {
@@ -222,10 +241,24 @@ func describeSuccess(op histories.Op) string {
 	case model.SyncGroup:
 		return "gets " + orNothing(joinPartitions(resp.Assignment))
 	case model.OffsetFetch:
+		if op.Req.AllPartitions {
+			return describeFetchedOffsets(resp)
+		}
 		if resp.Offset == model.NoOffset {
 			return "no offset"
 		}
+		if resp.MetadataSaid {
+			return fmt.Sprintf("offset %d, metadata %q", resp.Offset, resp.Metadata)
+		}
 		return fmt.Sprintf("offset %d", resp.Offset)
+	case model.OffsetCommit, model.TxnOffsetCommit:
+		if len(resp.PartitionErrors) > 0 {
+			var refused []string
+			for _, p := range slices.Sorted(maps.Keys(resp.PartitionErrors)) {
+				refused = append(refused, fmt.Sprintf("%s rejected: %s", p, resp.PartitionErrors[p]))
+			}
+			return "ok, but " + strings.Join(refused, ", ")
+		}
 	case model.Fetch:
 		return describeFetched(resp)
 	case model.DeleteRecords:

@@ -36,6 +36,9 @@ func TestDescribeInKafkasWords(t *testing.T) {
 		{b.joinGroup("W", 23, 24, "g", 2, "trips-0"), "`join_group()` g", "generation 2, gets trips-0"},
 		{b.joinGroup("W", 25, 26, "g", 3), "`join_group()` g", "generation 3, gets nothing"},
 		{b.offsetFetch("W", 27, 28, "g", "trips-0", -1), "`offset_fetch()` trips-0 of group g", "no offset"},
+		{b.offsetFetchAll("W", 27, 28, "g", map[model.Partition]int64{"trips-0": 6}, "trips-1"),
+			"`offset_fetch()` all partitions of group g", "trips-0 at 6, trips-1 unstable"},
+		{b.offsetFetchAll("W", 27, 28, "g", nil), "`offset_fetch()` all partitions of group g", "no offsets"},
 		{b.fetch("R", 29, 30, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001)),
 			"`fetch()` fares-2 from 0 read_committed", "trip-9001@42, hw -1, lso -1"},
 		{b.timeoutAbort(31, fw1), "coordinator aborts expired txn", "fare-writer-7 now producer id 4001, epoch 1"},
@@ -85,4 +88,19 @@ func TestDescribeStaticMember(t *testing.T) {
 	does, result := describe(b.h.Ops[commit])
 	require.Equal(t, "`commit_offsets()` trips-0 → 7 (generation 2) as instance pricer-1", does)
 	require.Equal(t, "rejected: FENCED_INSTANCE_ID", result)
+}
+
+// A commit refused for some partitions alone names them, and a fetch
+// that says the committed metadata shows it.
+func TestDescribePartitionErrorsAndMetadata(t *testing.T) {
+	b := &historyBuilder{}
+	commit := b.plainCommit("C", 0, 1, "g", "", -1, "trips-0", 7)
+	b.op(commit).Req.Offsets["trips-1"] = 8
+	b.op(commit).Result.Resp.PartitionErrors = map[model.Partition]model.Code{"trips-1": model.OffsetMetadataTooLarge}
+	fetch := b.offsetFetch("C", 2, 3, "g", "trips-0", 7)
+	b.op(fetch).Result.Resp.Metadata, b.op(fetch).Result.Resp.MetadataSaid = "batch-7", true
+	_, result := describe(b.h.Ops[commit])
+	require.Equal(t, "ok, but trips-1 rejected: OFFSET_METADATA_TOO_LARGE", result)
+	_, result = describe(b.h.Ops[fetch])
+	require.Equal(t, `offset 7, metadata "batch-7"`, result)
 }

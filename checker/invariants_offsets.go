@@ -2,6 +2,8 @@ package checker
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"sort"
 
@@ -13,22 +15,38 @@ import (
 // move backward, neither as commits nor as offset_fetch answers, and no
 // offset commit of a stale generation (KIP-447), or of a stale member epoch
 // in a KIP-848 consumer group, succeeds. A refused commit commits nothing,
-// so it is never counted.
+// so it is never counted, and a partition a commit's answer refused alone
+// (offset metadata too large) is not counted either (model.CommittedOffsets).
 //
 // A commit is judged once it is known to have committed: a plain one at
 // its call, a transactional one when its transaction commits. Every commit
 // that returned before its call is known by then, and so is every commit
 // that returned before a fetch's call. So the fold holds, for each group
 // partition, one entry per committed offset and per offset_fetch answer
-// (they are judged against every earlier one), the open transactions'
-// offset commits, and a copy of every join_group, sync_group and
-// consumer_group_heartbeat, which the generations are judged by.
+// above -1 (they are judged against every earlier one), the open
+// transactions' offset commits, and a copy of every join_group, sync_group
+// and consumer_group_heartbeat, which the generations are judged by.
+//
+// A fetch's finding may wait for the end, because two things it depends
+// on may come later. A -1 is no regression once the group's offsets may
+// have expired, and a tick called by the fetch's return may still come
+// (offsetExpiry). A fetch of all partitions reads a partition it left
+// out as -1 only when some commit of the history names that partition
+// (fetchedPartitions), and that commit may come later. So the fold also
+// holds the findings of the fetches whose verdict waits, one list each.
 type offsetsFold struct {
 	header    histories.History
 	committed map[groupPartition][]committedOffset // each in the call order of its commits
 	fetches   map[groupPartition][]fetchedOffset   // in call order
-	pending   map[*txn][]pendingOffsets
-	found     []foldedViolation // backward commits and fetches, as found
+	// parts are the partitions of each group that a commit or an answer
+	// above -1 named, so that a fetch of all partitions reads them.
+	parts   map[string]map[model.Partition]bool
+	pending map[*txn][]pendingOffsets
+	found   []foldedViolation // backward commits and fetches, as found
+	// waiting are the fetches whose finding waits for the end.
+	waiting []waitingFetch
+	// expiry says when the group's offsets may have expired.
+	expiry expiryClock
 	// generations judges the commits' generations.
 	generations generationsFold
 }
@@ -48,16 +66,40 @@ type pendingOffsets struct {
 	group   string
 }
 
+// waitingFetch is a fetch's findings, one per partition read in the order
+// of the partitions, until the first that holds whatever comes later.
+type waitingFetch struct {
+	call     int64
+	findings []fetchFinding
+}
+
+// fetchFinding is one partition's read found below an earlier one, and
+// what it still depends on.
+type fetchFinding struct {
+	Violation
+	// ret is the fetch's return; minusOne: the read is -1, so it counts
+	// only if the offsets may not have expired by ret.
+	ret      int64
+	minusOne bool
+	// unknown: a fetch of all partitions left the partition out, and no
+	// commit of it was known yet, so it counts only if one comes.
+	unknown bool
+	gp      groupPartition
+}
+
 func newOffsetsFold(header histories.History) invariantFold {
 	return &offsetsFold{header: header, committed: map[groupPartition][]committedOffset{},
-		fetches: map[groupPartition][]fetchedOffset{}, pending: map[*txn][]pendingOffsets{},
+		fetches: map[groupPartition][]fetchedOffset{}, parts: map[string]map[model.Partition]bool{},
+		pending:     map[*txn][]pendingOffsets{},
+		expiry:      expiryClock{wall: header.WallClock, retention: header.Expiry.OffsetsRetentionMs()},
 		generations: generationsFold{commits: map[int]bool{}, consumerGroups: map[string]bool{}}}
 }
 
 func (f *offsetsFold) add(op *histories.Op) {
+	f.expiry.add(op)
 	f.generations.add(op)
 	if op.Kind == model.OffsetCommit && op.Result.Succeeded() {
-		f.commit(op.Req.Group, op.Req.Offsets, op.Call, committedOffset{op: op.ID, call: op.Call, ret: op.Return, by: []int{op.ID}, settled: true})
+		f.commit(op.Req.Group, model.CommittedOffsets(op.Req.Offsets, op.Result), op.Call, committedOffset{op: op.ID, call: op.Call, ret: op.Return, by: []int{op.ID}, settled: true})
 	}
 	if op.Kind == model.OffsetFetch && op.Result.Succeeded() {
 		f.fetched(op)
@@ -66,7 +108,8 @@ func (f *offsetsFold) add(op *histories.Op) {
 
 func (f *offsetsFold) joined(op *histories.Op, t *txn) {
 	if op.Kind == model.TxnOffsetCommit && op.Result.Succeeded() {
-		f.pending[t] = append(f.pending[t], pendingOffsets{op: op.ID, call: op.Call, offsets: op.Req.Offsets, group: op.Req.Group})
+		f.pending[t] = append(f.pending[t], pendingOffsets{op: op.ID, call: op.Call,
+			offsets: model.CommittedOffsets(op.Req.Offsets, op.Result), group: op.Req.Group})
 	}
 }
 
@@ -84,6 +127,7 @@ func (f *offsetsFold) closed(t *txn) {
 func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, opCall int64, c committedOffset) {
 	for _, p := range sortedPartitions(offsets) {
 		gp := groupPartition{group, p}
+		f.named(gp)
 		c.offset = offsets[p]
 		list := f.committed[gp]
 		for _, earlier := range list {
@@ -104,30 +148,198 @@ func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, op
 	}
 }
 
+// named notes that gp's partition is one of its group's.
+func (f *offsetsFold) named(gp groupPartition) {
+	ps := f.parts[gp.group]
+	if ps == nil {
+		ps = map[model.Partition]bool{}
+		f.parts[gp.group] = ps
+	}
+	ps[gp.partition] = true
+}
+
 // fetched judges an offset_fetch answer against the earlier answers and
-// the commits that returned before it was called.
+// the commits that returned before it was called, one partition at a
+// time (fetchedPartitions).
 func (f *offsetsFold) fetched(op *histories.Op) {
-	gp := groupPartition{op.Req.Group, op.Req.Partition}
-	got := op.Result.Resp.Offset
-	judged := false
-	for _, e := range f.fetches[gp] {
-		if e.ret < op.Call && got < e.offset {
-			f.found = append(f.found, foldedViolation{call: op.Call, Violation: Violation{Op: op.ID, Related: []int{e.op},
-				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d returned %d", gp, got, e.op, e.offset)}})
-			judged = true
+	var w waitingFetch
+	decided := false // a finding that holds whatever comes later is found
+	for _, read := range f.fetchedPartitions(op) {
+		gp, got := read.gp, read.offset
+		v, bad := f.fetchBelowFetch(gp, op, got)
+		if !bad {
+			// A fetch of all partitions with require_stable does not
+			// list a partition whose only offset waits for its marker.
+			settles := f.settlesBefore(op) && !(read.unlisted && f.markerWindow())
+			v, bad = fetchBelowCommit(gp, op.ID, op.Call, got, f.committed[gp], settles)
+		}
+		if got > model.NoOffset {
+			// A -1 binds no later answer, because none is below it.
+			f.named(gp)
+			f.fetches[gp] = append(f.fetches[gp], fetchedOffset{op: op.ID, ret: op.Return, offset: got})
+		}
+		if !bad || decided {
+			continue
+		}
+		one := fetchFinding{Violation: v, ret: op.Return, gp: gp,
+			minusOne: got == model.NoOffset, unknown: read.unlisted && len(f.committed[gp]) == 0}
+		if one.minusOne {
+			if expired, known := f.expiry.expired(one.ret); known {
+				if expired {
+					// The group's offsets may have expired: -1 is no
+					// regression.
+					continue
+				}
+				one.minusOne = false
+			}
+		}
+		w.findings = append(w.findings, one)
+		decided = !one.waits()
+	}
+	switch {
+	case len(w.findings) == 0:
+	case !w.findings[0].waits():
+		f.found = append(f.found, foldedViolation{call: op.Call, Violation: w.findings[0].Violation})
+	default:
+		w.call = op.Call
+		f.waiting = append(f.waiting, w)
+	}
+}
+
+// waits reports whether the finding depends on what may come later.
+func (x fetchFinding) waits() bool { return x.minusOne || x.unknown }
+
+// settle judges the fetches whose findings waited, once the history has
+// ended: each fetch's first finding that holds is its violation.
+func (f *offsetsFold) settle() {
+	for _, w := range f.waiting {
+		for _, x := range w.findings {
+			if x.unknown && len(f.committed[x.gp]) == 0 {
+				continue
+			}
+			if expired, _ := f.expiry.expired(x.ret); x.minusOne && expired {
+				continue
+			}
+			f.found = append(f.found, foldedViolation{call: w.call, Violation: x.Violation})
 			break
 		}
 	}
-	if !judged {
-		settles := !(f.header.AsyncMarkers || f.header.WallClock) || op.Req.RequireStable
-		if v, bad := fetchBelowCommit(gp, *op, f.committed[gp], settles); bad {
-			f.found = append(f.found, foldedViolation{call: op.Call, Violation: v})
+	f.waiting = nil
+}
+
+// partitionRead is one partition's offset as a fetch answered it.
+type partitionRead struct {
+	gp     groupPartition
+	offset int64
+	// unlisted: a fetch of all partitions left the partition out, which
+	// reads as no offset.
+	unlisted bool
+}
+
+// fetchedPartitions is fetch op as one read per partition. A fetch of all
+// partitions reads each partition it listed at its offset, and each
+// partition of its group that a commit names and it did not list as no
+// offset (-1). A partition it listed as UNSTABLE_OFFSET_COMMIT reads
+// nothing. A commit that comes later may name a partition too: the fold
+// reads each partition an earlier answer named, and a finding of one
+// that no commit has named yet waits for the end (offsetsFold).
+func (f *offsetsFold) fetchedPartitions(op *histories.Op) []partitionRead {
+	if !op.Req.AllPartitions {
+		return []partitionRead{{gp: groupPartition{op.Req.Group, op.Req.Partition}, offset: op.Result.Resp.Offset}}
+	}
+	resp := op.Result.Resp
+	seen := maps.Clone(f.parts[op.Req.Group])
+	if seen == nil {
+		seen = map[model.Partition]bool{}
+	}
+	for p := range resp.FetchedOffsets {
+		seen[p] = true
+	}
+	var reads []partitionRead
+	for _, p := range slices.Sorted(maps.Keys(seen)) {
+		if slices.Contains(resp.Unstable, p) {
+			continue
+		}
+		read := partitionRead{gp: groupPartition{op.Req.Group, p}, offset: model.NoOffset}
+		off, listed := resp.FetchedOffsets[p]
+		if listed {
+			read.offset = off
+		}
+		read.unlisted = !listed
+		reads = append(reads, read)
+	}
+	return reads
+}
+
+// fetchBelowFetch finds an earlier answer of gp, returned before fetch op
+// was called, above got.
+func (f *offsetsFold) fetchBelowFetch(gp groupPartition, op *histories.Op, got int64) (Violation, bool) {
+	for _, e := range f.fetches[gp] {
+		if e.ret < op.Call && got < e.offset {
+			return Violation{Op: op.ID, Related: []int{e.op},
+				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d returned %d", gp, got, e.op, e.offset)}, true
 		}
 	}
-	f.fetches[gp] = append(f.fetches[gp], fetchedOffset{op: op.ID, ret: op.Return, offset: got})
+	return Violation{}, false
+}
+
+// settlesBefore reports whether a commit that returned before fetch op
+// was called must show in its answer (see fetchBelowCommit).
+func (f *offsetsFold) settlesBefore(op *histories.Op) bool {
+	return !f.markerWindow() || op.Req.RequireStable
+}
+
+// markerWindow reports whether the history's broker may answer EndTxn
+// before its markers land.
+func (f *offsetsFold) markerWindow() bool { return f.header.AsyncMarkers || f.header.WallClock }
+
+// expiryClock says whether a fetch's -1 may show an offset the group
+// coordinator deleted for its age (offsets.retention.minutes,
+// model/offsetexpiry.go): the history's clock may have moved by the
+// retention between its first call and the fetch's return. An Empty
+// group's offsets count from when it became Empty, which may be before
+// the commit, so the history's start is the bound. Under ticks, the
+// clock moved by the ticks called from the start to the return, ends
+// included (timers.mayHaveFired).
+type expiryClock struct {
+	wall      bool
+	retention int64
+	added     bool
+	start     int64 // the first call
+	last      int64 // the latest call
+	moved     int64 // the ticks' sum so far
+	reached   bool  // moved reached the retention
+	at        int64 // the call of the tick that made it reach it
+}
+
+func (e *expiryClock) add(op *histories.Op) {
+	if !e.added {
+		e.added, e.start = true, op.Call
+	}
+	e.last = op.Call
+	if op.Kind != model.Tick || e.wall {
+		return
+	}
+	e.moved = min(e.moved+op.Req.Ms, math.MaxInt64/2)
+	if !e.reached && e.moved >= e.retention {
+		e.reached, e.at = true, op.Call
+	}
+}
+
+// expired reports whether the offsets may have expired by ret; known is
+// false while a tick called by ret may still come.
+func (e *expiryClock) expired(ret int64) (expired, known bool) {
+	switch {
+	case e.wall:
+		return ret-e.start >= e.retention, true
+	case e.reached:
+		return ret >= e.at, true
+	}
+	return false, e.last > ret
 }
 
 func (f *offsetsFold) verdict() Verdict {
+	f.settle()
 	violations := append(f.found, f.generations.violations()...)
 	seen := map[int]bool{}
 	kept := violations[:0]
@@ -259,11 +471,10 @@ func sortedPartitions(offsets map[model.Partition]int64) []model.Partition {
 // OffsetMetadataManager.fetchOffsets; 3.9 GroupMetadataManager.getOffsets;
 // tests: GroupCoordinatorTest#testFetchPendingTxnOffsetsWithCommit,
 // OffsetMetadataManagerTest#testFetchOffsetsWithPendingTransactionalOffsets).
-func fetchBelowCommit(gp groupPartition, f histories.Op, committed []committedOffset, settles bool) (Violation, bool) {
-	got := f.Result.Resp.Offset
+func fetchBelowCommit(gp groupPartition, id int, call, got int64, committed []committedOffset, settles bool) (Violation, bool) {
 	for _, c := range committed {
-		if (settles || c.settled) && c.ret < f.Call && got < c.offset {
-			return Violation{Op: f.ID, Related: c.by,
+		if (settles || c.settled) && c.ret < call && got < c.offset {
+			return Violation{Op: id, Related: c.by,
 				Reason: fmt.Sprintf("offset_fetch of %s returned %d after op %d committed %d", gp, got, c.op, c.offset)}, true
 		}
 	}
@@ -347,7 +558,7 @@ func givenAbove(h histories.History, commit histories.Op, epoch int32, other fun
 			continue
 		}
 		for _, p := range *resp.MemberAssignment {
-			if _, mine := commit.Req.Offsets[p]; mine {
+			if _, mine := model.CommittedOffsets(commit.Req.Offsets, commit.Result)[p]; mine {
 				return op, member, p, true
 			}
 		}
@@ -415,7 +626,7 @@ func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) 
 	}
 	for _, given := range laterAssignments(h, commit, last.Result.Resp.GenerationID) {
 		for _, p := range given.Result.Resp.Assignment {
-			if _, mine := commit.Req.Offsets[p]; mine && given.Process() != client {
+			if _, mine := model.CommittedOffsets(commit.Req.Offsets, commit.Result)[p]; mine && given.Process() != client {
 				return Violation{Op: commit.ID, Related: []int{last.ID, given.ID},
 					Reason: fmt.Sprintf("%s of group %s for %s with no generation (%s) accepted from %s, whose last join (op %d) answered generation %d, after op %d gave %s to %s at generation %d",
 						commit.Kind, commit.Req.Group, p, noGenerationName(commit.Kind), client, last.ID, last.Result.Resp.GenerationID, given.ID, p, given.Process(), assignedGeneration(given))}, true
@@ -496,9 +707,25 @@ func laterJoins(h histories.History, commit histories.Op, gen int32) []histories
 	var joins []histories.Op
 	for _, join := range h.Ops {
 		if join.Kind == model.JoinGroup && join.Result.Succeeded() && join.Req.Group == commit.Req.Group &&
-			join.Return < commit.Call && join.Result.Resp.GenerationID > gen {
+			join.Return < commit.Call && join.Result.Resp.GenerationID > gen && !remadeAfter(h, commit, join) {
 			joins = append(joins, join)
 		}
 	}
 	return joins
+}
+
+// remadeAfter reports whether commit's group was deleted and made again
+// after join returned: a later join, returned before commit was called,
+// answered a lower generation. Generations only grow in one group, and
+// the coordinator deletes an Empty group with no offsets
+// (model/offsetexpiry.go), so that the next JoinGroup starts at
+// generation 1.
+func remadeAfter(h histories.History, commit, join histories.Op) bool {
+	for _, again := range h.Ops {
+		if again.Kind == model.JoinGroup && again.Result.Succeeded() && again.Req.Group == commit.Req.Group &&
+			again.Call > join.Return && again.Return < commit.Call && again.Result.Resp.GenerationID < join.Result.Resp.GenerationID {
+			return true
+		}
+	}
+	return false
 }

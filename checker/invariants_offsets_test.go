@@ -73,6 +73,49 @@ func TestOffsetsMonotonicFetchBelowCommitted(t *testing.T) {
 	require.Equal(t, 0, commit)
 }
 
+// A fetch of all partitions reads each partition it lists, and a
+// partition a commit names that it leaves out reads as no offset. One it
+// lists as UNSTABLE_OFFSET_COMMIT reads nothing.
+func TestOffsetsMonotonicFetchOfAllPartitions(t *testing.T) {
+	b := &historyBuilder{}
+	commit := b.plainCommit("A", 0, 1, "g", "", -1, "trips-0", 6)
+	b.offsetFetchAll("B", 2, 3, "g", map[model.Partition]int64{"trips-0": 6})
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+
+	below := b.offsetFetchAll("B", 4, 5, "g", map[model.Partition]int64{"trips-0": 3})
+	v := CheckOne(b.h, OffsetsMonotonic)
+	requireViolation(t, v, below, "offset_fetch of group g trips-0 returned 3 after op 1 returned 6")
+
+	b.op(below).Result.Resp.FetchedOffsets = nil
+	v = CheckOne(b.h, OffsetsMonotonic)
+	requireViolation(t, v, below, "offset_fetch of group g trips-0 returned -1 after op 1 returned 6")
+
+	b.op(below).Result.Resp.Unstable = []model.Partition{"trips-0"}
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+	require.Equal(t, 0, commit)
+}
+
+// In the marker window a fetch of all partitions with require_stable may
+// leave out a partition whose only offset waits for its marker. It must
+// still list one that a plain commit set.
+func TestOffsetsMonotonicFetchOfAllPartitionsInTheMarkerWindow(t *testing.T) {
+	b := &historyBuilder{}
+	b.commitOffset("A", 0, ctp, 1, 6)
+	fetch := b.offsetFetchAll("B", 4, 5, "g", nil)
+	b.op(fetch).Req.RequireStable = true
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), fetch, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+
+	b.h.AsyncMarkers = true
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+
+	plain := b.plainCommit("C", 6, 7, "g", "", -1, "trips-1", 2)
+	later := b.offsetFetchAll("B", 8, 9, "g", map[model.Partition]int64{"trips-0": 6})
+	b.op(later).Req.RequireStable = true
+	v := CheckOne(b.h, OffsetsMonotonic)
+	requireViolation(t, v, later, "offset_fetch of group g trips-1 returned -1 after op 3 committed 2")
+	require.Equal(t, []int{plain}, v.Violations[0].Related)
+}
+
 // In the marker window a fetch that does not ask for stable offsets may
 // answer the offset before a commit whose EndTxn returned, until the
 // group's marker lands. With require_stable it may not.
@@ -414,4 +457,111 @@ func TestOffsetsMonotonicConsumerGroupZombieOverload(t *testing.T) {
 	b.op(zombie).Proc = "W1"
 	b.lose(b.consumerHeartbeat("W1", 5, 6, "g", "w1", 1))
 	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+}
+
+// An offset past offsets.retention.minutes may have been deleted by the
+// group coordinator's cleanup, so a fetch answered -1 then is no
+// regression; before the retention has passed, it is one.
+func TestOffsetsMonotonicExpiredOffset(t *testing.T) {
+	history := func(tickMs int64) (histories.History, int) {
+		b := &historyBuilder{}
+		b.h.Expiry = model.Expiry{OffsetsRetentionMinutes: 1}
+		b.plainCommit("C", 0, 1, "g", "", -1, "trips-0", 5)
+		b.offsetFetch("C", 2, 3, "g", "trips-0", 5)
+		b.add("clock", 4, 4, model.Tick, model.Request{Ms: tickMs}, model.NewResponse())
+		return b.h, b.offsetFetch("C", 5, 6, "g", "trips-0", model.NoOffset)
+	}
+	expired, _ := history(60_000)
+	requireHeld(t, CheckOne(expired, OffsetsMonotonic))
+	early, fetch := history(59_999)
+	requireViolation(t, CheckOne(early, OffsetsMonotonic), fetch, "offset_fetch of group g trips-0 returned -1 after op 1 returned 5")
+}
+
+// A group deleted once Empty (offset expiry) starts again at generation
+// 1: a commit at it is no zombie's, though an older join answered
+// generation 5. Without the later join at 1, the commit is stale.
+func TestOffsetsMonotonicGroupMadeAgain(t *testing.T) {
+	history := func(remade bool) (histories.History, int) {
+		b := &historyBuilder{}
+		b.joinGroup("C", 0, 1, "g", 5, "trips-0")
+		if remade {
+			b.joinGroup("D", 10, 11, "g", 1, "trips-0")
+		}
+		return b.h, b.plainCommit("D", 12, 13, "g", "d", 1, "trips-0", 3)
+	}
+	remade, _ := history(true)
+	requireHeld(t, CheckOne(remade, OffsetsMonotonic))
+	stale, commit := history(false)
+	requireViolation(t, CheckOne(stale, OffsetsMonotonic), commit, "offset_commit of group g at generation 1 accepted after op 0 returned generation 5")
+}
+
+// A commit whose answer refused one partition alone (its metadata too
+// large) committed the others and not that one: offsets-monotonic
+// judges each partition by its own answer.
+func TestOffsetsMonotonicPartitionRefusedAlone(t *testing.T) {
+	b := &historyBuilder{}
+	b.plainCommit("A", 0, 1, "g", "", -1, "trips-0", 6)
+	b.plainCommit("A", 2, 3, "g", "", -1, "trips-1", 6)
+	partial := b.plainCommit("B", 4, 5, "g", "", -1, "trips-0", 3)
+	b.op(partial).Req.Offsets["trips-1"] = 9
+	b.op(partial).Result.Resp.PartitionErrors = map[model.Partition]model.Code{"trips-0": model.OffsetMetadataTooLarge}
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+	b.offsetFetch("A", 6, 7, "g", "trips-0", 6)
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+
+	// The refused partition's offset does not count, so a fetch of it
+	// that shows the offset before is right, and one of the taken
+	// partition that shows the offset before is not.
+	stale := b.offsetFetch("A", 10, 11, "g", "trips-1", 6)
+	v := CheckOne(b.h, OffsetsMonotonic)
+	requireViolation(t, v, stale, "offset_fetch of group g trips-1 returned 6 after op 2 committed 9")
+
+	// Taken whole, the commit moves trips-0 back.
+	b.op(partial).Result.Resp.PartitionErrors = nil
+	v = CheckOne(b.h, OffsetsMonotonic)
+	requireViolation(t, v, partial, "group g trips-0 committed offset 3 after op 0 had committed 6")
+}
+
+// The fold judges a fetch in call order, but a tick called after the
+// fetch and by its return still moves the clock the retention counts
+// by. So a -1 answered then waits: the tick at 7 may have expired the
+// offset before the return at 10, and a tick at 11 may not.
+func TestOffsetsMonotonicExpiryByATickBeforeTheReturn(t *testing.T) {
+	history := func(tickAt int64) (histories.History, int) {
+		b := &historyBuilder{}
+		b.h.Expiry = model.Expiry{OffsetsRetentionMinutes: 1}
+		b.plainCommit("C", 0, 1, "g", "", -1, "trips-0", 5)
+		b.offsetFetch("C", 2, 3, "g", "trips-0", 5)
+		fetch := b.offsetFetch("C", 5, 10, "g", "trips-0", model.NoOffset)
+		b.add("clock", tickAt, tickAt, model.Tick, model.Request{Ms: 60_000}, model.NewResponse())
+		return b.h, fetch
+	}
+	within, _ := history(7)
+	requireHeld(t, CheckOne(within, OffsetsMonotonic))
+	at, _ := history(10)
+	requireHeld(t, CheckOne(at, OffsetsMonotonic))
+	after, fetch := history(11)
+	requireViolation(t, CheckOne(after, OffsetsMonotonic), fetch, "offset_fetch of group g trips-0 returned -1 after op 1 returned 5")
+}
+
+// A fetch of all partitions reads a partition it left out as -1 only when
+// a commit of the history names it, and that commit may be called after
+// the fetch. Here only an earlier answer listed trips-0 when the fetch
+// left it out.
+func TestOffsetsMonotonicFetchOfAllPartitionsCommitCalledLater(t *testing.T) {
+	b := &historyBuilder{}
+	listed := b.offsetFetchAll("B", 0, 1, "g", map[model.Partition]int64{"trips-0": 6})
+	left := b.offsetFetchAll("B", 2, 3, "g", nil)
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+
+	b.plainCommit("A", 4, 5, "g", "", -1, "trips-0", 7)
+	v := CheckOne(b.h, OffsetsMonotonic)
+	requireViolation(t, v, left, "offset_fetch of group g trips-0 returned -1 after op 0 returned 6")
+	require.Equal(t, []int{listed}, v.Violations[0].Related)
+
+	// A partition listed below an earlier answer comes after it in
+	// partition order, so the left-out one is the fetch's finding.
+	b.op(left).Result.Resp.FetchedOffsets = map[model.Partition]int64{"trips-1": 0}
+	b.op(listed).Result.Resp.FetchedOffsets["trips-1"] = 3
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), left, "offset_fetch of group g trips-0 returned -1 after op 0 returned 6")
 }

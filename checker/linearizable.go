@@ -97,7 +97,8 @@ func modelOptions(h histories.History, version int, opts Options) model.Options 
 		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification,
 		GroupMaxSize: h.GroupMaxSize, ConsumerGroupMaxSize: h.ConsumerGroupMaxSize,
 		MigrationPolicy: h.MigrationPolicy, TwoPhaseCommit: h.TwoPhaseCommit,
-		GroupMinSessionTimeoutMs: h.GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs: h.GroupMaxSessionTimeoutMs}
+		GroupMinSessionTimeoutMs: h.GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs: h.GroupMaxSessionTimeoutMs,
+		OffsetMetadataMaxBytes: h.OffsetMetadataMaxBytes, OffsetMetadataMaxKnown: h.OffsetMetadataMaxKnown}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
@@ -256,7 +257,8 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 		}
 		if noEffect(op) && model.WrongTimeoutRefusal(h.TxnMaxTimeoutMs, op.Op, op.Result) == nil &&
 			model.WrongSessionTimeoutRefusal(modelOptions(h, 0, Options{}), op.Op, op.Result) == nil &&
-			!model.JudgedByState(h.GroupMaxSize, op.Op, op.Result) {
+			!model.JudgedByState(h.GroupMaxSize, op.Op, op.Result) &&
+			!model.MetadataRefusalJudged(h.OffsetMetadataMaxKnown, op.Op, op.Result) {
 			// Kafka refused it before it wrote: any state allows it. A
 			// refusal the broker's config rules out, or makes depend on
 			// the state, is judged.

@@ -136,6 +136,16 @@ func (b *historyBuilder) offsetFetch(proc string, call, ret int64, group string,
 	return b.add(proc, call, ret, model.OffsetFetch, req, resp)
 }
 
+// offsetFetchAll adds an offset_fetch of all of group's partitions,
+// answered with listed (partition: offset) and the unstable partitions.
+func (b *historyBuilder) offsetFetchAll(proc string, call, ret int64, group string, listed map[model.Partition]int64, unstable ...model.Partition) int {
+	req := model.NewRequest()
+	req.Group, req.AllPartitions = group, true
+	resp := model.NewResponse()
+	resp.FetchedOffsets, resp.Unstable = listed, unstable
+	return b.add(proc, call, ret, model.OffsetFetch, req, resp)
+}
+
 // committedTxn is a whole transaction of s writing keys to p at base,
 // called at call and committed by call+3; it returns the produce's id.
 func (b *historyBuilder) committedTxn(proc string, call int64, s session, p model.Partition, base int64, keys ...string) int {

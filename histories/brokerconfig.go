@@ -38,13 +38,18 @@ type brokerConfig struct {
 	// twoPC is transaction.two.phase.commit.enable; unknown when not
 	// named.
 	twoPC *model.TwoPhaseCommit
+	// metadataMax is offset.metadata.max.bytes, where metadataMaxKnown.
+	metadataMax      *int
+	metadataMaxKnown *bool
 }
 
 // brokerConfig is h's "broker_config".
 func (h *History) brokerConfig() brokerConfig {
-	return brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize,
+	c := brokerConfig{&h.Expiry, &h.TxnMaxTimeoutMs, &h.NoPartitionVerification, &h.GroupMaxSize,
 		&h.ConsumerGroupMaxSize, &h.MigrationPolicy,
-		&h.GroupMinSessionTimeoutMs, &h.GroupMaxSessionTimeoutMs, &h.TwoPhaseCommit}
+		&h.GroupMinSessionTimeoutMs, &h.GroupMaxSessionTimeoutMs, &h.TwoPhaseCommit, nil, nil}
+	c.metadataMax, c.metadataMaxKnown = &h.OffsetMetadataMaxBytes, &h.OffsetMetadataMaxKnown
+	return c
 }
 
 // intervals is what an interval config, and transaction.max.timeout.ms,
@@ -64,6 +69,11 @@ var groupSizes = span{lo: 1, hi: math.MaxInt32}
 // maximum; a broker set the other way refuses every JoinGroup, and so
 // does the model.
 var sessionBounds = span{lo: 1, hi: math.MaxInt32}
+
+// metadataLimits is what offset.metadata.max.bytes may hold: Kafka
+// defines it as an INT with no bound (GroupCoordinatorConfig), and a
+// negative one refuses every metadata, the empty one too.
+var metadataLimits = span{lo: math.MinInt32, hi: math.MaxInt32}
 
 func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	m, err := asMembers(path, raw, nil)
@@ -101,6 +111,12 @@ func (c brokerConfig) decode(path string, raw json.RawMessage) error {
 	if err := take(m, path, model.GroupMaxSessionTimeoutConfig, optional, number[int64]{c.maxSession, sessionBounds}); err != nil {
 		return err
 	}
+	if has(m, model.OffsetMetadataMaxConfig) {
+		if err := take(m, path, model.OffsetMetadataMaxConfig, optional, number[int]{c.metadataMax, metadataLimits}); err != nil {
+			return err
+		}
+		*c.metadataMaxKnown = true
+	}
 	enabled := true
 	if err := take(m, path, model.PartitionVerificationConfig, optional, flag{&enabled}); err != nil {
 		return err
@@ -123,7 +139,7 @@ func (c brokerConfig) absent() bool {
 	return *c.p == model.Expiry{} && *c.maxTimeout == 0 && !*c.noVerification && *c.groupMaxSize == 0 &&
 		*c.consumerGroupMaxSize == 0 && *c.migration == model.MigrationPolicyUnknown &&
 		*c.minSession == 0 && *c.maxSession == 0 &&
-		*c.twoPC == model.TwoPhaseCommitUnknown
+		*c.twoPC == model.TwoPhaseCommitUnknown && !*c.metadataMaxKnown
 }
 
 func (c brokerConfig) encode() any {
@@ -156,6 +172,9 @@ func (c brokerConfig) encode() any {
 	}
 	if *c.twoPC != model.TwoPhaseCommitUnknown {
 		out = append(out, member{model.TwoPhaseCommitConfig, *c.twoPC == model.TwoPhaseCommitEnabled})
+	}
+	if *c.metadataMaxKnown {
+		out = append(out, member{model.OffsetMetadataMaxConfig, *c.metadataMax})
 	}
 	// Sorted by name.
 	slices.SortFunc(out, func(a, b member) int { return strings.Compare(a.key, b.key) })

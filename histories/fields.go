@@ -160,6 +160,7 @@ var (
 	// one producer id and epoch.
 	qMixedProducers = field[request]{"mixed_producers", func(r *request) codec { return flag{&r.MixedProducers} }}
 	qRequireStable  = field[request]{"require_stable", func(r *request) codec { return flag{&r.RequireStable} }}
+	qAllPartitions  = field[request]{"all_partitions", func(r *request) codec { return flag{&r.AllPartitions} }}
 	qMs             = field[request]{"ms", func(r *request) codec { return number[int64]{&r.Ms, nonNegative} }}
 )
 
@@ -200,6 +201,9 @@ var (
 	pLowWatermark = field[response]{"low_watermark", func(r *response) codec {
 		return number[int64]{&r.LowWatermark, offsets}
 	}}
+	// An offset_fetch of all partitions' answer.
+	pFetchedOffsets = field[response]{"offsets", func(r *response) codec { return partitionOffsets{&r.FetchedOffsets} }}
+	pUnstable       = partitions("unstable", func(r *response) *[]model.Partition { return &r.Unstable })
 )
 
 var recordSlots = []slot[model.Record]{
@@ -237,11 +241,12 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.AddOffsets: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroupOrEmpty.req()},
 	// The groupId-string overload sends no member and generation -1.
 	model.TxnOffsetCommit: {qTxnID.req(), qProducerID.req(), qEpoch.req(), qGroupOrEmpty.req(), qMemberID.opt(),
-		qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
+		qGeneration.opt(), qOffsets.always(), qInstanceID.opt(), qOffsetMetadata.opt()},
 	// A plain commit: the "simple" or admin commit sends no member and
 	// generation -1.
-	model.OffsetCommit: {qGroupOrEmpty.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt()},
-	model.EndTxn:       {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
+	model.OffsetCommit: {qGroupOrEmpty.req(), qMemberID.opt(), qGeneration.opt(), qOffsets.always(), qInstanceID.opt(),
+		qOffsetMetadata.opt()},
+	model.EndTxn: {qTxnIDOrEmpty.req(), qProducerID.req(), qEpoch.req(), qCommit.always()},
 	model.JoinGroup: {qGroupOrEmpty.req(), qMemberID.always(), qPartitions.always(), qSessionTimeoutMs.opt(),
 		qJoinOnly.opt(), qRebalanceTimeoutMs.opt(), qJoinProtocolType.opt(), qProtocols.opt(), qInstanceID.opt()},
 	model.SyncGroup: {qGroupOrEmpty.req(), qMemberID.req(), qGeneration.req(), qAssignments.opt(), qInstanceID.opt(),
@@ -251,7 +256,9 @@ var reqSlots = map[model.Kind][]slot[request]{
 	model.LeaveGroup: {qGroupOrEmpty.req(), qMemberID.always(), qInstanceID.opt()},
 	// OffsetFetch v9+ names the member of a KIP-848 consumer group and
 	// its epoch; an admin's fetch names neither.
-	model.OffsetFetch: {qGroupOrEmpty.req(), qPartition.req(), qRequireStable.opt(), qMemberID.opt(), qFetchMemberEpoch.opt()},
+	// A fetch of all partitions (OffsetFetch with topics null) names no
+	// partition; Load holds it to one of the two.
+	model.OffsetFetch: {qGroupOrEmpty.req(), qPartition.opt(), qRequireStable.opt(), qMemberID.opt(), qFetchMemberEpoch.opt(), qAllPartitions.opt()},
 	model.Fetch:       {qPartition.req(), qOffset.req(), qIsolation.req()},
 	model.Heartbeat:   {qGroupOrEmpty.req(), qMemberID.req(), qGeneration.req(), qInstanceID.opt()},
 	model.Tick:        {qMs.always()},
@@ -271,13 +278,13 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.AddPartitions:   {},
 	model.Produce:         {pBaseOffset.opt()},
 	model.AddOffsets:      {},
-	model.TxnOffsetCommit: {},
-	model.OffsetCommit:    {},
+	model.TxnOffsetCommit: {pPartitionErrors.opt()},
+	model.OffsetCommit:    {pPartitionErrors.opt()},
 	model.EndTxn:          {pProducerID.opt(), pEpoch.opt()},
 	model.JoinGroup: {pMemberID.opt(), pGeneration.opt(), pAssignment.opt(), pLeader.opt(), pProtocolType.opt(),
 		pProtocol.opt()},
 	model.LeaveGroup:   {},
-	model.OffsetFetch:  {pOffset.opt()},
+	model.OffsetFetch:  {pOffset.opt(), pMetadata.opt(), pFetchedOffsets.opt(), pUnstable.opt()},
 	model.Fetch:        {pRecords.opt(), pHighWatermark.opt(), pLastStable.opt()},
 	model.Heartbeat:    {},
 	model.SyncGroup:    {pAssignment.opt()},

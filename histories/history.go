@@ -68,6 +68,11 @@ type History struct {
 	// leaders write transactional batches without asking the coordinator
 	// (model.Options.NoPartitionVerification).
 	NoPartitionVerification bool
+	// OffsetMetadataMaxBytes is the broker's offset.metadata.max.bytes,
+	// from "broker_config", where OffsetMetadataMaxKnown; not known, a
+	// commit's metadata may be taken or refused.
+	OffsetMetadataMaxBytes int
+	OffsetMetadataMaxKnown bool
 }
 
 // asyncMarkers is the "markers" of a history whose broker answers EndTxn

@@ -562,6 +562,14 @@ func decodeRequest(m rawObject, op *Op) error {
 	if op.Kind == model.InitProducerID && (op.Req.ProducerID == model.NoProducerID) != (op.Req.Epoch == model.NoEpoch) {
 		return errors.New("req.producer_id and req.epoch go together: both or neither")
 	}
+	if err := checkOffsetMetadata(op); err != nil {
+		return err
+	}
+	if op.Kind == model.OffsetFetch {
+		if err := checkFetchScope(op); err != nil {
+			return err
+		}
+	}
 	if n, known := op.APIVersion.Number(); known && n < kip939Version && (op.Req.Enable2PC || op.Req.KeepPreparedTxn) {
 		return fmt.Errorf("req.enable_2pc and req.keep_prepared_txn are InitProducerId v%d's (KIP-939), but api_version is %d", kip939Version, n)
 	}
@@ -587,7 +595,52 @@ func decodeResponse(m rawObject, op *Op) error {
 	if n, known := op.APIVersion.Number(); known && n < kip939Version && resp.OngoingTxnProducerID != model.NoProducerID {
 		return fmt.Errorf("resp.ongoing_txn_producer_id is InitProducerId v%d's (KIP-939), but api_version is %d", kip939Version, n)
 	}
+	if err := checkPartitionErrors(op, resp); err != nil {
+		return err
+	}
+	if op.Kind == model.OffsetFetch {
+		if err := checkFetchAnswer(op.Req, resp); err != nil {
+			return err
+		}
+	}
 	op.Result = model.OK(resp)
+	return nil
+}
+
+// offsetFetchAllVersion is the first OffsetFetch version whose topics may
+// be null, asking for all partitions (OffsetFetchRequest.json, KIP-88).
+const offsetFetchAllVersion = 2
+
+// checkFetchScope holds an offset_fetch to one partition or all of them.
+func checkFetchScope(op *Op) error {
+	switch {
+	case op.Req.AllPartitions && op.Req.Partition != "":
+		return errors.New("req.partition and req.all_partitions contradict: an offset_fetch names one partition or asks for all, not both")
+	case !op.Req.AllPartitions && op.Req.Partition == "":
+		return errors.New("req.partition is required (or req.all_partitions: true)")
+	}
+	if n, known := op.APIVersion.Number(); known && op.Req.AllPartitions && n < offsetFetchAllVersion {
+		return fmt.Errorf("req.all_partitions is OffsetFetch v%d's (topics null, KIP-88), but api_version is %d", offsetFetchAllVersion, n)
+	}
+	return nil
+}
+
+// checkFetchAnswer holds an offset_fetch's answer to its request: one
+// partition's answers an offset, a fetch of all partitions lists them,
+// and no partition is listed both at an offset and as unstable.
+func checkFetchAnswer(req model.Request, resp model.Response) error {
+	listed := len(resp.FetchedOffsets) > 0 || len(resp.Unstable) > 0
+	switch {
+	case req.AllPartitions && resp.Offset != model.NoOffset:
+		return errors.New("resp.offset answers one partition, but req.all_partitions asks for all: list them in resp.offsets")
+	case !req.AllPartitions && listed:
+		return fmt.Errorf("resp.offsets and resp.unstable answer a fetch of all partitions, but req names %s alone", req.Partition)
+	}
+	for _, p := range resp.Unstable {
+		if off, ok := resp.FetchedOffsets[p]; ok {
+			return fmt.Errorf("resp.offsets and resp.unstable contradict: %s is listed at offset %d and as UNSTABLE_OFFSET_COMMIT", p, off)
+		}
+	}
 	return nil
 }
 

@@ -39,6 +39,20 @@ var loadRejects = []struct {
 		"op 1: consumer_group_heartbeat: req.member_epoch is required"},
 	{"consumer_group_heartbeat owning a topic", doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m", "member_epoch": 1, "owned_partitions": ["trips"]}}`),
 		`op 1: consumer_group_heartbeat: req.owned_partitions[0]: "trips" is not a partition written "topic-N"`},
+	{"offset_fetch of no partition", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_fetch", "req": {"group": "g"}}`),
+		"op 1: offset_fetch: req.partition is required (or req.all_partitions: true)"},
+	{"offset_fetch of one partition and all", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_fetch", "req": {"group": "g", "partition": "in-0", "all_partitions": true}}`),
+		"op 1: offset_fetch: req.partition and req.all_partitions contradict: an offset_fetch names one partition or asks for all, not both"},
+	{"offset_fetch of all partitions below v2", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_fetch", "api_version": 1, "req": {"group": "g", "all_partitions": true}}`),
+		"op 1: offset_fetch: req.all_partitions is OffsetFetch v2's (topics null, KIP-88), but api_version is 1"},
+	{"offset_fetch of all partitions answered one offset", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "all_partitions": true}, "resp": {"offset": 4}}`),
+		"op 1: offset_fetch: resp.offset answers one partition, but req.all_partitions asks for all: list them in resp.offsets"},
+	{"offset_fetch of one partition answered a list", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "partition": "in-0"}, "resp": {"offsets": {"in-0": 4}}}`),
+		"op 1: offset_fetch: resp.offsets and resp.unstable answer a fetch of all partitions, but req names in-0 alone"},
+	{"offset_fetch listing a partition twice", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "all_partitions": true, "require_stable": true}, "resp": {"offsets": {"in-0": 4}, "unstable": ["in-0"]}}`),
+		"op 1: offset_fetch: resp.offsets and resp.unstable contradict: in-0 is listed at offset 4 and as UNSTABLE_OFFSET_COMMIT"},
+	{"offset_fetch listing a topic", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "req": {"group": "g", "all_partitions": true, "require_stable": true}, "resp": {"unstable": ["in"]}}`),
+		`op 1: offset_fetch: resp.unstable[0]: "in" is not a partition written "topic-N"`},
 	{"trailing data", doc() + ` {}`, "more data after the JSON document"},
 	{"not an object", `[]`, "document: must be an object, got an array"},
 	{"format missing", `{"ops": []}`, "format is required"},
@@ -161,6 +175,26 @@ var loadRejects = []struct {
 	{"generation out of range", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
 		txnFields + `, "group": "g", "generation_id": -5, "offsets": {}}}`),
 		"op 1: txn_offset_commit: req.generation_id: -5 is out of range 0..2147483647 (or -1: absent)"},
+	{"offset_metadata of a partition not committed", doc(`{"id": 1, "proc": "A", "call": 0, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3}, "offset_metadata": {"trips-1": "m"}}}`),
+		"op 1: offset_commit: req.offset_metadata names trips-1, which req.offsets does not commit"},
+	{"offset_metadata not a string", doc(`{"id": 1, "proc": "A", "call": 0, "type": "txn_offset_commit", "req": {` +
+		txnFields + `, "group": "g", "offsets": {"trips-0": 3}, "offset_metadata": {"trips-0": 7}}}`),
+		"op 1: txn_offset_commit: req.offset_metadata.trips-0: must be a string, got 7"},
+	{"partition_errors of a partition not committed", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "resp": {"partition_errors": {"trips-2": "OFFSET_METADATA_TOO_LARGE"}}}`),
+		"op 1: offset_commit: resp.partition_errors names trips-2, which req.offsets does not commit"},
+	{"partition_errors the same for every partition", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "txn_offset_commit", "req": {` +
+		txnFields + `, "group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "resp": {"partition_errors": {"trips-0": "OFFSET_METADATA_TOO_LARGE", "trips-1": "OFFSET_METADATA_TOO_LARGE"}}}`),
+		`op 1: txn_offset_commit: resp.partition_errors gives every partition OFFSET_METADATA_TOO_LARGE: write it as the operation's "error"`},
+	{"partition_errors with a code Kafka does not answer", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "resp": {"partition_errors": {"trips-0": "PRODUCER_FENCED"}}}`),
+		"op 1: offset_commit: resp.partition_errors.trips-0: Kafka does not answer an OffsetCommit with PRODUCER_FENCED"},
+	{"partition_errors beside an error", doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": ` +
+		`{"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}}, "error": "ILLEGAL_GENERATION", "resp": {"partition_errors": {"trips-0": "OFFSET_METADATA_TOO_LARGE"}}}`),
+		`op 1: offset_commit: has both "resp" and "error"; an operation has one or neither`},
+	{"offset.metadata.max.bytes not an integer", `{"format": "fencecheck/history/v1", "broker_config": {"offset.metadata.max.bytes": "4096"}, "ops": []}`,
+		`broker_config.offset.metadata.max.bytes: must be an integer, got the string "4096"`},
 	{"fetched record without offset", doc(`{"id": 1, "proc": "R", "call": 0, "return": 1, "type": "fetch", "req": ` +
 		`{"partition": "fares-2", "offset": 0, "isolation": "read_committed"}, "resp": {"records": [{"key": "k"}]}}`),
 		"op 1: fetch: resp.records[0].offset is required"},
@@ -216,6 +250,10 @@ var loadRejects = []struct {
 		"broker_config: must be an object, got 7"},
 	{"expiry interval 0", `{"format": "fencecheck/history/v1", "broker_config": {"producer.id.expiration.ms": 0}, "ops": []}`,
 		"broker_config.producer.id.expiration.ms: 0 is out of range 1..2147483647"},
+	{"offsets retention 0", `{"format": "fencecheck/history/v1", "broker_config": {"offsets.retention.minutes": 0}, "ops": []}`,
+		"broker_config.offsets.retention.minutes: 0 is out of range 1..2147483647"},
+	{"offsets retention check not a number", `{"format": "fencecheck/history/v1", "broker_config": {"offsets.retention.check.interval.ms": "10m"}, "ops": []}`,
+		`broker_config.offsets.retention.check.interval.ms: must be an integer, got the string "10m"`},
 	{"max transaction timeout 0", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.max.timeout.ms": 0}, "ops": []}`,
 		"broker_config.transaction.max.timeout.ms: 0 is out of range 1..2147483647"},
 	{"max transaction timeout past an INT", `{"format": "fencecheck/history/v1", "broker_config": {"transaction.max.timeout.ms": 2147483648}, "ops": []}`,
@@ -342,6 +380,9 @@ func TestLoadRejects(t *testing.T) {
 var loadAccepts = map[string]string{
 	"a leave naming the instance alone": doc(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "leave_group", "req": {"group": "g", "member_id": "", "group_instance_id": "i"}, "resp": {}}`),
 	"empty":                             doc(),
+	"a commit refused for one partition's metadata": `{"format": "fencecheck/history/v1", "broker_config": {"offset.metadata.max.bytes": 3}, "ops": [` +
+		`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": {"group": "g", "offsets": {"trips-0": 3, "trips-1": 4}, "offset_metadata": {"trips-0": "abcd", "trips-1": ""}}, "resp": {"partition_errors": {"trips-0": "OFFSET_METADATA_TOO_LARGE"}}},` +
+		`{"id": 2, "proc": "A", "call": 2, "return": 3, "type": "offset_fetch", "req": {"group": "g", "partition": "trips-1"}, "resp": {"offset": 4, "metadata": ""}}]}`,
 	"consumer_group_heartbeat": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "", "member_epoch": 0, "group_instance_id": "i", "rebalance_timeout_ms": 300000, "subscribed_topic_names": ["trips"], "server_assignor": "uniform", "owned_partitions": []}, "resp": {"member_id": "m", "member_epoch": 1, "heartbeat_interval_ms": 5000, "assignment": []}}`,
 		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m", "member_epoch": -2, "group_instance_id": "i"}, "resp": {"member_id": "m", "member_epoch": -2}}`),
 	"api_version on requests": doc(`{"id": 0, "proc": "A", "call": 0, "return": 5, "type": "init_producer_id", "api_version": 4, "req": {"transactional_id": "t"}, "resp": {"producer_id": 1, "epoch": 0}}`,
@@ -351,6 +392,10 @@ var loadAccepts = map[string]string{
 	// A newer Kafka's version, and codes that Kafka sends only at other
 	// versions: error-codes judges them (checker's tests); a recording
 	// of another broker stays usable.
+	// OffsetFetch with topics null: every partition with an offset.
+	"offset_fetch of all partitions": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "offset_fetch", "api_version": 8, "req": {"group": "g", "all_partitions": true, "require_stable": true}, "resp": {"offsets": {"in-0": 4}, "unstable": ["in-1"]}}`,
+		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "offset_fetch", "req": {"group": "g", "partition": null, "all_partitions": true}, "resp": {"offset": -1}}`,
+		`{"id": 2, "proc": "A", "call": 4, "return": 5, "type": "offset_fetch", "req": {"group": "g", "partition": "in-0", "all_partitions": false}, "resp": {"offset": 4, "offsets": {}, "unstable": []}}`),
 	// A simple commit sends no member and generation -1.
 	"offset_commit of a simple consumer": doc(`{"id": 0, "proc": "A", "call": 0, "return": 1, "type": "offset_commit", "req": {"group": "g", "offsets": {"in-0": 4}}, "resp": {}}`,
 		`{"id": 1, "proc": "A", "call": 2, "return": 3, "type": "offset_commit", "req": {"group": "g", "member_id": "", "generation_id": -1, "offsets": {"in-0": 5}}, "error": "REBALANCE_IN_PROGRESS"}`),

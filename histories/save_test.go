@@ -211,6 +211,8 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			`"broker_config": {"group.consumer.max.size": 2, "group.consumer.migration.policy": "downgrade"}`},
 		"session timeout bounds": {History{GroupMinSessionTimeoutMs: 6000, GroupMaxSessionTimeoutMs: 1_800_000, GroupMaxSize: 4},
 			`"broker_config": {"group.max.session.timeout.ms": 1800000, "group.max.size": 4, "group.min.session.timeout.ms": 6000}`},
+		"offset retention": {History{Expiry: model.Expiry{OffsetsRetentionMinutes: 1, OffsetsRetentionCheckMs: 1000}},
+			`"broker_config": {"offsets.retention.check.interval.ms": 1000, "offsets.retention.minutes": 1}`},
 		"two-phase commit on": {History{TwoPhaseCommit: model.TwoPhaseCommitEnabled},
 			`"broker_config": {"transaction.two.phase.commit.enable": true}`},
 		"two-phase commit off, last by name": {History{TwoPhaseCommit: model.TwoPhaseCommitDisabled, TxnMaxTimeoutMs: 30_000},

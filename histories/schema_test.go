@@ -34,13 +34,17 @@ const (
 // exception: the validator cannot read it either.) The test checks that
 // the schema does accept each one, so that this list stays true.
 var beyondSchema = map[string]string{
-	"id used twice":                         "ids are unique across operations; uniqueItems compares whole operations",
-	"call not an integer":                   "1e3 is the integer 1000 to JSON Schema; Load wants integers written as integers",
-	"tick ms written 1.0":                   "1.0 is the integer 1 to JSON Schema",
-	"return before call":                    "a schema cannot compare two members",
-	"requests of one proc overlap":          "overlap is between operations, over time",
-	"requests of one proc called together":  "overlap is between operations, over time",
-	"called together, one answered at once": "overlap is between operations, over time",
+	"id used twice":                                 "ids are unique across operations; uniqueItems compares whole operations",
+	"call not an integer":                           "1e3 is the integer 1000 to JSON Schema; Load wants integers written as integers",
+	"tick ms written 1.0":                           "1.0 is the integer 1 to JSON Schema",
+	"return before call":                            "a schema cannot compare two members",
+	"requests of one proc overlap":                  "overlap is between operations, over time",
+	"requests of one proc called together":          "overlap is between operations, over time",
+	"called together, one answered at once":         "overlap is between operations, over time",
+	"offset_metadata of a partition not committed":  "a schema cannot compare one member's keys with another's",
+	"partition_errors of a partition not committed": "a schema cannot compare one member's keys with another's",
+	"partition_errors the same for every partition": "a schema cannot compare an object's values with each other",
+	"offset_fetch listing a partition twice":        "a schema cannot compare the keys of one member with the items of another",
 }
 
 // historySchema is the compiled schema.

@@ -76,6 +76,11 @@ type Config struct {
 	// the members of a group share a topic. Nothing else reads it: a
 	// write to any partition creates it.
 	TopicPartitions int
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes, where
+	// OffsetMetadataMaxKnown; otherwise Kafka's 4096
+	// (model.Options.OffsetMetadataMaxBytes).
+	OffsetMetadataMaxBytes int
+	OffsetMetadataMaxKnown bool
 }
 
 // Broker is the optimised broker. It answers every request as the reference
@@ -98,6 +103,9 @@ type Broker struct {
 	// minSessionMs and maxSessionMs are Config.GroupMinSessionTimeoutMs
 	// and Config.GroupMaxSessionTimeoutMs.
 	minSessionMs, maxSessionMs int64
+	// metadataMax is Config.OffsetMetadataMaxBytes, Kafka's default when
+	// not known.
+	metadataMax int
 	// consumerSessionMs and topicPartitions are Config's, 0 made the
 	// defaults (consumergroups.go).
 	consumerSessionMs int64
@@ -137,6 +145,10 @@ func New(cfg Config) *Broker {
 		maxTxnTimeoutMs: cfg.TxnMaxTimeoutMs, groupMaxSize: cfg.GroupMaxSize, consumerGroupMaxSize: cfg.ConsumerGroupMaxSize, consumerSessionMs: cmp.Or(cfg.ConsumerSessionTimeoutMs, model.DefaultConsumerSessionTimeoutMs),
 		minSessionMs: cfg.GroupMinSessionTimeoutMs, maxSessionMs: cfg.GroupMaxSessionTimeoutMs,
 		topicPartitions: cmp.Or(cfg.TopicPartitions, defaultTopicPartitions)}
+	b.metadataMax = model.DefaultOffsetMetadataMaxBytes
+	if cfg.OffsetMetadataMaxKnown {
+		b.metadataMax = cfg.OffsetMetadataMaxBytes
+	}
 	// The model's first producer id is 1.
 	b.producerIDs.Store(1)
 	for i := range b.txns {
@@ -144,6 +156,7 @@ func New(cfg Config) *Broker {
 	}
 	for i := range b.groups {
 		b.groups[i].reset(b.segmentSize)
+		b.groups[i].clock = &b.now
 	}
 	b.parts.reset(b.segmentSize)
 	b.parts.clock, b.parts.expiry = &b.now, b.expiry
@@ -190,6 +203,7 @@ func (b *Broker) Tick(ms int64) {
 	b.expireTxns()
 	b.expireMembers()
 	b.expireConsumerMembers()
+	b.expireOffsets()
 }
 
 // Restart stops the broker and starts it again on its logs: every table is
@@ -272,7 +286,7 @@ func (b *Broker) TxnOffsetCommit(_ context.Context, r model.Request) model.Resul
 	if r.EmptyGroup {
 		return model.Fail(model.InvalidGroupID) // model: invalid-group-id
 	}
-	return b.txnOffsetCommit(r)
+	return b.perPartition(r, b.txnOffsetCommit)
 }
 func (b *Broker) EndTxn(_ context.Context, r model.Request) model.Result { return b.endTxn(r) }
 func (b *Broker) JoinGroup(_ context.Context, r model.Request) model.Result {
@@ -292,5 +306,5 @@ func (b *Broker) OffsetFetch(_ context.Context, r model.Request) model.Result {
 }
 func (b *Broker) Fetch(_ context.Context, r model.Request) model.Result { return b.fetch(r) }
 func (b *Broker) OffsetCommit(_ context.Context, r model.Request) model.Result {
-	return b.offsetCommit(r)
+	return b.perPartition(r, b.offsetCommit)
 }

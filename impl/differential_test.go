@@ -32,8 +32,9 @@ func checkDifferential(t *testing.T, restartAlways bool) {
 				async := !restartAlways && rapid.Bool().Draw(rt, "asyncMarkers")
 				var expiry model.Expiry
 				if rapid.Bool().Draw(rt, "shortExpiry") {
-					// Intervals a few ticks long, so that ids and
-					// producers expire, and retries meet them gone.
+					// Intervals a few ticks long, so that ids,
+					// producers and offsets expire, and retries and
+					// fetches meet them gone.
 					expiry = shortExpiry
 				}
 				// A small group.max.size, or none, so that joins meet a
@@ -59,7 +60,8 @@ var (
 	theGroup    = "g"
 	isolations  = []model.Isolation{model.ReadCommitted, model.ReadUncommitted}
 	tickLengths = []int64{100, 1_000, 5_000, 20_000, 60_000}
-	shortExpiry = model.Expiry{TransactionalIDMs: 30_000, TransactionalIDCleanupMs: 5_000, ProducerIDMs: 20_000, ProducerIDCheckMs: 1_000}
+	shortExpiry = model.Expiry{TransactionalIDMs: 30_000, TransactionalIDCleanupMs: 5_000, ProducerIDMs: 20_000, ProducerIDCheckMs: 1_000,
+		OffsetsRetentionMinutes: 1, OffsetsRetentionCheckMs: 1_000}
 )
 
 // differential is one run: both brokers, and what clients learnt from the
@@ -145,10 +147,15 @@ func (d *differential) actions() map[string]func(*rapid.T) {
 		"FetchCommitted": func(t *rapid.T) { d.fetch(t, model.ReadCommitted) },
 		"FetchAll":       func(t *rapid.T) { d.fetch(t, model.ReadUncommitted) },
 		"FetchOffsets":   d.offsetFetch,
-		"Tick":           d.tick,
-		"RestartBroker":  func(*rapid.T) { d.ref.Restart(); d.impl.Restart() },
-		"LandMarkers":    func(*rapid.T) { d.ref.LandMarkers(); d.impl.LandMarkers() },
-		"":               func(t *rapid.T) { d.logsAgree(t) },
+		"FetchAllOffsets": func(t *rapid.T) {
+			r := offsetFetchReq(rapid.SampledFrom([]string{theGroup, "other"}).Draw(t, "group"), "", rapid.Bool().Draw(t, "require stable"))
+			r.AllPartitions = true
+			d.send(t, model.OffsetFetch, r)
+		},
+		"Tick":          d.tick,
+		"RestartBroker": func(*rapid.T) { d.ref.Restart(); d.impl.Restart() },
+		"LandMarkers":   func(*rapid.T) { d.ref.LandMarkers(); d.impl.LandMarkers() },
+		"":              func(t *rapid.T) { d.logsAgree(t) },
 	}
 }
 

@@ -166,3 +166,103 @@ func (b *Broker) landedAt(id string) int64 {
 	defer b.landingsMu.Unlock()
 	return b.landings[id]
 }
+
+// Offset expiry (model/offsetexpiry.go). The group coordinator deletes a
+// committed offset once it has been kept for offsets.retention.minutes.
+// The model's own answer, which this broker gives, deletes it on the
+// first tick past its retention and one check interval more
+// (model.Expiry.OffsetDue with sure), unless a transaction holds a
+// pending offset of its partition (4.x). An empty group whose last
+// offsets go is deleted with them. Both are a record in the shard's log,
+// as Kafka writes tombstones to __consumer_offsets, so that a restart
+// does not bring them back.
+
+// offsetsExpired is the cleanup's tombstones for one group: its expired
+// offsets, and the group itself when deleteGroup.
+type offsetsExpired struct {
+	group       string
+	partitions  []model.Partition
+	deleteGroup bool
+}
+
+func (r offsetsExpired) groupName() string { return r.group }
+
+func (r offsetsExpired) applyTo(g *group) {
+	for _, p := range r.partitions {
+		delete(g.committed, p)
+		delete(g.committedAt, p)
+		delete(g.committedTime, p)
+		setMetadata(g, p, "")
+	}
+}
+
+// stamped is rec with the broker's clock at its write, for the records
+// that carry a time.
+func stamped(rec groupRecord, now int64) groupRecord {
+	switch r := rec.(type) {
+	case membership:
+		r.time = now
+		return r
+	case committedOffsets:
+		r.time = now
+		return r
+	case pendingOffsets:
+		r.time = now
+		return r
+	}
+	return rec
+}
+
+// expireOffsets deletes the offsets that have certainly expired, group
+// by group in sorted order (model: step.expireOffsets). Tick calls it
+// holding every group shard.
+func (b *Broker) expireOffsets() {
+	now := b.now.Load()
+	for _, name := range b.groupNames() {
+		sh := b.groupShard(name)
+		g := sh.lookup(name)
+		var expired []model.Partition
+		for _, p := range slices.Sorted(maps.Keys(g.committed)) {
+			if base, can := sh.offsetFacts(name, g, p).Base(false); can && !g.hasPending(p) && b.expiry.OffsetDue(base, now, true) {
+				expired = append(expired, p)
+			}
+		}
+		if len(expired) == 0 {
+			continue
+		}
+		_, consumer := sh.consumer[name]
+		deleteGroup := !consumer && len(g.members) == 0 && len(expired) == len(g.committed) && len(g.pending) == 0
+		sh.write(offsetsExpired{group: name, partitions: expired, deleteGroup: deleteGroup})
+	}
+}
+
+// offsetFacts is what offset expiry reads of g's offset of p.
+func (s *groupShard) offsetFacts(name string, g *group, p model.Partition) model.OffsetExpiryFacts {
+	topic, _ := p.Topic()
+	f := model.OffsetExpiryFacts{Commit: g.committedTime[p], EmptySince: g.emptySince, Members: len(g.members),
+		Joined: g.generation > 0, ProtocolType: groupProtocolType(g.members), Stable: g.generation == g.answered}
+	if cg, ok := s.consumer[name]; ok {
+		f.ConsumerGroup = true
+		for _, id := range slices.Sorted(maps.Keys(cg.members)) {
+			f.Subscribed = f.Subscribed || slices.Contains(cg.members[id].topics, topic)
+		}
+		return f
+	}
+	var subscriptions [][]string
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		subscriptions = append(subscriptions, g.members[id].subscription)
+	}
+	topics, known := model.SubscribedTopics(g.protocol, subscriptions)
+	f.SubscriptionKnown, f.Subscribed = known, topics[topic]
+	return f
+}
+
+// hasPending reports whether a transaction holds a pending offset of p.
+func (g *group) hasPending(p model.Partition) bool {
+	for _, pending := range g.pending {
+		if _, ok := pending[p]; ok {
+			return true
+		}
+	}
+	return false
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -20,6 +21,8 @@ type groupShard struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	log    segmented[groupRecord]
+	// clock is the broker's, for each record's timestamp (expiry.go).
+	clock *atomic.Int64
 	// queued are, per group, the markers of ended transactions not
 	// written yet, in the order the transactions ended
 	// (Config.AsyncMarkers).
@@ -54,11 +57,20 @@ type group struct {
 	// pending holds transactional offsets by producer id until the
 	// transaction's marker reaches the group (KIP-447).
 	pending map[int64]map[model.Partition]pendingOffset
+	// committedTime is each committed offset's commit timestamp, and
+	// emptySince when the group last lost its last member (model:
+	// offsetexpiry.go; expiry.go here).
+	committedTime map[model.Partition]int64
+	emptySince    int64
+	// metadata is each committed offset's metadata, where not "".
+	metadata map[model.Partition]string
 }
 
-// pendingOffset is a pending offset and the place of its record.
+// pendingOffset is a pending offset, the place of its record, its
+// commit timestamp and its metadata.
 type pendingOffset struct {
-	offset, at int64
+	offset, at, time int64
+	metadata         string
 }
 
 type member struct {
@@ -96,8 +108,9 @@ func (s *groupShard) lookup(name string) *group {
 	return noGroup
 }
 
-// write logs a record and applies it.
+// write logs a record, stamped with the broker's clock, and applies it.
 func (s *groupShard) write(rec groupRecord) {
+	rec = stamped(rec, s.clock.Load())
 	s.log.Append(rec)
 	s.apply(rec)
 }
@@ -109,10 +122,15 @@ func (s *groupShard) apply(rec groupRecord) {
 		s.consumer[c.group] = &state
 		return
 	}
+	if e, ok := rec.(offsetsExpired); ok && e.deleteGroup {
+		delete(s.groups, e.group) // its tombstone (expiry.go)
+		return
+	}
 	g := s.groups[rec.groupName()]
 	if g == nil {
 		g = &group{members: map[string]member{}, committed: map[model.Partition]int64{},
-			committedAt: map[model.Partition]int64{}, pending: map[int64]map[model.Partition]pendingOffset{}}
+			committedAt: map[model.Partition]int64{}, pending: map[int64]map[model.Partition]pendingOffset{},
+			committedTime: map[model.Partition]int64{}}
 		s.groups[rec.groupName()] = g
 	}
 	rec.(classicRecord).applyTo(g)
@@ -178,6 +196,7 @@ type classicRecord interface {
 // heartbeat, as Kafka writes GroupMetadata. The record owns its map.
 type membership struct {
 	group      string
+	time       int64 // stamped by write
 	generation int32
 	answered   int32
 	leader     string
@@ -190,16 +209,20 @@ type membership struct {
 // pendingOffsets is a TxnOffsetCommit waiting for its transaction's marker.
 type pendingOffsets struct {
 	group      string
+	time       int64 // stamped by write
 	producerID int64
 	offsets    map[model.Partition]int64
+	metadata   map[model.Partition]string
 }
 
 // committedOffsets is a plain OffsetCommit: its offsets are committed as
 // soon as the record is written, and the record written later wins over
 // a pending one (model: group.withCommitted).
 type committedOffsets struct {
-	group   string
-	offsets map[model.Partition]int64
+	group    string
+	time     int64 // stamped by write
+	offsets  map[model.Partition]int64
+	metadata map[model.Partition]string
 }
 
 // txnMarker is a COMMIT or ABORT reaching the group: pending offsets of the
@@ -218,11 +241,15 @@ func (r committedOffsets) groupName() string { return r.group }
 func (r committedOffsets) applyTo(g *group) {
 	g.writes++
 	for p, off := range r.offsets {
-		g.committed[p], g.committedAt[p] = off, g.writes
+		g.committed[p], g.committedAt[p], g.committedTime[p] = off, g.writes, r.time
 	}
+	g.withMetadata(r.offsets, r.metadata)
 }
 
 func (r membership) applyTo(g *group) {
+	if len(g.members) > 0 && len(r.members) == 0 {
+		g.emptySince = r.time
+	}
 	g.generation, g.answered, g.leader = r.generation, r.answered, r.leader
 	g.protocol, g.protocolGen = r.protocol, r.protocolGen
 	g.members = maps.Clone(r.members)
@@ -236,7 +263,7 @@ func (r pendingOffsets) applyTo(g *group) {
 	}
 	g.writes++
 	for p, off := range r.offsets {
-		pending[p] = pendingOffset{offset: off, at: g.writes}
+		pending[p] = pendingOffset{offset: off, at: g.writes, time: r.time, metadata: r.metadata[p]}
 	}
 }
 
@@ -244,7 +271,8 @@ func (r txnMarker) applyTo(g *group) {
 	if r.commit {
 		for p, o := range g.pending[r.producerID] {
 			if at, ok := g.committedAt[p]; !ok || o.at > at {
-				g.committed[p], g.committedAt[p] = o.offset, o.at
+				g.committed[p], g.committedAt[p], g.committedTime[p] = o.offset, o.at, o.time
+				setMetadata(g, p, o.metadata)
 			}
 		}
 	}
@@ -490,18 +518,47 @@ func (b *Broker) offsetFetch(r model.Request) model.Result {
 	sh := b.lockGroupShard(r.Group)
 	defer sh.mu.Unlock()
 	g := sh.lookup(r.Group)
-	if r.RequireStable {
-		for _, pending := range g.pending {
-			if _, ok := pending[r.Partition]; ok {
-				return model.Fail(model.UnstableOffsetCommit)
-			}
-		}
+	if r.AllPartitions {
+		return model.OK(g.fetchAll(r.RequireStable))
+	}
+	if r.RequireStable && g.pendingFor(r.Partition) {
+		return model.Fail(model.UnstableOffsetCommit)
 	}
 	resp := model.NewResponse()
 	if off, ok := g.committed[r.Partition]; ok {
 		resp.Offset = off
 	}
+	resp.Metadata = g.metadata[r.Partition]
+	resp.MetadataSaid = resp.Metadata != ""
 	return model.OK(resp)
+}
+
+// pendingFor reports whether a transaction holds a pending offset for p.
+func (g *group) pendingFor(p model.Partition) bool {
+	for _, pending := range g.pending {
+		if _, ok := pending[p]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchAll answers an OffsetFetch of all partitions: each partition with a
+// committed offset at it, or, with require_stable and a pending offset,
+// as unstable (model: offsetFetchAll).
+func (g *group) fetchAll(requireStable bool) model.Response {
+	resp := model.NewResponse()
+	for _, p := range slices.Sorted(maps.Keys(g.committed)) {
+		if requireStable && g.pendingFor(p) {
+			resp.Unstable = append(resp.Unstable, p)
+			continue
+		}
+		if resp.FetchedOffsets == nil {
+			resp.FetchedOffsets = map[model.Partition]int64{}
+		}
+		resp.FetchedOffsets[p] = g.committed[p]
+	}
+	return resp
 }
 
 // offsetCommit is a consumer's plain OffsetCommit: validated as Kafka's
@@ -521,7 +578,7 @@ func (b *Broker) offsetCommit(r model.Request) model.Result {
 		sh.write(membership{group: r.Group, generation: g.generation, answered: g.answered, leader: g.leader, members: members,
 			protocol: g.protocol, protocolGen: g.protocolGen})
 	}
-	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets)})
+	sh.write(committedOffsets{group: r.Group, offsets: maps.Clone(r.Offsets), metadata: maps.Clone(r.OffsetMetadata)})
 	return done()
 }
 

@@ -121,6 +121,6 @@ func (b *Broker) txnOffsetCommit(r model.Request) model.Result {
 	}
 	// A transactional commit does not renew the member's session (model:
 	// txnOffsetCommit).
-	gs.write(pendingOffsets{group: r.Group, producerID: t.producerID, offsets: maps.Clone(r.Offsets)})
+	gs.write(pendingOffsets{group: r.Group, producerID: t.producerID, offsets: maps.Clone(r.Offsets), metadata: maps.Clone(r.OffsetMetadata)})
 	return done()
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -170,4 +172,140 @@ func TestARestartThatAbortsAKeptTransactionLosesStep(t *testing.T) {
 	ms, err := s.target.CatchUp()
 	require.NoError(t, err)
 	require.Zero(t, ms)
+}
+
+// Round 13: a check that knew only a transaction's timeout (60 s, 600
+// ms on kfake) set the next one 550 ms on. A static member that joined
+// 10 ms later, with a session of 45 s (450 ms), then ran out on kfake
+// 90 ms before that next check, and its rejoin was answered
+// UNKNOWN_MEMBER_ID while the model kept it. A session timeout sent for
+// the first time brings the check forward, so the catch-up comes before
+// the broker fires the session. Driven here on the clock alone, with the
+// times of that run and the broker's answers as they came.
+func TestASessionBegunAfterACheckIsCheckedInTime(t *testing.T) {
+	const scale = DefaultTimeScale
+	scaled := func(ms int64) time.Duration { return time.Duration(float64(ms) * scale * float64(time.Millisecond)) }
+	model := func(d time.Duration) int64 { return int64(float64(d) / float64(time.Millisecond) / scale) }
+	c := newClock()
+	start := c.inStepAt
+	c.txnTimeout("fare-worker-A", 60_000)
+	require.True(t, c.mustCheck(start), "the first timer is checked at once")
+	ms, lost := c.catchUp(held{}, start, scaled, model)
+	require.Nil(t, lost)
+	require.Zero(t, ms, "nothing is held")
+
+	// B joins 10 ms on, as a static member, and never heartbeats.
+	const group, id = "fare-workers", "fare-worker-2-d1e7"
+	joined := start.Add(10 * time.Millisecond)
+	c.sessionTimeout(group, 45_000)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group = group
+	answer := kmsg.NewPtrJoinGroupResponse()
+	answer.MemberID = id
+	c.exchanged(join, answer, joined.Add(-time.Millisecond), joined)
+	h := held{members: map[string]map[string]bool{group: {id: true}}}
+
+	// Checked on the way, B's session is kept and not near.
+	require.True(t, c.mustCheck(joined.Add(time.Millisecond)), "a session timeout sent for the first time brings the check forward")
+	ms, lost = c.catchUp(h, joined.Add(time.Millisecond), scaled, model)
+	require.Nil(t, lost)
+	require.Zero(t, ms, "449 ms of the session are left on the broker")
+
+	// 410 ms after the join, 40 ms before the broker fires it, the
+	// next request must bring the model's clock past the session.
+	wall := joined.Add(410 * time.Millisecond)
+	require.True(t, c.mustCheck(wall), "the session is within catchUpMargin of its deadline")
+	ms, lost = c.catchUp(h, wall, scaled, model)
+	require.Nil(t, lost)
+	require.GreaterOrEqual(t, ms, int64(45_000), "the catch-up runs to the session's deadline")
+}
+
+// clockScale is a clock alone, with DefaultTimeScale's conversions.
+func clockScale() (c *clock, scaled func(int64) time.Duration, model func(time.Duration) int64) {
+	scaled = func(ms int64) time.Duration {
+		return time.Duration(float64(ms) * DefaultTimeScale * float64(time.Millisecond))
+	}
+	model = func(d time.Duration) int64 { return int64(float64(d) / float64(time.Millisecond) / DefaultTimeScale) }
+	return newClock(), scaled, model
+}
+
+// heartbeat is a KIP-848 heartbeat of member id, sent at sent and
+// answered at at with code.
+func heartbeat(c *clock, group, id string, epoch int32, code int16, sent, at time.Time) {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = group, id, epoch
+	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+	resp.ErrorCode = code
+	if code == 0 {
+		resp.MemberID, resp.MemberEpoch = &id, max(epoch, 1)
+	}
+	c.exchanged(req, resp, sent, at)
+}
+
+// Round 13, the KIP-848 run: a member heartbeats, and the answer takes
+// 150 ms to come back on a busy machine. kfake renewed the session when
+// it took the heartbeat, so it fires 450 ms after that, 150 ms before
+// the answer plus the timeout. The next heartbeat meets it fired. The
+// check after that answer must say the clock lost step, because the
+// broker's session is reckoned from when the heartbeat was sent; from
+// when it was answered, the session looked 80 ms from its deadline and
+// not yet due, and the run went on to call the broker wrong.
+func TestASessionRunsFromTheRequestThatRenewedIt(t *testing.T) {
+	c, scaled, model := clockScale()
+	const group, id = "fare-workers", "fare-worker-J"
+	c.sessionTimeout(group, 45_000)
+	c.consumerGroup(group)
+	sent := c.inStepAt.Add(time.Millisecond)
+	heartbeat(c, group, id, 0, 0, sent, sent.Add(150*time.Millisecond))
+	h := held{members: map[string]map[string]bool{group: {id: true}}}
+	ms, lost := c.catchUp(h, sent.Add(151*time.Millisecond), scaled, model)
+	require.Nil(t, lost)
+	require.Zero(t, ms, "299 ms are left of the session on the broker")
+
+	// The next heartbeat is sent at once, and the machine stalls: it is
+	// answered UNKNOWN_MEMBER_ID 470 ms after the first was sent.
+	require.False(t, c.mustCheck(sent.Add(152*time.Millisecond)))
+	heartbeat(c, group, id, 1, 25, sent.Add(152*time.Millisecond), sent.Add(470*time.Millisecond))
+	wall := sent.Add(471 * time.Millisecond)
+	require.True(t, c.mustCheck(wall))
+	_, lost = c.catchUp(held{members: map[string]map[string]bool{group: {}}}, wall, scaled, model)
+	require.NotNil(t, lost, "the session fired on the broker before the last answer")
+	require.Contains(t, lost.Error(), "the session of member "+id)
+}
+
+// A session begun after one check and fired on the broker before the
+// next (a request sent in time stalled past it) is gone by that next
+// check, which did not keep it: it is counted all the same, and the
+// answer that came after its deadline makes the clock lose step.
+func TestASessionBegunAndEndedBetweenChecksLosesStep(t *testing.T) {
+	c, scaled, model := clockScale()
+	const group, id = "fare-workers", "fare-worker-2-d1e7"
+	c.sessionTimeout(group, 45_000)
+	start := c.inStepAt
+	ms, lost := c.catchUp(held{}, start, scaled, model)
+	require.Nil(t, lost)
+	require.Zero(t, ms)
+	require.Equal(t, start.Add(400*time.Millisecond), c.checkAt, "a session begun now runs at least 450 ms")
+
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.InstanceID = group, kmsg.StringPtr("fare-worker-2")
+	answer := kmsg.NewPtrJoinGroupResponse()
+	answer.MemberID = id
+	c.exchanged(join, answer, start.Add(5*time.Millisecond), start.Add(10*time.Millisecond))
+	// The next request is sent 390 ms on, before the check is due, and
+	// is answered 600 ms on: past the session's 455.
+	require.False(t, c.mustCheck(start.Add(390*time.Millisecond)))
+	rejoin := kmsg.NewPtrJoinGroupRequest()
+	rejoin.Group, rejoin.MemberID, rejoin.InstanceID = group, id, kmsg.StringPtr("fare-worker-2")
+	refused := kmsg.NewPtrJoinGroupResponse()
+	refused.ErrorCode = kerr.UnknownMemberID.Code
+	c.exchanged(rejoin, refused, start.Add(390*time.Millisecond), start.Add(600*time.Millisecond))
+
+	wall := start.Add(601 * time.Millisecond)
+	require.True(t, c.mustCheck(wall))
+	_, lost = c.catchUp(held{members: map[string]map[string]bool{group: {}}}, wall, scaled, model)
+	require.NotNil(t, lost, "the session fired on the broker before the last answer")
+	require.Contains(t, lost.Error(), id)
+	_, lost = c.catchUp(held{members: map[string]map[string]bool{group: {}}}, wall.Add(time.Millisecond), scaled, model)
+	require.Nil(t, lost, "counted once: the member is gone")
 }

@@ -144,6 +144,13 @@ type timers struct {
 // memberTimers are a group member's, as the clock knows it.
 type memberTimers struct {
 	timers
+	// renewed is when the last request that renewed its session on
+	// the broker was sent: the broker renewed it at that time or
+	// later, so its session ends no sooner than renewed plus the
+	// timeout (keptTimers). A request counts when the broker answered
+	// it with a code under which Kafka and kfake renew the session
+	// (renews).
+	renewed  time.Time
 	group    string
 	admitted bool // a join answered it without error: no longer pending
 	// gone: admitted, and then no longer in its group. For good, for
@@ -181,7 +188,7 @@ func (c *clock) txnTimeout(id string, ms int64) {
 	if c.txnTimeouts[id] == nil {
 		c.txnTimeouts[id] = map[int64]bool{}
 	}
-	c.txnTimeouts[id][ms] = true
+	c.newTimeout(c.txnTimeouts[id], ms)
 }
 
 // sessionTimeout notes a session timeout sent to a group.
@@ -191,19 +198,34 @@ func (c *clock) sessionTimeout(group string, ms int64) {
 	if c.sessions[group] == nil {
 		c.sessions[group] = map[int64]bool{}
 	}
-	c.sessions[group][ms] = true
+	c.newTimeout(c.sessions[group], ms)
 	c.groups[group] = true
 }
 
-// exchanged notes a request, and its answer when one came, as answered at
-// real time at: every member id it names may have had its session started
-// or renewed. (A transaction's start kfake tells: see txnsDue.)
-func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
+// newTimeout adds ms to the timeouts sent. A timeout not sent before may
+// be shorter than every one the last catch-up check knew, so CatchUp
+// asks the broker at the next request. The check reckoned its next one
+// from the timeouts sent by then (nextCheckAfter): a session of 45 s
+// begun after a check that knew only a transaction's 60 s ran out on the
+// broker before that next check came (FINDINGS.md, round 13).
+func (c *clock) newTimeout(timeouts map[int64]bool, ms int64) {
+	if !timeouts[ms] {
+		c.checkAt = time.Time{}
+	}
+	timeouts[ms] = true
+}
+
+// exchanged notes a request sent at real time sent, and its answer when
+// one came, as answered at real time at: every member id it names may
+// have had its session started or renewed. (A transaction's start kfake
+// tells: see txnsDue.)
+func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, sent, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if at.After(c.lastAnswer) {
 		c.lastAnswer = at
 	}
+	renewed := renews(req, resp)
 	member := func(group, id string) *memberTimers {
 		if id == "" {
 			return nil
@@ -212,6 +234,9 @@ func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 		m := c.member(group, id)
 		if !m.gone {
 			m.saw(c.now, at)
+			if renewed {
+				m.renewed = latest(m.renewed, sent)
+			}
 		}
 		return m
 	}
@@ -252,6 +277,41 @@ func (c *clock) exchanged(req kmsg.Request, resp kmsg.Response, at time.Time) {
 			}
 		}
 	}
+}
+
+// renews reports whether the broker renewed the session of the members
+// req names when it answered with resp: a join (MEMBER_ID_REQUIRED starts
+// a pending member's), a sync, a heartbeat (REBALANCE_IN_PROGRESS
+// too), an offset commit whose every partition was taken, and a KIP-848
+// heartbeat, each answered without error. (kfake: group.updateHeartbeat,
+// addPendingRebalance and atConsumerSessionTimeout; Kafka:
+// GroupCoordinator's completeAndScheduleNextHeartbeatExpiration.) A
+// leave and a transactional offset commit renew nothing on kfake. Any
+// other answer may have left the session as it was.
+func renews(req kmsg.Request, resp kmsg.Response) bool {
+	switch r := resp.(type) {
+	case *kmsg.JoinGroupResponse:
+		return r.ErrorCode == 0 || r.ErrorCode == kerr.MemberIDRequired.Code
+	case *kmsg.SyncGroupResponse:
+		return r.ErrorCode == 0
+	case *kmsg.HeartbeatResponse:
+		return r.ErrorCode == 0 || r.ErrorCode == kerr.RebalanceInProgress.Code
+	case *kmsg.OffsetCommitResponse:
+		if _, ok := req.(*kmsg.OffsetCommitRequest); !ok || len(r.Topics) == 0 {
+			return false
+		}
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return false
+				}
+			}
+		}
+		return true
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return r.ErrorCode == 0
+	}
+	return false
 }
 
 // consumerGroup notes a group that is sent KIP-848 heartbeats.
@@ -547,7 +607,7 @@ func (c *clock) prune(h held, before time.Time) {
 	}
 	for id, m := range c.members {
 		if m.admitted && !h.members[m.group][id] {
-			m.gone, m.last = true, nil
+			m.gone, m.last, m.renewed = true, nil, time.Time{}
 		}
 		maps.DeleteFunc(m.last, func(_ int64, at time.Time) bool { return at.Before(before) })
 	}

@@ -83,6 +83,8 @@
 //     (1 on a one-broker cluster), or no coordinator is ever available;
 //   - transactional.id.expiration.ms and producer.id.expiration.ms of at
 //     least a day, so that no id expires during a run;
+//   - offsets.retention.minutes of at least a day (1440), so that no
+//     committed offset expires during a run;
 //   - transaction.partition.verification.enable true (Kafka's default):
 //     the target's histories name no broker settings, so the model takes
 //     each leader to verify a transactional write with its coordinator.

@@ -16,8 +16,9 @@ func exchange[R kmsg.Response](ctx context.Context, t *Target, kind model.Kind, 
 	var zero R
 	ctx, cancel := t.requestCtx(ctx)
 	defer cancel()
+	sent := time.Now()
 	resp, err := t.routes.send(ctx, rt, req)
-	t.clock.exchanged(req, resp, time.Now())
+	t.clock.exchanged(req, resp, sent, time.Now())
 	if err != nil {
 		if errors.Is(err, errNotSent) {
 			// Never applied, but the format has no word for "refused

@@ -151,8 +151,9 @@ func groupExchange[R kmsg.Response](ctx context.Context, t *Target, via *kgo.Cli
 	}
 	ctx, cancel := t.requestCtx(ctx)
 	defer cancel()
+	sent := time.Now()
 	resp, err := via.Request(ctx, req)
-	t.clock.exchanged(req, resp, time.Now())
+	t.clock.exchanged(req, resp, sent, time.Now())
 	if err != nil {
 		var zero R
 		res := model.NoAnswer()

@@ -71,6 +71,7 @@ func (t *Target) neededSettings(brokers int) []neededSetting {
 		atMost("offsets.topic.replication.factor", int64(brokers), replicas),
 		atLeast("transactional.id.expiration.ms", dayMs, "no transactional id may expire during a run"),
 		atLeast("producer.id.expiration.ms", dayMs, "no producer id may expire during a run"),
+		atLeast("offsets.retention.minutes", dayMs/60_000, "no committed offset may expire during a run"),
 		// The target's histories name no broker_config, and the model
 		// then takes Kafka's default: the leader verifies a transactional
 		// write with its coordinator (KIP-890 part 1).

@@ -43,3 +43,14 @@ func TestMisfittingNamesABooleanSettingOff(t *testing.T) {
 	}, misfitting("1", map[string]string{verification: "yes"}, needed))
 	require.Empty(t, misfitting("1", map[string]string{verification: "true"}, needed))
 }
+
+// A cluster whose committed offsets may expire within a run is refused:
+// the target's histories name no broker_config, so the model keeps them
+// Kafka's default seven days.
+func TestMisfittingNamesAShortOffsetsRetention(t *testing.T) {
+	needed := (&Target{}).neededSettings(1)
+	require.Equal(t, []string{
+		"broker 1: offsets.retention.minutes is 60; it must be at least 1440 (no committed offset may expire during a run)",
+	}, misfitting("1", map[string]string{"offsets.retention.minutes": "60"}, needed))
+	require.Empty(t, misfitting("1", map[string]string{"offsets.retention.minutes": "10080"}, needed))
+}

@@ -115,11 +115,10 @@ func (st *step) consumerGroupLeave(r Request) outcome {
 		// a while, and a dynamic one for good.
 		m := g.members[id]
 		m.epoch, m.revoking = StaticLeaveMemberEpoch, nil
-		g = g.withMember(id, m)
+		st.s.setConsumerGroup(r.Group, g.withMember(id, m))
 	} else {
-		g = g.fenced(id, st.s, max(st.s.now, st.op.Span.To))
+		st.s.fenceConsumerMember(r.Group, g, id, max(st.s.now, st.op.Span.To))
 	}
-	st.s.setConsumerGroup(r.Group, g)
 	resp := NewResponse()
 	resp.MemberID, resp.MemberEpoch = r.MemberID, r.MemberEpoch
 	return ok(resp)

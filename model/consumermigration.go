@@ -31,13 +31,15 @@ import (
 // The conversion of a consumer group back to a classic group, when its
 // last member on the consumer protocol leaves, depends on
 // group.consumer.migration.policy, which a history may not name, and on
-// the classic group's size limit. The model does not build the classic
-// group a conversion makes. So where the conversion may have happened,
-// it takes any answer on that group id from then on
-// (consumerGroup.mayBeClassic). Where the history names a policy that
-// does not downgrade, the group stays a consumer group, and where it
-// names one that does not upgrade, a ConsumerGroupHeartbeat join to a
-// classic group with members is GROUP_ID_NOT_FOUND.
+// the classic group's size limit. Where the history names a policy that
+// downgrades and the model knows the group for certain, it builds the
+// classic group the conversion makes (toClassicGroup). Where the
+// conversion may have happened otherwise, it takes any answer on that
+// group id from then on (consumerGroup.mayBeClassic). Where the history
+// names a policy that does not downgrade, the group stays a consumer
+// group, and where it names one that does not upgrade, a
+// ConsumerGroupHeartbeat join to a classic group with members is
+// GROUP_ID_NOT_FOUND.
 
 // MigrationPolicyConfig is the broker config that says which way a
 // group with members may be converted, under Kafka's name
@@ -215,14 +217,35 @@ func (st *step) classicJoinToConsumerGroup(r Request, g consumerGroup) outcome {
 	if !slices.Equal(updated.topics, m.topics) {
 		g.epoch++ // hasMemberSubscriptionChanged
 	}
-	if replaced != "" && g.allClassicBut(replaced) && st.s.opts.MigrationPolicy.mayDowngrade() {
+	downgrade := replaced != "" && g.allClassicBut(replaced) && st.s.opts.MigrationPolicy.mayDowngrade()
+	certain := downgrade && g.certainReplacedDowngrade(st.s, st.op.Span.To)
+
+	if downgrade && !certain {
 		// validateOnlineDowngradeWithReplacedMemberId: the group may
 		// become a classic group, as the migration policy says. The
 		// join is answered either way; what follows is unjudged.
 		g.mayBeClassic = true
 	}
+	if r.JoinOnly {
+		g.phasedClassic = true
+	}
 	out, _ = st.reconcileClassic(r, g, id, updated, r.JoinOnly, NoGeneration)
+	if certain && out.refuse == "" && out.bad == nil {
+		// validateOnlineDowngradeWithReplacedMemberId, then
+		// convertToClassicGroup with the joining member: a stable
+		// classic group, with no rebalance.
+		st.s.toClassicGroup(r.Group, st.s.consumer[r.Group], replaced, true, max(st.s.now, st.op.Span.To))
+	}
 	return *out
+}
+
+// certainReplacedDowngrade reports whether Kafka converts g, from which a
+// classic JoinGroup just took a static member's place, to a classic
+// group for certain: the model knows the policy and the group
+// (downgradeKnown), and the group, with the joining member, is within
+// group.max.size (validateOnlineDowngradeWithReplacedMemberId).
+func (g consumerGroup) certainReplacedDowngrade(s State, at int64) bool {
+	return g.downgradeKnown("", s, at) && (s.opts.GroupMaxSize <= 0 || len(g.members)+1 <= s.opts.GroupMaxSize)
 }
 
 // classicJoiner is the member a classic JoinGroup joins as
@@ -679,4 +702,93 @@ func subscribedTopics(m member, protocol string) []string {
 		}
 	}
 	return nil
+}
+
+// certainDowngrade reports whether Kafka converts consumer group g to a
+// classic group for certain as member leaving goes, at at: the model
+// knows the policy and the group (downgradeKnown), and the group may be
+// downgraded (downgradable). Where the policy is not named, or the model
+// is unsure, the group may be classic (mayBeClassic), and every answer
+// on its id is taken.
+func (g consumerGroup) certainDowngrade(leaving string, s State, at int64) bool {
+	return g.downgradeKnown(leaving, s, at) && g.downgradable(leaving, s, at)
+}
+
+// downgradeKnown reports whether the history names a policy that
+// downgrades (downgrade or bidirectional), and the model knows g's group
+// epoch and every member but except for certain, none of whose timers is
+// due by at, so that no other fence may come first.
+func (g consumerGroup) downgradeKnown(except string, s State, at int64) bool {
+	p := s.opts.MigrationPolicy
+	if p != MigrationDowngrade && p != MigrationBidirectional {
+		return false
+	}
+	if g.loose || g.unseenJoins > 0 || g.mayBeClassic {
+		return false
+	}
+	for id, m := range g.members {
+		if id != except && (m.unsure || s.consumerTimerDueAt(m, at)) {
+			return false
+		}
+	}
+	return true
+}
+
+// toClassicGroup is GroupMetadataManager.convertToClassicGroup with
+// ClassicGroup.fromConsumerGroup: consumer group name, holding g, becomes
+// a classic group of the same id, its offsets kept. Its generation is
+// the group epoch, and its members are g's but leaving, each with its
+// classic session and protocols and its heartbeat rescheduled at at
+// (rescheduleClassicGroupMemberHeartbeat). A member's assignment is its
+// target assignment, which the model does not keep, so it is unknown.
+// The leader is the first member of a hash map, so it is unknown too.
+// Where the classic members' rounds were recorded as JoinGroup and
+// SyncGroup apart (phasedClassic), every request of the classic group is
+// in the history too (group.phased).
+// Where a member left or was fenced (stable is false), the group then
+// prepares a rebalance: the remaining members must rejoin, and the next
+// round answers the next generation. Where a static member replaced the
+// leaving one (stable), the group stays stable. Tests:
+// ClassicGroupTest#testFromConsumerGroupWithoutJoiningMember,
+// #testFromConsumerGroupWithJoiningMember;
+// GroupMetadataManagerTest#testLastConsumerProtocolMemberLeavingConsumerGroup,
+// #testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember.
+func (s *State) toClassicGroup(name string, g consumerGroup, leaving string, stable bool, at int64) {
+	cg := s.groups[name]
+	cg.members = map[string]member{}
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		if m := g.members[id]; id != leaving {
+			cg.members[id] = member{gen: g.epoch, lastSeen: at, sessionMs: m.classicSessionMs, protocolType: classicProtocolType,
+				protocols: slices.Clone(m.classicProtocols), instance: m.instanceID, assignmentUnknown: true,
+				syncPending: m.syncPending}
+		}
+	}
+	cg.answered, cg.generation = g.epoch, g.epoch
+	if !stable {
+		cg.generation++ // prepareRebalance
+	}
+	cg.leader, cg.syncDue, cg.unseenRound, cg.pending = "", 0, 0, nil
+	cg.protocol, cg.protocolGen, cg.phased = "", 0, g.phasedClassic
+	cg.removed = maps.Clone(cg.removed)
+	if cg.removed == nil {
+		cg.removed = map[string]bool{}
+	}
+	cg.removed[leaving] = true
+	s.setGroup(name, cg)
+	s.consumer = maps.Clone(s.consumer)
+	delete(s.consumer, name)
+}
+
+// fenceConsumerMember fences member id of consumer group name, holding g,
+// at at: the group becomes a classic group where Kafka converts it for
+// certain (consumerGroupFenceMember, validateOnlineDowngradeWithFencedMember),
+// and else stays a consumer group without the member (fenced). It
+// reports whether the group was converted.
+func (s *State) fenceConsumerMember(name string, g consumerGroup, id string, at int64) bool {
+	if g.certainDowngrade(id, *s, at) {
+		s.toClassicGroup(name, g, id, false, at)
+		return true
+	}
+	s.setConsumerGroup(name, g.fenced(id, *s, at))
+	return false
 }

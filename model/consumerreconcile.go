@@ -378,13 +378,14 @@ func (st *step) lostHeartbeat(r Request, g consumerGroup, id string, m consumerM
 // #testSessionTimeoutExpirationStaticMember, #testRebalanceTimeoutExpiration.
 func (st *step) expireConsumerMembers() {
 	for _, name := range slices.Sorted(maps.Keys(st.s.consumer)) {
-		g := st.s.consumer[name]
-		for _, id := range slices.Sorted(maps.Keys(g.members)) {
-			if st.consumerTimerDue(g.members[id]) {
-				g = g.fenced(id, st.s, st.s.now)
+		for _, id := range slices.Sorted(maps.Keys(st.s.consumer[name].members)) {
+			g := st.s.consumer[name]
+			if st.consumerTimerDue(g.members[id]) && st.s.fenceConsumerMember(name, g, id, st.s.now) {
+				// A classic group now: its members' heartbeats were
+				// rescheduled at the conversion.
+				break
 			}
 		}
-		st.s.setConsumerGroup(name, g)
 	}
 }
 
@@ -428,11 +429,12 @@ func (s State) dueConsumerTimers(op Op) []State {
 		}
 	}
 	fire := func(ids []string) State {
-		fired, next := s, g
+		fired := s
 		for _, id := range ids {
-			next = next.fenced(id, s, op.Span.To)
+			if fired.fenceConsumerMember(op.Req.Group, fired.consumer[op.Req.Group], id, op.Span.To) {
+				break
+			}
 		}
-		fired.setConsumerGroup(op.Req.Group, next)
 		return fired
 	}
 	var out []State

@@ -94,8 +94,10 @@ const (
 	FirstTimeoutKept
 	// UnstableOffsetsGroupWide: a require_stable OffsetFetch may be
 	// answered UNSTABLE_OFFSET_COMMIT for any partition of a group while
-	// an open transaction holds a pending offset of any partition of it.
-	// kfake, FINDINGS 16: handleOffsetFetch's hasUnstableOffsets(group).
+	// an open transaction holds a pending offset of any partition of it;
+	// a fetch of all partitions may then list every committed partition
+	// as unstable. kfake, FINDINGS 16: handleOffsetFetch's
+	// hasUnstableOffsets(group).
 	UnstableOffsetsGroupWide
 	// RestartForgetsMemberMetadata: a broker restart forgets what each
 	// group member subscribed with, so the next join of each member, a

@@ -99,7 +99,9 @@ func (g group) equal(o group) bool {
 		g.syncDue == o.syncDue && g.phased == o.phased && g.protocol == o.protocol && g.protocolGen == o.protocolGen &&
 		mapsEqual(g.members, o.members, member.equal) && mapsEqual(g.removed, o.removed, same) && mapsEqual(g.pending, o.pending, same) &&
 		mapsEqual(g.committed, o.committed, same) && mapsEqual(g.unsettled, o.unsettled, same) &&
-		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes && g.loading == o.loading
+		mapsEqual(g.committedAt, o.committedAt, same) && g.writes == o.writes && g.loading == o.loading &&
+		mapsEqual(g.committedTime, o.committedTime, same) && g.emptySince == o.emptySince &&
+		mapsEqual(g.metadata, o.metadata, same)
 }
 
 func (m member) equal(o member) bool {
@@ -148,7 +150,11 @@ func slicesEqual[T any](a, b []T, eq func(T, T) bool) bool {
 func Hash(s State) uint64 {
 	sum := mix(uint64(s.now), uint64(s.nextPID), uint64(s.nextMember), uint64(len(s.pids)))
 	for id, t := range s.txns {
-		sum ^= mix(hashString(id), uint64(t.pid), uint64(t.epoch), uint64(t.phase), uint64(len(t.partitions)), uint64(len(t.pending)))
+		// The times tell apart states that differ only in the order
+		// their requests took: without them such states share a bucket,
+		// and porcupine compares each new one with all of them.
+		sum ^= mix(hashString(id), uint64(t.pid), uint64(t.epoch), uint64(t.phase), uint64(len(t.partitions)), uint64(len(t.pending)),
+			uint64(t.startedAt), uint64(t.updatedAt), uint64(t.completedAt), uint64(t.pendingShownAt), uint64(len(t.unwritten)))
 	}
 	for p, ps := range s.parts {
 		sum ^= mix(hashString(string(p)), uint64(ps.log.Len()), uint64(ps.aborted.Len()), uint64(len(ps.producers)), uint64(len(ps.verifying)), uint64(ps.start))

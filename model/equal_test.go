@@ -14,10 +14,10 @@ func TestEqualNamesEveryField(t *testing.T) {
 		reflect.TypeFor[txnMeta]():        20,
 		reflect.TypeFor[partState]():      5,
 		reflect.TypeFor[producerEntry]():  4,
-		reflect.TypeFor[group]():          16,
+		reflect.TypeFor[group]():          19,
 		reflect.TypeFor[member]():         14,
-		reflect.TypeFor[Options]():        15, // compared whole (==)
-		reflect.TypeFor[consumerGroup]():  5,
+		reflect.TypeFor[Options]():        17, // compared whole (==)
+		reflect.TypeFor[consumerGroup]():  6,
 		reflect.TypeFor[consumerMember](): 19,
 	} {
 		if typ.NumField() != fields {

@@ -81,6 +81,12 @@ type Expiry struct {
 	// ProducerIDCheckMs is producer.id.expiration.check.interval.ms (10
 	// minutes).
 	ProducerIDCheckMs int64
+	// OffsetsRetentionMinutes is offsets.retention.minutes (7 days), in
+	// minutes as Kafka names it (offsetexpiry.go).
+	OffsetsRetentionMinutes int64
+	// OffsetsRetentionCheckMs is offsets.retention.check.interval.ms (10
+	// minutes).
+	OffsetsRetentionCheckMs int64
 }
 
 // Kafka's defaults for Expiry (TransactionStateManagerConfigs and
@@ -90,6 +96,10 @@ const (
 	DefaultTransactionalIDCleanupMs    = 3_600_000
 	DefaultProducerIDExpirationMs      = 86_400_000
 	DefaultProducerIDCheckMs           = 600_000
+	// GroupCoordinatorConfig.OFFSETS_RETENTION_MINUTES_DEFAULT and
+	// OFFSETS_RETENTION_CHECK_INTERVAL_MS_DEFAULT (3.9.0, 4.x).
+	DefaultOffsetsRetentionMinutes = 10_080
+	DefaultOffsetsRetentionCheckMs = 600_000
 )
 
 // ExpiryConfig names one field of Expiry as Kafka's broker config does.
@@ -102,6 +112,8 @@ type ExpiryConfig struct {
 // ExpiryConfigs are Expiry's fields under their Kafka names, in the order
 // a history writes them.
 var ExpiryConfigs = []ExpiryConfig{
+	{"offsets.retention.check.interval.ms", DefaultOffsetsRetentionCheckMs, func(e *Expiry) *int64 { return &e.OffsetsRetentionCheckMs }},
+	{"offsets.retention.minutes", DefaultOffsetsRetentionMinutes, func(e *Expiry) *int64 { return &e.OffsetsRetentionMinutes }},
 	{"producer.id.expiration.check.interval.ms", DefaultProducerIDCheckMs, func(e *Expiry) *int64 { return &e.ProducerIDCheckMs }},
 	{"producer.id.expiration.ms", DefaultProducerIDExpirationMs, func(e *Expiry) *int64 { return &e.ProducerIDMs }},
 	{"transaction.remove.expired.transaction.cleanup.interval.ms", DefaultTransactionalIDCleanupMs, func(e *Expiry) *int64 { return &e.TransactionalIDCleanupMs }},
@@ -198,8 +210,10 @@ func (pe producerEntry) idleBy(e Expiry, now int64, sure bool) bool {
 }
 
 // expireIdle removes, on a tick, what has certainly expired: transactional
-// ids first, then producer state, each in sorted order.
+// ids first, then producer state, each in sorted order, then groups'
+// offsets (offsetexpiry.go).
 func (st *step) expireIdle() {
+	defer st.expireOffsets()
 	e, now := st.s.opts.Expiry, st.s.now
 	r := e.Resolved()
 	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
@@ -285,7 +299,8 @@ func (s State) mayHaveFired(op Op) []State {
 	if s.opts.WallClock {
 		out = append(s.dueTimers(op), s.dueConsumerTimers(op)...) // consumerreconcile.go
 	}
-	return append(out, s.dueExpiries(op)...)
+	out = append(out, s.dueExpiries(op)...)
+	return append(out, s.dueOffsetExpiries(op)...) // offsetexpiry.go
 }
 
 // keepTxn writes t as the coordinator already holds it: a fact a read

@@ -709,7 +709,7 @@ func (st *step) txnOffsetCommit(r Request) outcome {
 	g := st.s.groups[r.Group]
 	g.writes++
 	for p, off := range r.Offsets {
-		offsets[p] = pendingOffset{offset: off, at: g.writes}
+		offsets[p] = pendingOffset{offset: off, at: g.writes, time: st.s.now, metadata: r.OffsetMetadata[p]}
 	}
 	pending[r.Group] = offsets
 	t.pending = pending
@@ -835,6 +835,9 @@ func (st *step) offsetFetch(r Request) outcome {
 	if out := st.checkConsumerFetch(r); out != nil {
 		return *out
 	}
+	if r.AllPartitions {
+		return st.offsetFetchAll(r)
+	}
 	if r.RequireStable {
 		for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 			if _, pending := st.s.txns[id].pending[r.Group][r.Partition]; pending {
@@ -846,8 +849,14 @@ func (st *step) offsetFetch(r Request) outcome {
 	if off, ok := st.s.groups[r.Group].committed[r.Partition]; ok {
 		resp.Offset = off
 	}
+	// The metadata committed with the offset (offsetmetadata.go).
+	resp.Metadata = st.s.groups[r.Group].metadata[r.Partition]
+	resp.MetadataSaid = resp.Metadata != ""
 	if got := st.observed(); got != nil && got.Offset != resp.Offset {
 		return bad("committed-offset", "offset %d, but %s's committed offset for %s is %d", got.Offset, r.Group, r.Partition, resp.Offset)
+	}
+	if wrong := checkFetchedMetadata(st.observed(), r, resp.Metadata); wrong != nil {
+		return *wrong
 	}
 	out := ok(resp)
 	if r.RequireStable && st.unstableGroupWide(r.Group) {
@@ -862,4 +871,107 @@ func (st *step) offsetFetch(r Request) outcome {
 		}
 	}
 	return out
+}
+
+// offsetFetchAll answers an OffsetFetch of all partitions (topics null):
+// every partition the group has a committed offset for, at that offset,
+// and no other. With require_stable, a partition that a transaction holds
+// a pending offset for is listed with UNSTABLE_OFFSET_COMMIT instead. A
+// partition with a pending offset and none committed is not listed until
+// the transaction commits. A group Kafka does not know lists nothing (4.x
+// OffsetMetadataManager.fetchAllOffsets, whose GroupIdNotFoundException
+// answers an empty list; tests: OffsetMetadataManagerTest
+// #testFetchAllOffsetsWithUnknownGroup,
+// #testFetchAllOffsetsWithPendingTransactionalOffsets,
+// #testFetchAllOffsetsAtDifferentCommittedOffset; KIP-447).
+func (st *step) offsetFetchAll(r Request) outcome {
+	g := st.s.groups[r.Group]
+	resp := NewResponse()
+	for _, p := range slices.Sorted(maps.Keys(g.committed)) {
+		if r.RequireStable && st.pendingOffset(r.Group, p) != "" {
+			resp.Unstable = append(resp.Unstable, p)
+			continue
+		}
+		if resp.FetchedOffsets == nil {
+			resp.FetchedOffsets = map[Partition]int64{}
+		}
+		resp.FetchedOffsets[p] = g.committed[p]
+	}
+	got := st.observed()
+	if got != nil {
+		if why := st.badFetchAll(r, g, resp, *got); why != "" {
+			return bad("committed-offset", "%s", why)
+		}
+		resp = *got
+	}
+	out := ok(resp)
+	if r.RequireStable && st.unstableGroupWide(r.Group) {
+		out.also = Unstable
+	}
+	if got != nil && len(g.unsettled) > 0 {
+		// A partition answered at its offset has its marker landed.
+		g.unsettled = maps.Clone(g.unsettled)
+		for p := range got.FetchedOffsets {
+			delete(g.unsettled, p)
+		}
+		st.s.setGroup(r.Group, g)
+	}
+	return out
+}
+
+// pendingOffset is the transactional id of a transaction that holds a
+// pending offset for group's partition p, "" when none does.
+func (st *step) pendingOffset(group string, p Partition) string {
+	for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
+		if _, pending := st.s.txns[id].pending[group][p]; pending {
+			return id
+		}
+	}
+	return ""
+}
+
+// badFetchAll says why got is not an answer Kafka gives to an OffsetFetch
+// of all of group's partitions, "" when it is one. want is the model's
+// answer. A broker known to refuse a whole group's stable fetch while
+// any of its offsets is pending (UnstableOffsetsGroupWide) may list
+// every committed partition as unstable. With require_stable, a
+// partition whose transaction's marker may still be on its way
+// (unsettled) may be listed at its offset, listed as
+// UNSTABLE_OFFSET_COMMIT, or, when the marker is what committed its
+// first offset, not listed, as the single-partition fetch takes it.
+func (st *step) badFetchAll(r Request, g group, want, got Response) string {
+	for _, p := range got.Unstable {
+		if _, listed := got.FetchedOffsets[p]; listed {
+			return fmt.Sprintf("%s of %s listed both at offset %d and as UNSTABLE_OFFSET_COMMIT", p, r.Group, got.FetchedOffsets[p])
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(got.FetchedOffsets)) {
+		off, committed := g.committed[p]
+		switch {
+		case !committed:
+			return fmt.Sprintf("%s of %s listed at offset %d, but %s has no committed offset for it", p, r.Group, got.FetchedOffsets[p], r.Group)
+		case got.FetchedOffsets[p] != off:
+			return fmt.Sprintf("%s of %s listed at offset %d, but its committed offset is %d", p, r.Group, got.FetchedOffsets[p], off)
+		case slices.Contains(want.Unstable, p) && !g.unsettled[p]:
+			return fmt.Sprintf("%s of %s listed at offset %d, but it has an offset pending in %s's transaction: require_stable answers UNSTABLE_OFFSET_COMMIT (KIP-447)", p, r.Group, off, st.pendingOffset(r.Group, p))
+		}
+	}
+	for _, p := range got.Unstable {
+		_, committed := g.committed[p]
+		switch {
+		case !r.RequireStable:
+			return fmt.Sprintf("%s of %s listed as UNSTABLE_OFFSET_COMMIT, but the fetch did not ask for stable offsets", p, r.Group)
+		case !committed:
+			return fmt.Sprintf("%s of %s listed as UNSTABLE_OFFSET_COMMIT, but a partition with no committed offset is not listed", p, r.Group)
+		case !slices.Contains(want.Unstable, p) && !g.unsettled[p] && !st.unstableGroupWide(r.Group):
+			return fmt.Sprintf("%s of %s listed as UNSTABLE_OFFSET_COMMIT, but no transaction holds an offset pending for it", p, r.Group)
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(g.committed)) {
+		_, listed := got.FetchedOffsets[p]
+		if !listed && !slices.Contains(got.Unstable, p) && !(r.RequireStable && g.unsettled[p]) {
+			return fmt.Sprintf("%s of %s has committed offset %d, but the answer does not list it", p, r.Group, g.committed[p])
+		}
+	}
+	return ""
 }

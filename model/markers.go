@@ -123,15 +123,13 @@ func (s State) byCompletion(ids []string) []string {
 func (st *step) settle(name string, offsets map[Partition]pendingOffset, commit bool) {
 	g := st.s.groups[name]
 	if commit {
-		g.committed, g.committedAt = maps.Clone(g.committed), maps.Clone(g.committedAt)
-		if g.committed == nil {
-			g.committed, g.committedAt = map[Partition]int64{}, map[Partition]int64{}
-		}
+		g = g.clonedCommitted()
 		for p, o := range offsets {
 			if at, ok := g.committedAt[p]; ok && at > o.at {
 				continue
 			}
-			g.committed[p], g.committedAt[p] = o.offset, o.at
+			g.committed[p], g.committedAt[p], g.committedTime[p] = o.offset, o.at, o.time
+			g = g.withMetadata(map[Partition]int64{p: o.offset}, map[Partition]string{p: o.metadata})
 		}
 	}
 	st.s.setGroup(name, g.settling(offsets))

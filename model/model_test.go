@@ -3,6 +3,8 @@ package model_test
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,6 +48,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				GroupMinSessionTimeoutMs: int64(intArg(t, td, model.GroupMinSessionTimeoutConfig, 0)),
 				GroupMaxSessionTimeoutMs: int64(intArg(t, td, model.GroupMaxSessionTimeoutConfig, 0)),
 				TwoPhaseCommit:           twoPhaseCommit(t, td),
+				OffsetMetadataMaxBytes:   intArg(t, td, model.OffsetMetadataMaxConfig, 0),
+				OffsetMetadataMaxKnown:   td.HasArg(model.OffsetMetadataMaxConfig),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
 			return ""
 		case "land-markers":
@@ -162,6 +166,7 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	r.InstanceID = strArg(td, "instance")
 	r.GenerationID = int32(intArg(t, td, "gen", -1))
 	r.Offsets = offsets(t, td)
+	r.OffsetMetadata = offsetMetadata(t, td)
 	r.Commit = td.HasArg("commit")
 	r.Offset = int64(intArg(t, td, "from", 0))
 	r.Isolation = model.ReadUncommitted
@@ -198,6 +203,7 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	if kind == model.OffsetFetch {
 		r.MemberEpoch = int32(intArg(t, td, "member-epoch", 0))
+		r.AllPartitions = td.HasArg("all")
 		op.Req = r
 	}
 	return op
@@ -257,7 +263,16 @@ func parseGot(t *testing.T, td *datadriven.TestData) (model.Result, bool) {
 	r.HighWatermark = int64(intArg(t, td, "got-hw", -1))
 	r.LastStableOffset = int64(intArg(t, td, "got-lso", -1))
 	r.LowWatermark = int64(intArg(t, td, "got-low-watermark", -1))
+	if arg, ok := td.Arg("got-metadata"); ok {
+		r.Metadata, r.MetadataSaid = metadataText(t, td, strings.Join(arg.Vals, ",")), true
+	}
+	r.PartitionErrors = partitionErrors(t, td)
 	parseConsumerAnswer(t, td, &r)
+	// An offset fetch of all partitions: got-offsets=(foo-0:100) lists
+	// the partitions at their offsets, got-unstable=(foo-1) those
+	// answered UNSTABLE_OFFSET_COMMIT.
+	r.FetchedOffsets = offsetsArg(t, td, "got-offsets")
+	r.Unstable = partitions(td, "got-unstable")
 	if arg, ok := td.Arg("got-records"); ok {
 		for _, v := range arg.Vals {
 			if v != "" {
@@ -414,18 +429,75 @@ func assignments(t *testing.T, td *datadriven.TestData) map[string][]model.Parti
 
 // offsets reads offsets=(trips-0:6,trips-1:3).
 func offsets(t *testing.T, td *datadriven.TestData) map[model.Partition]int64 {
-	arg, ok := td.Arg("offsets")
+	return offsetsArg(t, td, "offsets")
+}
+
+// offsetsArg reads key=(trips-0:6,trips-1:3); key=() is an empty map.
+func offsetsArg(t *testing.T, td *datadriven.TestData, key string) map[model.Partition]int64 {
+	arg, ok := td.Arg(key)
 	if !ok {
 		return nil
 	}
 	m := map[model.Partition]int64{}
 	for _, v := range arg.Vals {
+		if v == "" {
+			continue
+		}
 		p, off, _ := strings.Cut(v, ":")
 		n, err := strconv.ParseInt(off, 10, 64)
 		if err != nil {
-			td.Fatalf(t, "offsets=%s: %v", v, err)
+			td.Fatalf(t, "%s=%s: %v", key, v, err)
 		}
 		m[model.Partition(p)] = n
+	}
+	return m
+}
+
+// offsetMetadata reads metadata=(trips-0:abc,trips-1:s*4097): each
+// partition's metadata, where TEXT*N is TEXT N times over.
+func offsetMetadata(t *testing.T, td *datadriven.TestData) map[model.Partition]string {
+	arg, ok := td.Arg("metadata")
+	if !ok {
+		return nil
+	}
+	m := map[model.Partition]string{}
+	for _, v := range arg.Vals {
+		p, text, found := strings.Cut(v, ":")
+		if !found {
+			td.Fatalf(t, "metadata=%s is not partition:text", v)
+		}
+		m[model.Partition(p)] = metadataText(t, td, text)
+	}
+	return m
+}
+
+// metadataText is TEXT, or TEXT*N: TEXT N times over.
+func metadataText(t *testing.T, td *datadriven.TestData, text string) string {
+	unit, times, repeated := strings.Cut(text, "*")
+	if !repeated {
+		return text
+	}
+	n, err := strconv.Atoi(times)
+	if err != nil || n < 0 {
+		td.Fatalf(t, "metadata %q: %s is not a count", text, times)
+	}
+	return strings.Repeat(unit, n)
+}
+
+// partitionErrors reads got-errors=(trips-1:OFFSET_METADATA_TOO_LARGE):
+// the partitions of a commit the broker refused while it took the others.
+func partitionErrors(t *testing.T, td *datadriven.TestData) map[model.Partition]model.Code {
+	arg, ok := td.Arg("got-errors")
+	if !ok {
+		return nil
+	}
+	m := map[model.Partition]model.Code{}
+	for _, v := range arg.Vals {
+		p, code, found := strings.Cut(v, ":")
+		if !found {
+			td.Fatalf(t, "got-errors=%s is not partition:CODE", v)
+		}
+		m[model.Partition(p)] = model.Code(code)
 	}
 	return m
 }
@@ -456,7 +528,21 @@ func render(kind model.Kind, res model.Result) string {
 	case model.SyncGroup:
 		return fmt.Sprintf("assigned %v", r.Assignment)
 	case model.OffsetFetch:
+		if r.FetchedOffsets != nil || r.Unstable != nil {
+			return renderFetchedOffsets(r)
+		}
+		if r.MetadataSaid {
+			return fmt.Sprintf("offset %d metadata %q", r.Offset, r.Metadata)
+		}
 		return fmt.Sprintf("offset %d", r.Offset)
+	case model.OffsetCommit, model.TxnOffsetCommit:
+		if len(r.PartitionErrors) > 0 {
+			out := "ok, but"
+			for _, p := range slices.Sorted(maps.Keys(r.PartitionErrors)) {
+				out += fmt.Sprintf(" %s %s", p, r.PartitionErrors[p])
+			}
+			return out
+		}
 	case model.DeleteRecords:
 		return fmt.Sprintf("low watermark %d", r.LowWatermark)
 	case model.ConsumerGroupHeartbeat:
@@ -469,6 +555,20 @@ func render(kind model.Kind, res model.Result) string {
 		return fmt.Sprintf("%shw %d lso %d", b.String(), r.HighWatermark, r.LastStableOffset)
 	}
 	return "ok"
+}
+
+// renderFetchedOffsets is an offset fetch of all partitions' answer:
+// offsets (foo-0:100 ...), then unstable (foo-1 ...).
+func renderFetchedOffsets(r model.Response) string {
+	var listed []string
+	for _, p := range slices.Sorted(maps.Keys(r.FetchedOffsets)) {
+		listed = append(listed, fmt.Sprintf("%s:%d", p, r.FetchedOffsets[p]))
+	}
+	out := fmt.Sprintf("offsets (%s)", strings.Join(listed, ","))
+	if len(r.Unstable) > 0 {
+		out += fmt.Sprintf(" unstable %v", r.Unstable)
+	}
+	return out
 }
 
 // allowArg is the deviations a transcript's reset allows (allow=NAME,...).

@@ -34,7 +34,7 @@ func (st *step) offsetCommit(r Request) outcome {
 		m.lastSeen = st.s.now
 		g = g.withMember(r.MemberID, m)
 	}
-	st.s.setGroup(r.Group, g.withCommitted(r.Offsets))
+	st.s.setGroup(r.Group, g.withCommitted(r.Offsets, st.s.now).withMetadata(r.Offsets, r.OffsetMetadata))
 	return ok(NewResponse())
 }
 
@@ -44,14 +44,24 @@ func (st *step) offsetCommit(r Request) outcome {
 // transaction commits later, the record written last wins, whichever
 // marker lands when (see settle). So a plain commit made after a
 // transaction's TxnOffsetCommit stays.
-func (g group) withCommitted(offsets map[Partition]int64) group {
-	g.committed, g.committedAt = maps.Clone(g.committed), maps.Clone(g.committedAt)
+func (g group) withCommitted(offsets map[Partition]int64, now int64) group {
+	g = g.clonedCommitted()
+	g.writes++
+	for p, off := range offsets {
+		g.committed[p], g.committedAt[p], g.committedTime[p] = off, g.writes, now
+	}
+	return g
+}
+
+// clonedCommitted is g with its committed offsets' maps copied, so that
+// they may be written.
+func (g group) clonedCommitted() group {
+	g.committed, g.committedAt, g.committedTime = maps.Clone(g.committed), maps.Clone(g.committedAt), maps.Clone(g.committedTime)
 	if g.committed == nil {
 		g.committed, g.committedAt = map[Partition]int64{}, map[Partition]int64{}
 	}
-	g.writes++
-	for p, off := range offsets {
-		g.committed[p], g.committedAt[p] = off, g.writes
+	if g.committedTime == nil {
+		g.committedTime = map[Partition]int64{}
 	}
 	return g
 }

@@ -78,6 +78,11 @@ type Options struct {
 	// ConsumerSessionTimeoutMs is group.consumer.session.timeout.ms, the
 	// session of every KIP-848 consumer group member; 0: Kafka's 45000.
 	ConsumerSessionTimeoutMs int64
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes when
+	// OffsetMetadataMaxKnown; when not known, a commit's metadata may be
+	// taken or refused (offsetmetadata.go).
+	OffsetMetadataMaxBytes int
+	OffsetMetadataMaxKnown bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -146,6 +151,10 @@ func (p Phase) String() string {
 type pendingOffset struct {
 	offset int64
 	at     int64
+	// time is the commit's timestamp on the broker's clock, which the
+	// offset keeps once its transaction commits (offsetexpiry.go).
+	time     int64
+	metadata string
 }
 
 // txnMeta is the coordinator's record of one transactional.id.
@@ -330,6 +339,14 @@ type group struct {
 	// transactional offset records written there (see pendingOffset).
 	committedAt map[Partition]int64
 	writes      int64
+	// committedTime is each committed offset's commit timestamp, and
+	// emptySince when the group last lost its last member: what offset
+	// expiry counts from (offsetexpiry.go).
+	committedTime map[Partition]int64
+	emptySince    int64
+	// metadata is each committed offset's metadata string, where it is
+	// not "" (offsetmetadata.go).
+	metadata map[Partition]string
 	// unsettled are the partitions whose offsets a transaction's end
 	// settled and no answer has shown settled yet (see settling).
 	unsettled map[Partition]bool
@@ -385,7 +402,11 @@ func (s State) String() string {
 		if gr.syncDue != 0 {
 			fmt.Fprintf(&b, "awaiting the leader's SyncGroup of generation %d ", gr.syncDue)
 		}
-		fmt.Fprintf(&b, "committed %v; ", gr.committed)
+		fmt.Fprintf(&b, "committed %v", gr.committed)
+		if len(gr.metadata) > 0 {
+			fmt.Fprintf(&b, " with metadata %v", gr.metadata)
+		}
+		b.WriteString("; ")
 	}
 	for _, g := range slices.Sorted(maps.Keys(s.consumer)) {
 		fmt.Fprintf(&b, "consumer group %s: %s; ", g, s.consumer[g])
@@ -454,6 +475,9 @@ func (s *State) setGroup(name string, g group) {
 	s.groups = maps.Clone(s.groups)
 	if s.groups == nil {
 		s.groups = map[string]group{}
+	}
+	if len(s.groups[name].members) > 0 && len(g.members) == 0 {
+		g.emptySince = s.now // Kafka's currentStateTimestamp (offsetexpiry.go)
 	}
 	s.groups[name] = g
 }

@@ -131,7 +131,8 @@ func check(ctx context.Context, s State, op Op, got Result) (State, error) {
 	st := newStep(s, op, &got)
 	st.ctx = ctx
 	out := st.run()
-	if got.Answered && ClassOf(op.Kind, got.Err) == NoEffect && !JudgedByState(s.opts.GroupMaxSize, op, got) {
+	if got.Answered && ClassOf(op.Kind, got.Err) == NoEffect && !JudgedByState(s.opts.GroupMaxSize, op, got) &&
+		!MetadataRefusalJudged(s.opts.OffsetMetadataMaxKnown, op, got) {
 		// Kafka refused before it wrote: legal in any state. Only a
 		// transactions v2 implicit add may have come first; the checker
 		// places such an answer anywhere after its call, or last, which
@@ -343,7 +344,7 @@ func (st *step) runOp() outcome {
 	case Produce:
 		return st.produceDeviations(r, st.keepVerified(st.keepBegun(st.produce(r))))
 	case TxnOffsetCommit:
-		return st.keepBegun(st.txnOffsetCommit(r))
+		return st.keepBegun(st.perPartition(r, st.txnOffsetCommit))
 	case EndTxn:
 		return st.endTxn(r)
 	case JoinGroup:
@@ -357,7 +358,7 @@ func (st *step) runOp() outcome {
 	case Heartbeat:
 		return st.heartbeat(r)
 	case OffsetCommit:
-		return st.offsetCommit(r)
+		return st.perPartition(r, st.offsetCommit)
 	case SyncGroup:
 		return st.syncGroup(r)
 	case ConsumerGroupHeartbeat:

@@ -178,6 +178,10 @@ type Request struct {
 	// follows as a sync_group op; false: the whole round.
 	JoinOnly      bool
 	RequireStable bool
+	// AllPartitions: an offset_fetch of every partition the group has an
+	// offset for (OffsetFetch with topics null, as an admin's
+	// listConsumerGroupOffsets sends it); Partition is "" then.
+	AllPartitions bool
 	// EmptyGroup: a group request whose group id is the empty string, as
 	// a client sent it (Group is "" then too). Kafka refuses it with
 	// INVALID_GROUP_ID to a JoinGroup, SyncGroup, Heartbeat, LeaveGroup
@@ -195,9 +199,13 @@ type Request struct {
 	// member. join_group, sync_group, heartbeat, leave_group,
 	// offset_commit, txn_offset_commit and consumer_group_heartbeat carry
 	// it.
-	InstanceID       string
-	Offsets          map[Partition]int64 // txn_offset_commit, offset_commit: partition -> next offset
-	SessionTimeoutMs int64               // join_group; 0: the default
+	InstanceID string
+	Offsets    map[Partition]int64 // txn_offset_commit, offset_commit: partition -> next offset
+	// OffsetMetadata is a commit's metadata string per partition, where
+	// the request sent one; a partition it leaves out sent none, which
+	// Kafka keeps as "" (offsetmetadata.go).
+	OffsetMetadata   map[Partition]string
+	SessionTimeoutMs int64 // join_group; 0: the default
 	// RebalanceTimeoutMs: join_group's, 0 when not said; a
 	// consumer_group_heartbeat's, 0 when not sent (Kafka's -1: unchanged).
 	RebalanceTimeoutMs int64
@@ -265,9 +273,18 @@ type Response struct {
 	Leader               string // join_group: the group's leader, "" when not said
 	// Protocol is the protocol the group chose (JoinGroupResponse
 	// .ProtocolName), and ProtocolType its type (v7+); "" when not said.
-	Protocol         string
-	ProtocolType     string
-	Offset           int64 // offset_fetch: NoOffset when the group has none
+	Protocol     string
+	ProtocolType string
+	Offset       int64 // offset_fetch: NoOffset when the group has none
+	// Metadata is offset_fetch's metadata of the committed offset, and
+	// MetadataSaid whether the answer gave it: "" with MetadataSaid
+	// false is an answer that did not say (offsetmetadata.go).
+	Metadata     string
+	MetadataSaid bool
+	// PartitionErrors are a commit's partitions that the broker refused
+	// while it took the others, with each one's code; nil when every
+	// partition got the result's Err (offsetmetadata.go).
+	PartitionErrors  map[Partition]Code
 	Records          []FetchedRecord
 	HighWatermark    int64
 	LastStableOffset int64
@@ -282,6 +299,11 @@ type Response struct {
 	MemberEpoch         int32
 	HeartbeatIntervalMs int64
 	MemberAssignment    *[]Partition
+	// FetchedOffsets is an offset_fetch of all partitions' answer: each
+	// partition it listed with its committed offset. Unstable are the
+	// partitions it listed with UNSTABLE_OFFSET_COMMIT (require_stable).
+	FetchedOffsets map[Partition]int64
+	Unstable       []Partition
 }
 
 // NewResponse is a Response with every optional number at its sentinel.

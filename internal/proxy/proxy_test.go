@@ -550,7 +550,9 @@ func requireHeld(t *testing.T, ended <-chan error, what string) {
 // An at-least-once consumer's own commit through the proxy is recorded
 // as an offset_commit: the member id and generation its join was
 // answered, and the next offset of each partition it read. franz-go
-// sends OffsetCommit v10 to kfake, which names topics by id.
+// sends OffsetCommit v10 to kfake, which names topics by id. An admin's
+// OffsetFetch of all partitions (topics null, as kadm's FetchOffsets
+// sends it) is then recorded as one offset_fetch that lists the commit.
 func TestPlainOffsetCommitsAreRecorded(t *testing.T) {
 	cluster := startCluster(t)
 	rec := histories.NewRecorder(nil, wallClock)
@@ -578,17 +580,34 @@ func TestPlainOffsetCommitsAreRecorded(t *testing.T) {
 	}
 	require.NoError(t, consumer.CommitUncommittedOffsets(ctx))
 	consumer.Close()
+
+	admin, err := kgo.NewClient(kgo.SeedBrokers(p.Addr()), kgo.ClientID("fare-admin"))
+	require.NoError(t, err)
+	fetchAll := kmsg.NewPtrOffsetFetchRequest()
+	group := kmsg.NewOffsetFetchRequestGroup()
+	group.Group = "fare-auditors"
+	fetchAll.Groups = []kmsg.OffsetFetchRequestGroup{group}
+	_, err = fetchAll.RequestWith(ctx, admin)
+	require.NoError(t, err)
+	admin.Close()
 	require.NoError(t, p.Close())
 
-	var join, commit *histories.Op
+	var join, commit, fetched *histories.Op
 	for _, op := range rec.History().Ops {
 		switch op.Kind {
 		case model.JoinGroup:
 			join = &op
 		case model.OffsetCommit:
 			commit = &op
+		case model.OffsetFetch:
+			if op.Req.AllPartitions {
+				fetched = &op
+			}
 		}
 	}
+	require.NotNil(t, fetched, "the admin's fetch of all partitions is recorded")
+	require.True(t, fetched.Result.Succeeded(), "%+v", fetched.Result)
+	require.Equal(t, map[model.Partition]int64{"trips-0": 2}, fetched.Result.Resp.FetchedOffsets, "at %s", fetched.APIVersion)
 	require.NotNil(t, join, "the consumer joined")
 	require.NotNil(t, commit, "the consumer's commit is recorded")
 	require.Equal(t, "fare-auditors", commit.Req.Group)

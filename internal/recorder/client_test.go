@@ -384,6 +384,94 @@ func TestRecorderOffsetFetchPerPartition(t *testing.T) {
 	require.Equal(t, int64(12), ops[1].Result.Resp.Offset)
 }
 
+// TestRecorderOffsetFetchOfAllPartitions: an OffsetFetch whose topics are
+// null (an admin's listConsumerGroupOffsets) is one offset_fetch of all
+// partitions. Its answer lists the history's partitions at their offsets
+// and those answered UNSTABLE_OFFSET_COMMIT; a topic the history does not
+// hold is left out. An empty topic list asks for nothing.
+func TestRecorderOffsetFetchOfAllPartitions(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.RequireStable = true
+	all := kmsg.NewOffsetFetchRequestGroup()
+	all.Group = "fencecheck-fare-workers"
+	none := kmsg.NewOffsetFetchRequestGroup()
+	none.Group, none.Topics = "fencecheck-fare-workers", []kmsg.OffsetFetchRequestGroupTopic{}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{all, none}
+	corr := w.send(req, 9)
+
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group = "fencecheck-fare-workers"
+	trips, other := kmsg.NewOffsetFetchResponseGroupTopic(), kmsg.NewOffsetFetchResponseGroupTopic()
+	trips.Topic, other.Topic = "fencecheck-trips", "someone-elses"
+	unstable, committed := kmsg.NewOffsetFetchResponseGroupTopicPartition(), kmsg.NewOffsetFetchResponseGroupTopicPartition()
+	unstable.Partition, unstable.Offset, unstable.ErrorCode = 0, -1, kerr.UnstableOffsetCommit.Code
+	committed.Partition, committed.Offset = 1, 12
+	trips.Partitions = []kmsg.OffsetFetchResponseGroupTopicPartition{unstable, committed}
+	other.Partitions = []kmsg.OffsetFetchResponseGroupTopicPartition{committed}
+	rg.Topics = []kmsg.OffsetFetchResponseGroupTopic{trips, other}
+	resp.Groups = []kmsg.OffsetFetchResponseGroup{rg}
+	w.answer(corr, resp, 9)
+
+	ops := w.ops()
+	require.Len(t, ops, 1)
+	op := ops[0]
+	require.Equal(t, model.OffsetFetch, op.Kind)
+	require.True(t, op.Req.AllPartitions)
+	require.Empty(t, op.Req.Partition)
+	require.True(t, op.Req.RequireStable)
+	require.True(t, op.Result.Succeeded())
+	require.Equal(t, map[model.Partition]int64{"trips-1": 12}, op.Result.Resp.FetchedOffsets)
+	require.Equal(t, []model.Partition{"trips-0"}, op.Result.Resp.Unstable)
+}
+
+// TestRecorderOffsetFetchOfAllPartitionsOneGroup: the one-group shape
+// (v2 to v7) with topics null is a fetch of all partitions too, and the
+// group's error is its answer.
+func TestRecorderOffsetFetchOfAllPartitionsOneGroup(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = "fencecheck-fare-workers"
+	corr := w.send(req, 7)
+
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	w.answer(corr, resp, 7)
+
+	ops := w.ops()
+	require.Len(t, ops, 1)
+	require.True(t, ops[0].Req.AllPartitions)
+	require.Equal(t, model.GroupAuthorizationFailed, ops[0].Result.Err)
+}
+
+// TestRecorderOffsetFetchOfAllPartitionsBelowZero: a listing at a
+// negative offset, which the format cannot hold, leaves the answer
+// undecided, so that the history still loads.
+func TestRecorderOffsetFetchOfAllPartitionsBelowZero(t *testing.T) {
+	w := newWire(t)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = "fencecheck-fare-workers"
+	corr := w.send(req, 7)
+
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	topic := kmsg.NewOffsetFetchResponseTopic()
+	topic.Topic = "fencecheck-trips"
+	none := kmsg.NewOffsetFetchResponseTopicPartition()
+	none.Partition, none.Offset = 0, -1
+	topic.Partitions = []kmsg.OffsetFetchResponseTopicPartition{none}
+	resp.Topics = []kmsg.OffsetFetchResponseTopic{topic}
+	w.answer(corr, resp, 7)
+
+	ops := w.ops()
+	require.Len(t, ops, 1)
+	require.True(t, ops[0].Result.Undecided(), "%+v", ops[0].Result)
+	var saved bytes.Buffer
+	require.NoError(t, histories.Save(&saved, histories.History{Ops: ops}))
+	_, err := histories.Load(&saved)
+	require.NoError(t, err)
+}
+
 // TestRecorderOffsetFetchOfAMember: an OffsetFetch v9+ of a KIP-848
 // consumer group's member is recorded with its member id and epoch, and
 // the group's STALE_MEMBER_EPOCH answers each partition.

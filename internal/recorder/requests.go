@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -407,10 +408,13 @@ func (c *Client) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) []observed {
 		for _, p := range topic.Partitions {
 			if mp, ok2 := c.partition(name, p.Partition); ok && ok2 {
 				req.Offsets[mp] = p.Offset
+				commitMetadata(&req.OffsetMetadata, mp, p.Metadata)
 			}
 		}
 	}
-	return one(c, model.TxnOffsetCommit, r.Version, req, codesOf[*kmsg.TxnOffsetCommitResponse](wire.TxnOffsetCommitCodes), nil)
+	byID := func(resp *kmsg.TxnOffsetCommitResponse) bool { return resp.Version >= commitTopicIDs }
+	return []observed{{op: c.begin(model.TxnOffsetCommit, r.Version, req),
+		answer: commitAnswer(c, model.TxnOffsetCommit, byID, txnOffsetCommitParts)}}
 }
 
 // offsetCommitTopicIDs is the first OffsetCommit that names topics by id
@@ -439,10 +443,13 @@ func (c *Client) offsetCommit(r *kmsg.OffsetCommitRequest) []observed {
 		for _, p := range topic.Partitions {
 			if mp, ok2 := c.partition(name, p.Partition); ok && ok2 {
 				req.Offsets[mp] = p.Offset
+				commitMetadata(&req.OffsetMetadata, mp, p.Metadata)
 			}
 		}
 	}
-	return one(c, model.OffsetCommit, r.Version, req, codesOf[*kmsg.OffsetCommitResponse](wire.OffsetCommitCodes), nil)
+	byID := func(resp *kmsg.OffsetCommitResponse) bool { return resp.Version >= offsetCommitTopicIDs }
+	return []observed{{op: c.begin(model.OffsetCommit, r.Version, req),
+		answer: commitAnswer(c, model.OffsetCommit, byID, offsetCommitParts)}}
 }
 
 func (c *Client) endTxn(r *kmsg.EndTxnRequest) []observed {
@@ -677,6 +684,10 @@ type groupPartition struct {
 // shape: one group (up to v7) or a list of groups (v8 on).
 func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 	var asked []groupPartition
+	var ops []observed
+	if r.Version < 8 && r.Version >= offsetFetchAllVersion && r.Topics == nil {
+		ops = c.offsetFetchAll(r, groupPartition{group: r.Group, memberEpoch: -1}, ops)
+	}
 	if r.Version < 8 {
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
@@ -689,6 +700,9 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 		if g.MemberID != nil {
 			memberID = *g.MemberID
 		}
+		if g.Topics == nil {
+			ops = c.offsetFetchAll(r, groupPartition{group: g.Group, memberID: memberID, memberEpoch: g.MemberEpoch}, ops)
+		}
 		for _, t := range g.Topics {
 			name, ok := c.topic(t.Topic, t.TopicID, r.Version >= offsetFetchTopicIDs)
 			for _, p := range t.Partitions {
@@ -698,7 +712,6 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 			}
 		}
 	}
-	var ops []observed
 	for _, gp := range asked {
 		group, ok := c.cfg.Cluster.Name(gp.group)
 		partition, ok2 := c.partition(gp.topic, gp.partition)
@@ -713,13 +726,16 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 		}
 		answer := answerWith(c, model.OffsetFetch,
 			func(resp *kmsg.OffsetFetchResponse) []int16 {
-				_, code := c.fetchedOffset(resp, gp)
+				_, _, code := c.fetchedOffset(resp, gp)
 				return []int16{code}
 			},
 			func(resp *kmsg.OffsetFetchResponse) model.Response {
 				out := model.NewResponse()
-				offset, _ := c.fetchedOffset(resp, gp)
+				offset, metadata, _ := c.fetchedOffset(resp, gp)
 				out.Offset = max(offset, model.NoOffset)
+				// The metadata committed with the offset, written where
+				// it is not empty so that most answers stay as short.
+				out.Metadata, out.MetadataSaid = metadata, metadata != ""
 				return out
 			})
 		ops = append(ops, observed{op: c.begin(model.OffsetFetch, r.Version, req), answer: answer})
@@ -727,39 +743,136 @@ func (c *Client) offsetFetch(r *kmsg.OffsetFetchRequest) []observed {
 	return ops
 }
 
+// offsetFetchAllVersion is the first OffsetFetch version whose topics may
+// be null, asking for every partition the group has an offset for.
+const offsetFetchAllVersion = 2
+
+// offsetFetchAll appends to ops the offset_fetch of all of gp.group's
+// partitions: an OffsetFetch whose topics are null. Its call says "all
+// partitions"; its answer lists those of the history's topics, at their
+// offsets or as UNSTABLE_OFFSET_COMMIT.
+func (c *Client) offsetFetchAll(r *kmsg.OffsetFetchRequest, gp groupPartition, ops []observed) []observed {
+	group, ok := c.cfg.Cluster.Name(gp.group)
+	if !ok {
+		return ops
+	}
+	req := model.NewRequest()
+	req.Group, req.AllPartitions, req.RequireStable = group, true, r.RequireStable
+	req.EmptyGroup = group == ""
+	if gp.memberID != "" {
+		req.MemberID, req.MemberEpoch = gp.memberID, gp.memberEpoch
+	}
+	answer := func(resp kmsg.Response) (model.Result, fate) {
+		r, ok := resp.(*kmsg.OffsetFetchResponse)
+		if !ok {
+			return c.undecided(model.OffsetFetch, "the answer is a %T", resp), ended
+		}
+		code, listed, err := c.fetchedAll(r, gp.group)
+		if wire.Misrouted(code) {
+			return model.Result{}, notTaken
+		}
+		if err != nil {
+			return c.undecided(model.OffsetFetch, "%v", err), ended
+		}
+		return c.result(model.OffsetFetch, code, listed), ended
+	}
+	return append(ops, observed{op: c.begin(model.OffsetFetch, r.Version, req), answer: answer})
+}
+
+// fetchedAll reads the answer to an OffsetFetch of all of group's
+// partitions: the group's error, or the partitions of the history's
+// topics it lists. A partition refused with another code than
+// UNSTABLE_OFFSET_COMMIT, or listed at a negative offset, or a topic
+// whose id names none, leaves the listing unknown.
+func (c *Client) fetchedAll(resp *kmsg.OffsetFetchResponse, group string) (int16, model.Response, error) {
+	out := model.NewResponse()
+	code, topics := resp.ErrorCode, resp.Topics
+	if resp.Version >= 8 {
+		code, topics = kerr.UnknownServerError.Code, nil
+		for _, g := range resp.Groups {
+			if g.Group == group {
+				code = g.ErrorCode
+				for _, t := range g.Topics {
+					topics = append(topics, kmsg.OffsetFetchResponseTopic{Topic: t.Topic, Partitions: groupPartitions(t.Partitions)})
+					topics[len(topics)-1].Topic, _ = c.topic(t.Topic, t.TopicID, resp.Version >= offsetFetchTopicIDs)
+				}
+			}
+		}
+	}
+	if code != 0 {
+		return code, out, nil
+	}
+	for _, t := range topics {
+		if t.Topic == "" {
+			return 0, out, errors.New("an OffsetFetch of all partitions lists a topic whose id names none")
+		}
+		for _, p := range t.Partitions {
+			partition, ok := c.partition(t.Topic, p.Partition)
+			switch {
+			case !ok:
+				continue
+			case p.ErrorCode == kerr.UnstableOffsetCommit.Code:
+				out.Unstable = append(out.Unstable, partition)
+			case p.ErrorCode != 0:
+				return 0, out, fmt.Errorf("an OffsetFetch of all partitions answers %s with error %d", partition, p.ErrorCode)
+			case p.Offset < 0:
+				// The format lists committed offsets, which are 0 or more.
+				return 0, out, fmt.Errorf("an OffsetFetch of all partitions lists %s at offset %d", partition, p.Offset)
+			default:
+				if out.FetchedOffsets == nil {
+					out.FetchedOffsets = map[model.Partition]int64{}
+				}
+				out.FetchedOffsets[partition] = p.Offset
+			}
+		}
+	}
+	return 0, out, nil
+}
+
+// groupPartitions is a v8+ answer's partitions in the shape of an older
+// one's.
+func groupPartitions(ps []kmsg.OffsetFetchResponseGroupTopicPartition) []kmsg.OffsetFetchResponseTopicPartition {
+	out := make([]kmsg.OffsetFetchResponseTopicPartition, len(ps))
+	for i, p := range ps {
+		out[i] = kmsg.OffsetFetchResponseTopicPartition{Partition: p.Partition, Offset: p.Offset, ErrorCode: p.ErrorCode}
+	}
+	return out
+}
+
 // fetchedOffset is the answer for one partition: a group's error speaks
 // for its partitions, and a partition the answer leaves out is an error.
-func (c *Client) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition) (int64, int16) {
+// The metadata is the one committed with the offset; "" when none.
+func (c *Client) fetchedOffset(resp *kmsg.OffsetFetchResponse, gp groupPartition) (int64, string, int16) {
 	if resp.Version < 8 {
 		if resp.ErrorCode != 0 {
-			return model.NoOffset, resp.ErrorCode
+			return model.NoOffset, "", resp.ErrorCode
 		}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if t.Topic == gp.topic && p.Partition == gp.partition {
-					return p.Offset, p.ErrorCode
+					return p.Offset, wire.Nullable(p.Metadata), p.ErrorCode
 				}
 			}
 		}
-		return model.NoOffset, kerr.UnknownServerError.Code
+		return model.NoOffset, "", kerr.UnknownServerError.Code
 	}
 	for _, g := range resp.Groups {
 		if g.Group != gp.group {
 			continue
 		}
 		if g.ErrorCode != 0 {
-			return model.NoOffset, g.ErrorCode
+			return model.NoOffset, "", g.ErrorCode
 		}
 		for _, t := range g.Topics {
 			name, ok := c.topic(t.Topic, t.TopicID, resp.Version >= offsetFetchTopicIDs)
 			for _, p := range t.Partitions {
 				if ok && name == gp.topic && p.Partition == gp.partition {
-					return p.Offset, p.ErrorCode
+					return p.Offset, wire.Nullable(p.Metadata), p.ErrorCode
 				}
 			}
 		}
 	}
-	return model.NoOffset, kerr.UnknownServerError.Code
+	return model.NoOffset, "", kerr.UnknownServerError.Code
 }
 
 // partition is the history's name of a cluster partition, false when its

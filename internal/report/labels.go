@@ -22,7 +22,9 @@ func shortLabel(row checker.TimelineRow) string {
 	case res.Err != "":
 		return label + " ✗ " + string(res.Err)
 	}
-	if outcome := successWord(op.Kind, res.Resp); outcome != "" {
+	if op.Kind == model.OffsetFetch && op.Req.AllPartitions {
+		label += fmt.Sprintf(" → %d listed", len(res.Resp.FetchedOffsets)+len(res.Resp.Unstable))
+	} else if outcome := successWord(op.Kind, res.Resp); outcome != "" {
 		label += " " + outcome
 	}
 	if len(row.Breaks) > 0 {
@@ -57,6 +59,9 @@ func requestWord(kind model.Kind, req model.Request) string {
 	case model.LeaveGroup:
 		return "leave"
 	case model.OffsetFetch:
+		if req.AllPartitions {
+			return "offset_fetch all"
+		}
 		return "offset_fetch"
 	case model.Fetch:
 		return fmt.Sprintf("fetch %s", req.Partition)
