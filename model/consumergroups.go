@@ -61,6 +61,10 @@ type consumerGroup struct {
 	// does not name (consumermigration.go). Every answer on its id is
 	// then taken.
 	mayBeClassic bool
+	// refreshDue: a topic the group subscribes to changed, and no
+	// heartbeat has shown the refresh of its subscription metadata yet
+	// (topics.go).
+	refreshDue bool
 }
 
 // consumerMember is one member of a consumer group
@@ -180,6 +184,7 @@ func (m consumerMember) equal(o consumerMember) bool {
 
 func (g consumerGroup) equal(o consumerGroup) bool {
 	return g.epoch == o.epoch && g.loose == o.loose && g.unseenJoins == o.unseenJoins && g.mayBeClassic == o.mayBeClassic &&
+		g.refreshDue == o.refreshDue &&
 		mapsEqual(g.members, o.members, consumerMember.equal)
 }
 

@@ -835,6 +835,7 @@ func (st *step) offsetFetch(r Request) outcome {
 	if out := st.checkConsumerFetch(r); out != nil {
 		return *out
 	}
+	st.offsetsDropped(r)
 	if r.RequireStable {
 		for _, id := range slices.Sorted(maps.Keys(st.s.txns)) {
 			if _, pending := st.s.txns[id].pending[r.Group][r.Partition]; pending {

@@ -46,7 +46,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				GroupMinSessionTimeoutMs: int64(intArg(t, td, model.GroupMinSessionTimeoutConfig, 0)),
 				GroupMaxSessionTimeoutMs: int64(intArg(t, td, model.GroupMaxSessionTimeoutConfig, 0)),
 				TwoPhaseCommit:           twoPhaseCommit(t, td),
-				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
+				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0)),
+				TopicsChangeOutside:      td.HasArg("topics-change-outside")})
 			return ""
 		case "land-markers":
 			s = model.LandMarkers(s)
@@ -129,7 +130,8 @@ var commands = map[string]model.Kind{
 	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "offset-commit": model.OffsetCommit,
 	"tick": model.Tick, "restart": model.BrokerRestart, "sync": model.SyncGroup,
 	"consumer-heartbeat": model.ConsumerGroupHeartbeat, "delete-records": model.DeleteRecords,
-	"alter-config": model.AlterConfig,
+	"alter-config": model.AlterConfig, "create-topics": model.CreateTopics,
+	"create-partitions": model.CreatePartitions, "delete-topics": model.DeleteTopics,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
@@ -190,6 +192,11 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	if kind == model.AlterConfig {
 		r.PartitionVerification = !verificationOff(t, td)
+		op.Req = r
+	}
+	if kind == model.CreateTopics || kind == model.CreatePartitions || kind == model.DeleteTopics {
+		r.Topic = strArg(td, "topic")
+		r.PartitionCount = int32(intArg(t, td, "count", 0))
 		op.Req = r
 	}
 	if kind == model.DeleteRecords {
