@@ -97,7 +97,8 @@ func modelOptions(h histories.History, version int, opts Options) model.Options 
 		Expiry: h.Expiry, TxnMaxTimeoutMs: h.TxnMaxTimeoutMs, NoPartitionVerification: h.NoPartitionVerification,
 		GroupMaxSize: h.GroupMaxSize, ConsumerGroupMaxSize: h.ConsumerGroupMaxSize,
 		MigrationPolicy: h.MigrationPolicy, TwoPhaseCommit: h.TwoPhaseCommit,
-		GroupMinSessionTimeoutMs: h.GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs: h.GroupMaxSessionTimeoutMs}
+		GroupMinSessionTimeoutMs: h.GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs: h.GroupMaxSessionTimeoutMs,
+		TopicsChangeOutside: h.TopicsChangeOutside}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
@@ -354,8 +355,10 @@ func touches(op *histories.Op) []string {
 		}
 	}
 	switch op.Kind {
-	case model.Tick, model.BrokerRestart, model.AlterConfig:
-		// A config change, like time, reaches every piece.
+	case model.Tick, model.BrokerRestart, model.AlterConfig, model.CreateTopics, model.CreatePartitions, model.DeleteTopics:
+		// A config change, like time, reaches every piece; so does a
+		// topic's change, which refreshes any consumer group and drops
+		// any group's offsets (model/topics.go).
 		return nil
 	}
 	add("txn:", r.TransactionalID)

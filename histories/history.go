@@ -68,11 +68,20 @@ type History struct {
 	// leaders write transactional batches without asking the coordinator
 	// (model.Options.NoPartitionVerification).
 	NoPartitionVerification bool
+	// TopicsChangeOutside: the topics may have changed by requests the
+	// history does not hold ("topic_changes": "unrecorded"), for example
+	// an admin's outside the recorded clients
+	// (model.Options.TopicsChangeOutside).
+	TopicsChangeOutside bool
 }
 
 // asyncMarkers is the "markers" of a history whose broker answers EndTxn
 // before its markers land.
 const asyncMarkers = "async"
+
+// unrecordedTopicChanges is the "topic_changes" of a history whose topics
+// may have changed by requests it does not hold.
+const unrecordedTopicChanges = "unrecorded"
 
 // wallClock is the "clock" of a history whose timers ran on its clock.
 const wallClock = "wall"
