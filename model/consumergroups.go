@@ -61,10 +61,11 @@ type consumerGroup struct {
 	// does not name (consumermigration.go). Every answer on its id is
 	// then taken.
 	mayBeClassic bool
-	// refreshDue: a topic the group subscribes to changed, and no
-	// heartbeat has shown the refresh of its subscription metadata yet
-	// (topics.go).
-	refreshDue bool
+	// refreshes counts the changes of topics the group subscribes to
+	// that no answer has shown a refresh of its subscription metadata
+	// for: each may bump the group epoch once, at a heartbeat whose
+	// answer shows it or not (topics.go).
+	refreshes int32
 }
 
 // consumerMember is one member of a consumer group
@@ -184,7 +185,7 @@ func (m consumerMember) equal(o consumerMember) bool {
 
 func (g consumerGroup) equal(o consumerGroup) bool {
 	return g.epoch == o.epoch && g.loose == o.loose && g.unseenJoins == o.unseenJoins && g.mayBeClassic == o.mayBeClassic &&
-		g.refreshDue == o.refreshDue &&
+		g.refreshes == o.refreshes &&
 		mapsEqual(g.members, o.members, consumerMember.equal)
 }
 

@@ -2,6 +2,7 @@ package model
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +75,11 @@ func (st *step) topicAdmin(r Request) outcome {
 		}
 		t.partitions = r.PartitionCount
 	case DeleteTopics:
+		if !known {
+			// The topic had partitions no request of the history
+			// said: any number may have existed.
+			t.most = math.MaxInt32
+		}
 		t.partitions = 0
 		t.dropping = st.got != nil
 		if !t.dropping {
@@ -94,7 +100,7 @@ func (s *State) requestMetadataRefresh(topic string) {
 		g := s.consumer[name]
 		for _, m := range g.members {
 			if m.regex != "" || slices.Contains(m.topics, topic) {
-				g.refreshDue = true
+				g.refreshes++
 				s.setConsumerGroup(name, g)
 				break
 			}
@@ -106,26 +112,32 @@ func (s *State) requestMetadataRefresh(topic string) {
 // (consumerGroupHeartbeat: hasMetadataExpired, computeSubscriptionMetadata).
 // bumped says the heartbeat bumps the group epoch anyway, for its
 // member's subscription: one bump then holds both. The model's own
-// answer sees a due refresh at once. A judged answer at the epoch after
-// the group's shows a refresh the image brought; one that does not may
-// come before the image. Where the history does not hold every change of
-// the topics (Options.TopicsChangeOutside), any heartbeat may show one.
+// answer sees every change at once, in one refresh. Judging, each change
+// no answer has shown may have bumped the group epoch at an earlier
+// heartbeat whose answer did not show the group epoch (a member revoking
+// stays at its own), or may bump it now, or later. Two changes between
+// two heartbeats bump it once in Kafka; the model takes up to one bump
+// per change. An answer above the group epoch by at most that many shows
+// them. Where the history does not hold every change of the topics
+// (Options.TopicsChangeOutside), each heartbeat may have refreshed the
+// group, so its epoch is only a lower bound (consumerGroup.loose).
 func (st *step) refreshMetadata(g *consumerGroup, bumped bool) {
 	if st.got == nil {
-		if g.refreshDue && !bumped {
+		if g.refreshes > 0 && !bumped {
 			g.epoch++
 		}
-		g.refreshDue = false
+		g.refreshes = 0
 		return
 	}
-	if bumped || (!g.refreshDue && !st.s.opts.TopicsChangeOutside) {
-		// Whether the image came before the heartbeat is unknown: a later
-		// heartbeat may still bump for it.
-		return
+	if st.s.opts.TopicsChangeOutside {
+		// Any number of changes may have come, each refreshing the group
+		// at a heartbeat: its epoch is only a lower bound.
+		g.loose = true
 	}
-	if obs := st.observed(); obs != nil && obs.MemberEpoch == g.epoch+1 {
-		g.epoch++
-		g.refreshDue = false
+	if obs := st.observed(); obs != nil && obs.MemberEpoch > g.epoch && obs.MemberEpoch <= g.epoch+g.refreshes {
+		shown := obs.MemberEpoch - g.epoch
+		g.epoch = obs.MemberEpoch
+		g.refreshes = max(0, g.refreshes-shown)
 	}
 }
 
