@@ -12,7 +12,10 @@ import (
 // DeleteTopics, and what the group coordinator does when the metadata
 // image that carries the change reaches it.
 //
-// Sources (trunk 1eb7644, 4.0-SNAPSHOT, and the 4.x releases):
+// KIP-848 ("Group Epoch - Trigger a rebalance") bumps the group epoch
+// when the metadata of a subscribed topic changes, for example when
+// partitions are added. Sources (trunk 1eb7644, 4.0-SNAPSHOT, and the
+// 4.x releases):
 //   - GroupMetadataManager.onNewMetadataImage asks every group subscribed
 //     to a created, changed or deleted topic to refresh its subscription
 //     metadata (ModernGroup.requestMetadataRefresh). Its next heartbeat
