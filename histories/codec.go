@@ -442,6 +442,43 @@ func (o partitionOffsets) encode() any {
 	return out
 }
 
+// topicCounts is the document's "topics": {topic: partition count}. An
+// empty object says no more than an absent one.
+type topicCounts struct{ p *map[string]int32 }
+
+func (t topicCounts) decode(path string, raw json.RawMessage) error {
+	m, err := asObject(path, raw)
+	if err != nil {
+		return err
+	}
+	var out map[string]int32
+	for _, k := range sortedKeys(m) {
+		if err := validTopic(k); err != nil {
+			return bad(path, "key %v", err)
+		}
+		var v int32
+		if err := (number[int32]{&v, partitionCounts}).decode(path+"."+k, m[k]); err != nil {
+			return err
+		}
+		if out == nil {
+			out = map[string]int32{}
+		}
+		out[k] = v
+	}
+	*t.p = out
+	return nil
+}
+
+func (t topicCounts) absent() bool { return len(*t.p) == 0 }
+
+func (t topicCounts) encode() any {
+	out := object{}
+	for _, k := range sortedKeys(*t.p) {
+		out = append(out, member{k, (*t.p)[k]})
+	}
+	return out
+}
+
 // memberAssignments is sync_group's {member id: [partitions]}, the
 // leader's assignment. Absent and {} are the same: no member is given
 // anything.

@@ -73,6 +73,11 @@ type History struct {
 	// an admin's outside the recorded clients
 	// (model.Options.TopicsChangeOutside).
 	TopicsChangeOutside bool
+	// Topics are the partition counts of topics when the history
+	// begins ("topics"), nil when the document does not say; the
+	// history's create_topics, create_partitions and delete_topics ops
+	// change them.
+	Topics map[string]int32
 }
 
 // asyncMarkers is the "markers" of a history whose broker answers EndTxn

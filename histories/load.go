@@ -436,6 +436,9 @@ func decodeHeader(m rawObject, h *History) error {
 			"or absent, got %q", unrecordedTopicChanges, topicChanges)
 	}
 	h.TopicsChangeOutside = topicChanges == unrecordedTopicChanges
+	if err := take(m, "", "topics", optional, topicCounts{&h.Topics}); err != nil {
+		return err
+	}
 	if err := take(m, "", "broker_config", optional, h.brokerConfig()); err != nil {
 		return err
 	}

@@ -64,6 +64,9 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.TopicsChangeOutside {
 		writeMember(b, member{"topic_changes", unrecordedTopicChanges})
 	}
+	if len(h.Topics) > 0 {
+		writeMember(b, member{"topics", topicCounts{&h.Topics}.encode()})
+	}
 	if c := h.brokerConfig(); !c.absent() {
 		writeMember(b, member{"broker_config", c.encode()})
 	}

@@ -167,6 +167,7 @@ func everyType() History {
 		OutputTopics:        []string{"fares"},
 		TransactionsVersion: 2,
 		TopicsChangeOutside: true,
+		Topics:              map[string]int32{"fares": 12, "trips": 2},
 	}
 }
 
@@ -241,6 +242,7 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			require.Equal(t, c.h.MigrationPolicy, got.MigrationPolicy)
 			require.Equal(t, c.h.TwoPhaseCommit, got.TwoPhaseCommit)
 			require.Equal(t, c.h.TopicsChangeOutside, got.TopicsChangeOutside)
+			require.Equal(t, c.h.Topics, got.Topics)
 		})
 	}
 }

@@ -54,6 +54,16 @@ type topicMeta struct {
 	dropping bool
 }
 
+// WithTopics is s with the partition counts of topics a history names
+// when it begins (its "topics"): each is known, as if an admin had just
+// created it.
+func WithTopics(s State, counts map[string]int32) State {
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		s.setTopic(name, topicMeta{partitions: counts[name], most: counts[name]})
+	}
+	return s
+}
+
 func (s *State) setTopic(name string, t topicMeta) {
 	s.topics = maps.Clone(s.topics)
 	if s.topics == nil {
