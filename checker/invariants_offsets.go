@@ -16,11 +16,18 @@ import (
 // stale generation (KIP-447), or of a stale member epoch in a KIP-848
 // consumer group, succeeds. A refused commit commits nothing, so it is
 // never counted.
+//
+// A topic's deletion removes every group's offsets of its partitions
+// (OffsetMetadataManager.onPartitionsDeleted) when the metadata image
+// reaches the group coordinator, at a moment no answer bounds. So a
+// commit or fetch of a partition called after a delete_topics of its
+// topic was called is held to nothing before it (deletedSince).
 func checkOffsetsMonotonic(a *analysis) Verdict {
 	committed := a.committedOffsets()
+	deleted := deletedSince(a.h)
 	var violations []Violation
-	violations = append(violations, backwardCommits(committed)...)
-	violations = append(violations, a.backwardFetches(committed)...)
+	violations = append(violations, backwardCommits(committed, deleted)...)
+	violations = append(violations, a.backwardFetches(committed, deleted)...)
 	violations = append(violations, staleGenerations(a.h, a.progress)...)
 	return a.verdict(OffsetsMonotonic, firstPerOp(violations))
 }
@@ -101,12 +108,38 @@ func sortedPartitions(offsets map[model.Partition]int64) []model.Partition {
 	return ps
 }
 
+// deletedSince is the call of each topic's first delete_topics that may
+// have taken effect (answered success or left undecided).
+func deletedSince(h histories.History) map[string]int64 {
+	since := map[string]int64{}
+	for _, op := range h.Ops {
+		if op.Kind != model.DeleteTopics || (op.Result.Answered && !op.Result.Succeeded() && !op.Result.Undecided()) {
+			continue
+		}
+		if at, seen := since[op.Req.Topic]; !seen || op.Call < at {
+			since[op.Req.Topic] = op.Call
+		}
+	}
+	return since
+}
+
+// afterDeletion reports whether an operation of p called at call may
+// follow its topic's deletion, so that no earlier offset binds it.
+func afterDeletion(deleted map[string]int64, p model.Partition, call int64) bool {
+	topic, _ := p.Topic()
+	at, ok := deleted[topic]
+	return ok && at < call
+}
+
 // backwardCommits finds commits of an offset lower than one whose commit had
 // returned before theirs was called.
-func backwardCommits(committed map[groupPartition][]committedOffset) []Violation {
+func backwardCommits(committed map[groupPartition][]committedOffset, deleted map[string]int64) []Violation {
 	var violations []Violation
 	for gp, offsets := range committed {
 		for _, later := range offsets {
+			if afterDeletion(deleted, gp.partition, later.call) {
+				continue
+			}
 			for _, earlier := range offsets {
 				if earlier.ret < later.call && later.offset < earlier.offset {
 					violations = append(violations, Violation{Op: later.op, Related: earlier.by,
@@ -122,12 +155,12 @@ func backwardCommits(committed map[groupPartition][]committedOffset) []Violation
 // backwardFetches finds offset_fetch answers lower than an earlier answer
 // (returned before this fetch was called) or than an offset whose commit
 // returned before it.
-func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffset) []Violation {
+func (a *analysis) backwardFetches(committed map[groupPartition][]committedOffset, deleted map[string]int64) []Violation {
 	var violations []Violation
 	var earlier []histories.Op
 	expired := offsetExpiry(a.h)
 	for _, f := range counted(a.progress, inCallOrder(a.h.Ops)) {
-		if f.Kind != model.OffsetFetch || !f.Result.Succeeded() {
+		if f.Kind != model.OffsetFetch || !f.Result.Succeeded() || afterDeletion(deleted, f.Req.Partition, f.Call) {
 			continue
 		}
 		for _, read := range fetchedPartitions(f, committed) {
