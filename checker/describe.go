@@ -73,6 +73,12 @@ func describeDoes(op histories.Op) string {
 		return fmt.Sprintf("`delete_records()` %s before %d", req.Partition, req.Offset)
 	case model.AlterConfig:
 		return fmt.Sprintf("`alter_config()` %s=%v", model.PartitionVerificationConfig, req.PartitionVerification)
+	case model.CreateTopics:
+		return fmt.Sprintf("`create_topics()` %s with %d partitions", req.Topic, req.PartitionCount)
+	case model.CreatePartitions:
+		return fmt.Sprintf("`create_partitions()` %s to %d partitions", req.Topic, req.PartitionCount)
+	case model.DeleteTopics:
+		return fmt.Sprintf("`delete_topics()` %s", req.Topic)
 	case model.Tick:
 		return fmt.Sprintf("clock +%d ms", req.Ms)
 	}

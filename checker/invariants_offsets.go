@@ -34,6 +34,14 @@ import (
 // out as -1 only when some commit of the history names that partition
 // (fetchedPartitions), and that commit may come later. So the fold also
 // holds the findings of the fetches whose verdict waits, one list each.
+//
+// A topic's deletion removes every group's offsets of its partitions
+// (OffsetMetadataManager.onPartitionsDeleted) when the metadata image
+// reaches the group coordinator, at a moment no answer bounds. So a
+// commit or fetch of a partition called after a delete_topics of its
+// topic was called is held to nothing before it (deleted). A fetch of all
+// partitions names no partition in its request, so a deletion does not
+// change how it is judged.
 type offsetsFold struct {
 	header    histories.History
 	committed map[groupPartition][]committedOffset // each in the call order of its commits
@@ -47,6 +55,9 @@ type offsetsFold struct {
 	waiting []waitingFetch
 	// expiry says when the group's offsets may have expired.
 	expiry expiryClock
+	// deleted is the call of each topic's first delete_topics that may
+	// have taken effect (answered success or left undecided).
+	deleted map[string]int64
 	// generations judges the commits' generations.
 	generations generationsFold
 }
@@ -90,7 +101,7 @@ type fetchFinding struct {
 func newOffsetsFold(header histories.History) invariantFold {
 	return &offsetsFold{header: header, committed: map[groupPartition][]committedOffset{},
 		fetches: map[groupPartition][]fetchedOffset{}, parts: map[string]map[model.Partition]bool{},
-		pending:     map[*txn][]pendingOffsets{},
+		pending: map[*txn][]pendingOffsets{}, deleted: map[string]int64{},
 		expiry:      expiryClock{wall: header.WallClock, retention: header.Expiry.OffsetsRetentionMs()},
 		generations: generationsFold{commits: map[int]bool{}, consumerGroups: map[string]bool{}}}
 }
@@ -98,6 +109,12 @@ func newOffsetsFold(header histories.History) invariantFold {
 func (f *offsetsFold) add(op *histories.Op) {
 	f.expiry.add(op)
 	f.generations.add(op)
+	if op.Kind == model.DeleteTopics && !(op.Result.Answered && !op.Result.Succeeded() && !op.Result.Undecided()) {
+		// In call order, so the first is the earliest.
+		if _, seen := f.deleted[op.Req.Topic]; !seen {
+			f.deleted[op.Req.Topic] = op.Call
+		}
+	}
 	if op.Kind == model.OffsetCommit && op.Result.Succeeded() {
 		f.commit(op.Req.Group, model.CommittedOffsets(op.Req.Offsets, op.Result), op.Call, committedOffset{op: op.ID, call: op.Call, ret: op.Return, by: []int{op.ID}, settled: true})
 	}
@@ -131,6 +148,9 @@ func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, op
 		c.offset = offsets[p]
 		list := f.committed[gp]
 		for _, earlier := range list {
+			if f.afterDeletion(p, c.call) {
+				break
+			}
 			if earlier.ret < c.call && c.offset < earlier.offset {
 				f.found = append(f.found, foldedViolation{call: opCall, Violation: Violation{Op: c.op, Related: earlier.by,
 					Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, c.offset, earlier.op, earlier.offset)}})
@@ -148,6 +168,16 @@ func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, op
 	}
 }
 
+// afterDeletion reports whether an operation of p called at call may
+// follow its topic's deletion, so that no earlier offset binds it. Every
+// delete_topics called before call has come by then, because the fold
+// judges a commit or a fetch once every operation called before it has.
+func (f *offsetsFold) afterDeletion(p model.Partition, call int64) bool {
+	topic, _ := p.Topic()
+	at, ok := f.deleted[topic]
+	return ok && at < call
+}
+
 // named notes that gp's partition is one of its group's.
 func (f *offsetsFold) named(gp groupPartition) {
 	ps := f.parts[gp.group]
@@ -162,6 +192,9 @@ func (f *offsetsFold) named(gp groupPartition) {
 // the commits that returned before it was called, one partition at a
 // time (fetchedPartitions).
 func (f *offsetsFold) fetched(op *histories.Op) {
+	if f.afterDeletion(op.Req.Partition, op.Call) {
+		return
+	}
 	var w waitingFetch
 	decided := false // a finding that holds whatever comes later is found
 	for _, read := range f.fetchedPartitions(op) {

@@ -565,3 +565,27 @@ func TestOffsetsMonotonicFetchOfAllPartitionsCommitCalledLater(t *testing.T) {
 	b.op(listed).Result.Resp.FetchedOffsets["trips-1"] = 3
 	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), left, "offset_fetch of group g trips-0 returned -1 after op 0 returned 6")
 }
+
+// A topic's deletion removes its offsets at a moment no answer bounds
+// (OffsetMetadataManager.onPartitionsDeleted), so a fetch called after
+// the deletion's call that shows none, or a commit that starts over, is
+// no step back. The same fetch with no deletion, or with a refused one,
+// is.
+func TestOffsetsMonotonicAfterTopicDeletion(t *testing.T) {
+	b := &historyBuilder{}
+	b.commitOffset("C", 0, ctp, -1, 6)
+	b.offsetFetch("C", 10, 11, "g", "trips-0", 6)
+	del := model.NewRequest()
+	del.Topic = "trips"
+	deletion := b.add("admin", 20, 21, model.DeleteTopics, del, model.NewResponse())
+	gone := b.offsetFetch("C", 30, 31, "g", "trips-0", model.NoOffset)
+	b.commitOffset("C", 40, ctp, -1, 2)
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+
+	b.op(deletion).Result = model.Fail(model.TopicDeletionDisabled)
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), gone, "offset_fetch of group g trips-0 returned -1 after op 2 returned 6")
+
+	b.op(deletion).Result = model.OK(model.NewResponse())
+	b.op(deletion).Req.Topic = "fares"
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), gone, "offset_fetch of group g trips-0 returned -1 after op 2 returned 6")
+}

@@ -19,9 +19,9 @@ import (
 // live in model/ only. Strict, an answer must be what the rules say, error
 // class included; otherwise (judging effects only) a rightful refusal with
 // another class fits too, as the refusal the rules give.
-func porcupineModel(opts model.Options, strict bool, accepted []Signature) porcupine.Model {
+func porcupineModel(opts model.Options, topics map[string]int32, strict bool, accepted []Signature) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return model.Init(opts) },
+		Init: func() any { return model.WithTopics(model.Init(opts), topics) },
 		StepContext: func(ctx context.Context, state, input, _ any) (bool, any) {
 			op := input.(*histories.Op)
 			next, err := model.CheckContext(ctx, state.(model.State), spanned(op), op.Result)
@@ -98,7 +98,8 @@ func modelOptions(h histories.History, version int, opts Options) model.Options 
 		GroupMaxSize: h.GroupMaxSize, ConsumerGroupMaxSize: h.ConsumerGroupMaxSize,
 		MigrationPolicy: h.MigrationPolicy, TwoPhaseCommit: h.TwoPhaseCommit,
 		GroupMinSessionTimeoutMs: h.GroupMinSessionTimeoutMs, GroupMaxSessionTimeoutMs: h.GroupMaxSessionTimeoutMs,
-		OffsetMetadataMaxBytes: h.OffsetMetadataMaxBytes, OffsetMetadataMaxKnown: h.OffsetMetadataMaxKnown}
+		OffsetMetadataMaxBytes: h.OffsetMetadataMaxBytes, OffsetMetadataMaxKnown: h.OffsetMetadataMaxKnown,
+		TopicsChangeOutside: h.TopicsChangeOutside}
 }
 
 // checkLinearizable runs porcupine under each transaction protocol the
@@ -114,7 +115,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	unknown := Verdict{Status: Unknown, Reason: fmt.Sprintf("porcupine gave up after %v; try a longer --timeout", timeout)}
 	gaveUp := false
 	for _, version := range versions {
-		m := porcupineModel(modelOptions(h, version, opts), true, opts.AllowCodes)
+		m := porcupineModel(modelOptions(h, version, opts), h.Topics, true, opts.AllowCodes)
 		switch search := checkWindowed(m, ops, timeout, phaseReport(opts.Progress, Linearizable)); search.result {
 		case porcupine.Ok:
 			lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
@@ -129,7 +130,7 @@ func checkLinearizable(h histories.History, opts Options) linearizability {
 	var first linearizability
 	var firstSearch windowedResult
 	for i, version := range versions {
-		m := porcupineModel(modelOptions(h, version, opts), false, opts.AllowCodes)
+		m := porcupineModel(modelOptions(h, version, opts), h.Topics, false, opts.AllowCodes)
 		search := checkWindowed(m, ops, timeout, nil)
 		lin := linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: len(ops)}
 		if opts.only != Linearizable {
@@ -356,8 +357,10 @@ func touches(op *histories.Op) []string {
 		}
 	}
 	switch op.Kind {
-	case model.Tick, model.BrokerRestart, model.AlterConfig:
-		// A config change, like time, reaches every piece.
+	case model.Tick, model.BrokerRestart, model.AlterConfig, model.CreateTopics, model.CreatePartitions, model.DeleteTopics:
+		// A config change, like time, reaches every piece; so does a
+		// topic's change, which refreshes any consumer group and drops
+		// any group's offsets (model/topics.go).
 		return nil
 	}
 	add("txn:", r.TransactionalID)

@@ -30,7 +30,7 @@ func TestWindowsExplainAsTheWholeHistory(t *testing.T) {
 		require.NoError(t, err)
 		ops := porcupineOps(h)
 		version := txnVersions(h)[0]
-		m := porcupineModel(model.Options{TxnVersion: version}, false, nil)
+		m := porcupineModel(model.Options{TxnVersion: version}, nil, false, nil)
 		search := checkWindowed(m, ops, time.Minute, nil)
 		if search.result != porcupine.Illegal {
 			continue

@@ -173,11 +173,14 @@ var (
 	nonNegative = span{lo: 0, hi: math.MaxInt64}
 	sequences   = span{lo: math.MinInt32, hi: math.MaxInt32}
 	versions    = span{lo: 1, hi: 2}
-	epochs      = span{lo: 0, hi: math.MaxInt16, none: int64(model.NoEpoch), hasNone: true}
-	producerIDs = span{lo: 0, hi: math.MaxInt64, none: model.NoProducerID, hasNone: true}
-	offsets     = span{lo: 0, hi: math.MaxInt64, none: model.NoOffset, hasNone: true}
-	generations = span{lo: 0, hi: math.MaxInt32, none: int64(model.NoGeneration), hasNone: true}
-	durations   = span{lo: 0, hi: math.MaxInt64, none: 0, hasNone: true}
+	// partitionCounts are a topic's partition counts: Kafka's
+	// CreateTopics and CreatePartitions take 1 to 2^31-1.
+	partitionCounts = span{lo: 1, hi: math.MaxInt32}
+	epochs          = span{lo: 0, hi: math.MaxInt16, none: int64(model.NoEpoch), hasNone: true}
+	producerIDs     = span{lo: 0, hi: math.MaxInt64, none: model.NoProducerID, hasNone: true}
+	offsets         = span{lo: 0, hi: math.MaxInt64, none: model.NoOffset, hasNone: true}
+	generations     = span{lo: 0, hi: math.MaxInt32, none: int64(model.NoGeneration), hasNone: true}
+	durations       = span{lo: 0, hi: math.MaxInt64, none: 0, hasNone: true}
 	// deleteOffsets are delete_records' offsets: -1 is the high watermark
 	// (Kafka's DeleteRecordsRequest.HIGH_WATERMARK), not absent.
 	deleteOffsets = span{lo: model.HighWatermarkOffset, hi: math.MaxInt64}
@@ -439,6 +442,43 @@ func (o partitionOffsets) encode() any {
 	return out
 }
 
+// topicCounts is the document's "topics": {topic: partition count}. An
+// empty object says no more than an absent one.
+type topicCounts struct{ p *map[string]int32 }
+
+func (t topicCounts) decode(path string, raw json.RawMessage) error {
+	m, err := asObject(path, raw)
+	if err != nil {
+		return err
+	}
+	var out map[string]int32
+	for _, k := range sortedKeys(m) {
+		if err := validTopic(k); err != nil {
+			return bad(path, "key %v", err)
+		}
+		var v int32
+		if err := (number[int32]{&v, partitionCounts}).decode(path+"."+k, m[k]); err != nil {
+			return err
+		}
+		if out == nil {
+			out = map[string]int32{}
+		}
+		out[k] = v
+	}
+	*t.p = out
+	return nil
+}
+
+func (t topicCounts) absent() bool { return len(*t.p) == 0 }
+
+func (t topicCounts) encode() any {
+	out := object{}
+	for _, k := range sortedKeys(*t.p) {
+		out = append(out, member{k, (*t.p)[k]})
+	}
+	return out
+}
+
 // memberAssignments is sync_group's {member id: [partitions]}, the
 // leader's assignment. Absent and {} are the same: no member is given
 // anything.
@@ -487,6 +527,21 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
+}
+
+// validTopic holds a topic name to Kafka's rules (Topic.validate): 1 to
+// 249 characters of ASCII letters, digits, '.', '_' and '-', and not "."
+// or "..".
+func validTopic(t string) error {
+	if len(t) > 249 || t == "." || t == ".." {
+		return fmt.Errorf("%q is not a topic name (Kafka's are 1 to 249 characters, not \".\" or \"..\")", t)
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%q is not a topic name: Kafka's hold only ASCII letters, digits, '.', '_' and '-'", t)
+		}
+	}
+	return nil
 }
 
 func validPartition(p model.Partition) error {

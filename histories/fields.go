@@ -156,6 +156,12 @@ var (
 		return flag{&r.PartitionVerification}
 	}}
 	qDeleteOffset = field[request]{"offset", func(r *request) codec { return number[int64]{&r.Offset, deleteOffsets} }}
+	// create_topics', create_partitions' and delete_topics' topic, and the
+	// partition count the first two set.
+	qTopic = field[request]{"topic", func(r *request) codec { return text[string]{&r.Topic, validTopic} }}
+	qCount = field[request]{"count", func(r *request) codec {
+		return number[int32]{&r.PartitionCount, partitionCounts}
+	}}
 	// produce's: its request carried transactional batches of more than
 	// one producer id and epoch.
 	qMixedProducers = field[request]{"mixed_producers", func(r *request) codec { return flag{&r.MixedProducers} }}
@@ -268,6 +274,10 @@ var reqSlots = map[model.Kind][]slot[request]{
 	// The one config the model reads that Kafka lets change while the
 	// broker runs, under its own name, as in "broker_config".
 	model.AlterConfig: {qPartitionVerification.always()},
+	// An admin's change of one topic's partitions (model/topics.go).
+	model.CreateTopics:     {qTopic.req(), qCount.req()},
+	model.CreatePartitions: {qTopic.req(), qCount.req()},
+	model.DeleteTopics:     {qTopic.req()},
 }
 
 // respSlots are the response fields of each type that has a "resp". They
@@ -293,6 +303,9 @@ var respSlots = map[model.Kind][]slot[response]{
 	model.ConsumerGroupHeartbeat: consumerHeartbeatResp,
 	model.DeleteRecords:          {pLowWatermark.opt()},
 	model.AlterConfig:            {},
+	model.CreateTopics:           {},
+	model.CreatePartitions:       {},
+	model.DeleteTopics:           {},
 }
 
 func validIsolation(i model.Isolation) error {

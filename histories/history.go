@@ -73,11 +73,25 @@ type History struct {
 	// commit's metadata may be taken or refused.
 	OffsetMetadataMaxBytes int
 	OffsetMetadataMaxKnown bool
+	// TopicsChangeOutside: the topics may have changed by requests the
+	// history does not hold ("topic_changes": "unrecorded"), for example
+	// an admin's outside the recorded clients
+	// (model.Options.TopicsChangeOutside).
+	TopicsChangeOutside bool
+	// Topics are the partition counts of topics when the history
+	// begins ("topics"), nil when the document does not say; the
+	// history's create_topics, create_partitions and delete_topics ops
+	// change them.
+	Topics map[string]int32
 }
 
 // asyncMarkers is the "markers" of a history whose broker answers EndTxn
 // before its markers land.
 const asyncMarkers = "async"
+
+// unrecordedTopicChanges is the "topic_changes" of a history whose topics
+// may have changed by requests it does not hold.
+const unrecordedTopicChanges = "unrecorded"
 
 // wallClock is the "clock" of a history whose timers ran on its clock.
 const wallClock = "wall"

@@ -427,6 +427,18 @@ func decodeHeader(m rawObject, h *History) error {
 		return bad("", "markers must be %q (the broker answers EndTxn before its markers land) or absent, got %q", asyncMarkers, markers)
 	}
 	h.AsyncMarkers = markers == asyncMarkers
+	var topicChanges string
+	if err := take(m, "", "topic_changes", optional, text[string]{p: &topicChanges}); err != nil {
+		return err
+	}
+	if topicChanges != "" && topicChanges != unrecordedTopicChanges {
+		return bad("", "topic_changes must be %q (the topics may have changed by requests the history does not hold) "+
+			"or absent, got %q", unrecordedTopicChanges, topicChanges)
+	}
+	h.TopicsChangeOutside = topicChanges == unrecordedTopicChanges
+	if err := take(m, "", "topics", optional, topicCounts{&h.Topics}); err != nil {
+		return err
+	}
 	if err := take(m, "", "broker_config", optional, h.brokerConfig()); err != nil {
 		return err
 	}

@@ -152,6 +152,17 @@ var loadRejects = []struct {
 	{"delete_records without an offset", doc(`{"id": 1, "proc": "A", "call": 0, "type": "delete_records", "req": ` +
 		`{"partition": "fares-2"}}`),
 		"op 1: delete_records: req.offset is required"},
+	{"create_topics with no partitions", doc(`{"id": 1, "proc": "A", "call": 0, "type": "create_topics", "req": ` +
+		`{"topic": "fares", "count": 0}}`),
+		"op 1: create_topics: req.count: 0 is out of range 1..2147483647"},
+	{"create_partitions without a count", doc(`{"id": 1, "proc": "A", "call": 0, "type": "create_partitions", "req": ` +
+		`{"topic": "fares"}}`),
+		"op 1: create_partitions: req.count is required"},
+	{"delete_topics of a name Kafka refuses", doc(`{"id": 1, "proc": "A", "call": 0, "type": "delete_topics", "req": ` +
+		`{"topic": "fares 2"}}`),
+		`op 1: delete_topics: req.topic: "fares 2" is not a topic name: Kafka's hold only ASCII letters, digits, '.', '_' and '-'`},
+	{"delete_topics without a topic", doc(`{"id": 1, "proc": "A", "call": 0, "type": "delete_topics", "req": {}}`),
+		"op 1: delete_topics: req.topic is required"},
 	{"alter_config of no config the model reads", doc(`{"id": 1, "proc": "A", "call": 0, "type": "alter_config", "req": ` +
 		`{"log.retention.ms": 1000}}`),
 		"op 1: alter_config: req.transaction.partition.verification.enable is required"},
@@ -246,6 +257,12 @@ var loadRejects = []struct {
 	{"format null", `{"format": null, "ops": []}`, "format is required"},
 	{"clock unknown", `{"format": "fencecheck/history/v1", "clock": "cpu", "ops": []}`,
 		`clock must be "wall" (the broker's timers ran on the ops' clock) or absent, got "cpu"`},
+	{"topic_changes unknown", `{"format": "fencecheck/history/v1", "topic_changes": "some", "ops": []}`,
+		`topic_changes must be "unrecorded" (the topics may have changed by requests the history does not hold) or absent, got "some"`},
+	{"topics with a name Kafka refuses", `{"format": "fencecheck/history/v1", "topics": {"fares 2": 3}, "ops": []}`,
+		`topics: key "fares 2" is not a topic name: Kafka's hold only ASCII letters, digits, '.', '_' and '-'`},
+	{"topics with no partitions", `{"format": "fencecheck/history/v1", "topics": {"fares": 0}, "ops": []}`,
+		"topics.fares: 0 is out of range 1..2147483647"},
 	{"broker_config not an object", `{"format": "fencecheck/history/v1", "broker_config": 7, "ops": []}`,
 		"broker_config: must be an object, got 7"},
 	{"expiry interval 0", `{"format": "fencecheck/history/v1", "broker_config": {"producer.id.expiration.ms": 0}, "ops": []}`,
@@ -483,6 +500,9 @@ func requestOf(k model.Kind, code model.Code) string {
 		model.ConsumerGroupHeartbeat: `{"group": "g", "member_id": "m", "member_epoch": 1}`,
 		model.DeleteRecords:          `{"partition": "fares-2", "offset": 40}`,
 		model.AlterConfig:            `{"transaction.partition.verification.enable": false}`,
+		model.CreateTopics:           `{"topic": "fares", "count": 3}`,
+		model.CreatePartitions:       `{"topic": "fares", "count": 6}`,
+		model.DeleteTopics:           `{"topic": "fares"}`,
 	}
 	return fmt.Sprintf(`{"id": 1, "proc": "A", "call": 0, "return": 1, "type": %q, "req": %s, "error": %q}`, k, reqs[k], code)
 }

@@ -61,6 +61,12 @@ func writeHeader(b *bytes.Buffer, h History) {
 	if h.AsyncMarkers {
 		writeMember(b, member{"markers", asyncMarkers})
 	}
+	if h.TopicsChangeOutside {
+		writeMember(b, member{"topic_changes", unrecordedTopicChanges})
+	}
+	if len(h.Topics) > 0 {
+		writeMember(b, member{"topics", topicCounts{&h.Topics}.encode()})
+	}
 	if c := h.brokerConfig(); !c.absent() {
 		writeMember(b, member{"broker_config", c.encode()})
 	}

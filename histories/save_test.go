@@ -136,6 +136,16 @@ func everyType() History {
 		{Proc: "E", Op: model.Op{Kind: model.AlterConfig, Req: req(func(r *model.Request) {
 			r.PartitionVerification = false
 		})}, Result: ok(func(*model.Response) {})},
+		// An admin creates a topic, grows it, and may not delete it.
+		{Proc: "E", Op: model.Op{Kind: model.CreateTopics, Req: req(func(r *model.Request) {
+			r.Topic, r.PartitionCount = "fare-audit", 3
+		})}, Result: ok(func(*model.Response) {})},
+		{Proc: "E", Op: model.Op{Kind: model.CreatePartitions, Req: req(func(r *model.Request) {
+			r.Topic, r.PartitionCount = "fare-audit", 6
+		})}, Result: ok(func(*model.Response) {})},
+		{Proc: "E", Op: model.Op{Kind: model.DeleteTopics, Req: req(func(r *model.Request) {
+			r.Topic = "fare-audit"
+		})}, Result: model.Fail(model.TopicDeletionDisabled)},
 	}
 	for i := range ops {
 		op := &ops[i]
@@ -156,6 +166,8 @@ func everyType() History {
 		Trips:               []string{"trip-9001", "trip-9002", "trip-9003", "trip-9004"},
 		OutputTopics:        []string{"fares"},
 		TransactionsVersion: 2,
+		TopicsChangeOutside: true,
+		Topics:              map[string]int32{"fares": 12, "trips": 2},
 	}
 }
 
@@ -231,6 +243,8 @@ func TestSaveLoadTxnMaxTimeout(t *testing.T) {
 			require.Equal(t, c.h.ConsumerGroupMaxSize, got.ConsumerGroupMaxSize)
 			require.Equal(t, c.h.MigrationPolicy, got.MigrationPolicy)
 			require.Equal(t, c.h.TwoPhaseCommit, got.TwoPhaseCommit)
+			require.Equal(t, c.h.TopicsChangeOutside, got.TopicsChangeOutside)
+			require.Equal(t, c.h.Topics, got.Topics)
 		})
 	}
 }

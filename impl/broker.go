@@ -110,6 +110,12 @@ type Broker struct {
 	// defaults (consumergroups.go).
 	consumerSessionMs int64
 	topicPartitions   int
+	// topics are the partition counts an admin's requests set, 0 for a
+	// deleted topic; a topic not in it has topicPartitions. They stand
+	// for the controller's metadata, which outlives this broker's
+	// restarts (topics.go).
+	topics   map[string]int
+	topicsMu sync.Mutex
 	// landings is when each transaction's last counted marker landed, by
 	// transactional id, until the id's metadata records it (expiry.go).
 	landings   map[string]int64

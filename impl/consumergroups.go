@@ -35,6 +35,9 @@ type consumerGroup struct {
 	assignmentEpoch int32
 	target          map[string][]model.Partition
 	members         map[string]consumerMember
+	// refreshDue: a topic the group subscribes to changed, and no
+	// heartbeat has refreshed its subscription metadata yet (topics.go).
+	refreshDue bool
 }
 
 // consumerMember is one member (Kafka's ConsumerGroupMember). Its state
@@ -227,11 +230,19 @@ func (b *Broker) consumerGroupBeat(sh *groupShard, r model.Request) model.Result
 	if r.InstanceID != "" {
 		updated.instance = r.InstanceID
 	}
-	if !slices.Equal(updated.topics, m.topics) {
+	bumped := !slices.Equal(updated.topics, m.topics)
+	if bumped {
 		// hasMemberSubscriptionChanged: a new member's subscription
 		// changes from none, so a join bumps the group epoch too.
 		g.epoch++
 	}
+	if g.refreshDue && !bumped {
+		// A topic the group subscribes to changed: this heartbeat
+		// refreshes the subscription metadata, one bump with any other
+		// (model: refreshMetadata).
+		g.epoch++
+	}
+	g.refreshDue = false
 	g.members[id] = updated
 	if g.epoch > g.assignmentEpoch {
 		g.target, g.assignmentEpoch = b.assign(g.members), g.epoch
@@ -395,7 +406,8 @@ func (g *consumerGroup) holder(p model.Partition) string {
 }
 
 // assign is the broker's assignor, range-like: for each topic, its
-// partitions (Config.TopicPartitions of them) are cut into ranges, one per
+// partitions (Config.TopicPartitions of them, or the count an admin's
+// requests set: topicCount) are cut into ranges, one per
 // member subscribed to it, in member id order, the first members taking
 // one more when they do not divide evenly. A static member away with -2
 // is a member still, and keeps its share.
@@ -410,7 +422,8 @@ func (b *Broker) assign(members map[string]consumerMember) map[string][]model.Pa
 	}
 	target := map[string][]model.Partition{}
 	for topic, ids := range subscribers {
-		per, extra := b.topicPartitions/len(ids), b.topicPartitions%len(ids)
+		count := b.topicCount(topic)
+		per, extra := count/len(ids), count%len(ids)
 		first := 0
 		for i, id := range ids {
 			n := per

@@ -296,7 +296,25 @@ func (run *consumerRun) actions() map[string]func(*rapid.T) {
 			run.state, _ = model.Check(run.state, model.Op{Kind: model.BrokerRestart}, model.Result{})
 		},
 		"CommitOffsets": run.commit,
+		"ChangeTopic":   run.changeTopic,
 	}
+}
+
+// changeTopic is an admin's CreateTopics, CreatePartitions or
+// DeleteTopics of a topic the members subscribe to (topics.go).
+func (run *consumerRun) changeTopic(rt *rapid.T) {
+	kind := rapid.SampledFrom([]model.Kind{model.CreatePartitions, model.CreatePartitions, model.DeleteTopics,
+		model.CreateTopics}).Draw(rt, "topicChange")
+	r := model.NewRequest()
+	r.Topic = rapid.SampledFrom(consumerTopics).Draw(rt, "topic")
+	if kind != model.DeleteTopics {
+		r.PartitionCount = int32(rapid.IntRange(1, 7).Draw(rt, "count"))
+	}
+	op := model.Op{Kind: kind, Req: r}
+	end := run.rec.Observe("admin", "", op)
+	res := run.b.TopicAdmin(kind, r)
+	end(res)
+	run.judge(rt, op, res)
 }
 
 // judge requires the model to accept the broker's answer to op.

@@ -65,6 +65,11 @@ type consumerGroup struct {
 	// (Request.JoinOnly), so the history records the classic members'
 	// rounds in two parts (group.phased).
 	phasedClassic bool
+	// refreshes counts the changes of topics the group subscribes to
+	// that no answer has shown a refresh of its subscription metadata
+	// for: each may bump the group epoch once, at a heartbeat whose
+	// answer shows it or not (topics.go).
+	refreshes int32
 }
 
 // consumerMember is one member of a consumer group
@@ -185,6 +190,7 @@ func (m consumerMember) equal(o consumerMember) bool {
 func (g consumerGroup) equal(o consumerGroup) bool {
 	return g.epoch == o.epoch && g.loose == o.loose && g.unseenJoins == o.unseenJoins && g.mayBeClassic == o.mayBeClassic &&
 		g.phasedClassic == o.phasedClassic &&
+		g.refreshes == o.refreshes &&
 		mapsEqual(g.members, o.members, consumerMember.equal)
 }
 

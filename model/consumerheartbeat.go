@@ -193,11 +193,13 @@ func (st *step) consumerGroupBeat(r Request) outcome {
 	// (consumerGroupHeartbeat: setClassicMemberMetadata(null)).
 	updated.classic, updated.classicSessionMs, updated.classicProtocols = false, 0, nil
 	updated.syncPending, updated.classicDue, updated.loadedSession = false, 0, false
-	if !slices.Equal(updated.topics, m.topics) || updated.regex != m.regex {
+	bumped := !slices.Equal(updated.topics, m.topics) || updated.regex != m.regex
+	if bumped {
 		// hasMemberSubscriptionChanged: a new member's subscription
 		// changes from none, so a join bumps the group epoch too.
 		g.epoch++
 	}
+	st.refreshMetadata(&g, bumped)
 	if updated.regex != "" {
 		// 4.x resolves a regex on its own and bumps the group epoch when
 		// it has.

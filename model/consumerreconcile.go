@@ -28,6 +28,9 @@ func (st *step) reconcileConsumer(r Request, g consumerGroup, id string, m consu
 	if resp.MemberID != "" && resp.MemberID != id {
 		return bad("consumer-member-id", "the answer names member %s, but the heartbeat is member %s's", resp.MemberID, id)
 	}
+	if out := st.checkPartitionsExist(resp); out != nil {
+		return *out
+	}
 	next, out := st.nextConsumerMember(g, id, m, resp, owned, released)
 	if out != nil {
 		return *out
@@ -128,18 +131,13 @@ func (st *step) ownAnswer(r Request, g consumerGroup, id string, m consumerMembe
 func (st *step) ownTarget(g consumerGroup, id string, m consumerMember) []Partition {
 	var target []Partition
 	for _, p := range m.assigned {
-		if _, logged := st.s.parts[p]; !logged {
+		topic, _ := p.Topic()
+		if _, logged := st.s.parts[p]; !logged && !st.s.topicKnown(topic) {
 			target = append(target, p)
 		}
 	}
 	for _, topic := range m.topics {
-		var parts []Partition
-		for p := range st.s.parts {
-			if t, ok := p.Topic(); ok && t == topic {
-				parts = append(parts, p)
-			}
-		}
-		slices.Sort(parts)
+		parts := st.s.topicPartitions(topic)
 		var subs []string
 		for other, om := range g.members {
 			if other != id && slices.Contains(om.topics, topic) {
@@ -158,6 +156,26 @@ func (st *step) ownTarget(g consumerGroup, id string, m consumerMember) []Partit
 		target = append(target, parts[start:start+count]...)
 	}
 	return target
+}
+
+// checkPartitionsExist: an answer assigns no partition that never
+// existed, as far as the history's admin requests tell (the assignor
+// takes the partitions from the metadata image: ConsumerGroup.
+// computeSubscriptionMetadata). A topic no admin request named may have
+// any number of partitions.
+func (st *step) checkPartitionsExist(resp Response) *outcome {
+	if resp.MemberAssignment == nil {
+		return nil
+	}
+	for _, p := range *resp.MemberAssignment {
+		if !st.s.topicPartitionExists(p) {
+			topic, _ := p.Topic()
+			out := bad("consumer-partition-unknown", "the answer assigns %s, but topic %s never had more than %d "+
+				"partitions (ConsumerGroup.computeSubscriptionMetadata)", p, topic, st.s.topics[topic].most)
+			return &out
+		}
+	}
+	return nil
 }
 
 // isFullHeartbeat is Kafka's test for a request that sends everything

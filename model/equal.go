@@ -22,7 +22,8 @@ func Equal(a, b State) bool {
 		mapsEqual(a.parts, b.parts, partState.equal) &&
 		mapsEqual(a.groups, b.groups, group.equal) &&
 		mapsEqual(a.consumer, b.consumer, consumerGroup.equal) &&
-		mapsEqual(a.triedEpochs, b.triedEpochs, same)
+		mapsEqual(a.triedEpochs, b.triedEpochs, same) &&
+		mapsEqual(a.topics, b.topics, same)
 }
 
 func (t txnMeta) equal(o txnMeta) bool {

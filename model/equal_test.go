@@ -10,14 +10,14 @@ import (
 // them must be compared there too, and its count here raised.
 func TestEqualNamesEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type]int{
-		reflect.TypeFor[State]():          11,
+		reflect.TypeFor[State]():          12,
 		reflect.TypeFor[txnMeta]():        20,
 		reflect.TypeFor[partState]():      5,
 		reflect.TypeFor[producerEntry]():  4,
 		reflect.TypeFor[group]():          19,
 		reflect.TypeFor[member]():         14,
-		reflect.TypeFor[Options]():        17, // compared whole (==)
-		reflect.TypeFor[consumerGroup]():  6,
+		reflect.TypeFor[Options]():        18, // compared whole (==)
+		reflect.TypeFor[consumerGroup]():  7,
 		reflect.TypeFor[consumerMember](): 19,
 	} {
 		if typ.NumField() != fields {

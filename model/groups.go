@@ -835,6 +835,7 @@ func (st *step) offsetFetch(r Request) outcome {
 	if out := st.checkConsumerFetch(r); out != nil {
 		return *out
 	}
+	st.offsetsDropped(r)
 	if r.AllPartitions {
 		return st.offsetFetchAll(r)
 	}

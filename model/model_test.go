@@ -50,7 +50,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				TwoPhaseCommit:           twoPhaseCommit(t, td),
 				OffsetMetadataMaxBytes:   intArg(t, td, model.OffsetMetadataMaxConfig, 0),
 				OffsetMetadataMaxKnown:   td.HasArg(model.OffsetMetadataMaxConfig),
-				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0))})
+				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0)),
+				TopicsChangeOutside:      td.HasArg("topics-change-outside")})
 			return ""
 		case "land-markers":
 			s = model.LandMarkers(s)
@@ -133,7 +134,8 @@ var commands = map[string]model.Kind{
 	"fetch": model.Fetch, "heartbeat": model.Heartbeat, "offset-commit": model.OffsetCommit,
 	"tick": model.Tick, "restart": model.BrokerRestart, "sync": model.SyncGroup,
 	"consumer-heartbeat": model.ConsumerGroupHeartbeat, "delete-records": model.DeleteRecords,
-	"alter-config": model.AlterConfig,
+	"alter-config": model.AlterConfig, "create-topics": model.CreateTopics,
+	"create-partitions": model.CreatePartitions, "delete-topics": model.DeleteTopics,
 }
 
 func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
@@ -195,6 +197,11 @@ func parseOp(t *testing.T, td *datadriven.TestData) model.Op {
 	}
 	if kind == model.AlterConfig {
 		r.PartitionVerification = !verificationOff(t, td)
+		op.Req = r
+	}
+	if kind == model.CreateTopics || kind == model.CreatePartitions || kind == model.DeleteTopics {
+		r.Topic = strArg(td, "topic")
+		r.PartitionCount = int32(intArg(t, td, "count", 0))
 		op.Req = r
 	}
 	if kind == model.DeleteRecords {

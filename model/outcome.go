@@ -82,6 +82,12 @@ const (
 	RebalanceInProgress          Code = "REBALANCE_IN_PROGRESS"
 	PolicyViolation              Code = "POLICY_VIOLATION"
 	InvalidConfig                Code = "INVALID_CONFIG"
+	TopicAlreadyExists           Code = "TOPIC_ALREADY_EXISTS"
+	InvalidPartitions            Code = "INVALID_PARTITIONS"
+	InvalidReplicationFactor     Code = "INVALID_REPLICATION_FACTOR"
+	InvalidTopicException        Code = "INVALID_TOPIC_EXCEPTION"
+	TopicDeletionDisabled        Code = "TOPIC_DELETION_DISABLED"
+	ThrottlingQuotaExceeded      Code = "THROTTLING_QUOTA_EXCEEDED"
 )
 
 // Class groups the codes that brokers answer for the same refusal. Brokers
@@ -125,7 +131,9 @@ var (
 	// write are the same (OffsetMetadataManager.commitOffset and
 	// commitTransactionalOffset, 4.x; GroupMetadataManager.storeOffsets, 3.9).
 	offsetCommits = []Kind{TxnOffsetCommit, OffsetCommit}
-	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch, DeleteRecords, AlterConfig})
+	allRequests   = slices.Concat(txnCoordinator, groupCoordinator, []Kind{Produce, Fetch, DeleteRecords, AlterConfig}, topicAdmin)
+	// topicAdmin are an admin's changes of a topic's partitions (topics.go).
+	topicAdmin = []Kind{CreateTopics, CreatePartitions, DeleteTopics}
 	// consumerGroups are KIP-848's requests (consumergroups.go), with
 	// rows of their own at the end of the table.
 	consumerGroups = []Kind{ConsumerGroupHeartbeat}
@@ -408,6 +416,25 @@ var table = []codeInfo{
 	{ClusterAuthorizationFailed, NoEffect, []Kind{AlterConfig}},
 	{InvalidConfig, NoEffect, []Kind{AlterConfig}},
 	{PolicyViolation, NoEffect, []Kind{AlterConfig}},
+
+	// (g) An admin's CreateTopics, CreatePartitions and DeleteTopics of
+	// one topic (CreateTopicsResponse.json, CreatePartitionsResponse.json,
+	// DeleteTopicsResponse.json; the KRaft controller's
+	// ReplicationControlManager.createTopics, createPartitions,
+	// deleteTopics): refused before the controller writes a record. The
+	// model does not know the topics a cluster held before the history,
+	// so each refusal is taken anywhere (topics.go). A controller that
+	// timed out may have written the change (REQUEST_TIMED_OUT, above).
+	{TopicAuthorizationFailed, NoEffect, topicAdmin},
+	{PolicyViolation, NoEffect, topicAdmin},
+	{ThrottlingQuotaExceeded, NoEffect, topicAdmin},
+	{InvalidConfig, NoEffect, []Kind{CreateTopics}},
+	{TopicAlreadyExists, NoEffect, []Kind{CreateTopics}},
+	{InvalidReplicationFactor, NoEffect, []Kind{CreateTopics}},
+	{InvalidTopicException, NoEffect, []Kind{CreateTopics, DeleteTopics}},
+	{InvalidPartitions, NoEffect, []Kind{CreateTopics, CreatePartitions}},
+	{UnknownTopicOrPartition, NoEffect, []Kind{CreatePartitions, DeleteTopics}},
+	{TopicDeletionDisabled, NoEffect, []Kind{DeleteTopics}},
 }
 
 // rowsOf is each code's rows of the table.
@@ -504,6 +531,9 @@ var apiNames = map[Kind]string{
 	ConsumerGroupHeartbeat: "ConsumerGroupHeartbeat",
 	DeleteRecords:          "DeleteRecords",
 	AlterConfig:            "IncrementalAlterConfigs",
+	CreateTopics:           "CreateTopics",
+	CreatePartitions:       "CreatePartitions",
+	DeleteTopics:           "DeleteTopics",
 }
 
 // mayBeginImplicitly reports whether a request of kind k adds to its

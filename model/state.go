@@ -83,6 +83,11 @@ type Options struct {
 	// taken or refused (offsetmetadata.go).
 	OffsetMetadataMaxBytes int
 	OffsetMetadataMaxKnown bool
+	// TopicsChangeOutside: the topics may change by requests the history
+	// does not hold, for example an admin's outside the recorded clients.
+	// A consumer group's heartbeat may then show a refresh of its
+	// subscription metadata at any time (topics.go).
+	TopicsChangeOutside bool
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -122,6 +127,9 @@ type State struct {
 	// the newest epoch each producer id sent a batch at, taken or
 	// refused (deviations.go).
 	triedEpochs map[int64]int16
+	// topics is what the history's admin requests say of each topic
+	// (topics.go).
+	topics map[string]topicMeta
 }
 
 // Phase is a transaction's state at the coordinator (KIP-98). The model

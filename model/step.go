@@ -365,6 +365,8 @@ func (st *step) runOp() outcome {
 		return st.consumerGroupHeartbeat(r)
 	case DeleteRecords:
 		return st.deleteRecords(r)
+	case CreateTopics, CreatePartitions, DeleteTopics:
+		return st.topicAdmin(r)
 	case AlterConfig:
 		return st.alterConfig(r)
 	case Tick:

@@ -53,6 +53,12 @@ const (
 	// .enable, the one the model reads that Kafka lets change while the
 	// broker runs (alterconfig.go).
 	AlterConfig Kind = "alter_config"
+	// CreateTopics, CreatePartitions and DeleteTopics are an admin's
+	// change of one topic's partitions: a topic created with a count,
+	// its count raised, or the topic deleted (topics.go).
+	CreateTopics     Kind = "create_topics"
+	CreatePartitions Kind = "create_partitions"
+	DeleteTopics     Kind = "delete_topics"
 )
 
 // Faults. Only BrokerRestart and Tick reach the broker; the others describe
@@ -71,7 +77,7 @@ const (
 var Kinds = []Kind{
 	InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
 	JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
-	ConsumerGroupHeartbeat, DeleteRecords, AlterConfig,
+	ConsumerGroupHeartbeat, DeleteRecords, AlterConfig, CreateTopics, CreatePartitions, DeleteTopics,
 	Stall, Wake, Crash, Restart, BrokerRestart, Tick, TimeoutAbort,
 }
 
@@ -80,7 +86,7 @@ func (k Kind) IsRequest() bool {
 	switch k {
 	case InitProducerID, AddPartitions, Produce, AddOffsets, TxnOffsetCommit, EndTxn,
 		JoinGroup, LeaveGroup, OffsetFetch, Fetch, Heartbeat, OffsetCommit, SyncGroup,
-		ConsumerGroupHeartbeat, DeleteRecords, AlterConfig:
+		ConsumerGroupHeartbeat, DeleteRecords, AlterConfig, CreateTopics, CreatePartitions, DeleteTopics:
 		return true
 	}
 	return false
@@ -241,6 +247,11 @@ type Request struct {
 	SubscribedRegex  string
 	ServerAssignor   string
 	OwnedPartitions  *[]Partition
+	// Topic is the topic of a create_topics, create_partitions or
+	// delete_topics, and PartitionCount its partition count after a
+	// create_topics or create_partitions (topics.go).
+	Topic          string
+	PartitionCount int32
 }
 
 // Protocol is one protocol a member joins with: its name and, for a

@@ -45,8 +45,10 @@ func startRecording(path, keysFrom string, logf func(string, ...any)) (*recordin
 	if err != nil {
 		return nil, err
 	}
-	// The cluster's timers run on the wall clock, the history's.
-	w, err := histories.NewWriter(file, histories.History{Name: "recorded by fencecheck proxy", WallClock: true})
+	// The cluster's timers run on the wall clock, the history's. Its
+	// topics may change by an admin the proxy does not see.
+	w, err := histories.NewWriter(file, histories.History{Name: "recorded by fencecheck proxy", WallClock: true,
+		TopicsChangeOutside: true})
 	if err != nil {
 		file.Close()
 		return nil, err

@@ -1332,3 +1332,61 @@ func twoPartitionProduce(id string, batch func(partition int) wire.ProducerBatch
 	produce.Topics = []kmsg.ProduceRequestTopic{topic}
 	return produce
 }
+
+// An admin's CreateTopics, CreatePartitions and DeleteTopics are one op
+// per topic, each answered by its topic's code. A validate-only request,
+// a count left to the broker's default, a topic named by its id alone
+// and a topic outside the run's names are not recorded.
+func TestRecorderTopicAdmin(t *testing.T) {
+	w := newWire(t)
+	create := kmsg.NewPtrCreateTopicsRequest()
+	for _, c := range []struct {
+		topic string
+		count int32
+	}{{"fencecheck-fares", 3}, {"fencecheck-audit", -1}, {"other", 2}, {"fencecheck-trips", 4}} {
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic, ct.NumPartitions = c.topic, c.count
+		create.Topics = append(create.Topics, ct)
+	}
+	created := kmsg.NewPtrCreateTopicsResponse()
+	for _, c := range []struct {
+		topic string
+		code  int16
+	}{{"fencecheck-fares", 0}, {"fencecheck-audit", 0}, {"other", 0}, {"fencecheck-trips", kerr.TopicAlreadyExists.Code}} {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = c.topic, c.code
+		created.Topics = append(created.Topics, rt)
+	}
+	w.answer(w.send(create, 5), created, 5)
+
+	dry := kmsg.NewPtrCreatePartitionsRequest()
+	dry.ValidateOnly = true
+	grow := kmsg.NewPtrCreatePartitionsRequest()
+	pt := kmsg.NewCreatePartitionsRequestTopic()
+	pt.Topic, pt.Count = "fencecheck-fares", 6
+	dry.Topics, grow.Topics = []kmsg.CreatePartitionsRequestTopic{pt}, []kmsg.CreatePartitionsRequestTopic{pt}
+	grown := kmsg.NewPtrCreatePartitionsResponse()
+	gt := kmsg.NewCreatePartitionsResponseTopic()
+	gt.Topic = "fencecheck-fares"
+	grown.Topics = []kmsg.CreatePartitionsResponseTopic{gt}
+	w.answer(w.send(dry, 3), grown, 3)
+	w.answer(w.send(grow, 3), grown, 3)
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	fares := "fencecheck-fares"
+	byName, byID := kmsg.NewDeleteTopicsRequestTopic(), kmsg.NewDeleteTopicsRequestTopic()
+	byName.Topic, byID.TopicID = &fares, [16]byte{1}
+	del.Topics = []kmsg.DeleteTopicsRequestTopic{byName, byID}
+	deleted := kmsg.NewPtrDeleteTopicsResponse()
+	dt := kmsg.NewDeleteTopicsResponseTopic()
+	dt.Topic, dt.ErrorCode = &fares, kerr.TopicDeletionDisabled.Code
+	deleted.Topics = []kmsg.DeleteTopicsResponseTopic{dt}
+	w.answer(w.send(del, 6), deleted, 6)
+
+	var got []string
+	for _, op := range w.ops() {
+		got = append(got, fmt.Sprintf("%s %s %d: %q", op.Kind, op.Req.Topic, op.Req.PartitionCount, op.Result.Err))
+	}
+	require.Equal(t, []string{`create_topics fares 3: ""`, `create_topics trips 4: "TOPIC_ALREADY_EXISTS"`,
+		`create_partitions fares 6: ""`, `delete_topics fares 0: "TOPIC_DELETION_DISABLED"`}, got)
+}

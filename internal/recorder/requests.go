@@ -51,7 +51,7 @@ func readsRequest(key int16) bool {
 	case kmsg.Fetch, kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.Produce,
 		kmsg.TxnOffsetCommit, kmsg.EndTxn, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.LeaveGroup,
 		kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.DeleteRecords,
-		kmsg.IncrementalAlterConfigs:
+		kmsg.IncrementalAlterConfigs, kmsg.CreateTopics, kmsg.CreatePartitions, kmsg.DeleteTopics:
 		return true
 	}
 	return false
@@ -95,6 +95,12 @@ func (c *Client) sent(req kmsg.Request, sessions *fetchSessions) []observed {
 		return c.deleteRecords(r)
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return c.alterConfig(r)
+	case *kmsg.CreateTopicsRequest:
+		return c.createTopics(r)
+	case *kmsg.CreatePartitionsRequest:
+		return c.createPartitions(r)
+	case *kmsg.DeleteTopicsRequest:
+		return c.deleteTopics(r)
 	}
 	return nil
 }
