@@ -64,10 +64,9 @@ func CheckFile(path string, opts Options) (Report, error) {
 	}
 	search := newStreamSearch(ctx, m, header, never, phaseReport(opts.Progress, Linearizable))
 	invariants := newInvariantStream(header, newPassProgress(opts.Progress))
-	err = stream.Each(func(op *histories.Op) error {
+	err = judgeInTurn(stream, func(op *histories.Op) {
 		search.add(op)
 		invariants.add(op)
-		return nil
 	})
 	var broken *histories.BrokenError
 	if err != nil && !errors.As(err, &broken) {
@@ -138,4 +137,38 @@ func opsNamed(stream *histories.Stream, named map[int]bool) ([]histories.Op, err
 		return nil
 	})
 	return ops, err
+}
+
+// judgeBatch is how many operations the reading hands the judging at once.
+const judgeBatch = 1024
+
+// judgeInTurn gives judge every operation of stream in call order, on a
+// goroutine of its own, so that decoding the next operations and judging
+// the last ones take a core each. The operations pass in batches, and at
+// most four wait, so that what is held stays a few thousand operations.
+func judgeInTurn(stream *histories.Stream, judge func(*histories.Op)) error {
+	batches := make(chan []*histories.Op, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for batch := range batches {
+			for _, op := range batch {
+				judge(op)
+			}
+		}
+	}()
+	batch := make([]*histories.Op, 0, judgeBatch)
+	err := stream.Each(func(op *histories.Op) error {
+		if batch = append(batch, op); len(batch) == judgeBatch {
+			batches <- batch
+			batch = make([]*histories.Op, 0, judgeBatch)
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		batches <- batch
+	}
+	close(batches)
+	<-done
+	return err
 }
