@@ -7,9 +7,15 @@ import "github.com/fencecheck/fencecheck/histories"
 // judges them at the end with the analysis of the whole history, as
 // Check does. So a check through it holds the whole history.
 type invariantStream struct {
-	h        histories.History
+	h histories.History
+	// chunks are the operations so far, in chunks of a fixed size: a
+	// slice grown by appending held its old and its new array at once.
+	chunks   [][]histories.Op
 	progress *passProgress
 }
+
+// standInChunk is how many operations one chunk holds.
+const standInChunk = 1 << 16
 
 // standInOff switches the stand-in's invariants off, so that a
 // measurement shows what the reading and the search hold alone. Only a
@@ -23,9 +29,14 @@ func newInvariantStream(header histories.History, progress *passProgress) *invar
 
 // add takes the next operation in call order, ties by id.
 func (s *invariantStream) add(op *histories.Op) {
-	if !standInOff {
-		s.h.Ops = append(s.h.Ops, *op)
+	if standInOff {
+		return
 	}
+	if n := len(s.chunks); n == 0 || len(s.chunks[n-1]) == standInChunk {
+		s.chunks = append(s.chunks, make([]histories.Op, 0, standInChunk))
+	}
+	last := &s.chunks[len(s.chunks)-1]
+	*last = append(*last, *op)
 }
 
 // verdicts are the invariants' verdicts, in the order of invariantChecks.
@@ -36,6 +47,19 @@ func (s *invariantStream) verdicts() []Verdict {
 			verdicts = append(verdicts, Verdict{Check: check, Status: Skipped, Reason: "switched off"})
 		}
 		return verdicts
+	}
+	total := 0
+	for _, c := range s.chunks {
+		total += len(c)
+	}
+	s.h.Ops = make([]histories.Op, 0, total)
+	for i, c := range s.chunks {
+		s.h.Ops = append(s.h.Ops, c...)
+		s.chunks[i] = nil // each chunk goes once copied
+	}
+	s.chunks = nil
+	if total == 0 {
+		s.h.Ops = nil
 	}
 	a := analyzeWithProgress(s.h, s.progress)
 	for i, check := range invariantChecks() {
