@@ -38,6 +38,7 @@ type streamSearch struct {
 	widest          int // the most operations one window held
 	progress        func(int)
 	nextReport      int
+	onCut           func(window) // when set, told each window before it is judged
 }
 
 func newStreamSearch(ctx context.Context, m porcupine.Model, header histories.History, never int64, progress func(int)) *streamSearch {
@@ -92,6 +93,9 @@ func (s *streamSearch) takeInstant() {
 func (s *streamSearch) judge() {
 	if s.result != porcupine.Ok || len(s.window) == 0 {
 		return
+	}
+	if s.onCut != nil {
+		s.onCut(s.window)
 	}
 	end, ok := endsOf(s.ctx, s.m, s.window, s.state, false).next()
 	switch {
