@@ -1,6 +1,10 @@
 package checker
 
-import "github.com/fencecheck/fencecheck/histories"
+import (
+	"runtime"
+
+	"github.com/fencecheck/fencecheck/histories"
+)
 
 // invariantStream stands in for the invariants' folds, which take the
 // operations one at a time in call order: it keeps every operation and
@@ -61,6 +65,9 @@ func (s *invariantStream) verdicts() []Verdict {
 	if total == 0 {
 		s.h.Ops = nil
 	}
+	// The chunks are garbage now, as large as the history: collected
+	// here, they do not set the heap's next goal at twice both.
+	runtime.GC()
 	a := analyzeWithProgress(s.h, s.progress)
 	for i, check := range invariantChecks() {
 		s.progress.begin(Checks[1+i])
