@@ -1,9 +1,11 @@
 package checker
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +142,46 @@ func TestCheckFileJudgesABrokenFileUpToItsBreak(t *testing.T) {
 	require.Equal(t, loaded.Index, broken.Index)
 	require.Equal(t, loaded.Offset, broken.Offset)
 	require.Equal(t, verdictLines(want), verdictLines(got))
+}
+
+// TestCheckFileOfAFileOutOfOrder: a file whose operations are written in
+// reverse, with its top-level members after "ops", is judged as the file
+// in order is.
+func TestCheckFileOfAFileOutOfOrder(t *testing.T) {
+	for _, name := range []string{"aborted-read", "two-step-fencing", "wall-clock-session-expires", "leader-of-two-rejoins-late"} {
+		t.Run(name, func(t *testing.T) {
+			file := "../histories/canonical/" + name + ".json"
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var doc map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &doc))
+			var ops []json.RawMessage
+			require.NoError(t, json.Unmarshal(doc["ops"], &ops))
+			require.Greater(t, len(ops), 2)
+			slices.Reverse(ops)
+			var b strings.Builder
+			b.WriteString(`{"ops": [`)
+			for i, op := range ops {
+				if i > 0 {
+					b.WriteString(",\n")
+				}
+				b.Write(op)
+			}
+			b.WriteString("]")
+			for key, value := range doc {
+				if key != "ops" {
+					fmt.Fprintf(&b, ", %q: %s", key, value)
+				}
+			}
+			b.WriteString("}")
+			reversed := filepath.Join(t.TempDir(), name+".json")
+			require.NoError(t, os.WriteFile(reversed, []byte(b.String()), 0o644))
+
+			h, err := histories.LoadFile(file)
+			require.NoError(t, err)
+			got, err := CheckFile(reversed, Options{})
+			require.NoError(t, err)
+			require.Equal(t, verdictLines(Check(h, Options{})), verdictLines(got))
+		})
+	}
 }
