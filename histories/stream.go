@@ -3,6 +3,7 @@ package histories
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"container/heap"
 	"encoding/json"
 	"errors"
@@ -329,20 +330,10 @@ func (r *reorder) release(until int64, all bool) error {
 func callOrder(a, b *Op) int {
 	switch {
 	case a.Call != b.Call:
-		return compare64(a.Call, b.Call)
+		return cmp.Compare(a.Call, b.Call)
 	default:
 		return a.ID - b.ID
 	}
-}
-
-func compare64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 type opHeap []*Op
