@@ -450,6 +450,8 @@ func TestOffsetsMonotonicGroupMadeAgain(t *testing.T) {
 	requireHeld(t, checkOffsetsMonotonic(analyze(remade)))
 	stale, commit := history(false)
 	requireViolation(t, checkOffsetsMonotonic(analyze(stale)), commit, "offset_commit of group g at generation 1 accepted after op 0 returned generation 5")
+}
+
 // A commit whose answer refused one partition alone (its metadata too
 // large) committed the others and not that one: offsets-monotonic
 // judges each partition by its own answer.
