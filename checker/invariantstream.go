@@ -86,11 +86,15 @@ func (ls txnListeners) closed(t *txn) {
 	}
 }
 
+// standInOff switches the invariants off, so that a measurement shows
+// what the reading and the search hold alone. Only a test sets it.
+var standInOff bool
+
 // add judges op, the next operation in call order. op is not retained.
 // An operation out of that order makes every verdict unknown, because the
 // folds depend on it.
 func (s *invariantStream) add(op *histories.Op) {
-	if s.disorder != "" {
+	if standInOff || s.disorder != "" {
 		return
 	}
 	if s.added > 0 && (op.Call < s.lastCall || op.Call == s.lastCall && op.ID <= s.lastID) {
@@ -118,6 +122,13 @@ func (s *invariantStream) add(op *histories.Op) {
 
 // verdicts are the checks' verdicts, in the order of Checks.
 func (s *invariantStream) verdicts() []Verdict {
+	if standInOff {
+		out := make([]Verdict, len(s.folds))
+		for i := range out {
+			out[i] = Verdict{Check: Checks[1+i], Status: Skipped, Reason: "switched off"}
+		}
+		return out
+	}
 	if s.disorder != "" {
 		out := make([]Verdict, len(s.folds))
 		for i := range out {

@@ -221,15 +221,25 @@ func check(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, 
 // EndTxn answered with a producer id and epoch is a sign of transactions
 // v2.
 func txnVersions(h histories.History) []int {
-	if h.TransactionsVersion != 0 {
+	return versionsSigned(h, slices.ContainsFunc(h.Ops, func(op histories.Op) bool { return signsV2(&op) }))
+}
+
+// versionsSigned is txnVersions of a history whose operations show the
+// sign of transactions v2 (signsV2) or not.
+func versionsSigned(h histories.History, signed bool) []int {
+	switch {
+	case h.TransactionsVersion != 0:
 		return []int{h.TransactionsVersion}
-	}
-	for _, op := range h.Ops {
-		if op.Kind == model.EndTxn && op.Result.Succeeded() && op.Result.Resp.ProducerID != model.NoProducerID {
-			return []int{2, 1}
-		}
+	case signed:
+		return []int{2, 1}
 	}
 	return []int{1, 2}
+}
+
+// signsV2 reports whether op is an EndTxn answered with a producer id and
+// epoch, which only transactions v2 gives.
+func signsV2(op *histories.Op) bool {
+	return op.Kind == model.EndTxn && op.Result.Succeeded() && op.Result.Resp.ProducerID != model.NoProducerID
 }
 
 // porcupineOps are the operations linearizability judges: requests, ticks and
@@ -249,35 +259,44 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 	// array held at once each time.
 	ops := make([]porcupine.Operation, 0, len(h.Ops))
 	for i := range h.Ops {
-		op := &h.Ops[i]
-		if !op.Kind.IsRequest() && op.Kind != model.Tick && op.Kind != model.BrokerRestart {
-			continue
+		if o, judged := porcupineOp(h, &h.Ops[i], procs[h.Ops[i].Proc], never); judged {
+			ops = append(ops, o)
 		}
-		if op.Result.Undecided() && readOnly(op.Kind) {
-			continue // a read nobody saw the answer of changes nothing
-		}
-		if noEffect(op) && model.WrongTimeoutRefusal(h.TxnMaxTimeoutMs, op.Op, op.Result) == nil &&
-			model.WrongSessionTimeoutRefusal(modelOptions(h, 0, Options{}), op.Op, op.Result) == nil &&
-			!model.JudgedByState(h.GroupMaxSize, op.Op, op.Result) &&
-			!model.MetadataRefusalJudged(h.OffsetMetadataMaxKnown, op.Op, op.Result) {
-			// Kafka refused it before it wrote: any state allows it. A
-			// refusal the broker's config rules out, or makes depend on
-			// the state, is judged.
-			continue
-		}
-		ret := op.Call
-		switch {
-		case op.Kind.IsRequest() && (op.Result.Undecided() || model.PartlyEffective(op.Kind, op.Result) ||
-			model.AppliesAfterAnswer(op.Kind)):
-			ret = never
-		case op.Returned:
-			ret = op.Return
-		}
-		// Output points into the history too: the model reads the answer
-		// from Input, and a copy of each would be most of what ops hold.
-		ops = append(ops, porcupine.Operation{ClientId: procs[op.Proc], Input: op, Call: op.Call, Output: &op.Result, Return: ret})
 	}
 	return ops
+}
+
+// porcupineOp is op as the search judges it, issued by porcupine's client
+// id client, with never as the return of one that may take effect at any
+// time after its call; judged is false for an operation the search
+// leaves out. h gives the broker's config.
+func porcupineOp(h histories.History, op *histories.Op, client int, never int64) (o porcupine.Operation, judged bool) {
+	if !op.Kind.IsRequest() && op.Kind != model.Tick && op.Kind != model.BrokerRestart {
+		return o, false
+	}
+	if op.Result.Undecided() && readOnly(op.Kind) {
+		return o, false // a read nobody saw the answer of changes nothing
+	}
+	if noEffect(op) && model.WrongTimeoutRefusal(h.TxnMaxTimeoutMs, op.Op, op.Result) == nil &&
+		model.WrongSessionTimeoutRefusal(modelOptions(h, 0, Options{}), op.Op, op.Result) == nil &&
+		!model.JudgedByState(h.GroupMaxSize, op.Op, op.Result) &&
+		!model.MetadataRefusalJudged(h.OffsetMetadataMaxKnown, op.Op, op.Result) {
+		// Kafka refused it before it wrote: any state allows it. A
+		// refusal the broker's config rules out, or makes depend on
+		// the state, is judged.
+		return o, false
+	}
+	ret := op.Call
+	switch {
+	case op.Kind.IsRequest() && (op.Result.Undecided() || model.PartlyEffective(op.Kind, op.Result) ||
+		model.AppliesAfterAnswer(op.Kind)):
+		ret = never
+	case op.Returned:
+		ret = op.Return
+	}
+	// Output points into the history too: the model reads the answer
+	// from Input, and a copy of each would be most of what ops hold.
+	return porcupine.Operation{ClientId: client, Input: op, Call: op.Call, Output: &op.Result, Return: ret}, true
 }
 
 // noEffect reports whether the broker refused op before it wrote anything,

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -37,7 +38,7 @@ type window []porcupine.Operation
 // that one process orders (touchOrdered).
 func windowsOf(piece []porcupine.Operation) []window {
 	sorted := slices.Clone(piece)
-	slices.SortStableFunc(sorted, func(a, b porcupine.Operation) int { return compareInt(a.Call, b.Call) })
+	slices.SortStableFunc(sorted, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 	var windows []window
 	start, reach := 0, int64(0)
 	var ending []porcupine.Operation // the window's operations that return at reach
@@ -94,16 +95,6 @@ func touchOrdered(ending, after []porcupine.Operation) bool {
 		}
 	}
 	return true
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // windowedResult is the outcome of the windowed search of one history.

@@ -71,7 +71,7 @@ func loadStream(r io.Reader, progress func(ops int), ops int) (History, error) {
 	}
 	dec := json.NewDecoder(in)
 	dec.UseNumber() // so that a number where ops should be is named as written
-	doc, err := streamDocument(dec, progress, ops)
+	doc, err := streamDocument(dec, progress, ops, nil)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF // the document began, so it was cut short
 	}
@@ -181,12 +181,18 @@ type streamedDocument struct {
 	ops     []Op
 	opsErr  error // the first operation that does not decode
 	isArray bool  // "ops" was an array (else its value is in members)
+	// each, when set, is given every operation that decodes, in the
+	// order of the file, in place of keeping it in ops: the operation
+	// at index i, which begins after byte at, with its raw text. An
+	// error it returns stops the reading.
+	each func(i int, at int64, raw json.RawMessage, op *Op) error
 }
 
 // streamDocument reads the top-level object, decoding "ops" element by
 // element. A syntax error is returned; a format error is kept for later.
-func streamDocument(dec *json.Decoder, progress func(int), ops int) (*streamedDocument, error) {
-	doc := &streamedDocument{}
+// Given each, the operations go to it and are not kept (streamedDocument.each).
+func streamDocument(dec *json.Decoder, progress func(int), ops int, each func(int, int64, json.RawMessage, *Op) error) (*streamedDocument, error) {
+	doc := &streamedDocument{each: each}
 	if _, err := dec.Token(); err != nil { // the opening brace
 		return doc, err
 	}
@@ -230,7 +236,8 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), op
 	doc.members.remove("ops")
 	doc.isArray = true
 	var raw json.RawMessage
-	n := 0 // operations read, the ones after one that does not decode too
+	n := 0       // operations read, the ones after one that does not decode too
+	decoded := 0 // operations decoded: up to the first that does not
 	for i := 0; dec.More(); i++ {
 		at := dec.InputOffset()
 		if err := dec.Decode(&raw); err != nil {
@@ -241,13 +248,23 @@ func (doc *streamedDocument) streamOps(dec *json.Decoder, progress func(int), op
 			continue // still read to the end: a syntax error there comes first
 		}
 		op, err := decodeOp(i, raw)
-		doc.ops, doc.opsErr = append(doc.ops, op), err
+		decoded++
+		switch {
+		case doc.each == nil:
+			doc.ops, doc.opsErr = append(doc.ops, op), err
+		case err != nil:
+			doc.opsErr = err
+		default:
+			if err := doc.each(i, at, raw, &op); err != nil {
+				return err
+			}
+		}
 		if progress != nil && (i+1)%progressEvery == 0 {
 			progress(i + 1)
 		}
 	}
-	if progress != nil && len(doc.ops)%progressEvery != 0 {
-		progress(len(doc.ops))
+	if progress != nil && decoded%progressEvery != 0 {
+		progress(decoded)
 	}
 	if _, err = dec.Token(); err != nil { // the closing bracket
 		return doc.broken(n, dec.InputOffset(), err)

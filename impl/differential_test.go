@@ -385,3 +385,42 @@ func TestProtocolChangeRebalancesLikeTheModel(t *testing.T) {
 	changed := join(first, "roundrobin", "range")
 	require.Equal(t, same.Resp.GenerationID+1, changed.Resp.GenerationID, "a changed member rebalances the group")
 }
+
+// A transactional produce that names another transactional id, with the
+// producer id and epoch of a producer that has a transaction open in the
+// partition, is written as the model writes it, before and after a
+// restart. The leader gives such a producer the sentinel guard and asks
+// the coordinator nothing (UnifiedLog.maybeStartTransactionVerification;
+// UnifiedLogTest#testTransactionIsOngoingAndVerificationGuard), so no
+// INVALID_PRODUCER_ID_MAPPING comes back (model.openUnverified). The
+// random walk meets this only through a made-up session
+// (TestRestartRebuildsState/txn-v2, seed 6627746348418945935).
+func TestOtherIDWritesIntoOpenTransactionLikeTheModel(t *testing.T) {
+	for _, version := range []int{1, 2} {
+		for _, restart := range []bool{false, true} {
+			t.Run(fmt.Sprintf("txn-v%d/restart=%v", version, restart), func(t *testing.T) {
+				d := newDifferential(model.Options{TxnVersion: version})
+				d.restartAlways = restart
+				owner := sessionOf(d.send(t, model.InitProducerID, initReq("tx-c", 0)))
+				other := sessionOf(d.send(t, model.InitProducerID, initReq("tx-b", 0)))
+				if version == 1 {
+					d.send(t, model.AddPartitions, addPartitionsReq("tx-c", owner, "out-0"))
+				}
+				d.send(t, model.Produce, produceReq("tx-c", owner, "out-0", 0, "a"))
+				// tx-a is no id the coordinator knows; tx-b belongs to
+				// another producer id, with no transaction open.
+				unknown := d.send(t, model.Produce, produceReq("tx-a", owner, "out-0", 1, "b"))
+				foreign := d.send(t, model.Produce, produceReq("tx-b", owner, "out-0", 2, "c"))
+				require.True(t, unknown.Succeeded() && foreign.Succeeded(), "%+v %+v", unknown, foreign)
+				require.Equal(t, []int64{1, 2}, []int64{unknown.Resp.BaseOffset, foreign.Resp.BaseOffset})
+				// The other producer of tx-b still owns its id, and the
+				// open transaction is still tx-c's, so the writes stay
+				// uncommitted until tx-c ends.
+				d.send(t, model.Produce, produceReq("tx-b", other, "out-1", 0, "d"))
+				d.logsAgree(t)
+				d.send(t, model.EndTxn, endTxnReq("tx-c", owner, true))
+				d.logsAgree(t)
+			})
+		}
+	}
+}

@@ -25,7 +25,12 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite, now
 		// INVALID_PRODUCER_EPOCH on produce.
 		return model.Fail(model.InvalidProducerEpoch)
 	}
-	if txn != nil {
+	switch {
+	case txn != nil && txn.openHereOnly(p, pe, known):
+		// The leader gives the producer's open transaction here the
+		// sentinel guard and asks the coordinator nothing, whatever
+		// transactional id the request names (model.openUnverified).
+	case txn != nil:
 		code := txn.verify()
 		// The leader made its entry before it asked the coordinator, so
 		// a refusal leaves it (verification.go).
@@ -34,7 +39,7 @@ func (p *partition) produce(r *model.Request, bugs mutantSet, txn *txnWrite, now
 			return model.Fail(code)
 		}
 		txn.add()
-	} else if known && pe.txnFirst != model.NoOffset {
+	case known && pe.txnFirst != model.NoOffset:
 		// KIP-98: a producer with a transaction open here cannot write
 		// outside it.
 		return model.Fail(model.InvalidTxnState)

@@ -65,6 +65,32 @@ func (w *txnWrite) verify() model.Code {
 	return ""
 }
 
+// openHereOnly reports whether the producer has a transaction open at p,
+// at the request's epoch, that the coordinator does not hold under the
+// request's transactional id: the id's ongoing transaction is another
+// producer's or lacks p, and no marker of the id's for the producer waits
+// in p's queue. The leader then writes the batch with no verification
+// (model.openUnverified): UnifiedLog.maybeStartTransactionVerification
+// gives such a producer the sentinel guard, and ReplicaManager sends the
+// coordinator only the partitions with a guard of their own (3.9.0 to
+// 4.x). The log knows producer ids, not transactional ids, so a request
+// that names another id with the producer's id and epoch is written too.
+func (w *txnWrite) openHereOnly(p *partition, pe *producerState, known bool) bool {
+	if !known || pe.txnFirst == model.NoOffset || pe.epoch != w.r.Epoch {
+		return false
+	}
+	if t, ok := w.sh.txns[w.r.TransactionalID]; ok && t.producerID == w.r.ProducerID &&
+		t.phase == model.Ongoing && slices.Contains(t.partitions, w.r.Partition) {
+		return false
+	}
+	for _, m := range p.queued {
+		if m.txnID == w.r.TransactionalID && m.producerID == w.r.ProducerID {
+			return false
+		}
+	}
+	return true
+}
+
 // add writes the implicit add once verify passed: the coordinator adds
 // the partition before the leader looks at the write
 // (ReplicaManager.appendRecords), and a refusal of the leader's does not

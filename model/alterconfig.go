@@ -36,8 +36,10 @@ func AppliesAfterAnswer(k Kind) bool { return k == AlterConfig }
 // openUnverified reports whether r's producer has a transaction open at
 // r's partition, at r's epoch, that the coordinator knows nothing of: no
 // ongoing transaction of the producer holds the partition, and no marker
-// of it is on its way there. Only a batch written while verification was
-// off leaves one. With verification on again, the leader asks the
+// of it is on its way there. A batch written while verification was off
+// leaves one, and so does a request that names another transactional id
+// than the one whose transaction it is: the log knows producer ids only.
+// With verification on again, the leader asks the
 // coordinator nothing for it, because UnifiedLog.
 // maybeStartTransactionVerification gives the sentinel guard to a producer
 // with a transaction open (3.9.0: hasOngoingTransaction(producerId);

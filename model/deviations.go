@@ -19,7 +19,7 @@ import (
 // finding's consequence, not a new one.
 
 // Deviation is a set of deviations, one bit each.
-type Deviation uint16
+type Deviation uint32
 
 const (
 	// StaleBumpAccepted: a KIP-360 bump naming the transactional id's
@@ -140,6 +140,18 @@ const (
 	// 3.9 and 4.x). kfake, FINDINGS 32: consumerStaticLeave finds the
 	// member by its member id. franz-go v1.22.3 sends such leaves.
 	StaticLeaveWithoutInstance
+	// RoundDropsStatic: a classic group's join round that completes may
+	// remove a static member that has not rejoined it, as it removes a
+	// dynamic one, so the member's next request naming its member id may
+	// be answered UNKNOWN_MEMBER_ID. Kafka keeps a static member that
+	// missed the round, because it removes only the dynamic ones
+	// (notYetRejoinedDynamicMembers in GroupCoordinator.onCompleteJoin,
+	// 3.9, and GroupMetadataManager.completeClassicGroupJoin, 4.x; tests
+	// GroupCoordinatorTest#testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout,
+	// 3.9, and GroupMetadataManagerTest's test of that name, trunk).
+	// kfake, FINDINGS 34: completeRebalance removes every member that
+	// has not rejoined.
+	RoundDropsStatic
 )
 
 var deviationNames = []struct {
@@ -162,6 +174,7 @@ var deviationNames = []struct {
 	{JoinersEachLead, "joiners-each-lead"},
 	{LeaveResolvesInstance, "leave-resolves-instance"},
 	{StaticLeaveWithoutInstance, "static-leave-without-instance"},
+	{RoundDropsStatic, "round-drops-static"},
 }
 
 // ParseDeviation is the deviation of that name, or of several names
@@ -379,4 +392,15 @@ func (st *step) unstableGroupWide(group string) bool {
 		}
 	}
 	return false
+}
+
+// roundMayDropStatic reports whether a join round that completes may
+// remove a static member that did not rejoin it (RoundDropsStatic).
+func (st *step) roundMayDropStatic() bool { return st.allows(RoundDropsStatic) }
+
+// preparedRoundMayDrop is group.preparedRoundMayDrop with the deviations
+// allowed: under RoundDropsStatic a static member too may be gone.
+func (st *step) preparedRoundMayDrop(g group, m member) bool {
+	missed := g.generation > g.answered && m.gen < g.generation
+	return g.preparedRoundMayDrop(m) || (missed && st.roundMayDropStatic())
 }

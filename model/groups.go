@@ -92,7 +92,7 @@ func (st *step) joinGroup(r Request) outcome {
 		g.generation = gen
 	}
 	if gen > g.answered {
-		g = g.roundCompleted(gen).sessionsRestarted(st.s.now)
+		g = g.roundCompleted(gen, st.roundMayDropStatic()).sessionsRestarted(st.s.now)
 	}
 	newRound := gen > g.answered
 	m := member{gen: gen, assignment: assignment, lastSeen: st.s.now, sessionMs: sessionTimeout(r), assignmentUnknown: st.undecided(),
@@ -405,13 +405,14 @@ func (g group) nextGeneration(gen int32) group {
 // the rebalance timeout). Whether it was is the broker's to say, as a
 // client's background heartbeats may have rejoined it: a later request
 // naming it may answer UNKNOWN_MEMBER_ID (see droppedMember), and one that
-// succeeds shows it was kept.
-func (g group) roundCompleted(gen int32) group {
+// succeeds shows it was kept. dropsStatic is the deviation
+// RoundDropsStatic, under which a static member may be gone too.
+func (g group) roundCompleted(gen int32, dropsStatic bool) group {
 	members := map[string]member{}
 	for id, m := range g.members {
 		// A static member stays (notYetRejoinedDynamicMembers, 4.x;
 		// GroupCoordinator.onCompleteJoin, 3.9).
-		m.mayBeGone = m.mayBeGone || (m.gen < gen && m.instance == "")
+		m.mayBeGone = m.mayBeGone || (m.gen < gen && (m.instance == "" || dropsStatic))
 		members[id] = m
 	}
 	g.members = members
@@ -448,7 +449,7 @@ func (st *step) droppedMember(r Request) (outcome, bool) {
 	// The code itself, not its class: ILLEGAL_GENERATION, of the same
 	// class, says the member is still there.
 	removed := st.got != nil && st.got.Answered && st.got.Err == UnknownMemberID
-	if !ok || !(m.mayBeGone || g.preparedRoundMayDrop(m)) || !removed {
+	if !ok || !(m.mayBeGone || st.preparedRoundMayDrop(g, m)) || !removed {
 		return outcome{}, false
 	}
 	st.s.setGroup(r.Group, g.withoutMember(r.MemberID))
@@ -496,14 +497,14 @@ func (st *step) lateSync(r Request, g group) (outcome, bool) {
 		// it or the next (see checkJoin), a member that has not joined it
 		// may be gone, and a member whose join of it went unrecorded may
 		// commit at its generation (see preparing).
-		g = g.roundCompleted(round).nextGeneration(max(g.generation, round+1))
+		g = g.roundCompleted(round, st.roundMayDropStatic()).nextGeneration(max(g.generation, round+1))
 		g.unseenRound = round
 		st.s.setGroup(r.Group, g)
 		out := refuse("late-sync", UnknownMemberID, "a new member was removed before its SyncGroup: the round of generation %d completed and its SyncGroup came late (expirePendingSync), or its JoinGroup outwaited the new-member join timeout", round)
 		out.effects = true
 		return out, true
 	}
-	g = g.nextGeneration(round).roundCompleted(round)
+	g = g.nextGeneration(round).roundCompleted(round, st.roundMayDropStatic())
 	g.answered = round
 	g = g.withoutMember(r.MemberID).nextGeneration(round + 1)
 	st.s.setGroup(r.Group, g)
@@ -783,7 +784,7 @@ func (st *step) takenAsEmpty(name string) bool {
 		return false
 	}
 	for _, m := range g.members {
-		if !m.mayBeGone && !g.preparedRoundMayDrop(m) {
+		if !m.mayBeGone && !st.preparedRoundMayDrop(g, m) {
 			return false
 		}
 	}

@@ -87,7 +87,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 func checkOptions(f checkFlags, stderr io.Writer, file string) checker.Options {
 	opts := f.allowed
 	line := progressLine(stderr, file)
-	progress := func(phase string, ops int) { line("checked for "+phase, ops) }
+	progress := func(phase string, ops int) {
+		if phase == checker.PhaseRead {
+			line("read", ops)
+			return
+		}
+		line("checked for "+phase, ops)
+	}
 	opts.Timeout, opts.Visualize, opts.Progress = f.timeout, f.html != "", progress
 	return opts
 }
@@ -120,21 +126,19 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer) int {
 	exit := exitHeld
-	line := progressLine(stderr, file)
-	h, err := histories.LoadFileWithProgress(file, func(ops int) { line("read", ops) })
+	report, err := judgeFile(file, f, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
 		var broken *histories.BrokenError
-		if !errors.As(err, &broken) || broken.Before == nil {
+		if !errors.As(err, &broken) || report.Verdicts == nil {
 			return exitUsage
 		}
 		// A recording whose recorder was killed is cut short: what it
 		// holds whole is still worth judging, but the file is not.
 		fmt.Fprintf(stderr, "fencecheck check: %s: the %d operations before ops[%d] are judged; the file is unusable, so the exit status is %d\n",
-			file, len(broken.Before.Ops), broken.Index, exitUsage)
-		h, exit = *broken.Before, exitUsage
+			file, broken.Index, broken.Index, exitUsage)
+		exit = exitUsage
 	}
-	report := checker.Check(h, checkOptions(f, stderr, file))
 	for _, v := range report.Verdicts {
 		fmt.Fprintln(stdout, v)
 	}
@@ -146,6 +150,27 @@ func checkFile(file string, f checkFlags, several bool, stdout, stderr io.Writer
 		return max(exit, exitViolated)
 	}
 	return exit
+}
+
+// judgeFile judges file: as a stream (checker.CheckFile), unless a page
+// or a timeline is asked for, which shows the whole history, so that it
+// is loaded whole. A file cut short is judged up to its break, and the
+// error says where it broke.
+func judgeFile(file string, f checkFlags, stderr io.Writer) (checker.Report, error) {
+	opts := checkOptions(f, stderr, file)
+	if f.html != "" || f.report != "" || f.timeline != "" {
+		line := progressLine(stderr, file)
+		h, err := histories.LoadFileWithProgress(file, func(ops int) { line("read", ops) })
+		var broken *histories.BrokenError
+		switch {
+		case errors.As(err, &broken) && broken.Before != nil:
+			h = *broken.Before
+		case err != nil:
+			return checker.Report{}, err
+		}
+		return checker.Check(h, opts), err
+	}
+	return checker.CheckFile(file, opts)
 }
 
 func writeReports(rep checker.Report, file string, f checkFlags, several bool) error {

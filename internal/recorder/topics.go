@@ -37,12 +37,7 @@ func (c *Client) createTopics(r *kmsg.CreateTopicsRequest) []observed {
 			if !ok {
 				return nil, false
 			}
-			for _, rt := range cr.Topics {
-				if rt.Topic == topic {
-					return []int16{rt.ErrorCode}, true
-				}
-			}
-			return nil, false
+			return codeOfTopic(cr.Topics, topic, func(rt kmsg.CreateTopicsResponseTopic) (*string, int16) { return &rt.Topic, rt.ErrorCode })
 		})...)
 	}
 	return ops
@@ -60,12 +55,7 @@ func (c *Client) createPartitions(r *kmsg.CreatePartitionsRequest) []observed {
 			if !ok {
 				return nil, false
 			}
-			for _, rt := range cr.Topics {
-				if rt.Topic == topic {
-					return []int16{rt.ErrorCode}, true
-				}
-			}
-			return nil, false
+			return codeOfTopic(cr.Topics, topic, func(rt kmsg.CreatePartitionsResponseTopic) (*string, int16) { return &rt.Topic, rt.ErrorCode })
 		})...)
 	}
 	return ops
@@ -88,15 +78,22 @@ func (c *Client) deleteTopics(r *kmsg.DeleteTopicsRequest) []observed {
 			if !ok {
 				return nil, false
 			}
-			for _, rt := range dr.Topics {
-				if rt.Topic != nil && *rt.Topic == topic {
-					return []int16{rt.ErrorCode}, true
-				}
-			}
-			return nil, false
+			return codeOfTopic(dr.Topics, topic, func(rt kmsg.DeleteTopicsResponseTopic) (*string, int16) { return rt.Topic, rt.ErrorCode })
 		})...)
 	}
 	return ops
+}
+
+// codeOfTopic is the code an admin's answer gives topic, among its
+// per-topic answers, which nameAndCode reads; false when it leaves the
+// topic out (or names it by id alone).
+func codeOfTopic[T any](answers []T, topic string, nameAndCode func(T) (*string, int16)) ([]int16, bool) {
+	for _, a := range answers {
+		if name, code := nameAndCode(a); name != nil && *name == topic {
+			return []int16{code}, true
+		}
+	}
+	return nil, false
 }
 
 // topicOp is the operation of one topic of an admin's request, whose

@@ -1,0 +1,187 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// savedHistories are the history files the repository keeps.
+func savedHistories(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"../histories/*/*.json", "../histories/*/*/*.json", "../testdata/*.json", "../testdata/*/*.json"} {
+		found, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		for _, f := range found {
+			if !strings.Contains(f, "fuzz") {
+				files = append(files, f)
+			}
+		}
+	}
+	require.Greater(t, len(files), 50)
+	return files
+}
+
+func verdictLines(r Report) string {
+	var b strings.Builder
+	for _, v := range r.Verdicts {
+		fmt.Fprintln(&b, v)
+	}
+	return b.String()
+}
+
+// TestCheckFileAgreesWithCheck: on every saved history, CheckFile prints
+// the verdicts, reasons included, that Check prints on the history
+// LoadFile reads, and its report holds every operation a violation names.
+func TestCheckFileAgreesWithCheck(t *testing.T) {
+	for _, file := range savedHistories(t) {
+		t.Run(file, func(t *testing.T) {
+			h, err := histories.LoadFile(file)
+			if err != nil {
+				_, streamErr := CheckFile(file, Options{})
+				require.Error(t, streamErr)
+				return
+			}
+			want := Check(h, Options{})
+			got, err := CheckFile(file, Options{})
+			require.NoError(t, err)
+			require.Equal(t, verdictLines(want), verdictLines(got))
+			ids := map[int]bool{}
+			for _, op := range got.History.Ops {
+				ids[op.ID] = true
+			}
+			for id := range namedOps(got.Verdicts) {
+				if id >= 0 {
+					require.True(t, ids[id], "op %d is named and kept", id)
+				}
+			}
+		})
+	}
+}
+
+// TestStreamSearchOkIsAVerdict: where the streamed search finds an order,
+// the whole search finds one too; and it finds one on every saved history
+// that the whole search explains under the likelier protocol but one,
+// which needs the search to come back to a window's other end state.
+func TestStreamSearchOkIsAVerdict(t *testing.T) {
+	var comeBack []string
+	linearizable := 0
+	for _, file := range savedHistories(t) {
+		h, err := histories.LoadFile(file)
+		if err != nil {
+			continue
+		}
+		version := txnVersions(h)[0]
+		m := porcupineModel(modelOptions(h, version, Options{}), h.Topics, true, nil)
+		whole := checkWindowed(m, porcupineOps(h), time.Minute, nil).result
+		search := newStreamSearch(t.Context(), m, h, neverOf(h), nil)
+		for _, op := range inCallOrderCopy(h.Ops) {
+			search.add(&op)
+		}
+		result := search.finish()
+		switch {
+		case result == porcupine.Ok:
+			require.Equal(t, porcupine.Ok, whole, file)
+		case whole == porcupine.Ok:
+			comeBack = append(comeBack, filepath.Base(file))
+		}
+		if whole == porcupine.Ok {
+			linearizable++
+		}
+	}
+	require.Greater(t, linearizable, 40)
+	require.Equal(t, []string{"leader-of-two-rejoins-late.json"}, comeBack)
+}
+
+func neverOf(h histories.History) int64 {
+	var never int64
+	for _, op := range h.Ops {
+		never = max(never, op.Call+1, op.Return+1)
+	}
+	return never
+}
+
+func inCallOrderCopy(ops []histories.Op) []histories.Op {
+	var sorted []histories.Op
+	for _, op := range inCallOrder(ops) {
+		sorted = append(sorted, op)
+	}
+	return sorted
+}
+
+// TestCheckFileJudgesABrokenFileUpToItsBreak: a file cut short is judged
+// up to the operation where it breaks, which the error names with its
+// byte offset.
+func TestCheckFileJudgesABrokenFileUpToItsBreak(t *testing.T) {
+	whole, err := os.ReadFile("../histories/canonical/aborted-read.json")
+	require.NoError(t, err)
+	text := string(whole)
+	cut := text[:strings.LastIndex(text, `{"id"`)+20]
+	path := filepath.Join(t.TempDir(), "cut.json")
+	require.NoError(t, os.WriteFile(path, []byte(cut), 0o644))
+
+	_, loadErr := histories.LoadFile(path)
+	var loaded *histories.BrokenError
+	require.ErrorAs(t, loadErr, &loaded)
+	want := Check(*loaded.Before, Options{})
+
+	got, err := CheckFile(path, Options{})
+	var broken *histories.BrokenError
+	require.ErrorAs(t, err, &broken)
+	require.Equal(t, loaded.Index, broken.Index)
+	require.Equal(t, loaded.Offset, broken.Offset)
+	require.Equal(t, verdictLines(want), verdictLines(got))
+}
+
+// TestCheckFileOfAFileOutOfOrder: a file whose operations are written in
+// reverse, with its top-level members after "ops", is judged as the file
+// in order is.
+func TestCheckFileOfAFileOutOfOrder(t *testing.T) {
+	for _, name := range []string{"aborted-read", "two-step-fencing", "wall-clock-session-expires", "leader-of-two-rejoins-late"} {
+		t.Run(name, func(t *testing.T) {
+			file := "../histories/canonical/" + name + ".json"
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			var doc map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(data, &doc))
+			var ops []json.RawMessage
+			require.NoError(t, json.Unmarshal(doc["ops"], &ops))
+			require.Greater(t, len(ops), 2)
+			slices.Reverse(ops)
+			var b strings.Builder
+			b.WriteString(`{"ops": [`)
+			for i, op := range ops {
+				if i > 0 {
+					b.WriteString(",\n")
+				}
+				b.Write(op)
+			}
+			b.WriteString("]")
+			for key, value := range doc {
+				if key != "ops" {
+					fmt.Fprintf(&b, ", %q: %s", key, value)
+				}
+			}
+			b.WriteString("}")
+			reversed := filepath.Join(t.TempDir(), name+".json")
+			require.NoError(t, os.WriteFile(reversed, []byte(b.String()), 0o644))
+
+			h, err := histories.LoadFile(file)
+			require.NoError(t, err)
+			got, err := CheckFile(reversed, Options{})
+			require.NoError(t, err)
+			require.Equal(t, verdictLines(Check(h, Options{})), verdictLines(got))
+		})
+	}
+}

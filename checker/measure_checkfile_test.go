@@ -1,0 +1,39 @@
+//go:build measure
+
+package checker
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMeasureCheckFile checks the file FENCECHECK_MEASURE_FILE names with
+// CheckFile and the invariants' stand-in switched off, so that
+// /usr/bin/time -v of the test binary shows what the reading and the
+// search hold alone (docs/performance.md):
+//
+//	go test -c -tags measure -o /tmp/checker.test ./checker/
+//	FENCECHECK_MEASURE_FILE=/tmp/soak-5000000.json /usr/bin/time -v /tmp/checker.test -test.run TestMeasureCheckFile -test.v
+func TestMeasureCheckFile(t *testing.T) {
+	path := os.Getenv("FENCECHECK_MEASURE_FILE")
+	require.NotEmpty(t, path, "FENCECHECK_MEASURE_FILE names the history to check")
+	standInOff = true
+	defer func() { standInOff = false }()
+	progress := func(phase string, done int) {
+		if done > 0 && done%1_000_000 == 0 {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			fmt.Fprintf(os.Stderr, "%s %d: heap in use %d MB\n", phase, done, m.HeapInuse>>20)
+		}
+	}
+	report, err := CheckFile(path, Options{Progress: progress})
+	require.NoError(t, err)
+	for _, v := range report.Verdicts {
+		t.Log(v)
+	}
+	require.Equal(t, OK, report.Verdict(Linearizable).Status, "the streamed search explains the history")
+}

@@ -1,0 +1,415 @@
+package histories
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"container/heap"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+)
+
+// A Stream is a history file read one operation at a time, in call
+// order, so that a long recording is judged without holding it whole.
+//
+// It reads the file twice. The first pass (OpenStream) checks the
+// document as Load does and keeps only a summary: the top-level members,
+// wherever they stand, the number of operations, and the lag. The lag is
+// how far back in time an operation's call may lie behind a call read
+// before it in the file, because a recorder writes each operation as it
+// ends. The second pass (Each) decodes the operations again and hands
+// them on in call order. It holds back only the operations that a later
+// one in the file may still come before: those called within the lag of
+// the latest call read, or at or after the latest "complete_before"
+// mark (docs/history-format.md). A file written in call order has a lag
+// of 0, so the pass holds one operation at a time.
+type Stream struct {
+	path   string
+	header History
+	ops    int   // operations that decode, up to a break
+	lag    int64 // the largest lag of a call behind one read before it
+	// broken is where the document stops being JSON, when it does: the
+	// operations before it are handed on, and then this error.
+	broken *BrokenError
+	// peakHeld is the most operations the last Each held at once.
+	peakHeld int
+}
+
+// StreamOptions tune OpenStream.
+type StreamOptions struct {
+	// Progress is told the operations read by the first pass, as
+	// LoadWithProgress tells its own.
+	Progress func(ops int)
+	// Visit, when set, is given each operation the first pass reads, in
+	// the order of the file. It must not keep op.
+	Visit func(op *Op)
+}
+
+// OpenStream reads the history document at path once, for its summary,
+// and checks it against the rules of docs/history-format.md as Load
+// does, with one exception. Two requests of one process that overlap
+// are found by Each, in call order, not here.
+//
+// A document cut short or corrupted inside "ops" is no error here when
+// the operations before the break load: Each hands them on, then
+// returns the *BrokenError.
+func OpenStream(path string, opts StreamOptions) (*Stream, error) {
+	s := &Stream{path: path}
+	if err := s.firstPass(opts); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Header is the history's top-level members, with no operations.
+func (s *Stream) Header() History { return s.header }
+
+// Len is the number of operations Each hands on.
+func (s *Stream) Len() int { return s.ops }
+
+// Lag is the largest lag the first pass found: how far an operation's
+// call lies behind the latest call read before it in the file.
+func (s *Stream) Lag() int64 { return s.lag }
+
+// Broken is where the document stops being JSON, or nil.
+func (s *Stream) Broken() *BrokenError { return s.broken }
+
+func (s *Stream) firstPass(opts StreamOptions) error {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	in := bufio.NewReaderSize(f, 1<<20)
+	if !startsObject(in) {
+		_, err := loadWhole(in)
+		return cmpNonNil(err, errors.New("document must be an object"))
+	}
+	ids := idSet{}
+	var dup *duplicate
+	latest := int64(math.MinInt64)
+	each := func(i int, _ int64, _ json.RawMessage, op *Op) error {
+		if dup == nil && !ids.add(op.ID) {
+			dup = &duplicate{at: i, id: op.ID}
+		}
+		if op.Call >= latest {
+			latest = op.Call
+		} else {
+			s.lag = max(s.lag, latest-op.Call)
+		}
+		s.ops++
+		if opts.Visit != nil {
+			opts.Visit(op)
+		}
+		return nil
+	}
+	dec := json.NewDecoder(in)
+	dec.UseNumber()
+	doc, err := streamDocument(dec, opts.Progress, 0, each)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // the document began, so it was cut short
+	}
+	var broken *BrokenError
+	switch {
+	case errors.As(err, &broken):
+		s.broken = broken
+	case err != nil:
+		return fmt.Errorf("not a JSON document: %w", err)
+	default:
+		if _, err := dec.Token(); err != io.EOF {
+			return errors.New("more data after the JSON document")
+		}
+	}
+	header, err := doc.history()
+	if err == nil && dup != nil {
+		err = s.duplicateError(*dup)
+	}
+	if err != nil {
+		if broken != nil {
+			return broken // as Load: the operations before it do not load
+		}
+		return err
+	}
+	s.header = header
+	return nil
+}
+
+func cmpNonNil(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
+
+// duplicate is an id used twice: the place of its second use.
+type duplicate struct {
+	at, id int
+}
+
+// errFound stops a reading once it has found what it looked for.
+var errFound = errors.New("found")
+
+// duplicateError is Load's error for an id used twice, with the place of
+// its first use, which a third reading finds (the first pass keeps a
+// bit for each id, not its place).
+func (s *Stream) duplicateError(d duplicate) error {
+	first := -1
+	f, err := os.Open(s.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
+	dec.UseNumber()
+	_, err = streamDocument(dec, nil, 0, func(i int, _ int64, _ json.RawMessage, op *Op) error {
+		if op.ID == d.id {
+			first = i
+			return errFound
+		}
+		return nil
+	})
+	if !errors.Is(err, errFound) {
+		return fmt.Errorf("the file changed while it was read: %v", err)
+	}
+	return fmt.Errorf("ops[%d]: \"id\" %d is used twice (also ops[%d])", d.at, d.id, first)
+}
+
+// idSet is a set of operation ids: a bit for each small non-negative
+// one, so that the ids of a long history take a bit each, and a map for
+// the others.
+type idSet struct {
+	bits  []uint64
+	other map[int]bool
+}
+
+// bitsUpTo is the first id the set keeps in its map: 16 MB of bits at
+// most.
+const bitsUpTo = 1 << 27
+
+// add adds id and reports whether it was new.
+func (s *idSet) add(id int) bool {
+	if id < 0 || id >= bitsUpTo {
+		if s.other == nil {
+			s.other = map[int]bool{}
+		}
+		if s.other[id] {
+			return false
+		}
+		s.other[id] = true
+		return true
+	}
+	word := id / 64
+	for word >= len(s.bits) {
+		s.bits = append(s.bits, make([]uint64, max(len(s.bits), 16))...)
+	}
+	if s.bits[word]&(1<<(id%64)) != 0 {
+		return false
+	}
+	s.bits[word] |= 1 << (id % 64)
+	return true
+}
+
+// Each reads the file again and gives each operation to each, in call
+// order, operations called at one instant by id. each may keep op: it is
+// its own copy. Each returns the first error of each, or an error of the
+// file: two requests of one process that overlap, a file that changed
+// since OpenStream, or, once every operation before it was handed on,
+// the *BrokenError of a document cut short or corrupted.
+func (s *Stream) Each(each func(op *Op) error) error {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := reorder{lag: s.lag, each: each, overlaps: overlaps{}, mark: math.MinInt64, latest: math.MinInt64}
+	defer func() { s.peakHeld = r.peak }()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
+	dec.UseNumber()
+	_, err = streamDocument(dec, nil, 0, func(i int, _ int64, raw json.RawMessage, op *Op) error {
+		if i >= s.ops {
+			return errors.New("the file changed while it was read: it has more operations")
+		}
+		return r.push(raw, op)
+	})
+	var broken *BrokenError
+	switch {
+	case s.broken != nil && errors.As(err, &broken) && broken.Index == s.broken.Index:
+	case err != nil:
+		var fromEach *eachError
+		if errors.As(err, &fromEach) && !fromEach.ours {
+			return fromEach.err
+		}
+		if fromEach != nil {
+			err = fromEach.err
+		}
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	if err := r.release(math.MaxInt64, true); err != nil {
+		var fromEach *eachError
+		if errors.As(err, &fromEach) && !fromEach.ours {
+			return fromEach.err
+		}
+		return fmt.Errorf("%s: %w", s.path, fromEach.err)
+	}
+	if err := r.overlaps.finish(); err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	if s.broken != nil {
+		return fmt.Errorf("%s: %w", s.path, s.broken)
+	}
+	return nil
+}
+
+// eachError is an error of Each's caller, passed through the reading.
+type eachError struct {
+	err  error
+	ours bool // an error of the file's, found while handing on
+}
+
+func (e *eachError) Error() string { return e.err.Error() }
+
+// reorder is the buffer of the second pass: the operations read that a
+// later one in the file may still come before, earliest first.
+type reorder struct {
+	held     opHeap
+	lag      int64
+	mark     int64 // the latest complete_before read
+	latest   int64 // the latest call read
+	done     *Op   // the last operation handed on
+	each     func(*Op) error
+	overlaps overlaps
+	peak     int // the most operations held at once
+}
+
+// completeBeforeKey is how the mark of docs/history-format.md begins.
+var completeBeforeKey = []byte(`"complete_before"`)
+
+func (r *reorder) push(raw json.RawMessage, op *Op) error {
+	o := new(Op)
+	*o = *op
+	if r.done != nil && callOrder(o, r.done) < 0 {
+		return &eachError{fmt.Errorf("op %d: called at %d, but op %d, called at %d, came before it in the file with a complete_before mark that rules it out",
+			o.ID, o.Call, r.done.ID, r.done.Call), true}
+	}
+	heap.Push(&r.held, o)
+	r.peak = max(r.peak, r.held.Len())
+	r.latest = max(r.latest, o.Call)
+	if bytes.Contains(raw, completeBeforeKey) {
+		if m, ok := splitMembers(raw, nil); ok {
+			if n, err := strconv.ParseInt(string(m.value("complete_before")), 10, 64); err == nil {
+				r.mark = max(r.mark, n)
+			}
+		}
+	}
+	return r.release(max(r.mark, r.latest-r.lag), false)
+}
+
+// release hands on every operation held that was called before until
+// (all of them, with all).
+func (r *reorder) release(until int64, all bool) error {
+	for r.held.Len() > 0 && (all || r.held[0].Call < until) {
+		op := heap.Pop(&r.held).(*Op)
+		if err := r.overlaps.add(op); err != nil {
+			return &eachError{err, true}
+		}
+		r.done = op
+		if err := r.each(op); err != nil {
+			return &eachError{err, false}
+		}
+	}
+	return nil
+}
+
+// callOrder orders operations by call, then by id.
+func callOrder(a, b *Op) int {
+	switch {
+	case a.Call != b.Call:
+		return cmp.Compare(a.Call, b.Call)
+	default:
+		return a.ID - b.ID
+	}
+}
+
+type opHeap []*Op
+
+func (h opHeap) Len() int           { return len(h) }
+func (h opHeap) Less(i, j int) bool { return callOrder(h[i], h[j]) < 0 }
+func (h opHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *opHeap) Push(x any)        { *h = append(*h, x.(*Op)) }
+func (h *opHeap) Pop() any {
+	old := *h
+	op := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return op
+}
+
+// overlaps is checkOverlap done in call order, one process at a time:
+// for each process, the requests called at its latest instant, and the
+// one before them in checkProcOverlap's order.
+type overlaps map[string]*procRequests
+
+type procRequests struct {
+	instant  []span64 // the requests called at one instant
+	prev     span64
+	havePrev bool
+}
+
+// span64 is what the overlap check needs of a request.
+type span64 struct {
+	id        int
+	call, end int64
+	ret       int64
+	returned  bool
+	proc      string
+}
+
+func (o overlaps) add(op *Op) error {
+	if !op.Kind.IsRequest() {
+		return nil
+	}
+	p := o[op.Proc]
+	if p == nil {
+		p = &procRequests{}
+		o[op.Proc] = p
+	}
+	if len(p.instant) > 0 && p.instant[0].call != op.Call {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	p.instant = append(p.instant, span64{id: op.ID, call: op.Call, end: endOf(op), ret: op.Return, returned: op.Returned, proc: op.Proc})
+	return nil
+}
+
+// flush checks the requests of the latest instant, in the order of
+// sortByCallThenEnd.
+func (p *procRequests) flush() error {
+	sort.SliceStable(p.instant, func(i, j int) bool { return p.instant[i].end < p.instant[j].end })
+	for _, next := range p.instant {
+		if op := p.prev; p.havePrev && op.returned && next.call < op.ret {
+			return fmt.Errorf("op %d: proc %q: called at %d while its op %d (call %d, return %d) was running; a process's operations do not overlap",
+				next.id, op.proc, next.call, op.id, op.call, op.ret)
+		}
+		p.prev, p.havePrev = next, true
+	}
+	p.instant = p.instant[:0]
+	return nil
+}
+
+// finish checks what each process has left, the processes in order of
+// their names, as checkOverlap does.
+func (o overlaps) finish() error {
+	for _, proc := range sortedKeys(o) {
+		if err := o[proc].flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
