@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -110,7 +111,7 @@ func (s *invariantStream) add(op *histories.Op) {
 	s.added++
 	s.progress.passed(s.added)
 	if s.collected.wanted() && !s.collected.whole {
-		s.collected.ops = append(s.collected.ops, *op)
+		s.collected.collect(op)
 	}
 	if s.txns != nil {
 		s.txns.add(op)
@@ -153,6 +154,10 @@ type collectedChecks struct {
 	header   histories.History
 	progress *passProgress
 	ops      []histories.Op
+	// chunks are the operations collected so far, in chunks of a fixed
+	// size, until judge puts them in ops: a slice grown by appending
+	// held its old and its new array at once.
+	chunks [][]histories.Op
 	// whole: ops is the whole history already, in its own order, so
 	// that add need not copy what the caller holds anyway.
 	whole    bool
@@ -169,11 +174,44 @@ func (c *collectedChecks) fold(name string) invariantFold {
 
 func (c *collectedChecks) wanted() bool { return len(c.names) > 0 }
 
+// collectedChunk is how many operations one chunk holds.
+const collectedChunk = 1 << 16
+
+// collect keeps a copy of op.
+func (c *collectedChecks) collect(op *histories.Op) {
+	if n := len(c.chunks); n == 0 || len(c.chunks[n-1]) == collectedChunk {
+		c.chunks = append(c.chunks, make([]histories.Op, 0, collectedChunk))
+	}
+	last := &c.chunks[len(c.chunks)-1]
+	*last = append(*last, *op)
+}
+
+// gather puts the chunks in ops, one chunk freed as it is copied.
+func (c *collectedChecks) gather() {
+	if len(c.chunks) == 0 {
+		return
+	}
+	total := 0
+	for _, chunk := range c.chunks {
+		total += len(chunk)
+	}
+	c.ops = make([]histories.Op, 0, total)
+	for i, chunk := range c.chunks {
+		c.ops = append(c.ops, chunk...)
+		c.chunks[i] = nil
+	}
+	c.chunks = nil
+	// The chunks are garbage now, as large as the history: collected
+	// here, they do not set the heap's next goal at twice both.
+	runtime.GC()
+}
+
 func (c *collectedChecks) judge() {
 	if c.judged {
 		return
 	}
 	c.judged = true
+	c.gather()
 	h := c.header
 	h.Ops = c.ops
 	a := analyzeWithProgress(h, c.progress)
