@@ -40,8 +40,7 @@ import (
 // reaches the group coordinator, at a moment no answer bounds. So a
 // commit or fetch of a partition called after a delete_topics of its
 // topic was called is held to nothing before it (deleted). A fetch of all
-// partitions names no partition in its request, so a deletion does not
-// change how it is judged.
+// partitions is judged so partition by partition.
 type offsetsFold struct {
 	header    histories.History
 	committed map[groupPartition][]committedOffset // each in the call order of its commits
@@ -192,13 +191,13 @@ func (f *offsetsFold) named(gp groupPartition) {
 // the commits that returned before it was called, one partition at a
 // time (fetchedPartitions).
 func (f *offsetsFold) fetched(op *histories.Op) {
-	if f.afterDeletion(op.Req.Partition, op.Call) {
-		return
-	}
 	var w waitingFetch
 	decided := false // a finding that holds whatever comes later is found
 	for _, read := range f.fetchedPartitions(op) {
 		gp, got := read.gp, read.offset
+		if f.afterDeletion(gp.partition, op.Call) {
+			continue
+		}
 		v, bad := f.fetchBelowFetch(gp, op, got)
 		if !bad {
 			// A fetch of all partitions with require_stable does not

@@ -589,3 +589,25 @@ func TestOffsetsMonotonicAfterTopicDeletion(t *testing.T) {
 	b.op(deletion).Req.Topic = "fares"
 	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), gone, "offset_fetch of group g trips-0 returned -1 after op 2 returned 6")
 }
+
+// A fetch of all partitions after a topic's deletion may leave the
+// topic's partitions out: the deletion removed their offsets.
+func TestOffsetsMonotonicFetchOfAllPartitionsAfterTopicDeletion(t *testing.T) {
+	b := &historyBuilder{}
+	b.plainCommit("A", 0, 1, "g", "", -1, "trips-0", 6)
+	b.plainCommit("A", 2, 3, "g", "", -1, "fares-0", 4)
+	del := model.NewRequest()
+	del.Topic = "trips"
+	deletion := b.add("admin", 10, 11, model.DeleteTopics, del, model.NewResponse())
+	after := b.offsetFetchAll("B", 20, 21, "g", map[model.Partition]int64{"fares-0": 4})
+	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
+
+	// Another topic's partitions are judged as before.
+	b.op(after).Result.Resp.FetchedOffsets = nil
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), after, "offset_fetch of group g fares-0 returned -1 after op 1 committed 4")
+
+	// Without the deletion, leaving trips-0 out is a regression.
+	b.op(after).Result.Resp.FetchedOffsets = map[model.Partition]int64{"fares-0": 4}
+	b.op(deletion).Req.Topic = "other"
+	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), after, "offset_fetch of group g trips-0 returned -1 after op 0 committed 6")
+}
