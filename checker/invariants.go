@@ -1,9 +1,7 @@
 package checker
 
 import (
-	"cmp"
 	"iter"
-	"slices"
 	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -63,16 +61,7 @@ func (x opIndex) get(id int) histories.Op {
 // inCallOrder is ops sorted by call time, ties by id, as an iteration:
 // the order is kept as indexes, not as a copy of every operation.
 func inCallOrder(ops []histories.Op) iter.Seq2[int, histories.Op] {
-	order := make([]int32, len(ops))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(i, j int32) int {
-		if c := cmp.Compare(ops[i].Call, ops[j].Call); c != 0 {
-			return c
-		}
-		return cmp.Compare(ops[i].ID, ops[j].ID)
-	})
+	order := callOrder(ops)
 	return func(yield func(int, histories.Op) bool) {
 		for n, i := range order {
 			if !yield(n, ops[i]) {
