@@ -348,14 +348,8 @@ func TestRecorderLostAnswers(t *testing.T) {
 // answered by its own partition's code.
 func TestRecorderOffsetFetchPerPartition(t *testing.T) {
 	w := newWire(t)
-	req := kmsg.NewPtrOffsetFetchRequest()
+	req := offsetFetchOfTwoPartitions()
 	req.RequireStable = true
-	g := kmsg.NewOffsetFetchRequestGroup()
-	g.Group = "fencecheck-fare-workers"
-	gt := kmsg.NewOffsetFetchRequestGroupTopic()
-	gt.Topic, gt.Partitions = "fencecheck-trips", []int32{0, 1}
-	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
-	req.Groups = []kmsg.OffsetFetchRequestGroup{g}
 	corr := w.send(req, 9)
 
 	resp := kmsg.NewPtrOffsetFetchResponse()
@@ -1389,4 +1383,17 @@ func TestRecorderTopicAdmin(t *testing.T) {
 	}
 	require.Equal(t, []string{`create_topics fares 3: ""`, `create_topics trips 4: "TOPIC_ALREADY_EXISTS"`,
 		`create_partitions fares 6: ""`, `delete_topics fares 0: "TOPIC_DELETION_DISABLED"`}, got)
+}
+
+// offsetFetchOfTwoPartitions is an OffsetFetch of fencecheck-trips 0 and 1
+// for the fare workers' group.
+func offsetFetchOfTwoPartitions() *kmsg.OffsetFetchRequest {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = "fencecheck-fare-workers"
+	gt := kmsg.NewOffsetFetchRequestGroupTopic()
+	gt.Topic, gt.Partitions = "fencecheck-trips", []int32{0, 1}
+	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
+	req.Groups = []kmsg.OffsetFetchRequestGroup{g}
+	return req
 }

@@ -81,14 +81,7 @@ func TestRecorderCommitsPerPartition(t *testing.T) {
 // recorded where it is not empty.
 func TestRecorderFetchesMetadata(t *testing.T) {
 	w := newWire(t)
-	req := kmsg.NewPtrOffsetFetchRequest()
-	g := kmsg.NewOffsetFetchRequestGroup()
-	g.Group = "fencecheck-fare-workers"
-	gt := kmsg.NewOffsetFetchRequestGroupTopic()
-	gt.Topic, gt.Partitions = "fencecheck-trips", []int32{0, 1}
-	g.Topics = []kmsg.OffsetFetchRequestGroupTopic{gt}
-	req.Groups = []kmsg.OffsetFetchRequestGroup{g}
-	corr := w.send(req, 8)
+	corr := w.send(offsetFetchOfTwoPartitions(), 8)
 
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	rg := kmsg.NewOffsetFetchResponseGroup()
