@@ -107,6 +107,15 @@ func staticRound(t *testing.T, bRejoins bool) (kept []string, bJoin int16) {
 	a := join(clA, "", "A")
 	require.Zero(t, a.ErrorCode, "A's join: %v", kerr.ErrorForCode(a.ErrorCode))
 	sync(clA, a, "A")
+	// rebalancing heartbeats as the static member instance of joined,
+	// and reports whether a round is in progress.
+	rebalancing := func(cl *kgo.Client, joined *kmsg.JoinGroupResponse, instance string) bool {
+		hb := kmsg.NewPtrHeartbeatRequest()
+		hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "g", joined.MemberID, joined.Generation, &instance
+		resp, err := hb.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		return resp.ErrorCode == kerr.RebalanceInProgress.Code
+	}
 	// Generation 2: B's join starts a round, and A rejoins it.
 	bDone := make(chan *kmsg.JoinGroupResponse, 1)
 	go func() { bDone <- join(clB, "", "B") }()
@@ -116,12 +125,7 @@ func staticRound(t *testing.T, bRejoins bool) (kept []string, bJoin int16) {
 		case b = <-bDone:
 		case <-time.After(20 * time.Millisecond):
 			// A's heartbeat meets the round B started, so A rejoins.
-			hb := kmsg.NewPtrHeartbeatRequest()
-			instance := "A"
-			hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "g", a.MemberID, a.Generation, &instance
-			resp, err := hb.RequestWith(ctx, clA)
-			require.NoError(t, err)
-			if resp.ErrorCode == kerr.RebalanceInProgress.Code {
+			if rebalancing(clA, a, "A") {
 				a = join(clA, a.MemberID, "A")
 				b = <-bDone
 			}
@@ -144,12 +148,7 @@ func staticRound(t *testing.T, bRejoins bool) (kept []string, bJoin int16) {
 			select {
 			case a3 = <-aDone:
 			case <-time.After(20 * time.Millisecond):
-				hb := kmsg.NewPtrHeartbeatRequest()
-				instance := "B"
-				hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "g", b.MemberID, b.Generation, &instance
-				resp, err := hb.RequestWith(ctx, clB)
-				require.NoError(t, err)
-				if resp.ErrorCode == kerr.RebalanceInProgress.Code {
+				if rebalancing(clB, b, "B") {
 					bJoin = join(clB, b.MemberID, "B").ErrorCode
 					a3 = <-aDone
 				}
