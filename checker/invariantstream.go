@@ -39,6 +39,16 @@ type invariantFold interface {
 	verdict() Verdict
 }
 
+// earlyFold is a fold that can name some violations before the end, so
+// that a recording followed while it is written (fencecheck check
+// --follow) shows them within seconds of the operation that made them.
+type earlyFold interface {
+	invariantFold
+	// early returns the violations found since its last call, each one
+	// final: no later operation takes it back.
+	early() []foldedViolation
+}
+
 // newInvariantStream is a stream of the history described by header, whose
 // Ops are ignored.
 func newInvariantStream(header histories.History, progress *passProgress) *invariantStream {
