@@ -3,11 +3,14 @@ package checker
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // PhaseRead is the phase of CheckFile's first reading of the file, which
@@ -41,17 +44,23 @@ func CheckFile(path string, opts Options) (Report, error) {
 		return checkWhole(path, opts)
 	}
 	var signed bool
-	var never int64
-	visit := func(op *histories.Op) {
-		never = max(never, op.Call+1, op.Return+1)
-		signed = signed || signsV2(op)
+	find := func(op *histories.Op) bool {
+		signed = signsV2(op)
+		return signed
 	}
 	if opts.Progress != nil {
 		opts.Progress(PhaseRead, 0)
 	}
-	stream, err := histories.OpenStream(path, histories.StreamOptions{Progress: phaseReport(opts.Progress, PhaseRead), Visit: visit})
+	stream, err := histories.OpenStream(path, histories.StreamOptions{Progress: phaseReport(opts.Progress, PhaseRead),
+		Find: find, FindKinds: []model.Kind{model.EndTxn}})
 	if err != nil {
 		return Report{}, err
+	}
+	// The instant after everything, when an undecided request may take
+	// effect, as porcupineOps has it.
+	var never int64
+	if stream.Len() > 0 {
+		never = max(0, stream.End()+1)
 	}
 	header := stream.Header()
 	// The likelier protocol only: an order found under it is a verdict,
@@ -62,12 +71,20 @@ func CheckFile(path string, opts Options) (Report, error) {
 	if opts.Progress != nil {
 		opts.Progress(Linearizable, 0)
 	}
-	search := newStreamSearch(ctx, m, header, never, phaseReport(opts.Progress, Linearizable))
-	invariants := newInvariantStream(header, newPassProgress(opts.Progress))
-	err = judgeInTurn(stream, func(op *histories.Op) {
-		search.add(op)
-		invariants.add(op)
-	})
+	progress := opts.Progress
+	if progress != nil && runtime.GOMAXPROCS(0) > 1 {
+		// The search and the invariants tell their progress from
+		// goroutines of their own.
+		var mu sync.Mutex
+		progress = func(phase string, done int) {
+			mu.Lock()
+			defer mu.Unlock()
+			opts.Progress(phase, done)
+		}
+	}
+	search := newStreamSearch(ctx, m, header, never, phaseReport(progress, Linearizable))
+	invariants := newInvariantStream(header, newPassProgress(progress))
+	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError
 	if err != nil && !errors.As(err, &broken) {
 		return Report{}, err
@@ -142,33 +159,59 @@ func opsNamed(stream *histories.Stream, named map[int]bool) ([]histories.Op, err
 // judgeBatch is how many operations the reading hands the judging at once.
 const judgeBatch = 1024
 
-// judgeInTurn gives judge every operation of stream in call order, on a
-// goroutine of its own, so that decoding the next operations and judging
-// the last ones take a core each. The operations pass in batches, and at
-// most four wait, so that what is held stays a few thousand operations.
-func judgeInTurn(stream *histories.Stream, judge func(*histories.Op)) error {
-	batches := make(chan []*histories.Op, 4)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for batch := range batches {
-			for _, op := range batch {
-				judge(op)
-			}
+// judgeInTurn gives each judge every operation of stream in call order.
+// The judges run on goroutines of their own, so that reading the next
+// operations and judging the last ones take a core each. With more than
+// one processor each judge has a goroutine of its own (the search and
+// the invariants are separate passes over the same operations, which
+// they only read); with one, the judges take each operation in turn on
+// one goroutine. A judge sees the same operations in the same order
+// either way, so that the verdicts do not depend on the number of
+// processors. The operations pass in batches, and at most four wait for
+// each judge, so that what is held stays a few thousand operations.
+func judgeInTurn(stream *histories.Stream, judges ...func(*histories.Op)) error {
+	lanes := [][]func(*histories.Op){judges}
+	if runtime.GOMAXPROCS(0) > 1 {
+		lanes = nil
+		for _, judge := range judges {
+			lanes = append(lanes, []func(*histories.Op){judge})
 		}
-	}()
+	}
+	var wg sync.WaitGroup
+	channels := make([]chan []*histories.Op, len(lanes))
+	for i, lane := range lanes {
+		channels[i] = make(chan []*histories.Op, 4)
+		wg.Add(1)
+		go func(batches <-chan []*histories.Op) {
+			defer wg.Done()
+			for batch := range batches {
+				for _, op := range batch {
+					for _, judge := range lane {
+						judge(op)
+					}
+				}
+			}
+		}(channels[i])
+	}
+	hand := func(batch []*histories.Op) {
+		for _, c := range channels {
+			c <- batch
+		}
+	}
 	batch := make([]*histories.Op, 0, judgeBatch)
 	err := stream.Each(func(op *histories.Op) error {
 		if batch = append(batch, op); len(batch) == judgeBatch {
-			batches <- batch
+			hand(batch)
 			batch = make([]*histories.Op, 0, judgeBatch)
 		}
 		return nil
 	})
 	if len(batch) > 0 {
-		batches <- batch
+		hand(batch)
 	}
-	close(batches)
-	<-done
+	for _, c := range channels {
+		close(c)
+	}
+	wg.Wait()
 	return err
 }

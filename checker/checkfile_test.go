@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -182,6 +183,30 @@ func TestCheckFileOfAFileOutOfOrder(t *testing.T) {
 			got, err := CheckFile(reversed, Options{})
 			require.NoError(t, err)
 			require.Equal(t, verdictLines(Check(h, Options{})), verdictLines(got))
+		})
+	}
+}
+
+// TestCheckFileIsTheSameOnAnyNumberOfCores: on every saved history,
+// CheckFile's report is byte for byte the same on one processor, where
+// the search and the invariants take turns and one goroutine decodes,
+// as on four, where each has its own.
+func TestCheckFileIsTheSameOnAnyNumberOfCores(t *testing.T) {
+	report := func(file string, procs int) string {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		r, err := CheckFile(file, Options{})
+		var b strings.Builder
+		fmt.Fprintf(&b, "error: %v\n", err)
+		b.WriteString(verdictLines(r))
+		require.NoError(t, r.WriteTimeline(&b))
+		for _, op := range r.History.Ops {
+			fmt.Fprintf(&b, "op %d %s\n", op.ID, op.Kind)
+		}
+		return b.String()
+	}
+	for _, file := range savedHistories(t) {
+		t.Run(file, func(t *testing.T) {
+			require.Equal(t, report(file, 1), report(file, 4))
 		})
 	}
 }

@@ -11,16 +11,24 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
+	"sync"
+
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // A Stream is a history file read one operation at a time, in call
 // order, so that a long recording is judged without holding it whole.
 //
 // It reads the file twice. The first pass (OpenStream) checks the
-// document as Load does and keeps only a summary: the top-level members,
-// wherever they stand, the number of operations, and the lag. The lag is
+// document's syntax and keeps only a summary: the top-level members,
+// wherever they stand, the number of operations, the ids, and the lag.
+// It reads of each operation only its id and its times, and leaves the
+// rest of the operation to the second pass, which decodes it and names
+// what is wrong as Load does. The lag is
 // how far back in time an operation's call may lie behind a call read
 // before it in the file, because a recorder writes each operation as it
 // ends. The second pass (Each) decodes the operations again and hands
@@ -34,6 +42,11 @@ type Stream struct {
 	header History
 	ops    int   // operations that decode, up to a break
 	lag    int64 // the largest lag of a call behind one read before it
+	end    int64 // the latest call or return, math.MinInt64 for none
+	// light is a first pass that read each operation's id and times
+	// alone: the second pass decodes the rest, so it may find an
+	// operation that does not decode.
+	light bool
 	// broken is where the document stops being JSON, when it does: the
 	// operations before it are handed on, and then this error.
 	broken *BrokenError
@@ -47,8 +60,15 @@ type StreamOptions struct {
 	// LoadWithProgress tells its own.
 	Progress func(ops int)
 	// Visit, when set, is given each operation the first pass reads, in
-	// the order of the file. It must not keep op.
+	// the order of the file. It must not keep op. The first pass then
+	// decodes every operation in full, which costs as much again as the
+	// second pass.
 	Visit func(op *Op)
+	// Find, when set, is given the operations of the kinds in FindKinds,
+	// in the order of the file, until it returns true. It must not keep
+	// op. The first pass decodes only these in full.
+	Find      func(op *Op) bool
+	FindKinds []model.Kind
 }
 
 // OpenStream reads the history document at path once, for its summary,
@@ -61,6 +81,15 @@ type StreamOptions struct {
 // returns the *BrokenError.
 func OpenStream(path string, opts StreamOptions) (*Stream, error) {
 	s := &Stream{path: path}
+	if opts.Visit == nil {
+		switch err := s.lightPass(opts); {
+		case err == nil:
+			return s, nil
+		case !errors.Is(err, errFallback):
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		*s = Stream{path: path}
+	}
 	if err := s.firstPass(opts); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -76,6 +105,11 @@ func (s *Stream) Len() int { return s.ops }
 // Lag is the largest lag the first pass found: how far an operation's
 // call lies behind the latest call read before it in the file.
 func (s *Stream) Lag() int64 { return s.lag }
+
+// End is the latest instant in the file: the largest call or return of
+// an operation (an operation that never returned has a return of 0), or
+// math.MinInt64 when there is none.
+func (s *Stream) End() int64 { return s.end }
 
 // Broken is where the document stops being JSON, or nil.
 func (s *Stream) Broken() *BrokenError { return s.broken }
@@ -94,6 +128,8 @@ func (s *Stream) firstPass(opts StreamOptions) error {
 	ids := idSet{}
 	var dup *duplicate
 	latest := int64(math.MinInt64)
+	s.end = math.MinInt64
+	found := opts.Find == nil
 	each := func(i int, _ int64, _ json.RawMessage, op *Op) error {
 		if dup == nil && !ids.add(op.ID) {
 			dup = &duplicate{at: i, id: op.ID}
@@ -103,9 +139,13 @@ func (s *Stream) firstPass(opts StreamOptions) error {
 		} else {
 			s.lag = max(s.lag, latest-op.Call)
 		}
+		s.end = max(s.end, op.Call, op.Return)
 		s.ops++
 		if opts.Visit != nil {
 			opts.Visit(op)
+		}
+		if !found && slices.Contains(opts.FindKinds, op.Kind) {
+			found = opts.Find(op)
 		}
 		return nil
 	}
@@ -137,6 +177,75 @@ func (s *Stream) firstPass(opts StreamOptions) error {
 		return err
 	}
 	s.header = header
+	return nil
+}
+
+// lightPass is the first pass of a document the fast reading reads
+// (fastread.go), which reads of each operation its id, its call and its
+// return. Anything else than a valid document whose ids are unique and
+// whose header loads makes it return errFallback, so that firstPass
+// reads the document whole and names what is wrong as Load does.
+func (s *Stream) lightPass(opts StreamOptions) error {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ids := idSet{}
+	latest := int64(math.MinInt64)
+	s.end = math.MinInt64
+	found := opts.Find == nil
+	var members rawObject
+	err = walkFast(f, &members, func(i int, _ int64, raw []byte) error {
+		var room [16]rawMember
+		m, ok := splitMembers(raw, room[:0])
+		if !ok {
+			return errFallback
+		}
+		var id int
+		var call, ret int64
+		if take(m, "", "id", always, number[int]{&id, opIDs}) != nil ||
+			take(m, "", "call", always, number[int64]{&call, anyInt}) != nil ||
+			take(m, "", "return", optional, number[int64]{&ret, anyInt}) != nil ||
+			!ids.add(id) {
+			return errFallback
+		}
+		if call >= latest {
+			latest = call
+		} else {
+			s.lag = max(s.lag, latest-call)
+		}
+		s.end = max(s.end, call, ret)
+		s.ops++
+		if !found {
+			kind, plain := plainString(m.value("type"))
+			if !plain {
+				return errFallback
+			}
+			if slices.Contains(opts.FindKinds, model.Kind(kind)) {
+				op, err := decodeOp(i, raw)
+				if err != nil {
+					return errFallback
+				}
+				found = opts.Find(&op)
+			}
+		}
+		if opts.Progress != nil && s.ops%progressEvery == 0 {
+			opts.Progress(s.ops)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if opts.Progress != nil && s.ops%progressEvery != 0 {
+		opts.Progress(s.ops)
+	}
+	doc := streamedDocument{members: members, isArray: true}
+	if s.header, err = doc.history(); err != nil {
+		return errFallback
+	}
+	s.light = true
 	return nil
 }
 
@@ -229,6 +338,9 @@ func (s *Stream) Each(each func(op *Op) error) error {
 	defer f.Close()
 	r := reorder{lag: s.lag, each: each, overlaps: overlaps{}, mark: math.MinInt64, latest: math.MinInt64}
 	defer func() { s.peakHeld = r.peak }()
+	if s.light {
+		return s.eachDecoded(f, &r)
+	}
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
 	dec.UseNumber()
 	_, err = streamDocument(dec, nil, 0, func(i int, _ int64, raw json.RawMessage, op *Op) error {
@@ -293,6 +405,11 @@ var completeBeforeKey = []byte(`"complete_before"`)
 func (r *reorder) push(raw json.RawMessage, op *Op) error {
 	o := new(Op)
 	*o = *op
+	return r.hold(raw, o)
+}
+
+// hold is push of an operation that is the reorder's own.
+func (r *reorder) hold(raw json.RawMessage, o *Op) error {
 	if r.done != nil && callOrder(o, r.done) < 0 {
 		return &eachError{fmt.Errorf("op %d: called at %d, but op %d, called at %d, came before it in the file with a complete_before mark that rules it out",
 			o.ID, o.Call, r.done.ID, r.done.Call), true}
@@ -410,6 +527,160 @@ func (o overlaps) finish() error {
 		if err := o[proc].flush(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// decodeChunk is how many operations go to a decoding goroutine at once.
+const decodeChunk = 256
+
+// chunk is operations of the file in a row, decoded on a goroutine of
+// their own: their text, and once done is closed, what each decodes to.
+type chunk struct {
+	first int     // the index in "ops" of the first
+	text  []byte  // their raw texts, one after the other
+	ends  []int   // where each text ends in text
+	ops   []*Op   // the operations, nil where one does not decode
+	errs  []error // why one does not decode
+	err   error   // the reading stopped here: errFallback, or a file that changed
+	done  chan struct{}
+}
+
+func (c *chunk) raw(j int) []byte {
+	start := 0
+	if j > 0 {
+		start = c.ends[j-1]
+	}
+	return c.text[start:c.ends[j]:c.ends[j]]
+}
+
+func (c *chunk) decode() {
+	c.ops = make([]*Op, len(c.ends))
+	c.errs = make([]error, len(c.ends))
+	for j := range c.ends {
+		op := new(Op)
+		if *op, c.errs[j] = decodeOp(c.first+j, c.raw(j)); c.errs[j] == nil {
+			c.ops[j] = op
+		}
+	}
+	close(c.done)
+}
+
+// eachDecoded is the second pass after a light first pass. One goroutine
+// reads the file into chunks of operations, as many goroutines as the
+// program has processors decode them, and the chunks come back to r in
+// the order of the file, so that what Each hands on does not depend on
+// the number of processors.
+//
+// The first pass has read only ids and times, so an operation may not
+// decode. As Load names such an operation before any overlap, an
+// overlap found here is kept while the rest of the file is decoded, and
+// returned only when every operation decodes.
+func (s *Stream) eachDecoded(f *os.File, r *reorder) error {
+	workers := max(1, runtime.GOMAXPROCS(0))
+	work := make(chan *chunk, workers)
+	ordered := make(chan *chunk, 2*workers+2)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				c.decode()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(work)
+		defer close(ordered)
+		send := func(c *chunk) bool {
+			if c.err == nil {
+				select {
+				case work <- c:
+				case <-stop:
+					return false
+				}
+			} else {
+				close(c.done)
+			}
+			select {
+			case ordered <- c:
+				return true
+			case <-stop:
+				return false
+			}
+		}
+		c := &chunk{done: make(chan struct{})}
+		err := walkFast(f, nil, func(i int, _ int64, raw []byte) error {
+			if i >= s.ops {
+				return errors.New("the file changed while it was read: it has more operations")
+			}
+			c.text = append(c.text, raw...)
+			c.ends = append(c.ends, len(c.text))
+			if len(c.ends) < decodeChunk {
+				return nil
+			}
+			if !send(c) {
+				return errFound // stopped
+			}
+			c = &chunk{first: i + 1, done: make(chan struct{}), text: make([]byte, 0, len(c.text))}
+			return nil
+		})
+		if len(c.ends) > 0 && !send(c) {
+			return
+		}
+		switch {
+		case errors.Is(err, errFound):
+		case errors.Is(err, errFallback):
+			send(&chunk{err: errors.New("the file changed while it was read: it is no longer the document it was")})
+		case err != nil:
+			send(&chunk{err: err})
+		}
+	}()
+	var kept error // an error of the file's found while handing on
+	n := 0
+	for c := range ordered {
+		<-c.done
+		if c.err != nil {
+			return fmt.Errorf("%s: %w", s.path, c.err)
+		}
+		for j, op := range c.ops {
+			n++
+			if op == nil {
+				return fmt.Errorf("%s: %w", s.path, c.errs[j])
+			}
+			if kept != nil {
+				continue
+			}
+			if err := r.hold(c.raw(j), op); err != nil {
+				fromEach := err.(*eachError)
+				if !fromEach.ours {
+					return fromEach.err
+				}
+				kept = fromEach.err
+			}
+		}
+	}
+	if kept != nil {
+		return fmt.Errorf("%s: %w", s.path, kept)
+	}
+	if n != s.ops {
+		return fmt.Errorf("%s: the file changed while it was read: it has fewer operations", s.path)
+	}
+	if err := r.release(math.MaxInt64, true); err != nil {
+		fromEach := err.(*eachError)
+		if !fromEach.ours {
+			return fromEach.err
+		}
+		return fmt.Errorf("%s: %w", s.path, fromEach.err)
+	}
+	if err := r.overlaps.finish(); err != nil {
+		return fmt.Errorf("%s: %w", s.path, err)
 	}
 	return nil
 }
