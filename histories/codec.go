@@ -41,8 +41,11 @@ func bad(path, format string, args ...any) error {
 
 // join is the path of a member of the value at path.
 func join(path, name string) string {
-	if path == "" {
+	switch path {
+	case "":
 		return name
+	case quietPath:
+		return quietPath
 	}
 	return path + "." + name
 }
@@ -139,8 +142,9 @@ const (
 	always                   // must be there; any value, the zero one too
 )
 
-// take decodes the member name of m into c.
-func take(m rawObject, path, name string, need presence, c codec) error {
+// take decodes the member name of m into c. It is generic so that a
+// codec given as a value is not boxed (an allocation) for each field.
+func take[C codec](m rawObject, path, name string, need presence, c C) error {
 	raw, ok := m.get(name)
 	if !ok || isNull(raw) {
 		if need == optional {
@@ -259,8 +263,12 @@ func (t text[T]) decode(path string, raw json.RawMessage) error {
 		return bad(path, "must be a string, got %s", describe(raw))
 	}
 	s, plain := plainString(raw)
-	if !plain && json.Unmarshal(raw, &s) != nil {
-		return bad(path, "must be a string, got %s", describe(raw))
+	if !plain {
+		var escaped string // apart from s, so that s stays off the heap
+		if json.Unmarshal(raw, &escaped) != nil {
+			return bad(path, "must be a string, got %s", describe(raw))
+		}
+		s = escaped
 	}
 	if t.valid != nil {
 		if err := t.valid(T(s)); err != nil {
@@ -389,7 +397,11 @@ func decodeList[E any](path string, raw json.RawMessage, dec func(string, json.R
 	var out []E
 	for i, e := range elems {
 		var v E
-		if err := dec(fmt.Sprintf("%s[%d]", path, i), e, &v); err != nil {
+		at := quietPath
+		if path != quietPath {
+			at = fmt.Sprintf("%s[%d]", path, i)
+		}
+		if err := dec(at, e, &v); err != nil {
 			return nil, err
 		}
 		out = append(out, v)

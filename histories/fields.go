@@ -33,6 +33,9 @@ func decodeStruct[S any](path string, raw json.RawMessage, s *S, slots []slot[S]
 		return err
 	}
 	for _, sl := range slots {
+		if sl.need == optional && !has(m, sl.name) {
+			continue // as take would, without binding a codec to it
+		}
 		if err := take(m, path, sl.name, sl.need, sl.bind(s)); err != nil {
 			return err
 		}

@@ -91,6 +91,9 @@ func (t saidText) encode() any  { return *t.p }
 // checkOffsetMetadata holds a commit's offset_metadata to its offsets:
 // metadata goes with an offset.
 func checkOffsetMetadata(op *Op) error {
+	if len(op.Req.OffsetMetadata) == 0 {
+		return nil // most operations: no list of keys to make
+	}
 	for _, p := range slices.Sorted(maps.Keys(op.Req.OffsetMetadata)) {
 		if _, ok := op.Req.Offsets[p]; !ok {
 			return fmt.Errorf("req.offset_metadata names %s, which req.offsets does not commit", p)
