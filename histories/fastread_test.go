@@ -1,6 +1,7 @@
 package histories
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -113,4 +114,23 @@ func TestStreamNamesAnOpThatDoesNotDecodeFirst(t *testing.T) {
 	s, _, err := streamFile(t, path)
 	require.True(t, s.light)
 	require.EqualError(t, err, loadErr.Error())
+}
+
+// FuzzSkipValue holds skipValue to json.Valid on any bytes: the fast
+// reading accepts a value exactly when encoding/json does, but for one
+// nested deeper than it follows, which it leaves to the general reading.
+//
+//	go test -run '^$' -fuzz '^FuzzSkipValue$' -fuzztime 60s ./histories/
+func FuzzSkipValue(f *testing.F) {
+	for _, s := range []string{okInit, `[1, -0.5e+3, "\u00e9\n", true, false, null, {}]`, `{"a": 01}`, `"\x"`, `[1,]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, valid := fastValid(data), json.Valid(data)
+		if valid && !fast {
+			require.GreaterOrEqual(t, bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")), maxFastDepth, "%q", data)
+			return
+		}
+		require.Equal(t, valid, fast, "%q", data)
+	})
 }
