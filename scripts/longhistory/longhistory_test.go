@@ -18,7 +18,7 @@ import (
 // testConfig is a short pipeline history with restarts often enough that
 // a few thousand operations hold several.
 func testConfig(seed uint64) pipelineConfig {
-	return pipelineConfig{ops: 3000, seed: seed, workers: 3, partitions: 4, restartEvery: 300}
+	return pipelineConfig{ops: 3000, seed: seed, workers: 3, partitions: 4, restartEvery: 300, overlap: 3}
 }
 
 // writeTestPipeline writes cfg's history into a file of the test's.
@@ -191,6 +191,7 @@ func TestPipelineConfigErrors(t *testing.T) {
 		{func(c *pipelineConfig) { c.partitions = -1 }, "-partitions is -1"},
 		{func(c *pipelineConfig) { c.restartEvery = -5 }, "-restart-every is -5"},
 		{func(c *pipelineConfig) { c.fault = "nope" }, `-fault "nope"`},
+		{func(c *pipelineConfig) { c.overlap = 4 }, "-overlap is 4"},
 	} {
 		cfg := testConfig(1)
 		c.change(&cfg)

@@ -39,6 +39,7 @@ func main() {
 	workers := flag.Int("workers", 3, "pipeline: how many workers run at once")
 	partitions := flag.Int("partitions", 4, "pipeline: the input topic's partitions (the output has as many)")
 	restartEvery := flag.Int("restart-every", 2000, "pipeline: a worker is restarted about once in this many operations; 0 never")
+	overlap := flag.Int("overlap", 3, "pipeline: the most requests in flight at once, 1 to 3")
 	fault := flag.String("fault", "", "pipeline: a deliberate fault, for tests of the checks: duplicate-fare or rewind-offset")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -56,7 +57,7 @@ func main() {
 			fail(1, err)
 		}
 	case "pipeline":
-		cfg := pipelineConfig{ops: *n, seed: *seed, workers: *workers, partitions: *partitions, restartEvery: *restartEvery, fault: *fault}
+		cfg := pipelineConfig{ops: *n, seed: *seed, workers: *workers, partitions: *partitions, restartEvery: *restartEvery, overlap: *overlap, fault: *fault}
 		if err := cfg.validate(); err != nil {
 			fail(2, err)
 		}

@@ -32,8 +32,8 @@ import (
 //   - a reader reads the output topic read_committed.
 //
 // Every answer is the reference broker's (model.Apply). The operations
-// come in rounds of up to three processes, each with one request in
-// flight: their calls, then their answers, in an order drawn from the
+// come in rounds of up to three processes (-overlap), each with one
+// request in flight: their calls, then their answers, in an order drawn from the
 // seed. Each request takes effect between its call and its answer, in an
 // order drawn too, so the intervals of a round overlap and the history is
 // linearizable by construction. The operations are written as they
@@ -66,6 +66,9 @@ type pipelineConfig struct {
 	workers      int
 	partitions   int
 	restartEvery int
+	// overlap is the most requests in flight at once: 1 writes one
+	// request at a time.
+	overlap int
 	// fault, for tests of the checks: "" for none, or one of faults.
 	fault string
 }
@@ -89,6 +92,8 @@ func (c pipelineConfig) validate() error {
 		return fmt.Errorf("-workers is %d; it must be at least 1", c.workers)
 	case c.partitions < 1:
 		return fmt.Errorf("-partitions is %d; it must be at least 1", c.partitions)
+	case c.overlap < 1 || c.overlap > 3:
+		return fmt.Errorf("-overlap is %d; it must be 1, 2 or 3", c.overlap)
 	case c.restartEvery < 0:
 		return fmt.Errorf("-restart-every is %d; it must be 0 (no restarts) or more", c.restartEvery)
 	}
@@ -247,8 +252,9 @@ func (p *pipeline) maybeRestart() {
 	}
 }
 
-// round sends one request of each of up to three processes, with their
-// intervals overlapping.
+// round sends one request of each of up to three processes (cfg.overlap),
+// with their intervals overlapping: one round in two has one request, three
+// in ten two, two in ten three.
 func (p *pipeline) round() {
 	m := 1
 	switch r := p.rng.IntN(10); {
@@ -257,6 +263,7 @@ func (p *pipeline) round() {
 	case r >= 5:
 		m = 2
 	}
+	m = min(m, p.cfg.overlap)
 	type flight struct {
 		proc process
 		op   model.Op
