@@ -31,13 +31,18 @@ import (
 //     as fenced, and leaves the group;
 //   - a reader reads the output topic read_committed.
 //
-// Every answer is the reference broker's (model.Apply). The operations
-// come in rounds of up to three processes (-overlap), each with one
-// request in flight: their calls, then their answers, in an order drawn from the
-// seed. Each request takes effect between its call and its answer, in an
-// order drawn too, so the intervals of a round overlap and the history is
-// linearizable by construction. The operations are written as they
-// return, as a recorder writes them.
+// Every answer is the reference broker's (model.Apply), under
+// transactions v2. Its markers land at once, and its clock has no tick,
+// so no transaction or session times out. The exploration's histories
+// differ there: their markers may land late ("markers": "async"), and
+// their clock ticks.
+//
+// The operations come in rounds of up to three processes (-overlap),
+// each with one request in flight: their calls, then their answers, in
+// an order drawn from the seed. Each request takes effect between its
+// call and its answer, in an order drawn too, so the intervals of a
+// round overlap and the history is linearizable by construction. The
+// operations are written as they return, as a recorder writes them.
 //
 // Once the history has the operations asked for, the source stops and
 // the pipeline drains: every trip is committed, and the reader reads
