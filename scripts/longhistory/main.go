@@ -1,19 +1,30 @@
-// Command longhistory writes a long correct history of the soak's shape,
-// to measure `fencecheck check` on it (scripts/check-ladder.sh). One
-// transactional client commits one record per transaction, as
-// internal/proxy's soak does through kfake: an init, then a produce and an
-// end_txn for each record, under transactions v2 on a wall clock. Every
-// answer is the reference broker's. The history is written as it is made,
-// so a history of any length takes the generator little memory beyond the
-// model's log.
+// Command longhistory writes a long correct history, to measure
+// `fencecheck check` on it (scripts/check-ladder.sh). Every answer is the
+// reference broker's. The history is written as it is made, so a history
+// of any length takes the generator little memory beyond the model's
+// logs.
+//
+// -shape soak (the default) is the soak's shape. One transactional client
+// commits one record per transaction, as internal/proxy's soak does
+// through kfake: an init, then a produce and an end_txn for each record,
+// under transactions v2 on a wall clock.
+//
+// -shape pipeline is the exploration's consume-transform-produce
+// pipeline: a source of trips, workers in a KIP-848 consumer group that
+// turn each trip into a fare in a transaction, restarts that fence a
+// stalled worker, and a read_committed reader of the fares (pipeline.go).
+// It is drawn from -seed, so a seed writes the same bytes each time.
 //
 //	go run ./scripts/longhistory -ops 5000000 -out /tmp/5M.json
+//	go run ./scripts/longhistory -shape pipeline -ops 1000000 -out /tmp/pipeline-1M.json
 package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -21,17 +32,85 @@ import (
 )
 
 func main() {
-	n := flag.Int("ops", 1_000_000, "how many operations to write")
+	n := flag.Int("ops", 1_000_000, "how many operations to write (the pipeline shape writes a few more, to drain)")
 	out := flag.String("out", "", "the `FILE` to write")
+	shape := flag.String("shape", "soak", "the history's `SHAPE`: soak or pipeline")
+	seed := flag.Uint64("seed", 1, "pipeline: the seed its draws come from")
+	workers := flag.Int("workers", 3, "pipeline: how many workers run at once")
+	partitions := flag.Int("partitions", 4, "pipeline: the input topic's partitions (the output has as many)")
+	restartEvery := flag.Int("restart-every", 2000, "pipeline: a worker is restarted about once in this many operations; 0 never")
+	overlap := flag.Int("overlap", 3, "pipeline: the most requests in flight at once, 1 to 3")
+	fault := flag.String("fault", "", "pipeline: a deliberate fault, for tests of the checks: duplicate-fare or rewind-offset")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fail(2, fmt.Errorf("unexpected argument %q: every setting is a flag", flag.Arg(0)))
+	}
 	if *out == "" {
-		fmt.Fprintln(os.Stderr, "longhistory: -out names the file to write")
-		os.Exit(2)
+		fail(2, errors.New("-out names the file to write"))
 	}
-	if err := write(*out, *n); err != nil {
-		fmt.Fprintln(os.Stderr, "longhistory:", err)
-		os.Exit(1)
+	switch *shape {
+	case "soak":
+		if *n < 0 {
+			fail(2, fmt.Errorf("-ops is %d; it must be 0 or more", *n))
+		}
+		if err := write(*out, *n); err != nil {
+			fail(1, err)
+		}
+	case "pipeline":
+		cfg := pipelineConfig{ops: *n, seed: *seed, workers: *workers, partitions: *partitions, restartEvery: *restartEvery, overlap: *overlap, fault: *fault}
+		if err := cfg.validate(); err != nil {
+			fail(2, err)
+		}
+		sum, err := writePipelineFile(*out, cfg)
+		if err != nil {
+			fail(1, err)
+		}
+		fmt.Fprintln(os.Stderr, "longhistory:", sum)
+	default:
+		fail(2, fmt.Errorf("-shape %q is not soak or pipeline", *shape))
 	}
+}
+
+func fail(status int, err error) {
+	fmt.Fprintln(os.Stderr, "longhistory:", err)
+	os.Exit(status)
+}
+
+// writePipelineFile writes a pipeline history to path, and says what it
+// holds.
+func writePipelineFile(path string, cfg pipelineConfig) (string, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := bufio.NewWriterSize(f, 1<<20)
+	sum, err := writePipelineTo(buf, cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := buf.Flush(); err != nil {
+		return "", err
+	}
+	return sum, f.Close()
+}
+
+// writePipelineTo writes a pipeline history to out.
+func writePipelineTo(out io.Writer, cfg pipelineConfig) (string, error) {
+	header := histories.History{Name: fmt.Sprintf("pipeline shape, %d operations, seed %d", cfg.ops, cfg.seed), TransactionsVersion: 2}
+	w, err := histories.NewWriter(out, header)
+	if err != nil {
+		return "", err
+	}
+	end, p, err := writePipeline(w, cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := w.Close(end); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d operations, %d trips, %d restarts, %d fenced, %d aborted transactions",
+		p.nextID, p.produced, p.restarts, p.fenced, p.aborts), nil
 }
 
 func write(path string, n int) error {
