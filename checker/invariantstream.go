@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"fmt"
-	"runtime"
 	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -12,8 +11,7 @@ import (
 // invariantStream judges the six invariants of a history whose operations
 // come one at a time, in call order, ties by id. Each check is a fold: it
 // keeps what a later operation can still change, and gives its verdict at
-// the end. A check not yet written as a fold is judged by collected, which
-// keeps a copy of every operation and indexes them at the end.
+// the end.
 type invariantStream struct {
 	header   histories.History // every member but Ops
 	progress *passProgress
@@ -26,8 +24,6 @@ type invariantStream struct {
 	// disorder names the first operation that came out of call order;
 	// the folds judge nothing after it.
 	disorder string
-	// collected are the operations, for the checks not yet folds.
-	collected *collectedChecks
 	// txns replays the transactions for the folds that need their fates;
 	// nil when none does.
 	txns *txnStream
@@ -54,15 +50,9 @@ type earlyFold interface {
 func newInvariantStream(header histories.History, progress *passProgress) *invariantStream {
 	header.Ops = nil
 	s := &invariantStream{header: header, progress: progress}
-	s.collected = &collectedChecks{header: header, progress: progress, verdicts: map[string]Verdict{}}
 	var listeners txnListeners
 	for _, name := range Checks[1 : len(Checks)-1] {
-		var f invariantFold
-		if fold := invariantFolds[name]; fold != nil {
-			f = fold(header)
-		} else {
-			f = s.collected.fold(name)
-		}
+		f := invariantFolds[name](header)
 		if l, ok := f.(txnListener); ok {
 			listeners = append(listeners, l)
 		}
@@ -74,8 +64,10 @@ func newInvariantStream(header histories.History, progress *passProgress) *invar
 	return s
 }
 
-// invariantFolds make the checks that are folds, by name.
+// invariantFolds make the checks, by name.
 var invariantFolds = map[string]func(header histories.History) invariantFold{
+	ExactlyOnce:      newExactlyOnceFold,
+	OneOwner:         newOneOwnerFold,
 	OneLiveProducer:  newOneLiveProducerFold,
 	NoAbortedRead:    newNoAbortedReadFold,
 	OffsetsMonotonic: newOffsetsFold,
@@ -120,9 +112,6 @@ func (s *invariantStream) add(op *histories.Op) {
 	}
 	s.added++
 	s.progress.passed(s.added)
-	if s.collected.wanted() && !s.collected.whole {
-		s.collected.collect(op)
-	}
 	if s.txns != nil {
 		s.txns.add(op)
 	}
@@ -157,94 +146,6 @@ func (s *invariantStream) verdicts() []Verdict {
 	return out
 }
 
-// collectedChecks judges the checks that are not yet folds the way a whole
-// history is judged: it keeps every operation, and indexes them once, at
-// the first verdict asked for.
-type collectedChecks struct {
-	header   histories.History
-	progress *passProgress
-	ops      []histories.Op
-	// chunks are the operations collected so far, in chunks of a fixed
-	// size, until judge puts them in ops: a slice grown by appending
-	// held its old and its new array at once.
-	chunks [][]histories.Op
-	// whole: ops is the whole history already, in its own order, so
-	// that add need not copy what the caller holds anyway.
-	whole    bool
-	names    []string // the checks it judges
-	verdicts map[string]Verdict
-	judged   bool
-}
-
-// fold is the check named as a fold of the collected operations.
-func (c *collectedChecks) fold(name string) invariantFold {
-	c.names = append(c.names, name)
-	return collectedFold{c, name}
-}
-
-func (c *collectedChecks) wanted() bool { return len(c.names) > 0 }
-
-// collectedChunk is how many operations one chunk holds.
-const collectedChunk = 1 << 16
-
-// collect keeps a copy of op.
-func (c *collectedChecks) collect(op *histories.Op) {
-	if n := len(c.chunks); n == 0 || len(c.chunks[n-1]) == collectedChunk {
-		c.chunks = append(c.chunks, make([]histories.Op, 0, collectedChunk))
-	}
-	last := &c.chunks[len(c.chunks)-1]
-	*last = append(*last, *op)
-}
-
-// gather puts the chunks in ops, one chunk freed as it is copied.
-func (c *collectedChecks) gather() {
-	if len(c.chunks) == 0 {
-		return
-	}
-	total := 0
-	for _, chunk := range c.chunks {
-		total += len(chunk)
-	}
-	c.ops = make([]histories.Op, 0, total)
-	for i, chunk := range c.chunks {
-		c.ops = append(c.ops, chunk...)
-		c.chunks[i] = nil
-	}
-	c.chunks = nil
-	// The chunks are garbage now, as large as the history: collected
-	// here, they do not set the heap's next goal at twice both.
-	runtime.GC()
-}
-
-func (c *collectedChecks) judge() {
-	if c.judged {
-		return
-	}
-	c.judged = true
-	c.gather()
-	h := c.header
-	h.Ops = c.ops
-	a := analyzeWithProgress(h, c.progress)
-	for _, name := range Checks {
-		if slices.Contains(c.names, name) {
-			c.progress.begin(name)
-			c.verdicts[name] = collectedCheckFuncs[name](a)
-		}
-	}
-}
-
-type collectedFold struct {
-	c    *collectedChecks
-	name string
-}
-
-func (f collectedFold) add(*histories.Op) {}
-
-func (f collectedFold) verdict() Verdict {
-	f.c.judge()
-	return f.c.verdicts[f.name]
-}
-
 // foldedViolation is a violation and the call of the operation it names,
 // by which a verdict orders its violations.
 type foldedViolation struct {
@@ -276,7 +177,6 @@ func foldedVerdict(check string, found []foldedViolation) Verdict {
 // id, and returns its verdicts.
 func judgeInvariants(h histories.History, progress *passProgress) []Verdict {
 	s := newInvariantStream(h, progress)
-	s.collected.ops, s.collected.whole = h.Ops, true
 	for _, i := range callOrder(h.Ops) {
 		s.add(&h.Ops[i])
 	}
