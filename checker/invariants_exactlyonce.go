@@ -353,6 +353,8 @@ func (f *exactlyOnceFold) closed(t *txn) {
 	}
 }
 
+func (f *exactlyOnceFold) calledBefore(instant int64) { f.shownBefore(instant) }
+
 // shownBefore judges, in the order they were shown, the committed records
 // shown before the instant at: no record shown later can come before them.
 func (f *exactlyOnceFold) shownBefore(at int64) {

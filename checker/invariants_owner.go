@@ -139,6 +139,8 @@ func (f *oneOwnerFold) add(op *histories.Op) {
 	}
 }
 
+func (f *oneOwnerFold) calledBefore(instant int64) { f.judgeBefore(instant) }
+
 // judgeBefore judges the answers that returned before the instant at:
 // every operation called by their return has come.
 func (f *oneOwnerFold) judgeBefore(at int64) {

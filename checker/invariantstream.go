@@ -21,6 +21,9 @@ type invariantStream struct {
 	// last, when added > 0.
 	lastCall int64
 	lastID   int
+	// settled: every operation called before it has come (calledBefore).
+	settled    int64
+	hasSettled bool
 	// disorder names the first operation that came out of call order;
 	// the folds judge nothing after it.
 	disorder string
@@ -43,6 +46,15 @@ type earlyFold interface {
 	// early returns the violations found since its last call, each one
 	// final: no later operation takes it back.
 	early() []foldedViolation
+}
+
+// calledBeforeFold is a fold that waits until every operation called before
+// an instant has come, and that can be told so before an operation called
+// after it comes (invariantStream.calledBefore).
+type calledBeforeFold interface {
+	invariantFold
+	// calledBefore: every operation called before instant has come.
+	calledBefore(instant int64)
 }
 
 // newInvariantStream is a stream of the history described by header, whose
@@ -105,6 +117,11 @@ func (s *invariantStream) add(op *histories.Op) {
 			op.ID, op.Call, s.lastID, s.lastCall)
 		return
 	}
+	if s.hasSettled && op.Call < s.settled {
+		s.disorder = fmt.Sprintf("op %d (call %d) came after every operation called before %d was said to have come",
+			op.ID, op.Call, s.settled)
+		return
+	}
 	s.lastCall, s.lastID = op.Call, op.ID
 	if s.added == 0 {
 		s.progress.begin(PhaseInvariants)
@@ -118,6 +135,49 @@ func (s *invariantStream) add(op *histories.Op) {
 	for _, f := range s.folds {
 		f.add(op)
 	}
+}
+
+// calledBefore tells the stream that every operation called before instant has
+// come, as a recording followed while it is written tells by its marks,
+// so that the folds judge what waited for it now rather than when the
+// next operation comes. An operation called before instant that comes
+// later makes every verdict unknown.
+func (s *invariantStream) calledBefore(instant int64) {
+	if standInOff || s.disorder != "" || s.hasSettled && instant <= s.settled {
+		return
+	}
+	s.settled, s.hasSettled = instant, true
+	if s.txns != nil {
+		s.txns.replayUpTo(instant - 1)
+	}
+	for _, f := range s.folds {
+		if sf, ok := f.(calledBeforeFold); ok {
+			sf.calledBefore(instant)
+		}
+	}
+}
+
+// earlyViolation is a violation an earlyFold named before the end.
+type earlyViolation struct {
+	check string
+	Violation
+}
+
+// early returns the violations the folds found since its last call that
+// no later operation takes back, check by check in the order of Checks.
+func (s *invariantStream) early() []earlyViolation {
+	if standInOff || s.disorder != "" {
+		return nil
+	}
+	var out []earlyViolation
+	for i, f := range s.folds {
+		if ef, ok := f.(earlyFold); ok {
+			for _, v := range ef.early() {
+				out = append(out, earlyViolation{check: Checks[1+i], Violation: v.Violation})
+			}
+		}
+	}
+	return out
 }
 
 // verdicts are the checks' verdicts, in the order of Checks.
