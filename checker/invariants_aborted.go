@@ -19,9 +19,10 @@ import (
 // producer id, operation, call and transaction), for each record a
 // read_committed fetch returned, and for each produce that may have
 // written at offsets its answer does not name. It also holds each batch
-// that may have landed, to tell a repeat's answer from a new write.
+// that may have landed, to tell a repeat's answer from a new write
+// (landedBatches, which it shares with exactly-once).
 type noAbortedReadFold struct {
-	landed  map[model.Batch]bool
+	batches *landedBatches
 	repeat  map[int]bool // the transactional produces waiting for their transaction, and whether each repeats a batch
 	acked   map[slot][]writtenRecordAt
 	repeats map[slot][]writtenRecordAt
@@ -53,18 +54,13 @@ type committedRead struct {
 }
 
 func newNoAbortedReadFold(histories.History) invariantFold {
-	return &noAbortedReadFold{landed: map[model.Batch]bool{}, repeat: map[int]bool{}, acked: map[slot][]writtenRecordAt{},
+	return &noAbortedReadFold{repeat: map[int]bool{}, acked: map[slot][]writtenRecordAt{},
 		repeats: map[slot][]writtenRecordAt{}, unacked: map[model.Partition][]unackedWrite{}}
 }
 
 func (f *noAbortedReadFold) add(op *histories.Op) {
 	if op.Kind == model.Produce {
-		repeat := false
-		if op.Req.ProducerID != model.NoProducerID {
-			id := model.BatchOf(op.Req)
-			repeat = f.landed[id]
-			f.landed[id] = f.landed[id] || op.Result.Succeeded() || op.Result.Undecided()
-		}
+		repeat := f.batches.repeats(op)
 		if op.Req.TransactionalID != "" {
 			f.repeat[op.ID] = repeat // until it joins its transaction
 		} else {
@@ -77,6 +73,8 @@ func (f *noAbortedReadFold) add(op *histories.Op) {
 		}
 	}
 }
+
+func (f *noAbortedReadFold) useBatches(b *landedBatches) { f.batches = b }
 
 func (f *noAbortedReadFold) joined(op *histories.Op, t *txn) {
 	if repeat, ok := f.repeat[op.ID]; ok && op.Kind == model.Produce {

@@ -20,14 +20,15 @@ import (
 // record seen there and, when that record was written by a write that
 // committed, the write's call and the record's place in it. It holds the
 // first committed record of each trip in each topic, the offsets each
-// read_committed fetch covered but did not return, and each batch that may
-// have landed (to tell a repeat's answer from a new write). Until its
+// read_committed fetch covered but did not return. It tells a repeat's
+// answer from a new write by the batches that may have landed
+// (landedBatches, which it shares with no-aborted-read). Until its
 // transaction ends, it holds each transactional produce's records; until
 // no record shown earlier can still come, it holds each committed record
 // a read or a commit showed.
 type exactlyOnceFold struct {
-	seq    int // operations come so far
-	landed map[model.Batch]bool
+	seq     int // operations come so far
+	batches *landedBatches
 	// produces are the transactional produces that have not joined
 	// their transaction yet.
 	produces map[int]comeProduce
@@ -40,6 +41,9 @@ type exactlyOnceFold struct {
 	shown evidenceHeap
 	// firstShown is the first committed record of each trip, by topic.
 	firstShown map[string]map[string]shownFirst
+	// partitions numbers the partitions, for shownFirst.
+	partitions []model.Partition
+	numbered   map[model.Partition]int32
 	// doubled are the offsets whose record was found a second copy of a
 	// trip.
 	doubled map[slot]bool
@@ -58,9 +62,8 @@ type exactlyOnceFold struct {
 
 // slotLog is what the fold holds of one partition's offsets.
 type slotLog struct {
-	at      map[int64]int32 // offset -> index in first
-	first   []firstRecord
-	offsets []int64 // the offset of each of first
+	at    map[int64]int32 // offset -> index in first
+	first []firstRecord
 }
 
 // firstRecord is the first record seen at an offset, and the committed
@@ -151,11 +154,13 @@ func (h *evidenceHeap) Pop() any {
 }
 
 // shownFirst is the first committed record of a trip, as a duplicate
-// names it.
+// names it: its partition by number, its offset, the operation that
+// showed it and how.
 type shownFirst struct {
-	slot
-	by      int
-	written bool
+	partition int32
+	written   bool
+	offset    int64
+	by        int
 }
 
 // comeProduce is a transactional produce waiting to join its transaction:
@@ -181,8 +186,8 @@ type skippedRange struct {
 }
 
 func newExactlyOnceFold(histories.History) invariantFold {
-	return &exactlyOnceFold{landed: map[model.Batch]bool{}, logs: map[model.Partition]*slotLog{},
-		produces: map[int]comeProduce{}, open: map[*txn]*openWrites{}, firstShown: map[string]map[string]shownFirst{}, doubled: map[slot]bool{},
+	return &exactlyOnceFold{logs: map[model.Partition]*slotLog{},
+		produces: map[int]comeProduce{}, open: map[*txn]*openWrites{}, firstShown: map[string]map[string]shownFirst{}, numbered: map[model.Partition]int32{}, doubled: map[slot]bool{},
 		skipped: map[model.Partition][]skippedRange{}, moreCommitted: map[model.Partition][]committedRecord{}}
 }
 
@@ -203,12 +208,7 @@ func (f *exactlyOnceFold) add(op *histories.Op) {
 // produced takes a produce's records: their offsets, and, when it is not
 // transactional, its write, committed when acknowledged.
 func (f *exactlyOnceFold) produced(op *histories.Op, seq int) {
-	repeat := false
-	if op.Req.ProducerID != model.NoProducerID {
-		id := model.BatchOf(op.Req)
-		repeat = f.landed[id]
-		f.landed[id] = f.landed[id] || op.Result.Succeeded() || op.Result.Undecided()
-	}
+	repeat := f.batches.repeats(op)
 	records := producedRecords(*op)
 	if !repeat {
 		// A repeat's answer names the offsets of the batch it repeats.
@@ -282,7 +282,6 @@ func (f *exactlyOnceFold) sighted(s sighting, call int64) {
 	if !seen {
 		l.at[s.offset] = int32(len(l.first))
 		l.first = append(l.first, firstRecord{key: s.key, value: s.value, op: s.op, producerID: s.producerID, endedBy: -1})
-		l.offsets = append(l.offsets, s.offset)
 		return
 	}
 	first := &l.first[i]
@@ -308,6 +307,8 @@ func (f *exactlyOnceFold) committedWrite(r committedRecord, p model.Partition) {
 	}
 	f.moreCommitted[p] = append(f.moreCommitted[p], r)
 }
+
+func (f *exactlyOnceFold) useBatches(b *landedBatches) { f.batches = b }
 
 func (f *exactlyOnceFold) joined(op *histories.Op, t *txn) {
 	switch op.Kind {
@@ -378,25 +379,37 @@ func (f *exactlyOnceFold) judgeShown(e evidence) {
 	}
 	first, seen := trips[e.key]
 	if !seen {
-		trips[e.key] = shownFirst{slot: e.slot, by: e.by, written: e.written}
+		trips[e.key] = shownFirst{partition: f.number(e.partition), offset: e.offset, by: e.by, written: e.written}
 		return
 	}
-	if first.slot == e.slot || f.doubled[e.slot] {
+	at := slot{f.partitions[first.partition], first.offset}
+	if at == e.slot || f.doubled[e.slot] {
 		return
 	}
 	f.doubled[e.slot] = true
-	f.duplicates = append(f.duplicates, foldedViolation{call: e.byCall, Violation: duplicate(topic, first, e)})
+	f.duplicates = append(f.duplicates, foldedViolation{call: e.byCall, Violation: duplicate(topic, at, first, e)})
+}
+
+// number is p's number among the partitions.
+func (f *exactlyOnceFold) number(p model.Partition) int32 {
+	n, ok := f.numbered[p]
+	if !ok {
+		n = int32(len(f.partitions))
+		f.partitions = append(f.partitions, p)
+		f.numbered[p] = n
+	}
+	return n
 }
 
 // duplicate is the violation of again, a second committed record of a
-// trip, after first.
-func duplicate(topic string, first shownFirst, again evidence) Violation {
+// trip, after first, at its slot at.
+func duplicate(topic string, at slot, first shownFirst, again evidence) Violation {
 	how := "read committed"
 	if first.written || again.written {
 		how = "committed"
 	}
 	v := Violation{Op: again.by, Reason: fmt.Sprintf("%s %s twice in %s: at %s offset %d and at %s offset %d",
-		again.key, how, topic, first.partition, first.offset, again.partition, again.offset)}
+		again.key, how, topic, at.partition, at.offset, again.partition, again.offset)}
 	if first.by != again.by {
 		verb := "read"
 		if first.written {
@@ -468,9 +481,9 @@ func (f *exactlyOnceFold) lostWrites() []foldedViolation {
 func (f *exactlyOnceFold) committedIn(p model.Partition) []committedRecord {
 	committed := slices.Clone(f.moreCommitted[p])
 	if l := f.logs[p]; l != nil {
-		for i, r := range l.first {
-			if r.committed {
-				committed = append(committed, committedRecord{offset: l.offsets[i], key: r.key, op: r.op, call: r.call, index: r.index, endedBy: r.endedBy})
+		for offset, i := range l.at {
+			if r := l.first[i]; r.committed {
+				committed = append(committed, committedRecord{offset: offset, key: r.key, op: r.op, call: r.call, index: r.index, endedBy: r.endedBy})
 			}
 		}
 	}

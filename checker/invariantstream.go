@@ -30,6 +30,9 @@ type invariantStream struct {
 	// txns replays the transactions for the folds that need their fates;
 	// nil when none does.
 	txns *txnStream
+	// batches tells the folds that need it which produces repeat a
+	// batch; nil when none does.
+	batches *landedBatches
 }
 
 // invariantFold is one check, fed every operation in call order.
@@ -67,6 +70,12 @@ func newInvariantStream(header histories.History, progress *passProgress) *invar
 		f := invariantFolds[name](header)
 		if l, ok := f.(txnListener); ok {
 			listeners = append(listeners, l)
+		}
+		if u, ok := f.(batchUser); ok {
+			if s.batches == nil {
+				s.batches = newLandedBatches()
+			}
+			u.useBatches(s.batches)
 		}
 		s.folds = append(s.folds, f)
 	}
@@ -131,6 +140,9 @@ func (s *invariantStream) add(op *histories.Op) {
 	s.progress.passed(s.added)
 	if s.txns != nil {
 		s.txns.add(op)
+	}
+	if s.batches != nil {
+		s.batches.add(op)
 	}
 	for _, f := range s.folds {
 		f.add(op)
