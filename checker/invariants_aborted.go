@@ -24,8 +24,8 @@ import (
 type noAbortedReadFold struct {
 	batches *landedBatches
 	repeat  map[int]bool // the transactional produces waiting for their transaction, and whether each repeats a batch
-	acked   map[slot][]writtenRecordAt
-	repeats map[slot][]writtenRecordAt
+	acked   recordsBySlot
+	repeats recordsBySlot
 	unacked map[model.Partition][]unackedWrite
 	reads   []committedRead
 }
@@ -54,8 +54,8 @@ type committedRead struct {
 }
 
 func newNoAbortedReadFold(histories.History) invariantFold {
-	return &noAbortedReadFold{repeat: map[int]bool{}, acked: map[slot][]writtenRecordAt{},
-		repeats: map[slot][]writtenRecordAt{}, unacked: map[model.Partition][]unackedWrite{}}
+	return &noAbortedReadFold{repeat: map[int]bool{}, acked: recordsBySlot{},
+		repeats: recordsBySlot{}, unacked: map[model.Partition][]unackedWrite{}}
 }
 
 func (f *noAbortedReadFold) add(op *histories.Op) {
@@ -93,7 +93,7 @@ func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
 		into = f.repeats
 	}
 	for _, s := range producedRecords(*op) {
-		into[s.slot] = insertInCallOrder(into[s.slot], writtenRecordAt{sighting: s, call: op.Call, txn: t})
+		into.insert(writtenRecordAt{sighting: s, call: op.Call, txn: t})
 	}
 	if mayHaveWrittenUnacked(*op) {
 		list := f.unacked[op.Req.Partition]
@@ -106,14 +106,67 @@ func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
 	}
 }
 
-// insertInCallOrder puts w among list, which is in call order, ties by id,
-// after the other records of its own produce.
-func insertInCallOrder(list []writtenRecordAt, w writtenRecordAt) []writtenRecordAt {
-	at := len(list)
-	for at > 0 && (list[at-1].call > w.call || list[at-1].call == w.call && list[at-1].op > w.op) {
-		at--
+// recordsBySlot are produced records by partition and offset, each
+// offset's in call order, ties by id. An offset's records are a chain
+// through one slice per partition, because most offsets have one record
+// and a slice for each would cost more than the record.
+type recordsBySlot map[model.Partition]*slotChains
+
+type slotChains struct {
+	head    map[int64]int32 // offset -> its first record in records
+	records []chainedRecord
+}
+
+type chainedRecord struct {
+	writtenRecordAt
+	next int32 // the offset's next record; -1 for none
+}
+
+// insert puts w among its offset's records, after those called before it
+// and after the other records of its own produce.
+func (x recordsBySlot) insert(w writtenRecordAt) {
+	c := x[w.partition]
+	if c == nil {
+		c = &slotChains{head: map[int64]int32{}}
+		x[w.partition] = c
 	}
-	return slices.Insert(list, at, w)
+	n := int32(len(c.records))
+	c.records = append(c.records, chainedRecord{writtenRecordAt: w, next: -1})
+	head, ok := c.head[w.offset]
+	if !ok || c.records[head].after(w) {
+		if ok {
+			c.records[n].next = head
+		}
+		c.head[w.offset] = n
+		return
+	}
+	at := head
+	for next := c.records[at].next; next >= 0 && !c.records[next].after(w); next = c.records[at].next {
+		at = next
+	}
+	c.records[n].next, c.records[at].next = c.records[at].next, n
+}
+
+// after reports whether r comes after w in call order, ties by id.
+func (r chainedRecord) after(w writtenRecordAt) bool {
+	return r.call > w.call || r.call == w.call && r.op > w.op
+}
+
+// at is the records at slot s, in call order.
+func (x recordsBySlot) at(s slot) []writtenRecordAt {
+	c := x[s.partition]
+	if c == nil {
+		return nil
+	}
+	i, ok := c.head[s.offset]
+	if !ok {
+		return nil
+	}
+	var out []writtenRecordAt
+	for ; i >= 0; i = c.records[i].next {
+		out = append(out, c.records[i].writtenRecordAt)
+	}
+	return out
 }
 
 func (f *noAbortedReadFold) verdict() Verdict {
@@ -137,7 +190,7 @@ func (f *noAbortedReadFold) uncommittedRead(read committedRead) (Violation, bool
 	if slices.ContainsFunc(writers, visible) {
 		return Violation{}, false
 	}
-	for _, w := range f.repeats[read.slot] {
+	for _, w := range f.repeats.at(read.slot) {
 		if w.call <= read.ret && w.sameRecord(read.sighting) && visible(w) {
 			return Violation{}, false
 		}
@@ -162,7 +215,7 @@ func (f *noAbortedReadFold) uncommittedRead(read committedRead) (Violation, bool
 // fetch returned.
 func (f *noAbortedReadFold) writersOf(read committedRead) []writtenRecordAt {
 	var acked []writtenRecordAt
-	for _, w := range f.acked[read.slot] {
+	for _, w := range f.acked.at(read.slot) {
 		if w.sameRecord(read.sighting) {
 			acked = append(acked, w)
 		}
