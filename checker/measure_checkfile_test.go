@@ -15,7 +15,7 @@ import (
 )
 
 // TestMeasureCheckFile checks the file FENCECHECK_MEASURE_FILE names with
-// CheckFile and the invariants' stand-in switched off, so that
+// CheckFile and the invariants switched off, so that
 // /usr/bin/time -v of the test binary shows what the reading and the
 // search hold alone (docs/performance.md):
 //
