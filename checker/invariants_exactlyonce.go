@@ -431,7 +431,9 @@ func (f *exactlyOnceFold) early() []foldedViolation {
 }
 
 func (f *exactlyOnceFold) verdict() Verdict {
-	f.shownBefore(maxInstant)
+	for f.shown.Len() > 0 { // every one, those shown at the clock's last instant too
+		f.judgeShown(heap.Pop(&f.shown).(evidence))
+	}
 	// As the violations were listed before their sort by call: the
 	// duplicates, the lost writes, then the inconsistent offsets.
 	violations := slices.Concat(f.duplicates, f.lostWrites(), f.inconsistent)

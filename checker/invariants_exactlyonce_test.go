@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -159,4 +160,14 @@ func TestExactlyOnceConsumerGroupZombieFencedByMemberEpoch(t *testing.T) {
 	b.op(end).Req.Commit = true
 	requireViolation(t, CheckOne(b.h, ExactlyOnce), end, "")
 	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), zombie, "")
+}
+
+// A record shown at the clock's last instant is judged too: nothing comes
+// after it to say that every record shown before it has come.
+func TestExactlyOnceDuplicateShownAtTheLastInstant(t *testing.T) {
+	b := &historyBuilder{}
+	b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
+	second := b.fetch("S", 2, math.MaxInt64, "fares-3", 0, model.ReadCommitted, rec(7, "trip-9001", 4002))
+	requireViolation(t, CheckOne(b.h, ExactlyOnce), second,
+		"trip-9001 read committed twice in fares: at fares-2 offset 42 and at fares-3 offset 7 (op 0 read the first)")
 }

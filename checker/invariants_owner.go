@@ -209,7 +209,9 @@ func (f *oneOwnerFold) verdict() Verdict {
 	if !f.heartbeats {
 		return Verdict{Check: OneOwner, Status: Skipped, Reason: "the history has no consumer_group_heartbeat"}
 	}
-	f.judgeBefore(maxInstant)
+	for f.waiting.Len() > 0 { // every one, those answered at the clock's last instant too
+		f.judge(heap.Pop(&f.waiting).(given))
+	}
 	for _, j := range f.undecided {
 		v, _ := j.violation(true)
 		f.found = append(f.found, v...)
