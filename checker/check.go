@@ -32,10 +32,10 @@ type Options struct {
 	// (a long history takes a while): the phase, and the operations it
 	// has gone through. The phase is Linearizable for the linearizability
 	// search (done counts the operations placed for good), then
-	// PhaseInvariants and each invariant's check name, in turn; each pass
-	// of theirs over the history counts from 0 again. It is called once a
-	// block of operations, never once an operation, and with 0 when a
-	// pass begins.
+	// PhaseInvariants for the invariants' one pass over the history,
+	// which counts from 0 again. It is called once a block of
+	// operations, never once an operation, and with 0 when a pass
+	// begins.
 	Progress func(phase string, done int)
 	// Allow are the deviations from Kafka linearizable accepts (none by
 	// default): known findings', for telling their consequences from a

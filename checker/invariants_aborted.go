@@ -19,12 +19,13 @@ import (
 // producer id, operation, call and transaction), for each record a
 // read_committed fetch returned, and for each produce that may have
 // written at offsets its answer does not name. It also holds each batch
-// that may have landed, to tell a repeat's answer from a new write.
+// that may have landed, to tell a repeat's answer from a new write
+// (landedBatches, which it shares with exactly-once).
 type noAbortedReadFold struct {
-	landed  map[model.Batch]bool
+	batches *landedBatches
 	repeat  map[int]bool // the transactional produces waiting for their transaction, and whether each repeats a batch
-	acked   map[slot][]writtenRecordAt
-	repeats map[slot][]writtenRecordAt
+	acked   recordsBySlot
+	repeats recordsBySlot
 	unacked map[model.Partition][]unackedWrite
 	reads   []committedRead
 }
@@ -53,18 +54,13 @@ type committedRead struct {
 }
 
 func newNoAbortedReadFold(histories.History) invariantFold {
-	return &noAbortedReadFold{landed: map[model.Batch]bool{}, repeat: map[int]bool{}, acked: map[slot][]writtenRecordAt{},
-		repeats: map[slot][]writtenRecordAt{}, unacked: map[model.Partition][]unackedWrite{}}
+	return &noAbortedReadFold{repeat: map[int]bool{}, acked: recordsBySlot{},
+		repeats: recordsBySlot{}, unacked: map[model.Partition][]unackedWrite{}}
 }
 
 func (f *noAbortedReadFold) add(op *histories.Op) {
 	if op.Kind == model.Produce {
-		repeat := false
-		if op.Req.ProducerID != model.NoProducerID {
-			id := model.BatchOf(op.Req)
-			repeat = f.landed[id]
-			f.landed[id] = f.landed[id] || op.Result.Succeeded() || op.Result.Undecided()
-		}
+		repeat := f.batches.repeats(op)
 		if op.Req.TransactionalID != "" {
 			f.repeat[op.ID] = repeat // until it joins its transaction
 		} else {
@@ -77,6 +73,8 @@ func (f *noAbortedReadFold) add(op *histories.Op) {
 		}
 	}
 }
+
+func (f *noAbortedReadFold) useBatches(b *landedBatches) { f.batches = b }
 
 func (f *noAbortedReadFold) joined(op *histories.Op, t *txn) {
 	if repeat, ok := f.repeat[op.ID]; ok && op.Kind == model.Produce {
@@ -95,7 +93,7 @@ func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
 		into = f.repeats
 	}
 	for _, s := range producedRecords(*op) {
-		into[s.slot] = insertInCallOrder(into[s.slot], writtenRecordAt{sighting: s, call: op.Call, txn: t})
+		into.insert(writtenRecordAt{sighting: s, call: op.Call, txn: t})
 	}
 	if mayHaveWrittenUnacked(*op) {
 		list := f.unacked[op.Req.Partition]
@@ -108,14 +106,67 @@ func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
 	}
 }
 
-// insertInCallOrder puts w among list, which is in call order, ties by id,
-// after the other records of its own produce.
-func insertInCallOrder(list []writtenRecordAt, w writtenRecordAt) []writtenRecordAt {
-	at := len(list)
-	for at > 0 && (list[at-1].call > w.call || list[at-1].call == w.call && list[at-1].op > w.op) {
-		at--
+// recordsBySlot are produced records by partition and offset, each
+// offset's in call order, ties by id. An offset's records are a chain
+// through one slice per partition, because most offsets have one record
+// and a slice for each would cost more than the record.
+type recordsBySlot map[model.Partition]*slotChains
+
+type slotChains struct {
+	head    map[int64]int32 // offset -> its first record in records
+	records []chainedRecord
+}
+
+type chainedRecord struct {
+	writtenRecordAt
+	next int32 // the offset's next record; -1 for none
+}
+
+// insert puts w among its offset's records, after those called before it
+// and after the other records of its own produce.
+func (x recordsBySlot) insert(w writtenRecordAt) {
+	c := x[w.partition]
+	if c == nil {
+		c = &slotChains{head: map[int64]int32{}}
+		x[w.partition] = c
 	}
-	return slices.Insert(list, at, w)
+	n := int32(len(c.records))
+	c.records = append(c.records, chainedRecord{writtenRecordAt: w, next: -1})
+	head, ok := c.head[w.offset]
+	if !ok || c.records[head].after(w) {
+		if ok {
+			c.records[n].next = head
+		}
+		c.head[w.offset] = n
+		return
+	}
+	at := head
+	for next := c.records[at].next; next >= 0 && !c.records[next].after(w); next = c.records[at].next {
+		at = next
+	}
+	c.records[n].next, c.records[at].next = c.records[at].next, n
+}
+
+// after reports whether r comes after w in call order, ties by id.
+func (r chainedRecord) after(w writtenRecordAt) bool {
+	return r.call > w.call || r.call == w.call && r.op > w.op
+}
+
+// at is the records at slot s, in call order.
+func (x recordsBySlot) at(s slot) []writtenRecordAt {
+	c := x[s.partition]
+	if c == nil {
+		return nil
+	}
+	i, ok := c.head[s.offset]
+	if !ok {
+		return nil
+	}
+	var out []writtenRecordAt
+	for ; i >= 0; i = c.records[i].next {
+		out = append(out, c.records[i].writtenRecordAt)
+	}
+	return out
 }
 
 func (f *noAbortedReadFold) verdict() Verdict {
@@ -139,7 +190,7 @@ func (f *noAbortedReadFold) uncommittedRead(read committedRead) (Violation, bool
 	if slices.ContainsFunc(writers, visible) {
 		return Violation{}, false
 	}
-	for _, w := range f.repeats[read.slot] {
+	for _, w := range f.repeats.at(read.slot) {
 		if w.call <= read.ret && w.sameRecord(read.sighting) && visible(w) {
 			return Violation{}, false
 		}
@@ -164,7 +215,7 @@ func (f *noAbortedReadFold) uncommittedRead(read committedRead) (Violation, bool
 // fetch returned.
 func (f *noAbortedReadFold) writersOf(read committedRead) []writtenRecordAt {
 	var acked []writtenRecordAt
-	for _, w := range f.acked[read.slot] {
+	for _, w := range f.acked.at(read.slot) {
 		if w.sameRecord(read.sighting) {
 			acked = append(acked, w)
 		}

@@ -2,113 +2,414 @@ package checker
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// checkExactlyOnce: each trip is carried by at most one committed record
-// per topic, as read_committed reads and committed writes show (no
-// duplicate); read_committed readers see every committed record wherever a
-// read covered its offset (no lost write); and one offset never holds two
-// records (inconsistent offsets).
-func checkExactlyOnce(a *analysis) Verdict {
-	var violations []Violation
-	violations = append(violations, a.duplicates()...)
-	violations = append(violations, a.lostWrites()...)
-	violations = append(violations, a.inconsistentOffsets()...)
-	return a.verdict(ExactlyOnce, violations)
+// exactlyOnceFold checks exactly-once: each trip is carried by at most one
+// committed record per topic, as read_committed reads and committed writes
+// show (no duplicate); read_committed readers see every committed record
+// wherever a read covered its offset (no lost write); and one offset never
+// holds two records (inconsistent offsets).
+//
+// It holds, for every offset the history shows a record at, the first
+// record seen there and, when that record was written by a write that
+// committed, the write's call and the record's place in it. It holds the
+// first committed record of each trip in each topic, the offsets each
+// read_committed fetch covered but did not return. It tells a repeat's
+// answer from a new write by the batches that may have landed
+// (landedBatches, which it shares with no-aborted-read). Until its
+// transaction ends, it holds each transactional produce's records; until
+// no record shown earlier can still come, it holds each committed record
+// a read or a commit showed.
+type exactlyOnceFold struct {
+	seq     int // operations come so far
+	batches *landedBatches
+	// produces are the transactional produces that have not joined
+	// their transaction yet.
+	produces map[int]comeProduce
+	logs     map[model.Partition]*slotLog
+	// open are the records of each open transaction's produces, and the
+	// calls of the end_txns that joined it.
+	open map[*txn]*openWrites
+	// shown are the committed records shown, until every record shown
+	// before them has come (evidence.before).
+	shown evidenceHeap
+	// firstShown is the first committed record of each trip, by topic.
+	firstShown map[string]map[string]shownFirst
+	// partitions numbers the partitions, for shownFirst.
+	partitions []model.Partition
+	numbered   map[model.Partition]int32
+	// doubled are the offsets whose record was found a second copy of a
+	// trip.
+	doubled map[slot]bool
+	// fetches are the read_committed fetches that skipped offsets, and
+	// skipped those offsets, by partition.
+	fetches []skippingFetch
+	skipped map[model.Partition][]skippedRange
+	// moreCommitted are the committed records at an offset whose first
+	// record is another one.
+	moreCommitted map[model.Partition][]committedRecord
+	duplicates    []foldedViolation // in the order of the records shown
+	inconsistent  []foldedViolation // in call order
+	told          int               // duplicates early has returned
+	toldOffsets   int               // inconsistent early has returned
 }
 
-// duplicates finds trip keys carried by more than one committed record of
-// one topic (Jepsen's duplicate): seen at two offsets by read_committed
-// fetches, or written at two offsets by writes that committed, which every
-// read_committed reader of the topic will see. A duplicate is reported at
-// the operation that completed the evidence: the fetch that saw the second
-// record, or the commit of the second write.
-func (a *analysis) duplicates() []Violation {
-	type tripInTopic struct{ topic, key string }
-	all := a.committedEvidence()
-	firstSeen := map[tripInTopic]int{} // into all: a trip for every record
-	reported := map[slot]bool{}
-	var violations []Violation
-	for i, e := range all {
-		trip := tripInTopic{topicOf(e.partition), e.key}
-		at, seen := firstSeen[trip]
-		if !seen {
-			firstSeen[trip] = i
-			continue
-		}
-		first := all[at]
-		if first.slot == e.slot || reported[e.slot] {
-			continue
-		}
-		reported[e.slot] = true
-		violations = append(violations, duplicate(trip.topic, first, e))
-	}
-	return violations
+// slotLog is what the fold holds of one partition's offsets.
+type slotLog struct {
+	at    map[int64]int32 // offset -> index in first
+	first []firstRecord
+}
+
+// firstRecord is the first record seen at an offset, and the committed
+// write of it, if any.
+type firstRecord struct {
+	key, value string
+	op         int
+	producerID int64
+	// committed: op is a produce whose write committed; call is its
+	// call, index the record's place in it, and endedBy the operation
+	// that committed its transaction (-1 when not transactional).
+	committed    bool
+	inconsistent bool // already reported as holding two records
+	index        int32
+	call         int64
+	endedBy      int
+}
+
+// committedRecord is a committed write's record, as a lost write names it.
+type committedRecord struct {
+	offset  int64
+	key     string
+	op      int
+	call    int64
+	index   int32
+	endedBy int
+}
+
+// openWrites is what an open transaction has written, as the fold waits for
+// its fate.
+type openWrites struct {
+	records []writtenInTxn
+	ends    map[int]int64 // end_txns that joined it: id -> call
+}
+
+// writtenInTxn is a record of a transactional produce.
+type writtenInTxn struct {
+	slot
+	key    string
+	op     int
+	seq    int
+	call   int64
+	ret    int64
+	index  int32
+	repeat bool // the produce repeats a batch that may have landed
 }
 
 // evidence is a committed record as an operation showed it: a
 // read_committed fetch that returned it, or the operation that committed a
 // write of it (the write itself when it was not transactional).
 type evidence struct {
-	sighting
-	by      int  // the operation that shows the record committed
-	written bool // shown by a committed write, not by a read
-	at      int64
+	slot
+	key     string
+	by      int   // the operation that shows the record committed
+	byCall  int64 // its call
+	written bool  // shown by a committed write, not by a read
+	at      int64 // when it showed it: the fetch's return, or the later of the write's and the commit's
+	seq     int   // the place of the fetch or the write among the operations
+	index   int   // the record's place in them
 }
 
-// committedEvidence lists every committed record the history shows, in the
-// order the operations showing them returned.
-func (a *analysis) committedEvidence() []evidence {
-	var all []evidence
-	for _, op := range counted(a.progress, slices.All(a.h.Ops)) {
-		if isReadCommitted(op) {
-			for _, s := range fetchedRecords(op) {
-				all = append(all, evidence{sighting: s, by: op.ID, at: op.Return})
-			}
-		}
-		if !a.committedWrite(op) {
-			continue
-		}
-		by := a.byID.get(op.ID)
-		if t := a.txnOf[op.ID]; t != nil {
-			by = a.byID.get(t.endedBy)
-		}
-		for _, s := range producedRecords(op) {
-			if a.names(s) {
-				all = append(all, evidence{sighting: s, by: by.ID, written: true, at: max(by.Return, op.Return)})
-			}
+// before orders evidence as the records were shown: by at, then by the
+// operation that shows them, then as the operations came.
+func (e evidence) before(o evidence) bool {
+	if e.at != o.at {
+		return e.at < o.at
+	}
+	if e.by != o.by {
+		return e.by < o.by
+	}
+	if e.seq != o.seq {
+		return e.seq < o.seq
+	}
+	return e.index < o.index
+}
+
+type evidenceHeap []evidence
+
+func (h evidenceHeap) Len() int           { return len(h) }
+func (h evidenceHeap) Less(i, j int) bool { return h[i].before(h[j]) }
+func (h evidenceHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *evidenceHeap) Push(x any)        { *h = append(*h, x.(evidence)) }
+func (h *evidenceHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// shownFirst is the first committed record of a trip, as a duplicate
+// names it: its partition by number, its offset, the operation that
+// showed it and how.
+type shownFirst struct {
+	partition int32
+	written   bool
+	offset    int64
+	by        int
+}
+
+// comeProduce is a transactional produce waiting to join its transaction:
+// its place among the operations, and whether it repeats a batch.
+type comeProduce struct {
+	seq    int
+	repeat bool
+}
+
+// skippingFetch is a read_committed fetch that covered offsets it did not
+// return.
+type skippingFetch struct {
+	op       int
+	call     int64
+	from, to int64 // its start and the highest offset it returned
+}
+
+// skippedRange is offsets from to to, both included, that a fetch covered
+// but did not return.
+type skippedRange struct {
+	fetch    int32 // into fetches
+	from, to int64
+}
+
+func newExactlyOnceFold(histories.History) invariantFold {
+	return &exactlyOnceFold{logs: map[model.Partition]*slotLog{},
+		produces: map[int]comeProduce{}, open: map[*txn]*openWrites{}, firstShown: map[string]map[string]shownFirst{}, numbered: map[model.Partition]int32{}, doubled: map[slot]bool{},
+		skipped: map[model.Partition][]skippedRange{}, moreCommitted: map[model.Partition][]committedRecord{}}
+}
+
+func (f *exactlyOnceFold) add(op *histories.Op) {
+	// Every record shown before op's call has come: one shown later is
+	// shown at op's call or after.
+	f.shownBefore(op.Call)
+	seq := f.seq
+	f.seq++
+	switch {
+	case op.Kind == model.Produce:
+		f.produced(op, seq)
+	case op.Kind == model.Fetch && op.Result.Succeeded():
+		f.fetched(op, seq)
+	}
+}
+
+// produced takes a produce's records: their offsets, and, when it is not
+// transactional, its write, committed when acknowledged.
+func (f *exactlyOnceFold) produced(op *histories.Op, seq int) {
+	repeat := f.batches.repeats(op)
+	records := producedRecords(*op)
+	if !repeat {
+		// A repeat's answer names the offsets of the batch it repeats.
+		for _, s := range records {
+			f.sighted(s, op.Call)
 		}
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].at != all[j].at {
-			return all[i].at < all[j].at
+	if op.Req.TransactionalID != "" {
+		if len(records) > 0 {
+			f.produces[op.ID] = comeProduce{seq: seq, repeat: repeat}
 		}
-		return all[i].by < all[j].by
-	})
-	return all
+		return // its records wait for its transaction (joined)
+	}
+	for i, s := range records {
+		f.committedWrite(committedRecord{offset: s.offset, key: s.key, op: op.ID, call: op.Call, index: int32(i), endedBy: -1}, s.partition)
+		if !repeat {
+			heap.Push(&f.shown, evidence{slot: s.slot, key: s.key, by: op.ID, byCall: op.Call, written: true, at: op.Return, seq: seq, index: i})
+		}
+	}
 }
 
-// names reports whether a produce's acknowledgement names the slot of s: a
-// produce repeating an earlier batch's sequence numbers names none.
-func (a *analysis) names(s sighting) bool {
-	return slices.ContainsFunc(a.records[s.slot], func(o sighting) bool { return o.op == s.op })
+// fetched takes a fetch's records: their offsets, and, when it reads
+// committed, the records it shows committed and the offsets it skipped.
+func (f *exactlyOnceFold) fetched(op *histories.Op, seq int) {
+	records := fetchedRecords(*op)
+	for _, s := range records {
+		f.sighted(s, op.Call)
+	}
+	if op.Req.Isolation != model.ReadCommitted {
+		return
+	}
+	for i, s := range records {
+		heap.Push(&f.shown, evidence{slot: s.slot, key: s.key, by: op.ID, byCall: op.Call, at: op.Return, seq: seq, index: i})
+	}
+	f.skips(op, records)
+}
+
+// skips keeps the offsets a read_committed fetch covered, from its start
+// to the highest offset it returned, but did not return.
+func (f *exactlyOnceFold) skips(op *histories.Op, records []sighting) {
+	offsets := make([]int64, 0, len(records))
+	for _, s := range records {
+		offsets = append(offsets, s.offset)
+	}
+	slices.Sort(offsets)
+	from := op.Req.Offset
+	fetch := int32(len(f.fetches))
+	p := op.Req.Partition
+	skipped := false
+	for _, o := range offsets {
+		if o > from {
+			f.skipped[p] = append(f.skipped[p], skippedRange{fetch: fetch, from: from, to: o - 1})
+			skipped = true
+		}
+		from = max(from, o+1)
+	}
+	if skipped {
+		f.fetches = append(f.fetches, skippingFetch{op: op.ID, call: op.Call, from: op.Req.Offset, to: offsets[len(offsets)-1]})
+	}
+}
+
+// sighted compares a record an operation called at call showed with the
+// first one seen at its offset, or keeps it when it is the first.
+func (f *exactlyOnceFold) sighted(s sighting, call int64) {
+	l := f.logs[s.partition]
+	if l == nil {
+		l = &slotLog{at: map[int64]int32{}}
+		f.logs[s.partition] = l
+	}
+	i, seen := l.at[s.offset]
+	if !seen {
+		l.at[s.offset] = int32(len(l.first))
+		l.first = append(l.first, firstRecord{key: s.key, value: s.value, op: s.op, producerID: s.producerID, endedBy: -1})
+		return
+	}
+	first := &l.first[i]
+	was := sighting{slot: s.slot, op: first.op, key: first.key, value: first.value, producerID: first.producerID}
+	if first.inconsistent || s.sameRecord(was) {
+		return
+	}
+	first.inconsistent = true
+	f.inconsistent = append(f.inconsistent, foldedViolation{call: call, Violation: Violation{Op: s.op, Related: []int{was.op},
+		Reason: fmt.Sprintf("%s offset %d holds %s, but op %d showed %s there",
+			s.partition, s.offset, recordName(s), was.op, recordName(was))}})
+}
+
+// committedWrite keeps a committed write's record for the fetches that
+// may have skipped it.
+func (f *exactlyOnceFold) committedWrite(r committedRecord, p model.Partition) {
+	if l := f.logs[p]; l != nil {
+		if i, ok := l.at[r.offset]; ok && l.first[i].op == r.op && !l.first[i].committed {
+			first := &l.first[i]
+			first.committed, first.call, first.index, first.endedBy = true, r.call, r.index, r.endedBy
+			return
+		}
+	}
+	f.moreCommitted[p] = append(f.moreCommitted[p], r)
+}
+
+func (f *exactlyOnceFold) useBatches(b *landedBatches) { f.batches = b }
+
+func (f *exactlyOnceFold) joined(op *histories.Op, t *txn) {
+	switch op.Kind {
+	case model.EndTxn:
+		w := f.openOf(t)
+		w.ends[op.ID] = op.Call
+	case model.Produce:
+		come, ok := f.produces[op.ID]
+		if !ok {
+			return // it wrote nothing
+		}
+		delete(f.produces, op.ID)
+		w := f.openOf(t)
+		for i, s := range producedRecords(*op) {
+			w.records = append(w.records, writtenInTxn{slot: s.slot, key: s.key, op: op.ID, seq: come.seq,
+				call: op.Call, ret: op.Return, index: int32(i), repeat: come.repeat})
+		}
+	}
+}
+
+func (f *exactlyOnceFold) openOf(t *txn) *openWrites {
+	w := f.open[t]
+	if w == nil {
+		w = &openWrites{ends: map[int]int64{}}
+		f.open[t] = w
+	}
+	return w
+}
+
+func (f *exactlyOnceFold) closed(t *txn) {
+	w := f.open[t]
+	delete(f.open, t)
+	if w == nil || t.fate != fateCommitted {
+		return
+	}
+	byCall := w.ends[t.endedBy]
+	for _, r := range w.records {
+		f.committedWrite(committedRecord{offset: r.offset, key: r.key, op: r.op, call: r.call, index: r.index, endedBy: t.endedBy}, r.partition)
+		if !r.repeat {
+			heap.Push(&f.shown, evidence{slot: r.slot, key: r.key, by: t.endedBy, byCall: byCall, written: true,
+				at: max(t.commitReturn, r.ret), seq: r.seq, index: int(r.index)})
+		}
+	}
+}
+
+func (f *exactlyOnceFold) calledBefore(instant int64) { f.shownBefore(instant) }
+
+// shownBefore judges, in the order they were shown, the committed records
+// shown before the instant at: no record shown later can come before them.
+func (f *exactlyOnceFold) shownBefore(at int64) {
+	for f.shown.Len() > 0 && f.shown[0].at < at {
+		f.judgeShown(heap.Pop(&f.shown).(evidence))
+	}
+}
+
+// judgeShown finds a trip carried by a second committed record of one
+// topic (Jepsen's duplicate): seen at two offsets by read_committed
+// fetches, or written at two offsets by writes that committed, which every
+// read_committed reader of the topic will see. A duplicate is reported at
+// the operation that completed the evidence: the fetch that saw the second
+// record, or the commit of the second write.
+func (f *exactlyOnceFold) judgeShown(e evidence) {
+	topic := topicOf(e.partition)
+	trips := f.firstShown[topic]
+	if trips == nil {
+		trips = map[string]shownFirst{}
+		f.firstShown[topic] = trips
+	}
+	first, seen := trips[e.key]
+	if !seen {
+		trips[e.key] = shownFirst{partition: f.number(e.partition), offset: e.offset, by: e.by, written: e.written}
+		return
+	}
+	at := slot{f.partitions[first.partition], first.offset}
+	if at == e.slot || f.doubled[e.slot] {
+		return
+	}
+	f.doubled[e.slot] = true
+	f.duplicates = append(f.duplicates, foldedViolation{call: e.byCall, Violation: duplicate(topic, at, first, e)})
+}
+
+// number is p's number among the partitions.
+func (f *exactlyOnceFold) number(p model.Partition) int32 {
+	n, ok := f.numbered[p]
+	if !ok {
+		n = int32(len(f.partitions))
+		f.partitions = append(f.partitions, p)
+		f.numbered[p] = n
+	}
+	return n
 }
 
 // duplicate is the violation of again, a second committed record of a
-// trip, after first.
-func duplicate(topic string, first, again evidence) Violation {
+// trip, after first, at its slot at.
+func duplicate(topic string, at slot, first shownFirst, again evidence) Violation {
 	how := "read committed"
 	if first.written || again.written {
 		how = "committed"
 	}
 	v := Violation{Op: again.by, Reason: fmt.Sprintf("%s %s twice in %s: at %s offset %d and at %s offset %d",
-		again.key, how, topic, first.partition, first.offset, again.partition, again.offset)}
+		again.key, how, topic, at.partition, at.offset, again.partition, again.offset)}
 	if first.by != again.by {
 		verb := "read"
 		if first.written {
@@ -120,120 +421,76 @@ func duplicate(topic string, first, again evidence) Violation {
 	return v
 }
 
+// early returns the duplicates and the inconsistent offsets found since
+// its last call. A lost write is known only at the end, because a write
+// may commit at an offset a fetch skipped at any time.
+func (f *exactlyOnceFold) early() []foldedViolation {
+	found := slices.Concat(f.duplicates[f.told:], f.inconsistent[f.toldOffsets:])
+	f.told, f.toldOffsets = len(f.duplicates), len(f.inconsistent)
+	return found
+}
+
+func (f *exactlyOnceFold) verdict() Verdict {
+	for f.shown.Len() > 0 { // every one, those shown at the clock's last instant too
+		f.judgeShown(heap.Pop(&f.shown).(evidence))
+	}
+	// As the violations were listed before their sort by call: the
+	// duplicates, the lost writes, then the inconsistent offsets.
+	violations := slices.Concat(f.duplicates, f.lostWrites(), f.inconsistent)
+	return foldedVerdict(ExactlyOnce, violations)
+}
+
 // lostWrites finds read_committed fetches that returned offsets on both
-// sides of a committed record but not the record itself.
-func (a *analysis) lostWrites() []Violation {
-	committed := a.committedRecords()
-	var violations []Violation
-	for _, fetch := range counted(a.progress, slices.All(a.h.Ops)) {
-		if !isReadCommitted(fetch) {
-			continue
-		}
-		for _, w := range skippedBy(fetch, committed[fetch.Req.Partition]) {
-			violations = append(violations, Violation{Op: fetch.ID, Related: a.writeAndCommit(w.op),
-				Reason: fmt.Sprintf("%s committed at %s offset %d (op %d) missing from a read_committed fetch of offsets %d to %d",
-					w.key, w.partition, w.offset, w.op, fetch.Req.Offset, highestOffset(fetch))})
-		}
+// sides of a committed record but not the record itself: each fetch's in
+// the call order of the writes, then by the records' place in them.
+func (f *exactlyOnceFold) lostWrites() []foldedViolation {
+	type lost struct {
+		fetch skippingFetch
+		w     committedRecord
+		p     model.Partition
 	}
-	return violations
-}
-
-// committedLog is the records of one partition's committed writes, in
-// the call order of their writes, and the same records by offset.
-type committedLog struct {
-	records  []sighting
-	byOffset []int // indexes into records, in the order of their offsets
-}
-
-// committedRecords is the records of committed writes, by partition.
-func (a *analysis) committedRecords() map[model.Partition]*committedLog {
-	committed := map[model.Partition]*committedLog{}
-	for _, op := range counted(a.progress, inCallOrder(a.h.Ops)) {
-		if a.committedWrite(op) {
-			l := committed[op.Req.Partition]
-			if l == nil {
-				l = &committedLog{}
-				committed[op.Req.Partition] = l
+	var found []lost
+	for p, ranges := range f.skipped {
+		committed := f.committedIn(p)
+		for _, r := range ranges {
+			from, _ := slices.BinarySearchFunc(committed, r.from, func(w committedRecord, o int64) int { return cmp.Compare(w.offset, o) })
+			for _, w := range committed[from:] {
+				if w.offset > r.to {
+					break
+				}
+				found = append(found, lost{fetch: f.fetches[r.fetch], w: w, p: p})
 			}
-			l.records = append(l.records, producedRecords(op)...)
 		}
 	}
-	for _, l := range committed {
-		l.byOffset = make([]int, len(l.records))
-		for i := range l.byOffset {
-			l.byOffset[i] = i
-		}
-		slices.SortStableFunc(l.byOffset, func(i, j int) int { return cmp.Compare(l.records[i].offset, l.records[j].offset) })
-	}
-	return committed
-}
-
-// skippedBy is the records of written that lie in the range a fetch
-// covered (from its start to the highest offset it returned) but that it
-// did not return, in the order of written.
-func skippedBy(fetch histories.Op, written *committedLog) []sighting {
-	if written == nil {
-		return nil
-	}
-	returned := map[int64]bool{}
-	for _, s := range fetchedRecords(fetch) {
-		returned[s.offset] = true
-	}
-	high := highestOffset(fetch)
-	from, _ := slices.BinarySearchFunc(written.byOffset, fetch.Req.Offset, func(i int, offset int64) int {
-		return cmp.Compare(written.records[i].offset, offset)
+	slices.SortFunc(found, func(a, b lost) int {
+		return cmp.Or(cmp.Compare(a.fetch.call, b.fetch.call), cmp.Compare(a.fetch.op, b.fetch.op),
+			cmp.Compare(a.w.call, b.w.call), cmp.Compare(a.w.op, b.w.op), cmp.Compare(a.w.index, b.w.index))
 	})
-	var skipped []int
-	for _, i := range written.byOffset[from:] {
-		if w := written.records[i]; w.offset > high {
-			break
-		} else if !returned[w.offset] {
-			skipped = append(skipped, i)
+	violations := make([]foldedViolation, len(found))
+	for i, l := range found {
+		related := []int{l.w.op}
+		if l.w.endedBy >= 0 {
+			related = append(related, l.w.endedBy)
 		}
+		violations[i] = foldedViolation{call: l.fetch.call, Violation: Violation{Op: l.fetch.op, Related: related,
+			Reason: fmt.Sprintf("%s committed at %s offset %d (op %d) missing from a read_committed fetch of offsets %d to %d",
+				l.w.key, l.p, l.w.offset, l.w.op, l.fetch.from, l.fetch.to)}}
 	}
-	slices.Sort(skipped)
-	out := make([]sighting, len(skipped))
-	for n, i := range skipped {
-		out[n] = written.records[i]
-	}
-	return out
+	return violations
 }
 
-// highestOffset is the highest offset a fetch returned; -1 when none.
-func highestOffset(fetch histories.Op) int64 {
-	high := int64(-1)
-	for _, s := range fetchedRecords(fetch) {
-		high = max(high, s.offset)
-	}
-	return high
-}
-
-// writeAndCommit is a produce and, when transactional, the operation that
-// committed it.
-func (a *analysis) writeAndCommit(produce int) []int {
-	related := []int{produce}
-	if t := a.txnOf[produce]; t != nil && t.endedBy >= 0 {
-		related = append(related, t.endedBy)
-	}
-	return related
-}
-
-// inconsistentOffsets finds slots that two operations showed holding
-// different records.
-func (a *analysis) inconsistentOffsets() []Violation {
-	var violations []Violation
-	for at, seen := range a.records {
-		first := seen[0]
-		for _, s := range seen[1:] {
-			if !s.sameRecord(first) {
-				violations = append(violations, Violation{Op: s.op, Related: []int{first.op},
-					Reason: fmt.Sprintf("%s offset %d holds %s, but op %d showed %s there",
-						at.partition, at.offset, recordName(s), first.op, recordName(first))})
-				break
+// committedIn is the committed records of partition p, by offset.
+func (f *exactlyOnceFold) committedIn(p model.Partition) []committedRecord {
+	committed := slices.Clone(f.moreCommitted[p])
+	if l := f.logs[p]; l != nil {
+		for offset, i := range l.at {
+			if r := l.first[i]; r.committed {
+				committed = append(committed, committedRecord{offset: offset, key: r.key, op: r.op, call: r.call, index: r.index, endedBy: r.endedBy})
 			}
 		}
 	}
-	return violations
+	slices.SortFunc(committed, func(a, b committedRecord) int { return cmp.Compare(a.offset, b.offset) })
+	return committed
 }
 
 // recordName is a record as reasons name it: key, value and producer id.

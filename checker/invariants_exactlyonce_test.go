@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,14 +14,14 @@ func TestExactlyOnceDuplicateAcrossPartitionsOfOneTopic(t *testing.T) {
 	b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
 	b.fetch("R", 2, 3, "fares-2", 40, model.ReadCommitted, rec(42, "trip-9001", 4001)) // the same record again
 	second := b.fetch("R", 4, 5, "fares-3", 0, model.ReadCommitted, rec(7, "trip-9001", 4002))
-	requireViolation(t, checkExactlyOnce(analyze(b.h)), second,
+	requireViolation(t, CheckOne(b.h, ExactlyOnce), second,
 		"trip-9001 read committed twice in fares: at fares-2 offset 42 and at fares-3 offset 7 (op 0 read the first)")
 }
 
 func TestExactlyOnceDuplicateInOneFetch(t *testing.T) {
 	b := &historyBuilder{}
 	read := b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(1, "trip-9001", 5001), rec(2, "trip-9001", 5002))
-	v := checkExactlyOnce(analyze(b.h))
+	v := CheckOne(b.h, ExactlyOnce)
 	requireViolation(t, v, read, "trip-9001 read committed twice in fares: at fares-2 offset 1 and at fares-2 offset 2")
 	require.Empty(t, v.Violations[0].Related)
 }
@@ -32,12 +33,12 @@ func TestExactlyOnceDuplicateCommittedTwice(t *testing.T) {
 	b := &historyBuilder{}
 	b.committedTxn("A", 0, fw0, "fares-2", 42, "trip-9001")
 	second := b.committedTxn("B", 10, session{"fare-writer-7-b", 4002, 0}, "fares-2", 44, "trip-9001")
-	v := checkExactlyOnce(analyze(b.h))
+	v := CheckOne(b.h, ExactlyOnce)
 	requireViolation(t, v, second+1,
 		"trip-9001 committed twice in fares: at fares-2 offset 42 and at fares-2 offset 44 (op 2 committed the first)")
 
 	b.op(second + 1).Req.Commit = false // aborted: no reader sees it
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 }
 
 // Idempotent writes outside a transaction are committed when acknowledged
@@ -46,24 +47,24 @@ func TestExactlyOnceDuplicateIdempotentResend(t *testing.T) {
 	b := &historyBuilder{}
 	b.produce("A", 0, 1, session{"", 9, 0}, "fares-2", 7, "trip-1")
 	again := b.produce("B", 2, 3, session{"", 10, 0}, "fares-2", 8, "trip-1")
-	requireViolation(t, checkExactlyOnce(analyze(b.h)), again,
+	requireViolation(t, CheckOne(b.h, ExactlyOnce), again,
 		"trip-1 committed twice in fares: at fares-2 offset 7 and at fares-2 offset 8 (op 0 committed the first)")
 
 	b.op(again).Req.ProducerID = 9 // a retry of the same batch: the first one's offset, whatever it says
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 }
 
 func TestExactlyOnceSameTripInTwoTopicsIsNoDuplicate(t *testing.T) {
 	b := &historyBuilder{}
 	b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
 	b.fetch("R", 2, 3, "tolls-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 }
 
 func TestExactlyOnceDuplicateOnlyInReadCommittedData(t *testing.T) {
 	b := &historyBuilder{}
 	b.fetch("R", 0, 1, "fares-2", 0, model.ReadUncommitted, rec(40, "trip-9001", 4001), rec(42, "trip-9001", 4001))
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 }
 
 func TestExactlyOnceLostWrite(t *testing.T) {
@@ -71,7 +72,7 @@ func TestExactlyOnceLostWrite(t *testing.T) {
 	w := b.committedTxn("A", 0, fw0, "fares-2", 42, "trip-9001")
 	b.committedTxn("A", 10, fw0, "fares-2", 44, "trip-9002")
 	skipping := b.fetch("R", 20, 21, "fares-2", 40, model.ReadCommitted, rec(44, "trip-9002", 4001))
-	v := checkExactlyOnce(analyze(b.h))
+	v := CheckOne(b.h, ExactlyOnce)
 	requireViolation(t, v, skipping,
 		"trip-9001 committed at fares-2 offset 42 (op 1) missing from a read_committed fetch of offsets 40 to 44")
 	require.Equal(t, []int{w, w + 1}, v.Violations[0].Related, "the write and its commit")
@@ -82,7 +83,7 @@ func TestExactlyOnceNotLostOutsideWhatTheFetchCovered(t *testing.T) {
 	b.committedTxn("A", 0, fw0, "fares-2", 42, "trip-9001")
 	b.fetch("R", 20, 21, "fares-2", 43, model.ReadCommitted, rec(44, "trip-9002", 4001)) // starts above it
 	b.fetch("R", 22, 23, "fares-2", 0, model.ReadCommitted, rec(10, "trip-1", 4001))     // ends below it
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 }
 
 func TestExactlyOnceAbortedWriteIsNotLost(t *testing.T) {
@@ -90,7 +91,7 @@ func TestExactlyOnceAbortedWriteIsNotLost(t *testing.T) {
 	b.produce("A", 0, 1, fw0, "fares-2", 42, "trip-9001")
 	b.endTxn("A", 2, 3, fw0, false)
 	b.fetch("R", 20, 21, "fares-2", 40, model.ReadCommitted, rec(44, "trip-9002", 4001))
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 }
 
 func TestExactlyOnceInconsistentOffsets(t *testing.T) {
@@ -98,11 +99,11 @@ func TestExactlyOnceInconsistentOffsets(t *testing.T) {
 	b.produce("A", 0, 1, fw0, "fares-2", 40, "trip-1")
 	b.fetch("R", 2, 3, "fares-2", 40, model.ReadUncommitted, rec(40, "trip-1", 4001))
 	other := b.fetch("R", 4, 5, "fares-2", 40, model.ReadUncommitted, rec(40, "trip-1", 4002))
-	requireViolation(t, checkExactlyOnce(analyze(b.h)), other,
+	requireViolation(t, CheckOne(b.h, ExactlyOnce), other,
 		"fares-2 offset 40 holds trip-1 of producer id 4002, but op 0 showed trip-1 of producer id 4001 there")
 
 	b.op(other).Result.Resp.Records[0].ProducerID = model.NoProducerID // a fetch that does not say
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 }
 
 // A client that sends other records under sequence numbers it already used
@@ -112,10 +113,10 @@ func TestExactlyOnceRetriedSequenceNamesTheFirstBatchOffset(t *testing.T) {
 	b := &historyBuilder{}
 	b.produce("A", 0, 1, fw0, "fares-2", 40, "junk-1")
 	retry := b.produce("A", 2, 3, fw0, "fares-2", 40, "junk-2")
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 
 	b.op(retry).Req.Sequence = 1
-	requireViolation(t, checkExactlyOnce(analyze(b.h)), retry,
+	requireViolation(t, CheckOne(b.h, ExactlyOnce), retry,
 		"fares-2 offset 40 holds junk-2 of producer id 4001, but op 0 showed junk-1 of producer id 4001 there")
 }
 
@@ -128,7 +129,7 @@ func TestExactlyOnceDuplicateIsTheCopyCommittedLast(t *testing.T) {
 	b.produce("A", 1, 2, fw0, "fares-2", 42, "trip-9001")
 	late := b.endTxn("A", 3, 50, fw0, true)
 	first := b.committedTxn("B", 10, session{"fare-writer-7-b", 4002, 0}, "fares-2", 44, "trip-9001") + 1
-	v := checkExactlyOnce(analyze(b.h))
+	v := CheckOne(b.h, ExactlyOnce)
 	requireViolation(t, v, late,
 		"trip-9001 committed twice in fares: at fares-2 offset 44 and at fares-2 offset 42 (op 5 committed the first)")
 	require.Equal(t, []int{first}, v.Violations[0].Related)
@@ -152,11 +153,21 @@ func TestExactlyOnceConsumerGroupZombieFencedByMemberEpoch(t *testing.T) {
 	b.op(zombie).Req.MemberID = "w1"
 	b.fail(zombie, model.IllegalGeneration)
 	end := b.endTxn("W1", 22, 23, w1, false)
-	requireHeld(t, checkExactlyOnce(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, ExactlyOnce))
 	requireHeld(t, CheckOne(b.h, OffsetsMonotonic))
 
 	b.op(zombie).Result = model.OK(model.NewResponse())
 	b.op(end).Req.Commit = true
-	requireViolation(t, checkExactlyOnce(analyze(b.h)), end, "")
+	requireViolation(t, CheckOne(b.h, ExactlyOnce), end, "")
 	requireViolation(t, CheckOne(b.h, OffsetsMonotonic), zombie, "")
+}
+
+// A record shown at the clock's last instant is judged too: nothing comes
+// after it to say that every record shown before it has come.
+func TestExactlyOnceDuplicateShownAtTheLastInstant(t *testing.T) {
+	b := &historyBuilder{}
+	b.fetch("R", 0, 1, "fares-2", 0, model.ReadCommitted, rec(42, "trip-9001", 4001))
+	second := b.fetch("S", 2, math.MaxInt64, "fares-3", 0, model.ReadCommitted, rec(7, "trip-9001", 4002))
+	requireViolation(t, CheckOne(b.h, ExactlyOnce), second,
+		"trip-9001 read committed twice in fares: at fares-2 offset 42 and at fares-3 offset 7 (op 0 read the first)")
 }

@@ -50,6 +50,8 @@ type offsetsFold struct {
 	parts   map[string]map[model.Partition]bool
 	pending map[*txn][]pendingOffsets
 	found   []foldedViolation // backward commits and fetches, as found
+	told    int               // found that early has gone through
+	toldOps map[int]bool      // the operations early has named
 	// waiting are the fetches whose finding waits for the end.
 	waiting []waitingFetch
 	// expiry says when the group's offsets may have expired.
@@ -100,7 +102,7 @@ type fetchFinding struct {
 func newOffsetsFold(header histories.History) invariantFold {
 	return &offsetsFold{header: header, committed: map[groupPartition][]committedOffset{},
 		fetches: map[groupPartition][]fetchedOffset{}, parts: map[string]map[model.Partition]bool{},
-		pending: map[*txn][]pendingOffsets{}, deleted: map[string]int64{},
+		pending: map[*txn][]pendingOffsets{}, deleted: map[string]int64{}, toldOps: map[int]bool{},
 		expiry:      expiryClock{wall: header.WallClock, retention: header.Expiry.OffsetsRetentionMs()},
 		generations: generationsFold{commits: map[int]bool{}, consumerGroups: map[string]bool{}}}
 }
@@ -368,6 +370,22 @@ func (e *expiryClock) expired(ret int64) (expired, known bool) {
 		return ret >= e.at, true
 	}
 	return false, e.last > ret
+}
+
+// early returns the backward commits and fetches found since its last
+// call, the first of each operation (as verdict keeps them): each is final
+// when found. A fetch whose finding waits, and a commit of a stale
+// generation, are known only at the end.
+func (f *offsetsFold) early() []foldedViolation {
+	var out []foldedViolation
+	for _, v := range f.found[f.told:] {
+		if !f.toldOps[v.Op] {
+			f.toldOps[v.Op] = true
+			out = append(out, v)
+		}
+	}
+	f.told = len(f.found)
+	return out
 }
 
 func (f *offsetsFold) verdict() Verdict {

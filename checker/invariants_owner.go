@@ -2,48 +2,222 @@ package checker
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
 
-// checkOneOwner: in a KIP-848 consumer group no two members hold one
-// partition at once, as the answers show it (kafka-tlaplus,
-// consumer_group_protocol_kip_848: NoDoubleClientAssignment). A member
-// holds a partition from an answer whose assignment lists it until the
-// history shows that it may have given it up. A partition an answer
-// takes away is still held while it is pending revocation, because the
-// coordinator gives it to no one else before the member acknowledges the
-// revocation (CurrentAssignmentBuilder.computeNextAssignment leaves out
-// every partition whose currentPartitionEpoch is not -1, in 3.9 and
-// 4.x). So the check breaks when an answer lists a partition for one
-// member while another member certainly holds it. It judges answers only,
-// never the model, and gives the benefit of the doubt wherever the
-// history cannot tell: a lost answer, a tick that may have ended a
-// session.
-func checkOneOwner(a *analysis) Verdict {
-	groups := membersOf(a.h)
-	if groups == nil {
-		return Verdict{Check: OneOwner, Status: Skipped, Reason: "the history has no consumer_group_heartbeat"}
+// oneOwnerFold checks one-owner: in a KIP-848 consumer group no two
+// members hold one partition at once, as the answers show it
+// (kafka-tlaplus, consumer_group_protocol_kip_848: NoDoubleClientAssignment).
+// A member holds a partition from an answer whose assignment lists it
+// until the history shows that it may have given it up. A partition an
+// answer takes away is still held while it is pending revocation, because
+// the coordinator gives it to no one else before the member acknowledges
+// the revocation (CurrentAssignmentBuilder.computeNextAssignment leaves out
+// every partition whose currentPartitionEpoch is not -1, in 3.9 and 4.x).
+// So the check breaks when an answer lists a partition for one member
+// while another member certainly holds it. It judges answers only, never
+// the model, and gives the benefit of the doubt wherever the history
+// cannot tell: a lost answer, a tick that may have ended a session.
+//
+// An answer is judged once every operation called by its return has come,
+// because a heartbeat or a tick called before then may have ended the
+// other member's hold. A member's rebalance timeout is the least it ever
+// sent, which a later heartbeat may lower; so an answer whose verdict
+// depends on it waits for the end (ownerCandidate).
+//
+// It holds each member's heartbeats, as a beat of about 90 bytes with its
+// indexes, and each tick (24 bytes), because a later answer may be
+// judged against any of them: a member's hold goes back to the answer
+// that last gave it the partition, however old.
+type oneOwnerFold struct {
+	heartbeats bool // a consumer_group_heartbeat came
+	groups     map[string]*groupMembers
+	timers     timers
+	// waiting are the answers that give partitions, until every
+	// operation called by their return has come.
+	waiting   givenHeap
+	seq       int
+	undecided []judgedGiven
+	found     []foldedViolation
+	told      int // found that early has returned
+}
+
+// given is an answer that gives partitions to a member.
+type given struct {
+	beat
+	member memberKey
+	seq    int
+}
+
+type givenHeap []given
+
+func (h givenHeap) Len() int { return len(h) }
+func (h givenHeap) Less(i, j int) bool {
+	if h[i].ret != h[j].ret {
+		return h[i].ret < h[j].ret
 	}
-	timers := timersOf(a.h)
-	var violations []Violation
-	for _, op := range counted(a.progress, inCallOrder(a.h.Ops)) {
-		key, ok := memberOf(op)
-		if !ok || !op.Result.Succeeded() || op.Result.Resp.MemberAssignment == nil {
+	return h[i].seq < h[j].seq
+}
+func (h givenHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *givenHeap) Push(x any)   { *h = append(*h, x.(given)) }
+func (h *givenHeap) Pop() any {
+	old := *h
+	g := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return g
+}
+
+// judgedGiven is an answer and, for each partition it gives that another
+// member may hold, in the order of its assignment, the members that may
+// hold it.
+type judgedGiven struct {
+	given
+	parts []heldPartition
+}
+
+type heldPartition struct {
+	p       model.Partition
+	holders []ownerCandidate
+}
+
+// ownerCandidate is another member that holds the partition unless its
+// rebalance timer may have fenced it: that is, unless its rebalance
+// timeout, the least it ever sent, is moved or less. certain: no
+// rebalance timeout can end its hold.
+type ownerCandidate struct {
+	m       *consumerMember
+	holding beat
+	moved   int64
+	certain bool
+}
+
+func newOneOwnerFold(header histories.History) invariantFold {
+	return &oneOwnerFold{groups: map[string]*groupMembers{}, timers: timers{wall: header.WallClock}}
+}
+
+func (f *oneOwnerFold) add(op *histories.Op) {
+	f.judgeBefore(op.Call)
+	if op.Kind == model.Tick {
+		f.timers.add(op.Call, op.Req.Ms)
+	}
+	if op.Kind != model.ConsumerGroupHeartbeat {
+		return
+	}
+	f.heartbeats = true
+	key, ok := memberOf(*op)
+	if !ok {
+		return
+	}
+	g := f.groups[key.group]
+	if g == nil {
+		g = &groupMembers{byID: map[string]*consumerMember{}}
+		f.groups[key.group] = g
+	}
+	m := g.byID[key.id]
+	if m == nil {
+		m = &consumerMember{id: key.id, holdings: map[model.Partition][]int{}, gaveUp: map[model.Partition]*gaveUpIndex{},
+			leastRebalanceMs: math.MaxInt64}
+		g.byID[key.id] = m
+		at, _ := slices.BinarySearch(g.ids, key.id)
+		g.ids = slices.Insert(g.ids, at, key.id)
+	}
+	b := beatOf(op)
+	m.add(b)
+	if ms := op.Req.RebalanceTimeoutMs; ms > 0 {
+		m.leastRebalanceMs = min(m.leastRebalanceMs, ms)
+	}
+	if op.Result.Succeeded() && b.assigned != nil {
+		heap.Push(&f.waiting, given{beat: b, member: key, seq: f.seq})
+		f.seq++
+	}
+}
+
+func (f *oneOwnerFold) calledBefore(instant int64) { f.judgeBefore(instant) }
+
+// judgeBefore judges the answers that returned before the instant at:
+// every operation called by their return has come.
+func (f *oneOwnerFold) judgeBefore(at int64) {
+	for f.waiting.Len() > 0 && f.waiting[0].ret < at {
+		f.judge(heap.Pop(&f.waiting).(given))
+	}
+}
+
+// judge lists the members that may hold each partition the answer gives,
+// up to the first that certainly does, and names the violation if that
+// is known already.
+func (f *oneOwnerFold) judge(gv given) {
+	g := f.groups[gv.member.group]
+	j := judgedGiven{given: gv}
+	for _, p := range *gv.assigned {
+		holders := g.holders(gv.member.id, p, gv.beat, f.timers)
+		if len(holders) == 0 {
 			continue
 		}
-		for _, p := range *op.Result.Resp.MemberAssignment {
-			if v, bad := groups[key.group].heldElsewhere(key.id, p, op, timers); bad {
-				violations = append(violations, v)
-				break
+		j.parts = append(j.parts, heldPartition{p, holders})
+		if holders[len(holders)-1].certain {
+			break
+		}
+	}
+	if len(j.parts) == 0 {
+		return
+	}
+	if v, decided := j.violation(false); decided {
+		f.found = append(f.found, v...)
+		return
+	}
+	f.undecided = append(f.undecided, j)
+}
+
+// violation is the answer's violation, if any: the first partition, and
+// the first member, that holds it, in order. decided is false while that
+// depends on a rebalance timeout a later heartbeat may lower, unless
+// final: the history has ended.
+func (j judgedGiven) violation(final bool) (found []foldedViolation, decided bool) {
+	for _, part := range j.parts {
+		for _, c := range part.holders {
+			switch {
+			case c.certain || final && c.m.rebalanceMs() > c.moved:
+				return []foldedViolation{{call: j.call, Violation: Violation{Op: j.id, Related: []int{c.holding.id},
+					Reason: fmt.Sprintf("the answer gives %s to member %s at epoch %d, but member %s, given it by op %d at epoch %d, "+
+						"still holds it: it has not left it out of its owned partitions, left, nor been fenced, and no session "+
+						"or rebalance timeout can have ended since (CurrentAssignmentBuilder assigns no partition that another "+
+						"member holds, assigned or pending revocation)",
+						part.p, j.member.id, j.respEpoch, c.m.id, c.holding.id, c.holding.respEpoch)}}}, true
+			case !final:
+				return nil, false
 			}
 		}
 	}
-	return a.verdict(OneOwner, violations)
+	return nil, true
+}
+
+// early returns the violations found since its last call.
+func (f *oneOwnerFold) early() []foldedViolation {
+	found := f.found[f.told:]
+	f.told = len(f.found)
+	return found
+}
+
+func (f *oneOwnerFold) verdict() Verdict {
+	if !f.heartbeats {
+		return Verdict{Check: OneOwner, Status: Skipped, Reason: "the history has no consumer_group_heartbeat"}
+	}
+	for f.waiting.Len() > 0 { // every one, those answered at the clock's last instant too
+		f.judge(heap.Pop(&f.waiting).(given))
+	}
+	for _, j := range f.undecided {
+		v, _ := j.violation(true)
+		f.found = append(f.found, v...)
+	}
+	f.undecided = nil
+	return foldedVerdict(OneOwner, slices.Clone(f.found))
 }
 
 // memberKey names a member: its group and its member id.
@@ -71,71 +245,67 @@ type groupMembers struct {
 	ids  []string
 }
 
-// membersOf gathers the heartbeats of each member of each group; nil when
-// the history has none.
-func membersOf(h histories.History) map[string]*groupMembers {
-	var groups map[string]*groupMembers
-	for _, op := range inCallOrder(h.Ops) {
-		if op.Kind == model.ConsumerGroupHeartbeat && groups == nil {
-			groups = map[string]*groupMembers{}
-		}
-		key, ok := memberOf(op)
-		if !ok {
-			continue
-		}
-		g := groups[key.group]
-		if g == nil {
-			g = &groupMembers{byID: map[string]*consumerMember{}}
-			groups[key.group] = g
-		}
-		m := g.byID[key.id]
-		if m == nil {
-			m = &consumerMember{id: key.id}
-			g.byID[key.id] = m
-			g.ids = append(g.ids, key.id)
-		}
-		m.beats = append(m.beats, op)
-	}
-	for _, g := range groups {
-		slices.Sort(g.ids)
-		for _, m := range g.byID {
-			m.index()
-		}
-	}
-	return groups
-}
-
-// heldElsewhere reports another member of the group that certainly holds
-// p when the answer given lists it for member id. A member certainly
-// holds p when an answer of its own listed p before given was sent, and
-// nothing it did since, up to given's answer, may have given p up
-// (gaveUp), nor may a timer have fenced it (mayBeFenced).
-func (g *groupMembers) heldElsewhere(id string, p model.Partition, given histories.Op, timers timers) (Violation, bool) {
+// holders lists the other members of the group that may hold p when the
+// answer gv lists it for member id, in the order of their ids, up to the
+// first that certainly does. A member holds p when an answer of its own
+// listed p before gv was sent, and nothing it did since, up to gv's
+// answer, may have given p up (mayHaveGivenUp), nor may its session have
+// ended; it holds p certainly when no rebalance timer may have fenced it
+// either (fencing).
+func (g *groupMembers) holders(id string, p model.Partition, gv beat, t timers) []ownerCandidate {
+	var out []ownerCandidate
 	for _, other := range g.ids {
 		m := g.byID[other]
 		if other == id {
 			continue
 		}
-		holding, ok := m.lastHolding(p, given.Call)
-		if !ok || m.mayHaveGivenUp(p, holding, given.Return) || m.mayBeFenced(holding, given.Return, timers) {
+		holding, ok := m.lastHolding(p, gv.call)
+		if !ok || m.mayHaveGivenUp(p, holding, gv.ret) {
 			continue
 		}
-		return Violation{Op: given.ID, Related: []int{holding.ID},
-			Reason: fmt.Sprintf("the answer gives %s to member %s at epoch %d, but member %s, given it by op %d at epoch %d, "+
-				"still holds it: it has not left it out of its owned partitions, left, nor been fenced, and no session "+
-				"or rebalance timeout can have ended since (CurrentAssignmentBuilder assigns no partition that another "+
-				"member holds, assigned or pending revocation)",
-				p, id, given.Result.Resp.MemberEpoch, other, holding.ID, holding.Result.Resp.MemberEpoch)}, true
+		session, moved, rebalance := m.fencing(holding, gv.ret, t)
+		if session {
+			continue
+		}
+		c := ownerCandidate{m: m, holding: holding, moved: moved, certain: !rebalance || moved < 1}
+		out = append(out, c)
+		if c.certain {
+			break
+		}
 	}
-	return Violation{}, false
+	return out
 }
 
-// consumerMember is what the history shows of one member, indexed so
-// that a long recording is judged in time in proportion to its length.
+// beat is a consumer_group_heartbeat as the check reads it.
+type beat struct {
+	id        int
+	call, ret int64
+	returned  bool
+	succeeded bool
+	fenced    bool // answered FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID
+	reqEpoch  int32
+	respEpoch int32
+	owned     *[]model.Partition // the partitions the request owns
+	assigned  *[]model.Partition // the assignment a successful answer lists
+}
+
+func beatOf(op *histories.Op) beat {
+	b := beat{id: op.ID, call: op.Call, ret: op.Return, returned: op.Returned, succeeded: op.Result.Succeeded(),
+		fenced:   op.Result.Answered && model.ClassOf(op.Kind, op.Result.Err) == model.FencedConsumer,
+		reqEpoch: op.Req.MemberEpoch, owned: op.Req.OwnedPartitions}
+	if b.succeeded {
+		b.respEpoch, b.assigned = op.Result.Resp.MemberEpoch, op.Result.Resp.MemberAssignment
+	}
+	return b
+}
+
+// consumerMember is what the history shows of one member, indexed as its
+// heartbeats come, so that a long recording is judged in time in
+// proportion to its length.
 type consumerMember struct {
 	id string
 	// beats are its heartbeats in call order.
-	beats []histories.Op
+	beats []beat
 	// holdings are, for each partition, the indexes in beats of the
 	// answers whose assignment lists it, in the order of their return.
 	holdings map[model.Partition][]int
@@ -154,12 +324,12 @@ type consumerMember struct {
 	// (mayBeginRevoking), in call order, and the latest instant at
 	// which each of them and those before it may take effect.
 	revoking gaveUpIndex
-	// rebalanceMs is the least rebalance timeout it sent; 1 when it
-	// sent none, because it may have any.
-	rebalanceMs int64
+	// leastRebalanceMs is the least rebalance timeout it sent;
+	// math.MaxInt64 while it sent none.
+	leastRebalanceMs int64
 }
 
-type success struct{ at, latestCall int64 }
+type success struct{ at, call, latestCall int64 }
 
 type gaveUpIndex struct {
 	ops    []int   // indexes in beats, in call order
@@ -171,48 +341,88 @@ type epochAnswer struct {
 	lower     int
 }
 
-func (m *consumerMember) index() {
-	m.holdings = map[model.Partition][]int{}
-	for i, op := range m.beats {
-		if op.Returned && op.Result.Succeeded() && op.Result.Resp.MemberAssignment != nil {
-			for _, p := range *op.Result.Resp.MemberAssignment {
-				m.holdings[p] = append(m.holdings[p], i)
+// add takes the member's next heartbeat in call order into its indexes.
+func (m *consumerMember) add(b beat) {
+	i := len(m.beats)
+	m.beats = append(m.beats, b)
+	for p, x := range m.gaveUp {
+		if gaveUp(b, p) {
+			x.add(i, b)
+		}
+	}
+	if b.returned && b.succeeded && b.assigned != nil {
+		for _, p := range *b.assigned {
+			held := m.holdings[p]
+			// After those that returned by its return: a stable sort's place.
+			at := sort.Search(len(held), func(k int) bool { return m.beats[held[k]].ret > b.ret })
+			m.holdings[p] = slices.Insert(held, at, i)
+			if m.gaveUp[p] == nil {
+				x := &gaveUpIndex{}
+				for k, old := range m.beats {
+					if gaveUp(old, p) {
+						x.add(k, old)
+					}
+				}
+				m.gaveUp[p] = x
 			}
 		}
 	}
-	m.gaveUp = map[model.Partition]*gaveUpIndex{}
-	for p, held := range m.holdings {
-		slices.SortStableFunc(held, func(i, j int) int { return cmp.Compare(m.beats[i].Return, m.beats[j].Return) })
-		x := &gaveUpIndex{}
-		for i, op := range m.beats {
-			if gaveUp(op, p) {
-				x.add(i, op)
-			}
-		}
-		m.gaveUp[p] = x
-	}
-	m.indexEpochs()
-	for i, op := range m.beats {
-		if op.Returned && op.Result.Succeeded() {
-			m.successes = append(m.successes, success{at: op.Return, latestCall: op.Call})
-		}
-		if mayBeginRevoking(op) {
-			m.revoking.add(i, op)
+	if b.returned && b.succeeded {
+		m.addSuccess(success{at: b.ret, call: b.call})
+		if b.respEpoch > 0 {
+			m.addEpoch(epochAnswer{at: b.ret, epoch: int64(b.respEpoch)})
 		}
 	}
-	slices.SortStableFunc(m.successes, func(a, b success) int { return cmp.Compare(a.at, b.at) })
-	for i := 1; i < len(m.successes); i++ {
-		m.successes[i].latestCall = max(m.successes[i].latestCall, m.successes[i-1].latestCall)
+	if mayBeginRevoking(b) {
+		m.revoking.add(i, b)
 	}
-	m.rebalanceMs = rebalanceMs(m.beats)
+}
+
+// addSuccess puts s among the successes in the order of their return,
+// after those that returned at its instant, and the latest calls from
+// there on again.
+func (m *consumerMember) addSuccess(s success) {
+	at := sort.Search(len(m.successes), func(k int) bool { return m.successes[k].at > s.at })
+	m.successes = slices.Insert(m.successes, at, s)
+	for k := at; k < len(m.successes); k++ {
+		m.successes[k].latestCall = m.successes[k].call
+		if k > 0 {
+			m.successes[k].latestCall = max(m.successes[k].latestCall, m.successes[k-1].latestCall)
+		}
+	}
+}
+
+// addEpoch puts a among the epoch answers in the order of their return,
+// and links it and those after it to the last answer before each at a
+// lower epoch: following the links from an answer walks the monotonic
+// stack as it stood after it.
+func (m *consumerMember) addEpoch(a epochAnswer) {
+	at := sort.Search(len(m.epochs), func(k int) bool { return m.epochs[k].at > a.at })
+	m.epochs = slices.Insert(m.epochs, at, a)
+	for k := at; k < len(m.epochs); k++ {
+		top := k - 1
+		for top >= 0 && m.epochs[top].epoch >= m.epochs[k].epoch {
+			top = m.epochs[top].lower
+		}
+		m.epochs[k].lower = top
+	}
+}
+
+// rebalanceMs is the least rebalance timeout the member sent; 1 when it
+// sent none, because it may have any.
+func (m *consumerMember) rebalanceMs() int64 {
+	if m.leastRebalanceMs == math.MaxInt64 {
+		return 1
+	}
+	return m.leastRebalanceMs
 }
 
 // add appends beats[i], op, which comes after those it holds in call
 // order.
-func (x *gaveUpIndex) add(i int, op histories.Op) {
+func (x *gaveUpIndex) add(i int, b beat) {
 	end := int64(math.MaxInt64)
-	if op.Returned {
-		end = op.Return
+	if b.returned {
+		end = b.ret
 	}
 	if n := len(x.latest); n > 0 {
 		end = max(end, x.latest[n-1])
@@ -224,11 +434,11 @@ func (x *gaveUpIndex) add(i int, op histories.Op) {
 // before, whose assignment lists p: the coordinator had assigned p to the
 // member by then. An answer that leaves the assignment out says nothing
 // new, so it is not counted (the benefit of the doubt).
-func (m *consumerMember) lastHolding(p model.Partition, before int64) (histories.Op, bool) {
+func (m *consumerMember) lastHolding(p model.Partition, before int64) (beat, bool) {
 	held := m.holdings[p]
-	n, _ := slices.BinarySearchFunc(held, before, func(i int, t int64) int { return cmp.Compare(m.beats[i].Return, t) })
+	n, _ := slices.BinarySearchFunc(held, before, func(i int, t int64) int { return cmp.Compare(m.beats[i].ret, t) })
 	if n == 0 {
-		return histories.Op{}, false
+		return beat{}, false
 	}
 	return m.beats[held[n-1]], true
 }
@@ -239,29 +449,29 @@ func (m *consumerMember) lastHolding(p model.Partition, before int64) (histories
 // answer, or at any moment after its call when it has no answer: one
 // called before holding counts when it may take effect after holding's
 // call.
-func (m *consumerMember) mayHaveGivenUp(p model.Partition, holding histories.Op, until int64) bool {
+func (m *consumerMember) mayHaveGivenUp(p model.Partition, holding beat, until int64) bool {
 	x := m.gaveUp[p]
 	if x == nil {
 		return false
 	}
-	call := func(i int, t int64) int { return cmp.Compare(m.beats[i].Call, t) }
-	from, _ := slices.BinarySearchFunc(x.ops, holding.Call, call)
+	call := func(i int, t int64) int { return cmp.Compare(m.beats[i].call, t) }
+	from, _ := slices.BinarySearchFunc(x.ops, holding.call, call)
 	to, found := slices.BinarySearchFunc(x.ops, until, call)
-	for found && to < len(x.ops) && m.beats[x.ops[to]].Call == until {
+	for found && to < len(x.ops) && m.beats[x.ops[to]].call == until {
 		to++
 	}
-	if from > 0 && x.latest[from-1] > holding.Call {
+	if from > 0 && x.latest[from-1] > holding.call {
 		return true
 	}
 	for _, i := range x.ops[from:to] {
-		if m.beats[i].ID != holding.ID {
+		if m.beats[i].id != holding.id {
 			return true
 		}
 	}
 	return false
 }
 
-// gaveUp reports whether the heartbeat op may have ended its member's
+// gaveUp reports whether the heartbeat b may have ended its member's
 // hold of p at the coordinator, whatever its answer (a lost answer may
 // have taken effect):
 //   - its owned partitions leave p out: the member acknowledges the
@@ -278,33 +488,17 @@ func (m *consumerMember) mayHaveGivenUp(p model.Partition, holding histories.Op,
 //
 // An answer that takes p away is no release: p is then pending
 // revocation, and held still.
-func gaveUp(op histories.Op, p model.Partition) bool {
-	r := op.Req
+func gaveUp(b beat, p model.Partition) bool {
 	switch {
-	case r.OwnedPartitions != nil && !slices.Contains(*r.OwnedPartitions, p):
+	case b.owned != nil && !slices.Contains(*b.owned, p):
 		return true
-	case r.MemberEpoch == model.LeaveMemberEpoch || r.MemberEpoch == model.StaticLeaveMemberEpoch || r.MemberEpoch == model.JoinMemberEpoch:
+	case b.reqEpoch == model.LeaveMemberEpoch || b.reqEpoch == model.StaticLeaveMemberEpoch || b.reqEpoch == model.JoinMemberEpoch:
 		return true
 	}
-	return op.Result.Answered && model.ClassOf(op.Kind, op.Result.Err) == model.FencedConsumer
+	return b.fenced
 }
 
-// rebalanceMs is the least rebalance timeout of these heartbeats; 1
-// when they sent none, because the member may have any.
-func rebalanceMs(beats []histories.Op) int64 {
-	least := int64(math.MaxInt64)
-	for _, op := range beats {
-		if op.Req.RebalanceTimeoutMs > 0 {
-			least = min(least, op.Req.RebalanceTimeoutMs)
-		}
-	}
-	if least == math.MaxInt64 {
-		return 1
-	}
-	return least
-}
-
-// mayBeginRevoking reports whether the heartbeat op may have begun a
+// mayBeginRevoking reports whether the heartbeat b may have begun a
 // revocation, and so the member's rebalance timer
 // (GroupMetadataManager.maybeReconcile schedules it when the member
 // enters UNREVOKED_PARTITIONS). Such a change takes partitions out of the
@@ -312,15 +506,15 @@ func rebalanceMs(beats []histories.Op) int64 {
 // (hasAssignedPartitionsChanged): an answer without one began none, and
 // neither did one that leaves out nothing the member may still own. A
 // heartbeat with no answer, or an error, may have.
-func mayBeginRevoking(op histories.Op) bool {
-	if !op.Result.Succeeded() {
+func mayBeginRevoking(b beat) bool {
+	if !b.succeeded {
 		return true
 	}
-	assigned := op.Result.Resp.MemberAssignment
+	assigned := b.assigned
 	if assigned == nil {
 		return false
 	}
-	owned := op.Req.OwnedPartitions
+	owned := b.owned
 	if owned == nil {
 		return true
 	}
@@ -332,8 +526,11 @@ func mayBeginRevoking(op histories.Op) bool {
 	return false
 }
 
-// mayBeFenced reports whether a timer may have fenced the member, from
-// the answer holding on, by the instant until.
+// fencing tells whether a timer may have fenced the member, from the
+// answer holding on, by the instant until: session, whether its session
+// timer may have; and, when rebalance, by how much the clock moved while
+// its rebalance timer ran, so that the timer may have fenced it when its
+// rebalance timeout is moved or less.
 //
 // Its session timer (group.consumer.session.timeout.ms: Kafka's default,
 // which the model takes too, because a history does not say) starts again
@@ -349,72 +546,49 @@ func mayBeginRevoking(op histories.Op) bool {
 // revokes moves to a later epoch. So the timer can only run from a
 // heartbeat that may have begun a revocation (mayBeginRevoking), at
 // holding's epoch or later.
-func (m *consumerMember) mayBeFenced(holding histories.Op, until int64, t timers) bool {
+func (m *consumerMember) fencing(holding beat, until int64, t timers) (session bool, moved int64, rebalance bool) {
 	n, _ := slices.BinarySearchFunc(m.successes, until+1, func(s success, v int64) int { return cmp.Compare(s.at, v) })
-	lastBeat := holding.Call
+	lastBeat := holding.call
 	if n > 0 {
 		lastBeat = max(lastBeat, m.successes[n-1].latestCall)
 	}
 	if t.mayHaveFired(model.DefaultConsumerSessionTimeoutMs, lastBeat, until) {
-		return true
+		return true, 0, false
 	}
 	from := m.epochFrom(holding)
 	x := m.revoking
-	first, _ := slices.BinarySearchFunc(x.ops, from, func(i int, v int64) int { return cmp.Compare(m.beats[i].Call, v) })
+	first, _ := slices.BinarySearchFunc(x.ops, from, func(i int, v int64) int { return cmp.Compare(m.beats[i].call, v) })
 	switch {
 	case first > 0 && x.latest[first-1] > from:
 		// A heartbeat sent before may take effect at this epoch.
-	case first < len(x.ops) && m.beats[x.ops[first]].Call <= until:
-		from = m.beats[x.ops[first]].Call
+	case first < len(x.ops) && m.beats[x.ops[first]].call <= until:
+		from = m.beats[x.ops[first]].call
 	default:
-		return false
+		return false, 0, false
 	}
-	return t.mayHaveFired(m.rebalanceMs, from, until)
-}
-
-// indexEpochs lists the answers that name an epoch, by return, each with
-// the last one before it at a lower epoch.
-func (m *consumerMember) indexEpochs() {
-	var order []int
-	for i, op := range m.beats {
-		if op.Returned && op.Result.Succeeded() && op.Result.Resp.MemberEpoch > 0 {
-			order = append(order, i)
-		}
-	}
-	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(m.beats[i].Return, m.beats[j].Return) })
-	var stack []int
-	for _, i := range order {
-		a := epochAnswer{at: m.beats[i].Return, epoch: int64(m.beats[i].Result.Resp.MemberEpoch), lower: -1}
-		for len(stack) > 0 && m.epochs[stack[len(stack)-1]].epoch >= a.epoch {
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) > 0 {
-			a.lower = stack[len(stack)-1]
-		}
-		stack = append(stack, len(m.epochs))
-		m.epochs = append(m.epochs, a)
-	}
+	moved, rebalance = t.moved(from, until)
+	return false, moved, rebalance
 }
 
 // epochFrom is the earliest instant at which the member may have been at
 // the epoch of holding, or at a later one: not before an answer that
 // showed it at an older epoch, nor before its first heartbeat.
-func (m *consumerMember) epochFrom(holding histories.Op) int64 {
-	from := m.beats[0].Call
-	epoch := int64(holding.Result.Resp.MemberEpoch)
+func (m *consumerMember) epochFrom(holding beat) int64 {
+	from := m.beats[0].call
+	epoch := int64(holding.respEpoch)
 	if epoch <= 0 {
 		return from
 	}
 	// The answers returned before holding's call, and the last of them
 	// at a lower epoch than holding's.
-	n, _ := slices.BinarySearchFunc(m.epochs, holding.Call, func(a epochAnswer, t int64) int { return cmp.Compare(a.at, t) })
+	n, _ := slices.BinarySearchFunc(m.epochs, holding.call, func(a epochAnswer, t int64) int { return cmp.Compare(a.at, t) })
 	for i := n - 1; i >= 0; {
 		if m.epochs[i].epoch < epoch {
-			return min(max(from, m.epochs[i].at), holding.Call)
+			return min(max(from, m.epochs[i].at), holding.call)
 		}
 		i = m.epochs[i].lower
 	}
-	return min(from, holding.Call)
+	return min(from, holding.call)
 }
 
 // timers is how the history's clock moves the coordinator's timers: at
@@ -428,28 +602,30 @@ type timers struct {
 
 type tick struct{ at, ms, upTo int64 }
 
-func timersOf(h histories.History) timers {
-	t := timers{wall: h.WallClock}
-	for _, op := range h.Ops {
-		if op.Kind == model.Tick {
-			t.ticks = append(t.ticks, tick{at: op.Call, ms: op.Req.Ms})
-		}
-	}
-	slices.SortStableFunc(t.ticks, func(a, b tick) int { return cmp.Compare(a.at, b.at) })
+// add takes a tick called at at, which comes after every tick before in
+// call order.
+func (t *timers) add(at, ms int64) {
 	var sum int64
-	for i := range t.ticks {
-		sum = min(sum+t.ticks[i].ms, math.MaxInt64/2)
-		t.ticks[i].upTo = sum
+	if n := len(t.ticks); n > 0 {
+		sum = t.ticks[n-1].upTo
 	}
-	return t
+	t.ticks = append(t.ticks, tick{at: at, ms: ms, upTo: min(sum+ms, math.MaxInt64/2)})
 }
 
 // mayHaveFired reports whether a timer of timeoutMs, started no earlier
-// than from, may have fired by until: the ticks from from to until move
-// the clock by timeoutMs at least.
+// than from, may have fired by until: the clock moved by timeoutMs at
+// least.
 func (t timers) mayHaveFired(timeoutMs, from, until int64) bool {
+	moved, ok := t.moved(from, until)
+	return ok && moved >= timeoutMs
+}
+
+// moved is how far the clock moved from from to until: on a wall clock,
+// the difference; under ticks, the ticks from from to until, ends
+// included. ok is false when no tick came in between.
+func (t timers) moved(from, until int64) (moved int64, ok bool) {
 	if t.wall {
-		return until-from >= timeoutMs
+		return until - from, true
 	}
 	at := func(k tick, v int64) int { return cmp.Compare(k.at, v) }
 	first, _ := slices.BinarySearchFunc(t.ticks, from, at)
@@ -458,11 +634,11 @@ func (t timers) mayHaveFired(timeoutMs, from, until int64) bool {
 		last++
 	}
 	if last <= first {
-		return false
+		return 0, false
 	}
-	moved := t.ticks[last-1].upTo
+	moved = t.ticks[last-1].upTo
 	if first > 0 {
 		moved -= t.ticks[first-1].upTo
 	}
-	return moved >= timeoutMs
+	return moved, true
 }

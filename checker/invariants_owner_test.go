@@ -40,7 +40,7 @@ func TestOneOwnerRevokeThenReassign(t *testing.T) {
 	b := ownerHandover()
 	b.owning(b.consumerHeartbeat("W1", 60, 70, "g", "w1", 2), 1, "trips-0")
 	b.owning(b.consumerHeartbeat("W2", 80, 90, "g", "w2", 2, "trips-1"), 2)
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 }
 
 // W2 is given trips-1 while W1, told to revoke it, still owns it: W1's
@@ -49,7 +49,7 @@ func TestOneOwnerReassignedBeforeRevoked(t *testing.T) {
 	b := ownerHandover()
 	given := b.owning(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-1"), 2)
 	b.owning(b.consumerHeartbeat("W1", 80, 90, "g", "w1", 2), 1, "trips-0")
-	v := checkOneOwner(analyze(b.h))
+	v := CheckOne(b.h, OneOwner)
 	requireViolation(t, v, given, "the answer gives trips-1 to member w2 at epoch 2, but member w1, given it by op 0 at epoch 1, "+
 		"still holds it: it has not left it out of its owned partitions, left, nor been fenced, and no session or rebalance "+
 		"timeout can have ended since (CurrentAssignmentBuilder assigns no partition that another member holds, assigned "+
@@ -64,11 +64,11 @@ func TestOneOwnerDoubleAssignment(t *testing.T) {
 	b := &historyBuilder{}
 	b.joins(b.consumerHeartbeat("W1", 0, 10, "g", "w1", 1, "trips-0", "trips-1", "trips-2"))
 	given := b.joins(b.consumerHeartbeat("W2", 20, 30, "g", "w2", 2, "trips-2"))
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 
 	// In another group the same partition is no one else's.
 	b.op(given).Req.Group = "h"
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 }
 
 // Where the history cannot tell whether W1 gave trips-1 up before W2 was
@@ -116,7 +116,7 @@ func TestOneOwnerBenefitOfTheDoubt(t *testing.T) {
 			b := ownerHandover()
 			happens(b)
 			b.owning(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-1"), 2)
-			requireHeld(t, checkOneOwner(analyze(b.h)))
+			requireHeld(t, CheckOne(b.h, OneOwner))
 		})
 	}
 }
@@ -127,7 +127,7 @@ func TestOneOwnerShortTickFencesNoOne(t *testing.T) {
 	b := ownerHandover()
 	b.add("clock", 55, 55, model.Tick, model.Request{Ms: 10_000}, model.NewResponse())
 	given := b.owning(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-1"), 2)
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 }
 
 // W1's rebalance timer began when it was told to revoke trips-1 at epoch
@@ -142,12 +142,12 @@ func TestOneOwnerRebalanceTimerBeganBeforeTheLastAnswer(t *testing.T) {
 	b.owning(b.consumerHeartbeat("W1", 54, 56, "g", "w1", 1, "trips-0"), 1, "trips-0", "trips-1")
 	b.add("clock", 57, 57, model.Tick, model.Request{Ms: 15_000}, model.NewResponse())
 	given := b.owning(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-0"), 2)
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 
 	// Had W1's epoch moved on at op 4, a timer that fences it at epoch 2
 	// would have begun after op 2's answer, and so after the first tick.
 	b.op(4).Result.Resp.MemberEpoch = 2
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 }
 
 // On a wall clock a timer fires at any moment once it is due, with no
@@ -156,10 +156,10 @@ func TestOneOwnerWallClock(t *testing.T) {
 	b := ownerHandover()
 	b.h.WallClock = true
 	given := b.owning(b.consumerHeartbeat("W2", 60_000, 60_010, "g", "w2", 2, "trips-1"), 2)
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 
 	b.op(given).Call, b.op(given).Return = 1_000, 1_010
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 }
 
 // An answer that came back after W2's heartbeat was sent may have taken
@@ -169,7 +169,7 @@ func TestOneOwnerConcurrentAnswersAreNoOrder(t *testing.T) {
 	b := &historyBuilder{}
 	b.joins(b.consumerHeartbeat("W1", 0, 30, "g", "w1", 1, "trips-0"))
 	b.joins(b.consumerHeartbeat("W2", 20, 40, "g", "w2", 2, "trips-0"))
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 }
 
 // A member that joins with no id is named by its answer.
@@ -180,12 +180,12 @@ func TestOneOwnerMemberNamedByItsAnswer(t *testing.T) {
 	b.owning(b.consumerHeartbeat("W1", 20, 30, "g", "consumer-1", 2, []model.Partition{}...), 1, "trips-0")
 	given := b.joins(b.consumerHeartbeat("W2", 40, 50, "g", "consumer-2", 2, "trips-0"))
 	b.op(given).Req.MemberID = ""
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 }
 
 func TestOneOwnerSkippedWithoutConsumerGroups(t *testing.T) {
 	b, _ := seed000()
-	require.Equal(t, Skipped, checkOneOwner(analyze(b.h)).Status)
+	require.Equal(t, Skipped, CheckOne(b.h, OneOwner).Status)
 }
 
 // A long recording: four members heartbeat 30,000 times, each answer
@@ -214,7 +214,7 @@ func TestOneOwnerLongRecording(t *testing.T) {
 		}
 	}
 	require.NotEqual(t, -1, bad)
-	v := checkOneOwner(analyze(b.h))
+	v := CheckOne(b.h, OneOwner)
 	requireViolation(t, v, bad, "")
 	require.Len(t, v.Violations, 1, "%s", v)
 }
@@ -230,10 +230,10 @@ func TestOneOwnerRebalanceTimerNeedsARevocation(t *testing.T) {
 	beat := b.owning(b.consumerHeartbeat("W1", 40, 45, "g", "w1", 1, "trips-0", "trips-1"), 1, "trips-0", "trips-1")
 	b.add("clock", 50, 50, model.Tick, model.Request{Ms: 25_000}, model.NewResponse())
 	given := b.joins(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-0"))
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 
 	b.lose(beat)
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 }
 
 // A heartbeat of W1's, sent on another lane of its client before the
@@ -246,12 +246,12 @@ func TestOneOwnerLostHeartbeatSentBeforeTheHolding(t *testing.T) {
 	b.owning(b.consumerHeartbeat("W1", 20, 30, "g", "w1", 1, "trips-0", "trips-1"), 1, "trips-0", "trips-1")
 	given := b.joins(b.consumerHeartbeat("W2", 40, 50, "g", "w2", 2, "trips-1"))
 	b.lose(lost)
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 
 	// Answered before op 2 was sent, it took effect before.
 	b.op(lost).Returned, b.op(lost).Return, b.op(lost).Result = true, 18, model.OK(model.NewResponse())
 	b.op(lost).Result.Resp.MemberEpoch = 1
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 }
 
 // Each heartbeat answered with success starts W1's session again: 60 s
@@ -264,9 +264,9 @@ func TestOneOwnerHeartbeatsKeepTheSession(t *testing.T) {
 	beat := b.owning(b.consumerHeartbeat("W1", 40, 45, "g", "w1", 1), 1, "trips-0")
 	b.add("clock", 50, 50, model.Tick, model.Request{Ms: 30_000}, model.NewResponse())
 	given := b.joins(b.consumerHeartbeat("W2", 60, 70, "g", "w2", 2, "trips-0"))
-	requireViolation(t, checkOneOwner(analyze(b.h)), given, "")
+	requireViolation(t, CheckOne(b.h, OneOwner), given, "")
 
 	// Had the heartbeat been refused, the session might have ended.
 	b.fail(beat, model.CoordinatorNotAvailable)
-	requireHeld(t, checkOneOwner(analyze(b.h)))
+	requireHeld(t, CheckOne(b.h, OneOwner))
 }

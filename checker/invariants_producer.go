@@ -108,6 +108,7 @@ type oneLiveProducerFold struct {
 	written map[producerInPartition][]writtenRecord
 	stale   []foldedViolation
 	judged  map[int]bool // the operations already found stale
+	told    int          // stale that early has returned
 }
 
 type producerInPartition struct {
@@ -172,6 +173,16 @@ func (f *oneLiveProducerFold) knownBefore(call int64) {
 			f.byID[p.transactionalID].add(p.grant)
 		}
 	}
+}
+
+// early returns the requests found accepted after a newer session was
+// handed out since its last call: each is final when found. A record of
+// an older epoch found after one of a newer epoch is known only at the
+// end, because a later answer may fill in the offsets below it.
+func (f *oneLiveProducerFold) early() []foldedViolation {
+	found := f.stale[f.told:]
+	f.told = len(f.stale)
+	return found
 }
 
 func (f *oneLiveProducerFold) verdict() Verdict {

@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"fmt"
-	"runtime"
 	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -12,8 +11,7 @@ import (
 // invariantStream judges the six invariants of a history whose operations
 // come one at a time, in call order, ties by id. Each check is a fold: it
 // keeps what a later operation can still change, and gives its verdict at
-// the end. A check not yet written as a fold is judged by collected, which
-// keeps a copy of every operation and indexes them at the end.
+// the end.
 type invariantStream struct {
 	header   histories.History // every member but Ops
 	progress *passProgress
@@ -23,14 +21,18 @@ type invariantStream struct {
 	// last, when added > 0.
 	lastCall int64
 	lastID   int
+	// settled: every operation called before it has come (calledBefore).
+	settled    int64
+	hasSettled bool
 	// disorder names the first operation that came out of call order;
 	// the folds judge nothing after it.
 	disorder string
-	// collected are the operations, for the checks not yet folds.
-	collected *collectedChecks
 	// txns replays the transactions for the folds that need their fates;
 	// nil when none does.
 	txns *txnStream
+	// batches tells the folds that need it which produces repeat a
+	// batch; nil when none does.
+	batches *landedBatches
 }
 
 // invariantFold is one check, fed every operation in call order.
@@ -49,22 +51,31 @@ type earlyFold interface {
 	early() []foldedViolation
 }
 
+// calledBeforeFold is a fold that waits until every operation called before
+// an instant has come, and that can be told so before an operation called
+// after it comes (invariantStream.calledBefore).
+type calledBeforeFold interface {
+	invariantFold
+	// calledBefore: every operation called before instant has come.
+	calledBefore(instant int64)
+}
+
 // newInvariantStream is a stream of the history described by header, whose
 // Ops are ignored.
 func newInvariantStream(header histories.History, progress *passProgress) *invariantStream {
 	header.Ops = nil
 	s := &invariantStream{header: header, progress: progress}
-	s.collected = &collectedChecks{header: header, progress: progress, verdicts: map[string]Verdict{}}
 	var listeners txnListeners
 	for _, name := range Checks[1 : len(Checks)-1] {
-		var f invariantFold
-		if fold := invariantFolds[name]; fold != nil {
-			f = fold(header)
-		} else {
-			f = s.collected.fold(name)
-		}
+		f := invariantFolds[name](header)
 		if l, ok := f.(txnListener); ok {
 			listeners = append(listeners, l)
+		}
+		if u, ok := f.(batchUser); ok {
+			if s.batches == nil {
+				s.batches = newLandedBatches()
+			}
+			u.useBatches(s.batches)
 		}
 		s.folds = append(s.folds, f)
 	}
@@ -74,8 +85,10 @@ func newInvariantStream(header histories.History, progress *passProgress) *invar
 	return s
 }
 
-// invariantFolds make the checks that are folds, by name.
+// invariantFolds make the checks, by name.
 var invariantFolds = map[string]func(header histories.History) invariantFold{
+	ExactlyOnce:      newExactlyOnceFold,
+	OneOwner:         newOneOwnerFold,
 	OneLiveProducer:  newOneLiveProducerFold,
 	NoAbortedRead:    newNoAbortedReadFold,
 	OffsetsMonotonic: newOffsetsFold,
@@ -113,6 +126,11 @@ func (s *invariantStream) add(op *histories.Op) {
 			op.ID, op.Call, s.lastID, s.lastCall)
 		return
 	}
+	if s.hasSettled && op.Call < s.settled {
+		s.disorder = fmt.Sprintf("op %d (call %d) came after every operation called before %d was said to have come",
+			op.ID, op.Call, s.settled)
+		return
+	}
 	s.lastCall, s.lastID = op.Call, op.ID
 	if s.added == 0 {
 		s.progress.begin(PhaseInvariants)
@@ -120,15 +138,58 @@ func (s *invariantStream) add(op *histories.Op) {
 	}
 	s.added++
 	s.progress.passed(s.added)
-	if s.collected.wanted() && !s.collected.whole {
-		s.collected.collect(op)
-	}
 	if s.txns != nil {
 		s.txns.add(op)
+	}
+	if s.batches != nil {
+		s.batches.add(op)
 	}
 	for _, f := range s.folds {
 		f.add(op)
 	}
+}
+
+// calledBefore tells the stream that every operation called before instant has
+// come, as a recording followed while it is written tells by its marks,
+// so that the folds judge what waited for it now rather than when the
+// next operation comes. An operation called before instant that comes
+// later makes every verdict unknown.
+func (s *invariantStream) calledBefore(instant int64) {
+	if standInOff || s.disorder != "" || s.hasSettled && instant <= s.settled {
+		return
+	}
+	s.settled, s.hasSettled = instant, true
+	if s.txns != nil {
+		s.txns.replayUpTo(instant - 1)
+	}
+	for _, f := range s.folds {
+		if sf, ok := f.(calledBeforeFold); ok {
+			sf.calledBefore(instant)
+		}
+	}
+}
+
+// earlyViolation is a violation an earlyFold named before the end.
+type earlyViolation struct {
+	check string
+	Violation
+}
+
+// early returns the violations the folds found since its last call that
+// no later operation takes back, check by check in the order of Checks.
+func (s *invariantStream) early() []earlyViolation {
+	if standInOff || s.disorder != "" {
+		return nil
+	}
+	var out []earlyViolation
+	for i, f := range s.folds {
+		if ef, ok := f.(earlyFold); ok {
+			for _, v := range ef.early() {
+				out = append(out, earlyViolation{check: Checks[1+i], Violation: v.Violation})
+			}
+		}
+	}
+	return out
 }
 
 // verdicts are the checks' verdicts, in the order of Checks.
@@ -155,94 +216,6 @@ func (s *invariantStream) verdicts() []Verdict {
 		out[i] = f.verdict()
 	}
 	return out
-}
-
-// collectedChecks judges the checks that are not yet folds the way a whole
-// history is judged: it keeps every operation, and indexes them once, at
-// the first verdict asked for.
-type collectedChecks struct {
-	header   histories.History
-	progress *passProgress
-	ops      []histories.Op
-	// chunks are the operations collected so far, in chunks of a fixed
-	// size, until judge puts them in ops: a slice grown by appending
-	// held its old and its new array at once.
-	chunks [][]histories.Op
-	// whole: ops is the whole history already, in its own order, so
-	// that add need not copy what the caller holds anyway.
-	whole    bool
-	names    []string // the checks it judges
-	verdicts map[string]Verdict
-	judged   bool
-}
-
-// fold is the check named as a fold of the collected operations.
-func (c *collectedChecks) fold(name string) invariantFold {
-	c.names = append(c.names, name)
-	return collectedFold{c, name}
-}
-
-func (c *collectedChecks) wanted() bool { return len(c.names) > 0 }
-
-// collectedChunk is how many operations one chunk holds.
-const collectedChunk = 1 << 16
-
-// collect keeps a copy of op.
-func (c *collectedChecks) collect(op *histories.Op) {
-	if n := len(c.chunks); n == 0 || len(c.chunks[n-1]) == collectedChunk {
-		c.chunks = append(c.chunks, make([]histories.Op, 0, collectedChunk))
-	}
-	last := &c.chunks[len(c.chunks)-1]
-	*last = append(*last, *op)
-}
-
-// gather puts the chunks in ops, one chunk freed as it is copied.
-func (c *collectedChecks) gather() {
-	if len(c.chunks) == 0 {
-		return
-	}
-	total := 0
-	for _, chunk := range c.chunks {
-		total += len(chunk)
-	}
-	c.ops = make([]histories.Op, 0, total)
-	for i, chunk := range c.chunks {
-		c.ops = append(c.ops, chunk...)
-		c.chunks[i] = nil
-	}
-	c.chunks = nil
-	// The chunks are garbage now, as large as the history: collected
-	// here, they do not set the heap's next goal at twice both.
-	runtime.GC()
-}
-
-func (c *collectedChecks) judge() {
-	if c.judged {
-		return
-	}
-	c.judged = true
-	c.gather()
-	h := c.header
-	h.Ops = c.ops
-	a := analyzeWithProgress(h, c.progress)
-	for _, name := range Checks {
-		if slices.Contains(c.names, name) {
-			c.progress.begin(name)
-			c.verdicts[name] = collectedCheckFuncs[name](a)
-		}
-	}
-}
-
-type collectedFold struct {
-	c    *collectedChecks
-	name string
-}
-
-func (f collectedFold) add(*histories.Op) {}
-
-func (f collectedFold) verdict() Verdict {
-	f.c.judge()
-	return f.c.verdicts[f.name]
 }
 
 // foldedViolation is a violation and the call of the operation it names,
@@ -276,7 +249,6 @@ func foldedVerdict(check string, found []foldedViolation) Verdict {
 // id, and returns its verdicts.
 func judgeInvariants(h histories.History, progress *passProgress) []Verdict {
 	s := newInvariantStream(h, progress)
-	s.collected.ops, s.collected.whole = h.Ops, true
 	for _, i := range callOrder(h.Ops) {
 		s.add(&h.Ops[i])
 	}

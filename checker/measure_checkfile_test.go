@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/histories"
 )
 
 // TestMeasureCheckFile checks the file FENCECHECK_MEASURE_FILE names with
-// CheckFile and the invariants' stand-in switched off, so that
+// CheckFile and the invariants switched off, so that
 // /usr/bin/time -v of the test binary shows what the reading and the
 // search hold alone (docs/performance.md):
 //
@@ -36,4 +39,35 @@ func TestMeasureCheckFile(t *testing.T) {
 		t.Log(v)
 	}
 	require.Equal(t, OK, report.Verdict(Linearizable).Status, "the streamed search explains the history")
+}
+
+// TestMeasureFolds feeds the file FENCECHECK_MEASURE_FILE names to the
+// invariants alone, without the search, and writes a heap profile taken
+// after a collection once every operation is in, before the verdicts:
+// what the folds hold at the end of a long history (docs/performance.md).
+//
+//	go test -c -tags measure -o /tmp/checker.test ./checker/
+//	FENCECHECK_MEASURE_FILE=/tmp/soak-1000000.json /tmp/checker.test -test.run TestMeasureFolds -test.v
+//	go tool pprof -sample_index=inuse_space -top /tmp/checker.test folds.heap
+func TestMeasureFolds(t *testing.T) {
+	path := os.Getenv("FENCECHECK_MEASURE_FILE")
+	require.NotEmpty(t, path, "FENCECHECK_MEASURE_FILE names the history to check")
+	stream, err := histories.OpenStream(path, histories.StreamOptions{})
+	require.NoError(t, err)
+	s := newInvariantStream(stream.Header(), nil)
+	require.NoError(t, stream.Each(func(op *histories.Op) error {
+		s.add(op)
+		return nil
+	}))
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	fmt.Fprintf(os.Stderr, "%d operations: heap in use %d MB after a collection\n", stream.Len(), m.HeapInuse>>20)
+	out, err := os.Create("folds.heap")
+	require.NoError(t, err)
+	require.NoError(t, pprof.WriteHeapProfile(out))
+	require.NoError(t, out.Close())
+	for _, v := range s.verdicts() {
+		t.Log(v)
+	}
 }

@@ -1,13 +1,10 @@
 package checker
 
-import "iter"
-
 // Phases of a check that Options.Progress names besides the checks. The
-// linearizability search, which error-codes shares, is Linearizable; the
-// invariants are each named after their check.
+// linearizability search, which error-codes shares, is Linearizable.
 const (
-	// PhaseInvariants is the work every invariant shares: the history's
-	// transactions and records, indexed once.
+	// PhaseInvariants is the invariants' one pass over the operations in
+	// call order, which feeds every check's fold.
 	PhaseInvariants = "invariants"
 )
 
@@ -46,24 +43,6 @@ func (p *passProgress) start() {
 func (p *passProgress) passed(done int) {
 	if p != nil && done%progressEvery == 0 {
 		p.report(p.phase, done)
-	}
-}
-
-// counted is seq with its steps reported as one pass of p's phase.
-func counted[V any](p *passProgress, seq iter.Seq2[int, V]) iter.Seq2[int, V] {
-	if p == nil {
-		return seq
-	}
-	return func(yield func(int, V) bool) {
-		p.start()
-		done := 0
-		for i, v := range seq {
-			done++
-			p.passed(done)
-			if !yield(i, v) {
-				return
-			}
-		}
 	}
 }
 

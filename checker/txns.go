@@ -134,10 +134,10 @@ func (e txnEvent) before(o txnEvent) bool {
 // An operation joins the open transaction of its session at its call; an
 // end_txn, a successful init_producer_id of the same transactional.id or a
 // timeout_abort ends it at the moment its outcome is known.
-func analyzeTxns(h histories.History, progress *passProgress) txnAnalysis {
+func analyzeTxns(h histories.History) txnAnalysis {
 	r := txnReplay{txnAnalysis: txnAnalysis{txnOf: map[int]*txn{}}, open: map[sessionKey]*txn{}, lateCommits: map[sessionKey]histories.Op{},
 		kept: map[sessionKey]sessionKey{}}
-	for _, e := range txnEvents(h, progress) {
+	for _, e := range txnEvents(h) {
 		if e.ends {
 			r.end(*e.op)
 		} else {
@@ -148,10 +148,9 @@ func analyzeTxns(h histories.History, progress *passProgress) txnAnalysis {
 }
 
 // txnEvents lists when each operation that matters to transactions acts.
-func txnEvents(h histories.History, progress *passProgress) []txnEvent {
+func txnEvents(h histories.History) []txnEvent {
 	var events []txnEvent
 	for i := range h.Ops {
-		progress.passed(i) // 0 begins the pass
 		op := &h.Ops[i]
 		switch {
 		case joinsTxn(*op):

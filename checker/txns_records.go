@@ -68,26 +68,24 @@ type recordIndex map[slot][]sighting
 // results (of either isolation) name. A produce that repeats an earlier
 // batch that may have landed (model.Batch) names no slot: a broker answers
 // it as a duplicate, with the offset of the records first sent under it.
-// Those repeats' answers are kept apart, in the second index (see
-// noAbortedReadFold.uncommittedRead).
-func indexRecords(h histories.History, progress *passProgress) (recordIndex, recordIndex) {
-	idx, repeats := recordIndex{}, recordIndex{}
+func indexRecords(h histories.History) recordIndex {
+	idx := recordIndex{}
 	landed := map[model.Batch]bool{}
-	for _, op := range counted(progress, inCallOrder(h.Ops)) {
+	for _, op := range inCallOrder(h.Ops) {
 		sightings := append(producedRecords(op), fetchedRecords(op)...)
-		into := idx
 		if op.Kind == model.Produce && op.Req.ProducerID != model.NoProducerID {
 			id := model.BatchOf(op.Req)
-			if landed[id] {
-				into = repeats
-			}
+			repeat := landed[id]
 			landed[id] = landed[id] || op.Result.Succeeded() || op.Result.Undecided()
+			if repeat {
+				continue
+			}
 		}
 		for _, s := range sightings {
-			into[s.slot] = append(into[s.slot], s)
+			idx[s.slot] = append(idx[s.slot], s)
 		}
 	}
-	return idx, repeats
+	return idx
 }
 
 // writersOf lists the produce operations that may have written the record a

@@ -36,7 +36,7 @@ func streamTxns(h histories.History) *txnsSeen {
 // with the same session, fate, end and commit times, and each end told
 // once.
 func txnStreamDiff(h histories.History) error {
-	batch := analyzeTxns(withOpsInCallOrder(h), nil)
+	batch := analyzeTxns(withOpsInCallOrder(h))
 	seen := streamTxns(h)
 	if len(seen.txnOf) != len(batch.txnOf) {
 		return fmt.Errorf("%d operations in transactions, want %d", len(seen.txnOf), len(batch.txnOf))

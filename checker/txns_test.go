@@ -156,7 +156,7 @@ func TestRecordsIndexedByOffset(t *testing.T) {
 	b := &historyBuilder{}
 	w := b.produce("A", 0, 1, fw0, "fares-2", 40, "trip-1", "trip-2")
 	f := b.fetch("R", 2, 3, "fares-2", 0, model.ReadUncommitted, rec(41, "trip-2", 4001))
-	idx, _ := indexRecords(b.h, nil)
+	idx := indexRecords(b.h)
 	require.Equal(t, []int{w}, opsOf(idx[slot{"fares-2", 40}]))
 	require.Equal(t, []int{w, f}, opsOf(idx[slot{"fares-2", 41}]))
 	require.Equal(t, "trip-2", idx[slot{"fares-2", 41}][1].key)
