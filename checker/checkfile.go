@@ -8,6 +8,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // PhaseRead is the phase of CheckFile's first reading of the file, which
@@ -42,9 +43,11 @@ func CheckFile(path string, opts Options) (Report, error) {
 	}
 	var signed bool
 	var never int64
+	reads := model.NewReads()
 	visit := func(op *histories.Op) {
 		never = max(never, op.Call+1, op.Return+1)
 		signed = signed || signsV2(op)
+		noteRead(reads, op)
 	}
 	if opts.Progress != nil {
 		opts.Progress(PhaseRead, 0)
@@ -56,7 +59,11 @@ func CheckFile(path string, opts Options) (Report, error) {
 	header := stream.Header()
 	// The likelier protocol only: an order found under it is a verdict,
 	// and when none is found the whole search tries both.
-	m := porcupineModel(modelOptions(header, versionsSigned(header, signed)[0], opts), header.Topics, true, opts.AllowCodes)
+	// The model keeps only the records the history's fetches read, so that
+	// a log no fetch reads holds no record (model.Reads).
+	mopts := modelOptions(header, versionsSigned(header, signed)[0], opts)
+	mopts.Reads = reads
+	m := porcupineModel(mopts, header.Topics, true, opts.AllowCodes)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout*time.Duration(1+stream.Len()/timeoutOps))
 	defer cancel()
 	if opts.Progress != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,11 @@ import (
 //
 //	go test -c -tags measure -o /tmp/checker.test ./checker/
 //	FENCECHECK_MEASURE_FILE=/tmp/soak-5000000.json /usr/bin/time -v /tmp/checker.test -test.run TestMeasureCheckFile -test.v
+//
+// With FENCECHECK_MEASURE_HEAP set to a prefix, it also writes a heap
+// profile, after a collection, each time the search has judged another
+// million operations, to PREFIX-N.prof, so that `go tool pprof
+// -sample_index=inuse_space` shows what the search holds at that moment.
 func TestMeasureCheckFile(t *testing.T) {
 	path := os.Getenv("FENCECHECK_MEASURE_FILE")
 	require.NotEmpty(t, path, "FENCECHECK_MEASURE_FILE names the history to check")
@@ -28,6 +34,9 @@ func TestMeasureCheckFile(t *testing.T) {
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
 			fmt.Fprintf(os.Stderr, "%s %d: heap in use %d MB\n", phase, done, m.HeapInuse>>20)
+			if prefix := os.Getenv("FENCECHECK_MEASURE_HEAP"); prefix != "" && phase == Linearizable {
+				writeHeapProfile(t, fmt.Sprintf("%s-%d.prof", prefix, done))
+			}
 		}
 	}
 	report, err := CheckFile(path, Options{Progress: progress})
@@ -36,4 +45,13 @@ func TestMeasureCheckFile(t *testing.T) {
 		t.Log(v)
 	}
 	require.Equal(t, OK, report.Verdict(Linearizable).Status, "the streamed search explains the history")
+}
+
+// writeHeapProfile writes the heap in use, after a collection, to path.
+func writeHeapProfile(t *testing.T, path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
 }
