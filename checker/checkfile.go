@@ -43,11 +43,12 @@ func CheckFile(path string, opts Options) (Report, error) {
 	}
 	var signed bool
 	var never int64
-	reads := model.NewReads()
+	reads, ahead := model.NewReads(), newFetchesAhead()
 	visit := func(op *histories.Op) {
 		never = max(never, op.Call+1, op.Return+1)
 		signed = signed || signsV2(op)
 		noteRead(reads, op)
+		ahead.note(op)
 	}
 	if opts.Progress != nil {
 		opts.Progress(PhaseRead, 0)
@@ -70,6 +71,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 		opts.Progress(Linearizable, 0)
 	}
 	search := newStreamSearch(ctx, m, header, never, phaseReport(opts.Progress, Linearizable))
+	search.ahead = ahead
 	invariants := newInvariantStream(header, newPassProgress(opts.Progress))
 	err = judgeInTurn(stream, func(op *histories.Op) {
 		search.add(op)

@@ -1,7 +1,11 @@
 package checker
 
 import (
+	"cmp"
+	"math"
+	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -96,4 +100,102 @@ func withAlteredFetch(h histories.History) (histories.History, bool) {
 		return h, true
 	}
 	return h, false
+}
+
+// TestForgettingChangesNoVerdict: on every saved history, and on the copy
+// with a fetch's record altered, the streamed search finds the same
+// result whether or not it tells the model, after every window, the
+// offsets the fetches still to come read from (fetchesAhead). It does
+// under each transaction protocol.
+func TestForgettingChangesNoVerdict(t *testing.T) {
+	forgot := 0
+	for _, file := range savedHistories(t) {
+		h, err := histories.LoadFile(file)
+		if err != nil {
+			continue
+		}
+		cases := []histories.History{h}
+		if bad, ok := withAlteredFetch(h); ok {
+			cases = append(cases, bad)
+		}
+		for i, c := range cases {
+			for _, version := range txnVersions(c) {
+				opts := modelOptions(c, version, Options{})
+				plain := newStreamSearch(t.Context(), porcupineModel(opts, c.Topics, true, nil), c, neverOf(c), nil)
+				ahead := newFetchesAhead()
+				for j := range c.Ops {
+					ahead.note(&c.Ops[j])
+				}
+				opts.Reads = readsOf(c.Ops)
+				forgetting := newStreamSearch(t.Context(), porcupineModel(opts, c.Topics, true, nil), c, neverOf(c), nil)
+				forgetting.ahead, forgetting.forgetEvery = ahead, 1
+				for _, op := range inCallOrderCopy(c.Ops) {
+					plain.add(&op)
+					forgetting.add(&op)
+				}
+				require.Equal(t, plain.finish(), forgetting.finish(), "%s (case %d), version %d", file, i, version)
+				require.Equal(t, plain.judged, forgetting.judged, "%s (case %d): operations judged", file, i)
+				if len(ahead.stairs) > 0 {
+					forgot++
+				}
+			}
+		}
+	}
+	require.Greater(t, forgot, 50, "searches that told the model of fetches to come")
+}
+
+// TestFetchesAheadIsALowerBound: for fetches noted in any order of their
+// calls, the offset fetchesAhead gives for a moment is the lowest that
+// the fetches called at or after it read, until a partition has more than
+// maxStairs stairs; then it is at most that, never more.
+func TestFetchesAheadIsALowerBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(38, 3))
+	for round := range 200 {
+		n := 1 + rng.IntN(50)
+		if round%100 == 0 {
+			n = 3 * maxStairs
+		}
+		var ops []histories.Op
+		for i := range n {
+			r := model.NewRequest()
+			r.Partition, r.Offset = "p-0", rng.Int64N(int64(2*n))-1
+			call := rng.Int64N(int64(2 * n))
+			if n > maxStairs {
+				r.Offset, call = int64(i), int64(i) // a consumer reading on
+			}
+			ops = append(ops, histories.Op{ID: i, Call: call, Op: model.Op{Kind: model.Fetch, Req: r}})
+		}
+		ahead := newFetchesAhead()
+		for i := range ops {
+			ahead.note(&ops[i])
+		}
+		require.LessOrEqual(t, len(ahead.stairs["p-0"]), maxStairs)
+		// lowest[i] is the lowest offset of the fetches byCall[i:] read.
+		byCall := slices.SortedFunc(slices.Values(ops), func(a, b histories.Op) int { return cmp.Compare(a.Call, b.Call) })
+		lowest := make([]int64, len(byCall)+1)
+		lowest[len(byCall)] = math.MaxInt64
+		for i := len(byCall) - 1; i >= 0; i-- {
+			lowest[i] = min(lowest[i+1], max(byCall[i].Op.Req.Offset, 0))
+		}
+		for at := int64(-1); at <= int64(2*n)+1; at++ {
+			want := lowest[sort.Search(len(byCall), func(i int) bool { return byCall[i].Call >= at })]
+			got := lowestAhead(ahead, "p-0", at)
+			// Each merge doubles a stair's span at most, and 3*maxStairs
+			// fetches are merged five times, so a stair spans 32 fetches
+			// at most.
+			if n > maxStairs && (got > want || want-got > 32) || n <= maxStairs && got != want {
+				t.Fatalf("round %d, %d fetches, at %d: %d, want %d", round, n, at, got, want)
+			}
+		}
+	}
+}
+
+// lowestAhead is the offset fetchesAhead gives p at a moment, asked
+// afresh.
+func lowestAhead(f *fetchesAhead, p model.Partition, at int64) int64 {
+	st := f.stairs[p]
+	if i := sort.Search(len(st), func(i int) bool { return st[i].call >= at }); i < len(st) {
+		return st[i].offset
+	}
+	return math.MaxInt64
 }

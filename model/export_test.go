@@ -21,7 +21,7 @@ func asRead(s State) State {
 	}
 	parts := make(map[Partition]partState, len(s.parts))
 	for p, ps := range s.parts {
-		log := partLog{counted: ps.log.counted}
+		log := partLog{counted: ps.log.counted, floor: ps.log.floor}
 		for i := int(ps.log.counted); i < ps.log.Len(); i++ {
 			e := ps.log.At(i)
 			if e.control {

@@ -291,7 +291,7 @@ func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
 	ps := st.s.parts[p]
 	pe, _ := ps.producer(pid)
 	at := ps.end()
-	keepFrom := st.s.opts.Reads.keepFrom(p)
+	keepFrom := ps.log.keepsFrom(st.s.opts.Reads.keepFrom(p))
 	ps.log = ps.log.Append(entry{pid: pid, epoch: epoch, control: true, commit: commit}, keepFrom)
 	// A range ending at or below the lowest offset a fetch reads holds no
 	// record one reads (reads.go).
@@ -318,8 +318,9 @@ func (st *step) fetch(r Request) outcome {
 		return refuse("fetch-below-log-start", OffsetOutOfRange, "fetch of %s from offset %d, below its log start offset %d, which a DeleteRecords moved (UnifiedLog.read)", r.Partition, r.Offset, ps.start)
 	}
 	if max(r.Offset, 0) < ps.log.counted {
-		// Options.Reads said no fetch reads these offsets (reads.go).
-		return bad("fetch-below-reads", "fetch of %s from offset %d, but the model keeps the records of %s only from offset %d on, the lowest offset Options.Reads said a fetch reads there", r.Partition, r.Offset, r.Partition, st.s.opts.Reads.keepFrom(r.Partition))
+		// Options.Reads or ReadsFrom said no fetch reads these offsets
+		// (reads.go).
+		return bad("fetch-below-reads", "fetch of %s from offset %d, but the model keeps the records of %s only from offset %d on, the lowest offset it was told a fetch reads there (Options.Reads, ReadsFrom)", r.Partition, r.Offset, r.Partition, ps.log.counted)
 	}
 	limit := ps.end()
 	if r.Isolation == ReadCommitted {

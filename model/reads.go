@@ -77,12 +77,55 @@ func (r *Reads) String() string {
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
+// ReadsFrom is s once no fetch from now on reads p below offset. The
+// entries of p's log below offset are then only counted, and so are
+// those appended below it later; its aborted ranges ending at or below it
+// go. A checker says so between two windows, from the offsets of the
+// fetches still to come (checker/reads.go), so that a record every fetch
+// has passed is not held. It never lowers what a log keeps from.
+//
+// The entries go once at least half of those kept lie below offset, so
+// that moving a log's entries costs a constant for each entry over the
+// log's life. Until then a log may keep some below offset.
+func ReadsFrom(s State, p Partition, offset int64) State {
+	ps, ok := s.parts[p]
+	if !ok || offset <= ps.log.floor {
+		return s
+	}
+	ps.log.floor = offset
+	if drop := min(offset, int64(ps.log.Len())) - ps.log.counted; drop > 0 && 2*drop >= int64(ps.log.kept.Len()) {
+		ps.log = ps.log.from(offset)
+		ps.aborted = abortedPast(ps.aborted, offset)
+	}
+	s.setPart(p, ps)
+	return s
+}
+
+// abortedPast is ranges without those that end at or below offset. The
+// ranges are in the order of their markers.
+func abortedPast(ranges vec[abortedTxn], offset int64) vec[abortedTxn] {
+	i := 0
+	for i < ranges.Len() && ranges.At(i).marker <= offset {
+		i++
+	}
+	if i == 0 {
+		return ranges
+	}
+	var past vec[abortedTxn]
+	for ; i < ranges.Len(); i++ {
+		past = past.Append(ranges.At(i))
+	}
+	return past
+}
+
 // partLog is a partition log: its first counted offsets, whose entries no
-// fetch reads and so are not kept (Options.Reads), then the entries kept.
-// Without Reads, counted is 0 and every entry is kept.
+// fetch reads and so are not kept (Options.Reads, ReadsFrom), then the
+// entries kept. Without either, counted is 0 and every entry is kept.
 type partLog struct {
 	counted int64
 	kept    vec[entry]
+	// floor is the offset ReadsFrom said no later fetch reads below.
+	floor int64
 }
 
 // Len is the log end offset.
@@ -92,9 +135,9 @@ func (l partLog) Len() int { return int(l.counted) + l.kept.Len() }
 func (l partLog) At(i int) entry { return l.kept.At(i - int(l.counted)) }
 
 // Append returns l with e at its end, keeping e only from offset keepFrom
-// on; l itself is unchanged.
+// and the log's floor on; l itself is unchanged.
 func (l partLog) Append(e entry, keepFrom int64) partLog {
-	if l.kept.Len() == 0 && l.counted < keepFrom {
+	if l.kept.Len() == 0 && l.counted < max(keepFrom, l.floor) {
 		l.counted++
 		return l
 	}
@@ -102,6 +145,20 @@ func (l partLog) Append(e entry, keepFrom int64) partLog {
 	return l
 }
 
+// from is l counting, not keeping, its entries below offset.
+func (l partLog) from(offset int64) partLog {
+	offset = min(offset, int64(l.Len()))
+	var kept vec[entry]
+	for i := int(offset); i < l.Len(); i++ {
+		kept = kept.Append(l.At(i))
+	}
+	l.counted, l.kept = offset, kept
+	return l
+}
+
+// keepsFrom is the lowest offset whose record the log keeps when written.
+func (l partLog) keepsFrom(keepFrom int64) int64 { return max(keepFrom, l.floor) }
+
 func (l partLog) equal(o partLog) bool {
-	return l.counted == o.counted && l.kept.equal(o.kept, sameEntry)
+	return l.counted == o.counted && l.floor == o.floor && l.kept.equal(o.kept, sameEntry)
 }

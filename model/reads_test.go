@@ -75,3 +75,62 @@ func TestReadsKeepOnlyWhatAFetchReads(t *testing.T) {
 		t.Fatal("without Reads, logs that differ must not be equal")
 	}
 }
+
+// TestReadsFromDropsWhatEveryFetchPassed: once no fetch to come reads
+// below an offset, the log counts the entries below it instead of keeping
+// them, as soon as they are half of those kept, and keeps later entries
+// from it on only; a fetch below what it keeps is refused by name, and one
+// from it reads as before.
+func TestReadsFromDropsWhatEveryFetchPassed(t *testing.T) {
+	all := produceAll(t, Init(Options{}), "p-0", "a", "b", "c", "d", "e", "f")
+	some := ReadsFrom(all, "p-0", 2)
+	if got := some.parts["p-0"].log; got.counted != 0 || got.kept.Len() != 6 {
+		t.Fatalf("2 of 6 below the offset: counted %d, kept %d, want 0 and 6", got.counted, got.kept.Len())
+	}
+	some = ReadsFrom(some, "p-0", 1) // never lowers
+	some = ReadsFrom(some, "p-0", 4)
+	if got := some.parts["p-0"].log; got.counted != 4 || got.kept.Len() != 2 || got.floor != 4 {
+		t.Fatalf("4 of 6 below the offset: counted %d, kept %d, floor %d, want 4, 2, 4", got.counted, got.kept.Len(), got.floor)
+	}
+	some = ReadsFrom(some, "p-0", 9)
+	some = produceAll(t, some, "p-0", "g", "h", "i", "j")
+	if got := some.parts["p-0"].log; got.Len() != 10 || got.counted != 9 || got.kept.Len() != 1 {
+		t.Fatalf("appended past a floor of 9: length %d, counted %d, kept %d, want 10, 9, 1", got.Len(), got.counted, got.kept.Len())
+	}
+	all = produceAll(t, all, "p-0", "g", "h", "i", "j")
+	if all.String() != some.String() {
+		t.Fatalf("the states read differently:\n%s\n%s", all, some)
+	}
+	_, want := Apply(all, fetchOp("p-0", 9))
+	if next, err := Check(some, fetchOp("p-0", 9), want); err != nil || !Equal(next, some) {
+		t.Fatalf("a fetch from the floor: %v", err)
+	}
+	_, err := Check(some, fetchOp("p-0", 8), want)
+	var d *Disallowed
+	if !errors.As(err, &d) || d.Rule != "fetch-below-reads" {
+		t.Fatalf("a fetch below the floor: %v, want the rule fetch-below-reads", err)
+	}
+	if Equal(some, ReadsFrom(some, "p-0", 10)) {
+		t.Fatal("logs with other floors must not be equal")
+	}
+	if got := ReadsFrom(all, "unwritten-0", 3); !Equal(got, all) {
+		t.Fatal("a partition with no log is left alone")
+	}
+}
+
+// TestReadsFromDropsEndedAbortedRanges: an aborted range that ends at or
+// below the offset goes with the entries, and one past it stays.
+func TestReadsFromDropsEndedAbortedRanges(t *testing.T) {
+	ps := partState{}
+	for i := range int64(8) {
+		ps.log = ps.log.Append(entry{pid: 1, control: i == 3 || i == 7}, 0)
+	}
+	ps.aborted = ps.aborted.Append(abortedTxn{pid: 1, first: 0, marker: 3})
+	ps.aborted = ps.aborted.Append(abortedTxn{pid: 1, first: 4, marker: 7})
+	s := Init(Options{})
+	s.setPart("p-0", ps)
+	got := ReadsFrom(s, "p-0", 4).parts["p-0"]
+	if got.aborted.Len() != 1 || got.aborted.At(0).marker != 7 || !got.isAborted(1, 5) || !got.isAborted(1, 4) {
+		t.Fatalf("aborted ranges past offset 4: %d, want the one ending at 7", got.aborted.Len())
+	}
+}
