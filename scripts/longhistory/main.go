@@ -22,18 +22,19 @@ import (
 func main() {
 	n := flag.Int("ops", 1_000_000, "how many operations to write")
 	out := flag.String("out", "", "the `FILE` to write")
+	consume := flag.Bool("consume", false, "a consumer fetches each committed record, read_committed, after its commit")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "longhistory: -out names the file to write")
 		os.Exit(2)
 	}
-	if err := write(*out, *n); err != nil {
+	if err := write(*out, *n, *consume); err != nil {
 		fmt.Fprintln(os.Stderr, "longhistory:", err)
 		os.Exit(1)
 	}
 }
 
-func write(path string, n int) error {
+func write(path string, n int, consume bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -46,7 +47,13 @@ func write(path string, n int) error {
 	}
 	// The soak never fetches, so the model keeps no record (model.Reads)
 	// and the generator's memory stays flat however long the history.
-	c := soakClient{state: model.Init(model.Options{TxnVersion: 2, WallClock: true, Reads: model.NewReads()}), pid: model.NoProducerID, epoch: model.NoEpoch}
+	opts := model.Options{TxnVersion: 2, WallClock: true, Reads: model.NewReads()}
+	if consume {
+		// The consumer reads each record once: the model keeps what it
+		// has not read yet (model.ReadsFrom).
+		opts.Reads = nil
+	}
+	c := soakClient{state: model.Init(opts), pid: model.NoProducerID, epoch: model.NoEpoch, consume: consume}
 	for i := range n {
 		if err := w.Write(c.next(i)); err != nil {
 			return err
@@ -69,6 +76,10 @@ type soakClient struct {
 	sequence int32
 	records  int
 	produced bool // a record is in the open transaction
+	// consume: after each commit, a consumer fetches from where it has
+	// read up to, read_committed, and position is that offset.
+	consume, fetchDue bool
+	position          int64
 }
 
 // next is operation i: the client's next request with the reference
@@ -78,6 +89,10 @@ func (c *soakClient) next(i int) histories.Op {
 	r.TransactionalID, r.ProducerID, r.Epoch = "soak-0", c.pid, c.epoch
 	op := model.Op{Kind: model.InitProducerID, Req: r}
 	switch {
+	case c.fetchDue:
+		r = model.NewRequest()
+		r.Partition, r.Offset, r.Isolation = "trips-0", c.position, model.ReadCommitted
+		op = model.Op{Kind: model.Fetch, Req: r}
 	case c.pid == model.NoProducerID:
 	case !c.produced:
 		c.records++
@@ -93,7 +108,12 @@ func (c *soakClient) next(i int) histories.Op {
 	var res model.Result
 	c.state, res = model.Apply(c.state, op)
 	c.learn(op, res)
-	return histories.Op{ID: i, Proc: "soak", Call: call, Return: call + 1, Returned: true, Op: op, Result: res}
+	proc := "soak"
+	if op.Kind == model.Fetch {
+		proc = "consumer"
+		c.state = model.ReadsFrom(c.state, "trips-0", c.position)
+	}
+	return histories.Op{ID: i, Proc: proc, Call: call, Return: call + 1, Returned: true, Op: op, Result: res}
 }
 
 func (c *soakClient) learn(op model.Op, res model.Result) {
@@ -111,5 +131,11 @@ func (c *soakClient) learn(op model.Op, res model.Result) {
 		// producer id once the epoch runs out), and sequences start over.
 		c.pid, c.epoch, c.sequence = res.Resp.ProducerID, res.Resp.Epoch, 0
 		c.produced = false
+		c.fetchDue = c.consume
+	case model.Fetch:
+		if len(res.Resp.Records) != 1 {
+			panic(fmt.Sprintf("the consumer read %d records from %d, not the one just committed", len(res.Resp.Records), c.position))
+		}
+		c.position, c.fetchDue = res.Resp.LastStableOffset, false
 	}
 }
