@@ -35,6 +35,8 @@ func noteRead(reads *model.Reads, op *histories.Op) {
 // come has passed. It is learnt in the first reading of a file.
 type fetchesAhead struct {
 	stairs map[model.Partition][]stair
+	// span is the most fetches one stair of each partition may stand for.
+	span map[model.Partition]int
 	// parts are the partitions of stairs in order, and next each one's
 	// first stair at or after the moment last asked about.
 	parts []model.Partition
@@ -44,15 +46,22 @@ type fetchesAhead struct {
 // stair says that the fetches called at or before call, and after the
 // stair before, read from offset at the lowest, and the later ones from
 // higher. A partition's stairs rise in call and in offset.
-type stair struct{ call, offset int64 }
+// fetches is how many fetches it stands for.
+type stair struct {
+	call, offset int64
+	fetches      int
+}
 
-// maxStairs bounds the stairs of one partition. Past it, two stairs are
-// merged into one that reads from the lower offset, which keeps more
-// records but never fewer than a fetch reads.
+// maxStairs bounds the stairs of one partition. Past it, neighbouring
+// stairs are merged into groups of at most a span of fetches, each group
+// into one stair that reads from its lowest offset, and the span doubles
+// until half as many stairs are left. That keeps more records, never
+// fewer than a fetch reads, and no stair stands for more than about
+// 8/maxStairs of the partition's fetches.
 const maxStairs = 1 << 12
 
 func newFetchesAhead() *fetchesAhead {
-	return &fetchesAhead{stairs: map[model.Partition][]stair{}, next: map[model.Partition]int{}}
+	return &fetchesAhead{stairs: map[model.Partition][]stair{}, span: map[model.Partition]int{}, next: map[model.Partition]int{}}
 }
 
 // note adds op when it is a fetch. The operations may come in any order
@@ -75,19 +84,36 @@ func (f *fetchesAhead) note(op *histories.Op) {
 	if end < len(st) && st[end].call == at {
 		end++
 	}
-	st = slices.Replace(st, j, end, stair{call: at, offset: offset})
+	fetches := 1
+	for _, s := range st[j:end] {
+		fetches += s.fetches
+	}
+	st = slices.Replace(st, j, end, stair{call: at, offset: offset, fetches: fetches})
 	if len(st) > maxStairs {
-		merged := st[:0]
-		for k := 0; k < len(st); k += 2 {
-			if k+1 < len(st) {
-				merged = append(merged, stair{call: st[k+1].call, offset: st[k].offset})
-			} else {
-				merged = append(merged, st[k])
-			}
+		// Down to half, so that the next merge is maxStairs/2 fetches
+		// away and merging costs a constant for each fetch.
+		span := max(f.span[p], 1)
+		for st = mergeStairs(st, span); len(st) > maxStairs/2; st = mergeStairs(st, span) {
+			span *= 2
 		}
-		st = merged
+		f.span[p] = span
 	}
 	f.stairs[p] = st
+}
+
+// mergeStairs merges neighbouring stairs, in order, into groups of at
+// most span fetches. A group is its last call and its first, lowest,
+// offset.
+func mergeStairs(st []stair, span int) []stair {
+	merged := st[:0]
+	for _, s := range st {
+		if n := len(merged); n > 0 && merged[n-1].fetches+s.fetches <= span {
+			merged[n-1].call, merged[n-1].fetches = s.call, merged[n-1].fetches+s.fetches
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
 }
 
 // forget is state once no operation called before at is still to come:
