@@ -44,7 +44,13 @@ func CheckFile(path string, opts Options) (Report, error) {
 		return checkWhole(path, opts)
 	}
 	var signed bool
+	reads, ahead := model.NewReads(), newFetchesAhead()
 	find := func(op *histories.Op) bool {
+		if op.Kind == model.Fetch {
+			noteRead(reads, op)
+			ahead.note(op)
+			return false // every fetch is wanted
+		}
 		signed = signsV2(op)
 		return signed
 	}
@@ -52,7 +58,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 		opts.Progress(PhaseRead, 0)
 	}
 	stream, err := histories.OpenStream(path, histories.StreamOptions{Progress: phaseReport(opts.Progress, PhaseRead),
-		Find: find, FindKinds: []model.Kind{model.EndTxn}})
+		Find: find, FindKinds: []model.Kind{model.EndTxn, model.Fetch}})
 	if err != nil {
 		return Report{}, err
 	}
@@ -65,7 +71,11 @@ func CheckFile(path string, opts Options) (Report, error) {
 	header := stream.Header()
 	// The likelier protocol only: an order found under it is a verdict,
 	// and when none is found the whole search tries both.
-	m := porcupineModel(modelOptions(header, versionsSigned(header, signed)[0], opts), header.Topics, true, opts.AllowCodes)
+	// The model keeps only the records the history's fetches read, so that
+	// a log no fetch reads holds no record (model.Reads).
+	mopts := modelOptions(header, versionsSigned(header, signed)[0], opts)
+	mopts.Reads = reads
+	m := porcupineModel(mopts, header.Topics, true, opts.AllowCodes)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout*time.Duration(1+stream.Len()/timeoutOps))
 	defer cancel()
 	if opts.Progress != nil {
@@ -83,6 +93,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 		}
 	}
 	search := newStreamSearch(ctx, m, header, never, phaseReport(progress, Linearizable))
+	search.ahead = ahead
 	invariants := newInvariantStream(header, newPassProgress(progress))
 	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError

@@ -21,16 +21,28 @@ import (
 //
 //	go test -c -tags measure -o /tmp/checker.test ./checker/
 //	FENCECHECK_MEASURE_FILE=/tmp/soak-5000000.json /usr/bin/time -v /tmp/checker.test -test.run TestMeasureCheckFile -test.v
+//
+// With FENCECHECK_MEASURE_HEAP set to a prefix, it also writes a heap
+// profile, after a collection, each time the search has judged another
+// million operations, to PREFIX-N.prof, so that `go tool pprof
+// -sample_index=inuse_space` shows what the search holds at that moment.
 func TestMeasureCheckFile(t *testing.T) {
 	path := os.Getenv("FENCECHECK_MEASURE_FILE")
 	require.NotEmpty(t, path, "FENCECHECK_MEASURE_FILE names the history to check")
 	standInOff = true
 	defer func() { standInOff = false }()
+	millions := map[string]int{} // the millions each phase has reported
 	progress := func(phase string, done int) {
-		if done > 0 && done%1_000_000 == 0 {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			fmt.Fprintf(os.Stderr, "%s %d: heap in use %d MB\n", phase, done, m.HeapInuse>>20)
+		// A report may come a few operations past a million, because the
+		// search counts whole windows.
+		if m := done / 1_000_000; m > millions[phase] {
+			millions[phase] = m
+			var stats runtime.MemStats
+			runtime.ReadMemStats(&stats)
+			fmt.Fprintf(os.Stderr, "%s %d: heap in use %d MB\n", phase, done, stats.HeapInuse>>20)
+			if prefix := os.Getenv("FENCECHECK_MEASURE_HEAP"); prefix != "" && phase == Linearizable {
+				writeHeapProfile(t, fmt.Sprintf("%s-%d.prof", prefix, m*1_000_000))
+			}
 		}
 	}
 	report, err := CheckFile(path, Options{Progress: progress})
@@ -70,4 +82,13 @@ func TestMeasureFolds(t *testing.T) {
 	for _, v := range s.verdicts() {
 		t.Log(v)
 	}
+}
+
+// writeHeapProfile writes the heap in use, after a collection, to path.
+func writeHeapProfile(t *testing.T, path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
 }

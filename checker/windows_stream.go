@@ -6,6 +6,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // streamSearch is the windowed search (windows.go) of a history read in
@@ -39,11 +40,20 @@ type streamSearch struct {
 	progress        func(int)
 	nextReport      int
 	onCut           func(window) // when set, told each window before it is judged
+	// ahead, when set, are the offsets the fetches still to come read
+	// from, so that the state keeps no record they have all passed
+	// (reads.go); it is asked once every forgetEvery operations judged.
+	ahead                   *fetchesAhead
+	forgetEvery, nextForget int
 }
+
+// forgetEvery is how many operations the search judges between two
+// times it asks fetchesAhead, so that asking costs nothing measurable.
+const forgetEvery = 1024
 
 func newStreamSearch(ctx context.Context, m porcupine.Model, header histories.History, never int64, progress func(int)) *streamSearch {
 	return &streamSearch{ctx: ctx, m: m, header: header, never: never, procs: map[string]int{},
-		state: m.Init(), result: porcupine.Ok, progress: progress, nextReport: progressEvery}
+		state: m.Init(), result: porcupine.Ok, progress: progress, nextReport: progressEvery, forgetEvery: forgetEvery}
 }
 
 // add reads the next operation in call order. The search keeps op until
@@ -73,6 +83,7 @@ func (s *streamSearch) takeInstant() {
 	at := s.instant[0].Call
 	if len(s.window) > 0 && (s.reach < at || s.reach == at && touchOrdered(s.ending, s.instant)) {
 		s.judge()
+		s.forgetBefore(at)
 	}
 	for _, o := range s.instant {
 		if len(s.window) == 0 || o.Return > s.reach {
@@ -115,6 +126,19 @@ func (s *streamSearch) judge() {
 	s.window = s.window[:0]
 	clear(s.ending)
 	s.ending = s.ending[:0]
+}
+
+// forgetBefore tells the state the search goes on from that every
+// operation still to come is called at or after at, so that its logs keep
+// only what the fetches among them read (fetchesAhead.forget).
+func (s *streamSearch) forgetBefore(at int64) {
+	if s.ahead == nil || s.result != porcupine.Ok || s.judged < s.nextForget {
+		return
+	}
+	if state, ok := s.state.(model.State); ok {
+		s.state = s.ahead.forget(state, at)
+	}
+	s.nextForget = s.judged + s.forgetEvery
 }
 
 // finish judges what is left and says whether an order explains it all.

@@ -65,10 +65,37 @@ type StreamOptions struct {
 	// second pass.
 	Visit func(op *Op)
 	// Find, when set, is given the operations of the kinds in FindKinds,
-	// in the order of the file, until it returns true. It must not keep
-	// op. The first pass decodes only these in full.
+	// in the order of the file. Once it returns true for an operation,
+	// it is given no more of that operation's kind. It must not keep op.
+	// The first pass decodes only these in full.
 	Find      func(op *Op) bool
 	FindKinds []model.Kind
+}
+
+// finder hands StreamOptions.Find the operations of the kinds it still
+// wants.
+type finder struct {
+	find  func(op *Op) bool
+	kinds []model.Kind // the kinds still wanted
+}
+
+func newFinder(opts StreamOptions) *finder {
+	if opts.Find == nil {
+		return &finder{}
+	}
+	return &finder{find: opts.Find, kinds: slices.Clone(opts.FindKinds)}
+}
+
+// done says that no kind is wanted any more.
+func (f *finder) done() bool { return len(f.kinds) == 0 }
+
+func (f *finder) wants(kind model.Kind) bool { return slices.Contains(f.kinds, kind) }
+
+// give hands op to Find, and drops its kind once Find has it.
+func (f *finder) give(op *Op) {
+	if f.find(op) {
+		f.kinds = slices.DeleteFunc(f.kinds, func(k model.Kind) bool { return k == op.Kind })
+	}
 }
 
 // OpenStream reads the history document at path once, for its summary,
@@ -129,7 +156,7 @@ func (s *Stream) firstPass(opts StreamOptions) error {
 	var dup *duplicate
 	latest := int64(math.MinInt64)
 	s.end = math.MinInt64
-	found := opts.Find == nil
+	fd := newFinder(opts)
 	each := func(i int, _ int64, _ json.RawMessage, op *Op) error {
 		if dup == nil && !ids.add(op.ID) {
 			dup = &duplicate{at: i, id: op.ID}
@@ -144,8 +171,8 @@ func (s *Stream) firstPass(opts StreamOptions) error {
 		if opts.Visit != nil {
 			opts.Visit(op)
 		}
-		if !found && slices.Contains(opts.FindKinds, op.Kind) {
-			found = opts.Find(op)
+		if fd.wants(op.Kind) {
+			fd.give(op)
 		}
 		return nil
 	}
@@ -194,7 +221,7 @@ func (s *Stream) lightPass(opts StreamOptions) error {
 	ids := idSet{}
 	latest := int64(math.MinInt64)
 	s.end = math.MinInt64
-	found := opts.Find == nil
+	fd := newFinder(opts)
 	var members rawObject
 	err = walkFast(f, &members, func(i int, _ int64, raw []byte) error {
 		var room [16]rawMember
@@ -217,17 +244,17 @@ func (s *Stream) lightPass(opts StreamOptions) error {
 		}
 		s.end = max(s.end, call, ret)
 		s.ops++
-		if !found {
+		if !fd.done() {
 			kind, plain := plainString(m.value("type"))
 			if !plain {
 				return errFallback
 			}
-			if slices.Contains(opts.FindKinds, model.Kind(kind)) {
+			if fd.wants(model.Kind(kind)) {
 				op, err := decodeOp(i, raw)
 				if err != nil {
 					return errFallback
 				}
-				found = opts.Find(&op)
+				fd.give(&op)
 			}
 		}
 		if opts.Progress != nil && s.ops%progressEvery == 0 {

@@ -346,7 +346,7 @@ func TestHeldOut(t *testing.T) {
 	for _, p := range paths {
 		require.NoError(t, checkHeldOutFile(p), p)
 		t.Run(filepath.Base(p), func(t *testing.T) {
-			replayTranscript(t, p, true)
+			replayTranscript(t, p, true, nil)
 		})
 	}
 }

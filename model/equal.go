@@ -48,7 +48,7 @@ func (t txnMeta) equal(o txnMeta) bool {
 // compared as a reader sees them: a marker is a marker, and an aborted
 // range ends at the first of the markers its own is among.
 func (ps partState) equal(o partState) bool {
-	return ps.start == o.start && ps.log.equal(o.log, sameEntry) && ps.sameAborted(o) &&
+	return ps.start == o.start && ps.log.equal(o.log) && ps.sameAborted(o) &&
 		mapsEqual(ps.producers, o.producers, producerEntry.equal) && mapsEqual(ps.verifying, o.verifying, same)
 }
 
@@ -79,7 +79,7 @@ func (ps partState) abortedRead(from int) []abortedTxn {
 	var ranges []abortedTxn
 	for i := from; i < ps.aborted.Len(); i++ {
 		a := ps.aborted.At(i)
-		for a.marker > 0 && ps.log.At(int(a.marker-1)).control {
+		for a.marker > ps.log.counted && ps.log.At(int(a.marker-1)).control {
 			a.marker--
 		}
 		ranges = append(ranges, a)

@@ -21,18 +21,18 @@ func asRead(s State) State {
 	}
 	parts := make(map[Partition]partState, len(s.parts))
 	for p, ps := range s.parts {
-		var log vec[entry]
-		for i := range ps.log.Len() {
+		log := partLog{counted: ps.log.counted, floor: ps.log.floor}
+		for i := int(ps.log.counted); i < ps.log.Len(); i++ {
 			e := ps.log.At(i)
 			if e.control {
 				e = entry{control: true}
 			}
-			log = log.Append(e)
+			log.kept = log.kept.Append(e)
 		}
 		var ranges []abortedTxn
 		for i := range ps.aborted.Len() {
 			a := ps.aborted.At(i)
-			for a.marker > 0 && ps.log.At(int(a.marker-1)).control {
+			for a.marker > ps.log.counted && ps.log.At(int(a.marker-1)).control {
 				a.marker--
 			}
 			ranges = append(ranges, a)
@@ -57,7 +57,7 @@ func asRead(s State) State {
 func Rebuilt(s State) State {
 	parts := make(map[Partition]partState, len(s.parts))
 	for p, ps := range s.parts {
-		ps.log, ps.aborted = rebuiltVec(ps.log), rebuiltVec(ps.aborted)
+		ps.log.kept, ps.aborted = rebuiltVec(ps.log.kept), rebuiltVec(ps.aborted)
 		parts[p] = ps
 	}
 	if s.parts != nil {

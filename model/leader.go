@@ -254,7 +254,7 @@ func (st *step) appendBatch(r Request, pe producerEntry, lastSeq int32) outcome 
 	ps := st.s.parts[r.Partition]
 	base := ps.end()
 	for _, rec := range r.Records {
-		ps.log = ps.log.Append(entry{key: rec.Key, value: rec.Value, pid: r.ProducerID, epoch: r.Epoch})
+		ps.log = ps.log.Append(entry{key: rec.Key, value: rec.Value, pid: r.ProducerID, epoch: r.Epoch}, st.s.opts.Reads.keepFrom(r.Partition))
 	}
 	pe.batches = append(pe.batches[:len(pe.batches):len(pe.batches)], batch{firstSeq: r.Sequence, lastSeq: lastSeq, baseOffset: base})
 	if len(pe.batches) > dedupWindow {
@@ -291,8 +291,11 @@ func (st *step) writeMarker(p Partition, pid int64, epoch int16, commit bool) {
 	ps := st.s.parts[p]
 	pe, _ := ps.producer(pid)
 	at := ps.end()
-	ps.log = ps.log.Append(entry{pid: pid, epoch: epoch, control: true, commit: commit})
-	if !commit && pe.txnFirst != NoOffset {
+	keepFrom := ps.log.keepsFrom(st.s.opts.Reads.keepFrom(p))
+	ps.log = ps.log.Append(entry{pid: pid, epoch: epoch, control: true, commit: commit}, keepFrom)
+	// A range ending at or below the lowest offset a fetch reads holds no
+	// record one reads (reads.go).
+	if !commit && pe.txnFirst != NoOffset && at > keepFrom {
 		ps.aborted = ps.aborted.Append(abortedTxn{pid: pid, first: pe.txnFirst, marker: at})
 	}
 	if epoch > pe.epoch || pe.epoch == NoEpoch {
@@ -313,6 +316,11 @@ func (st *step) fetch(r Request) outcome {
 	if ps.start > 0 && r.Offset < ps.start {
 		// Deleted records are gone (deleterecords.go).
 		return refuse("fetch-below-log-start", OffsetOutOfRange, "fetch of %s from offset %d, below its log start offset %d, which a DeleteRecords moved (UnifiedLog.read)", r.Partition, r.Offset, ps.start)
+	}
+	if max(r.Offset, 0) < ps.log.counted {
+		// Options.Reads or ReadsFrom said no fetch reads these offsets
+		// (reads.go).
+		return bad("fetch-below-reads", "fetch of %s from offset %d, but the model keeps the records of %s only from offset %d on, the lowest offset it was told a fetch reads there (Options.Reads, ReadsFrom)", r.Partition, r.Offset, r.Partition, ps.log.counted)
 	}
 	limit := ps.end()
 	if r.Isolation == ReadCommitted {

@@ -19,19 +19,28 @@ import (
 // some broker gave that the model judges (Check). See testdata/README.md
 // for the command language. Every state a transcript passes through is
 // also a case of model.Equal, against every other.
+//
+// Each transcript is then replayed again under model.Reads, the offsets
+// its fetches read from, and must give every answer and verdict it gave
+// with every record kept: a log that keeps only what a fetch reads tells
+// no request apart.
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		if !strings.HasSuffix(path, ".txt") || isHeldOut(path) {
 			return
 		}
-		replayTranscript(t, path, isConformance(path))
+		reads := replayTranscript(t, path, isConformance(path), nil)
+		t.Run("reads", func(t *testing.T) { replayTranscript(t, path, isConformance(path), reads) })
 	})
 }
 
-// replayTranscript replays one transcript. With conformance set, each
-// judged command is also held to its marks (conformanceMismatch).
-func replayTranscript(t *testing.T, path string, conformance bool) {
-	s := model.Init(model.Options{TxnVersion: 1, MarkerWindow: true})
+// replayTranscript replays one transcript, and returns the offsets its
+// fetches read from. With conformance set, each judged command is also
+// held to its marks (conformanceMismatch). Under reads, every state the
+// transcript sets up keeps only the records those fetches read.
+func replayTranscript(t *testing.T, path string, conformance bool, under *model.Reads) *model.Reads {
+	reads := model.NewReads()
+	s := model.Init(model.Options{TxnVersion: 1, MarkerWindow: true, Reads: under})
 	states := []model.State{s}
 	defer func() { requireEqualAgrees(t, states) }()
 	datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
@@ -51,7 +60,8 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 				OffsetMetadataMaxBytes:   intArg(t, td, model.OffsetMetadataMaxConfig, 0),
 				OffsetMetadataMaxKnown:   td.HasArg(model.OffsetMetadataMaxConfig),
 				ConsumerSessionTimeoutMs: int64(intArg(t, td, consumerSessionConfig, 0)),
-				TopicsChangeOutside:      td.HasArg("topics-change-outside")})
+				TopicsChangeOutside:      td.HasArg("topics-change-outside"),
+				Reads:                    under})
 			return ""
 		case "land-markers":
 			s = model.LandMarkers(s)
@@ -71,6 +81,9 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 			return ""
 		}
 		op := parseOp(t, td)
+		if op.Kind == model.Fetch {
+			reads.Fetch(op.Req.Partition, op.Req.Offset)
+		}
 		if got, judged := parseGot(t, td); judged {
 			next, verdict := judge(t, td, s, op, got)
 			if conformance {
@@ -87,6 +100,7 @@ func replayTranscript(t *testing.T, path string, conformance bool) {
 		s, res = model.Apply(s, op)
 		return render(op.Kind, res)
 	})
+	return reads
 }
 
 // judge is the model's verdict on a broker's answer, and the state after

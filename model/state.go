@@ -88,6 +88,10 @@ type Options struct {
 	// A consumer group's heartbeat may then show a refresh of its
 	// subscription metadata at any time (topics.go).
 	TopicsChangeOutside bool
+	// Reads, when set, are the offsets the judged history's fetches read
+	// from, so that a log keeps no record no fetch reads (reads.go); nil
+	// keeps every record.
+	Reads *Reads
 }
 
 // Defaults of Kafka's clients and brokers, used when a request does not say.
@@ -252,7 +256,7 @@ type producerEntry struct {
 }
 
 type partState struct {
-	log       vec[entry]
+	log       partLog
 	aborted   vec[abortedTxn]
 	producers map[int64]producerEntry
 	// verifying are the leader's VerificationStateEntry by producer id

@@ -7,7 +7,8 @@
 // -shape soak (the default) is the soak's shape. One transactional client
 // commits one record per transaction, as internal/proxy's soak does
 // through kfake: an init, then a produce and an end_txn for each record,
-// under transactions v2 on a wall clock.
+// under transactions v2 on a wall clock. With -consume, a consumer
+// fetches each committed record after its commit.
 //
 // -shape pipeline is the exploration's consume-transform-produce
 // pipeline: a source of trips, workers in a KIP-848 consumer group that
@@ -41,6 +42,7 @@ func main() {
 	restartEvery := flag.Int("restart-every", 2000, "pipeline: a worker is restarted about once in this many operations; 0 never")
 	overlap := flag.Int("overlap", 3, "pipeline: the most requests in flight at once, 1 to 3")
 	fault := flag.String("fault", "", "pipeline: a deliberate fault, for tests of the checks: duplicate-fare or rewind-offset")
+	consume := flag.Bool("consume", false, "soak: a consumer fetches each committed record, read_committed, after its commit")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(2, fmt.Errorf("unexpected argument %q: every setting is a flag", flag.Arg(0)))
@@ -53,7 +55,7 @@ func main() {
 		if *n < 0 {
 			fail(2, fmt.Errorf("-ops is %d; it must be 0 or more", *n))
 		}
-		if err := write(*out, *n); err != nil {
+		if err := write(*out, *n, *consume); err != nil {
 			fail(1, err)
 		}
 	case "pipeline":
@@ -113,7 +115,7 @@ func writePipelineTo(out io.Writer, cfg pipelineConfig) (string, error) {
 		p.nextID, p.produced, p.restarts, p.fenced, p.aborts), nil
 }
 
-func write(path string, n int) error {
+func write(path string, n int, consume bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -124,7 +126,15 @@ func write(path string, n int) error {
 	if err != nil {
 		return err
 	}
-	c := soakClient{state: model.Init(model.Options{TxnVersion: 2, WallClock: true}), pid: model.NoProducerID, epoch: model.NoEpoch}
+	// The soak never fetches, so the model keeps no record (model.Reads)
+	// and the generator's memory stays flat however long the history.
+	opts := model.Options{TxnVersion: 2, WallClock: true, Reads: model.NewReads()}
+	if consume {
+		// The consumer reads each record once: the model keeps what it
+		// has not read yet (model.ReadsFrom).
+		opts.Reads = nil
+	}
+	c := soakClient{state: model.Init(opts), pid: model.NoProducerID, epoch: model.NoEpoch, consume: consume}
 	for i := range n {
 		if err := w.Write(c.next(i)); err != nil {
 			return err
@@ -147,6 +157,10 @@ type soakClient struct {
 	sequence int32
 	records  int
 	produced bool // a record is in the open transaction
+	// consume: after each commit, a consumer fetches from where it has
+	// read up to, read_committed, and position is that offset.
+	consume, fetchDue bool
+	position          int64
 }
 
 // next is operation i: the client's next request with the reference
@@ -156,6 +170,10 @@ func (c *soakClient) next(i int) histories.Op {
 	r.TransactionalID, r.ProducerID, r.Epoch = "soak-0", c.pid, c.epoch
 	op := model.Op{Kind: model.InitProducerID, Req: r}
 	switch {
+	case c.fetchDue:
+		r = model.NewRequest()
+		r.Partition, r.Offset, r.Isolation = "trips-0", c.position, model.ReadCommitted
+		op = model.Op{Kind: model.Fetch, Req: r}
 	case c.pid == model.NoProducerID:
 	case !c.produced:
 		c.records++
@@ -171,7 +189,12 @@ func (c *soakClient) next(i int) histories.Op {
 	var res model.Result
 	c.state, res = model.Apply(c.state, op)
 	c.learn(op, res)
-	return histories.Op{ID: i, Proc: "soak", Call: call, Return: call + 1, Returned: true, Op: op, Result: res}
+	proc := "soak"
+	if op.Kind == model.Fetch {
+		proc = "consumer"
+		c.state = model.ReadsFrom(c.state, "trips-0", c.position)
+	}
+	return histories.Op{ID: i, Proc: proc, Call: call, Return: call + 1, Returned: true, Op: op, Result: res}
 }
 
 func (c *soakClient) learn(op model.Op, res model.Result) {
@@ -189,5 +212,11 @@ func (c *soakClient) learn(op model.Op, res model.Result) {
 		// producer id once the epoch runs out), and sequences start over.
 		c.pid, c.epoch, c.sequence = res.Resp.ProducerID, res.Resp.Epoch, 0
 		c.produced = false
+		c.fetchDue = c.consume
+	case model.Fetch:
+		if len(res.Resp.Records) != 1 {
+			panic(fmt.Sprintf("the consumer read %d records from %d, not the one just committed", len(res.Resp.Records), c.position))
+		}
+		c.position, c.fetchDue = res.Resp.LastStableOffset, false
 	}
 }
