@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // streamFile reads path with a Stream: its header, its operations in the
@@ -239,4 +241,34 @@ func TestStreamPassesEachsError(t *testing.T) {
 	err = s.Each(func(*Op) error { seen++; return stop })
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 1, seen)
+}
+
+// TestStreamFindStopsAKindOnceFound: Find is given every operation of
+// the kinds asked for, until it returns true for one, and then none more
+// of that kind, in the light first pass and in the full one alike.
+func TestStreamFindStopsAKindOnceFound(t *testing.T) {
+	path := filepath.Join("testdata", "every-type.json")
+	h, err := LoadFile(path)
+	require.NoError(t, err)
+	produces := 0
+	for _, op := range h.Ops {
+		if op.Kind == model.Produce {
+			produces++
+		}
+	}
+	require.Greater(t, produces, 1)
+	for _, full := range []bool{false, true} {
+		opts := StreamOptions{FindKinds: []model.Kind{model.EndTxn, model.Produce}}
+		if full {
+			opts.Visit = func(*Op) {} // Visit reads every operation whole
+		}
+		seen := map[model.Kind]int{}
+		opts.Find = func(op *Op) bool {
+			seen[op.Kind]++
+			return op.Kind == model.EndTxn
+		}
+		_, err := OpenStream(path, opts)
+		require.NoError(t, err)
+		require.Equal(t, map[model.Kind]int{model.EndTxn: 1, model.Produce: produces}, seen, "full pass %v", full)
+	}
 }
