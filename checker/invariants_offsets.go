@@ -50,6 +50,7 @@ type offsetsFold struct {
 	parts   map[string]map[model.Partition]bool
 	pending map[*txn][]pendingOffsets
 	found   []foldedViolation // backward commits and fetches, as found
+	told    int               // the ones of found early returned
 	// waiting are the fetches whose finding waits for the end.
 	waiting []waitingFetch
 	// expiry says when the group's offsets may have expired.
@@ -368,6 +369,14 @@ func (e *expiryClock) expired(ret int64) (expired, known bool) {
 		return ret >= e.at, true
 	}
 	return false, e.last > ret
+}
+
+// early returns the backward commits and fetches found since its last
+// call. Each is final: the verdict keeps every one of found.
+func (f *offsetsFold) early() []foldedViolation {
+	found := f.found[f.told:]
+	f.told = len(f.found)
+	return found
 }
 
 func (f *offsetsFold) verdict() Verdict {

@@ -108,6 +108,7 @@ type oneLiveProducerFold struct {
 	written map[producerInPartition][]writtenRecord
 	stale   []foldedViolation
 	judged  map[int]bool // the operations already found stale
+	told    int          // the stale ones early returned
 }
 
 type producerInPartition struct {
@@ -172,6 +173,15 @@ func (f *oneLiveProducerFold) knownBefore(call int64) {
 			f.byID[p.transactionalID].add(p.grant)
 		}
 	}
+}
+
+// early returns the stale requests found since its last call. Each is
+// final, because the grants it is judged by became known before its call,
+// and every operation to come is called at or after it.
+func (f *oneLiveProducerFold) early() []foldedViolation {
+	found := f.stale[f.told:]
+	f.told = len(f.stale)
+	return found
 }
 
 func (f *oneLiveProducerFold) verdict() Verdict {

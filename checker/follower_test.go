@@ -1,0 +1,100 @@
+package checker
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/histories"
+)
+
+// follow gives a Follower the operations of h as a recorder writes them:
+// each once it has ended (by its return, or its call when it has none),
+// with the mark that every operation called before the first of those
+// still to come is given. Its header lacks the members written after the
+// ops, as a recording's does. It returns the violations the follower
+// reported on the way, and its final report.
+func follow(t *testing.T, path string, h histories.History) ([]Verdict, Report) {
+	t.Helper()
+	ended := func(op histories.Op) int64 {
+		if op.Returned {
+			return op.Return
+		}
+		return op.Call
+	}
+	ops := slices.Clone(h.Ops)
+	slices.SortStableFunc(ops, func(a, b histories.Op) int { return cmp.Compare(ended(a), ended(b)) })
+	// later[i] is the earliest call of ops[i:].
+	later := make([]int64, len(ops)+1)
+	later[len(ops)] = 1 << 62
+	for i := len(ops) - 1; i >= 0; i-- {
+		later[i] = min(later[i+1], ops[i].Call)
+	}
+	header := h
+	header.Ops, header.Trips, header.OutputTopics = nil, nil, nil
+	f := NewFollower(path, header, Options{})
+	var reported []Verdict
+	for i, op := range ops {
+		require.NoError(t, f.Add(op))
+		if i%3 == 2 || i == len(ops)-1 {
+			reported = append(reported, f.Judge(later[i+1])...)
+		}
+	}
+	end := h
+	end.Ops = nil
+	report, err := f.Finish(&end)
+	require.NoError(t, err)
+	return reported, report
+}
+
+// TestFollowerAgreesWithCheckFile: on every saved history, given as a
+// recorder writes it, a Follower ends with the verdicts, reasons
+// included, that CheckFile prints, and its report holds every operation
+// they name. Each check it reported violated on the way is violated at
+// the end, and a fold's violations reported then are among the final ones.
+func TestFollowerAgreesWithCheckFile(t *testing.T) {
+	reportedOn := map[string]int{} // the histories each check was reported on early
+	defer func() {
+		for _, check := range []string{Linearizable, OneLiveProducer, OffsetsMonotonic} {
+			require.Positive(t, reportedOn[check], "%s is reported while following on some saved history: %v", check, reportedOn)
+		}
+	}()
+	for _, file := range savedHistories(t) {
+		t.Run(file, func(t *testing.T) {
+			h, err := histories.LoadFile(file)
+			if err != nil {
+				return // a file CheckFile refuses: nobody follows it
+			}
+			want, err := CheckFile(file, Options{})
+			require.NoError(t, err)
+			reported, got := follow(t, file, h)
+			require.Equal(t, verdictLines(want), verdictLines(got))
+			ids := map[int]bool{}
+			for _, op := range got.History.Ops {
+				ids[op.ID] = true
+			}
+			for id := range namedOps(got.Verdicts) {
+				if id >= 0 {
+					require.True(t, ids[id], "op %d is named and kept", id)
+				}
+			}
+			for _, v := range reported {
+				reportedOn[v.Check]++
+			}
+			for _, early := range reported {
+				at := slices.IndexFunc(got.Verdicts, func(v Verdict) bool { return v.Check == early.Check })
+				final := got.Verdicts[at]
+				require.Equal(t, Violated, final.Status, "%s was reported while following", early)
+				if _, fold := invariantFolds[early.Check]; !fold {
+					continue // judged on a cut, which may name another operation
+				}
+				for _, v := range early.Violations {
+					require.True(t, slices.ContainsFunc(final.Violations, func(w Violation) bool { return w.Op == v.Op }),
+						"%s: op %d, reported while following, is among the final violations: %s", early.Check, v.Op, final)
+				}
+			}
+		})
+	}
+}
