@@ -59,7 +59,6 @@ type Follower struct {
 	marked     bool
 	last       *histories.Op // the operation handed on last
 	handed     int           // the operations handed on
-	signed     bool          // an operation handed on signs transactions v2
 	searching  time.Duration // the time the search took so far
 	// found are the violations reported so far, by check.
 	found map[string][]Violation
@@ -116,8 +115,12 @@ func (f *Follower) Add(op histories.Op) error {
 // Judge hands on, in call order, the operations called before the mark
 // completeBefore, and returns each check whose violations grew since the
 // last call: its verdict with every violation found so far. Each
-// violation is final: the whole history shows it too.
-func (f *Follower) Judge(completeBefore int64) []Verdict {
+// violation is final: the whole history shows it too. caughtUp says the
+// caller has read all that the file holds: a check not yet a fold is
+// judged again only then, because each judgement of it takes every
+// operation so far, so that a file read faster than it is written (one
+// already ended, for example) is not judged over and over on the way.
+func (f *Follower) Judge(completeBefore int64, caughtUp bool) []Verdict {
 	if !f.marked || completeBefore > f.mark {
 		f.mark, f.marked = completeBefore, true
 	}
@@ -127,7 +130,7 @@ func (f *Follower) Judge(completeBefore int64) []Verdict {
 		grew = append(grew, f.explain()...)
 	}
 	grew = append(grew, f.early()...)
-	grew = append(grew, f.collect()...)
+	grew = append(grew, f.collect(caughtUp)...)
 	return grew
 }
 
@@ -137,26 +140,34 @@ func (f *Follower) handOn(before int64) {
 	if len(f.waiting) == 0 || f.waiting[0].Call >= before {
 		return
 	}
+	f.searchWithin(func() {
+		for len(f.waiting) > 0 && f.waiting[0].Call < before {
+			op := heap.Pop(&f.waiting).(*histories.Op)
+			began := time.Now()
+			f.search.add(op)
+			f.searching += time.Since(began)
+			f.invariants.add(op)
+			f.last = op
+			f.handed++
+		}
+	})
+	if f.search.result == porcupine.Unknown {
+		f.linDone = true
+	}
+}
+
+// searchWithin runs search under what is left of the search's time: as
+// CheckFile's, the time-out for each 100,000 operations, here of those
+// read so far, less the time the search took before. The search keeps
+// no context of its own between calls, because a window is judged under
+// the time of the call that judges it.
+func (f *Follower) searchWithin(search func()) {
 	budget := f.opts.Timeout*time.Duration(1+(f.handed+len(f.waiting))/timeoutOps) - f.searching
 	ctx, cancel := context.WithTimeout(context.Background(), max(budget, 0))
 	defer cancel()
 	f.search.ctx = ctx
-	for len(f.waiting) > 0 && f.waiting[0].Call < before {
-		op := heap.Pop(&f.waiting).(*histories.Op)
-		began := time.Now()
-		f.search.add(op)
-		f.searching += time.Since(began)
-		f.invariants.add(op)
-		f.signed = f.signed || signsV2(op)
-		f.last = op
-		f.handed++
-	}
-	// The search keeps no context of its own beyond this call: a window
-	// judged later is judged under the budget of the call that judges it.
+	search()
 	f.search.ctx = context.Background()
-	if f.search.result == porcupine.Unknown {
-		f.linDone = true
-	}
 }
 
 // explain searches the whole cut at the mark once the streamed search
@@ -194,12 +205,16 @@ func (f *Follower) explain() []Verdict {
 	// The cut has an order, and the other protocol may find it window by
 	// window: search again, from the start, what was handed on so far.
 	f.startSearch(other)
-	for _, i := range callOrder(h.Ops) {
-		if h.Ops[i].Call >= f.mark {
-			break
+	f.searchWithin(func() {
+		for _, i := range callOrder(h.Ops) {
+			if h.Ops[i].Call >= f.mark {
+				break
+			}
+			began := time.Now()
+			f.search.add(&h.Ops[i])
+			f.searching += time.Since(began)
 		}
-		f.search.add(&h.Ops[i])
-	}
+	})
 	if f.search.result == porcupine.Illegal {
 		return f.explain()
 	}
@@ -230,9 +245,9 @@ func (f *Follower) early() []Verdict {
 }
 
 // collect judges the checks that are not yet folds on the cut of the
-// operations collected so far at the mark, beside the caller, and returns
-// what the judgement done since the last call found.
-func (f *Follower) collect() []Verdict {
+// operations collected so far at the mark, beside the caller, when start
+// is set, and returns what the judgement done since the last call found.
+func (f *Follower) collect(start bool) []Verdict {
 	c := f.invariants.collected
 	if !c.wanted() || standInOff || f.invariants.disorder != "" {
 		return nil
@@ -246,7 +261,7 @@ func (f *Follower) collect() []Verdict {
 		default:
 		}
 	}
-	if f.collecting == nil && f.handed > 0 && time.Since(f.collected) >= max(f.collectMin, f.took) {
+	if start && f.collecting == nil && f.handed > 0 && time.Since(f.collected) >= max(f.collectMin, f.took) {
 		f.collecting = make(chan collectedJudged, 1)
 		go judgeCollected(f.header, slices.Clone(c.chunks), f.mark, c.names, f.collecting)
 	}
@@ -315,7 +330,9 @@ func (f *Follower) Finish(end *histories.History) (Report, error) {
 		<-f.collecting
 		f.collecting = nil
 	}
-	if f.search.finish() != porcupine.Ok {
+	var result porcupine.CheckResult
+	f.searchWithin(func() { result = f.search.finish() })
+	if result != porcupine.Ok {
 		return CheckFile(f.path, f.opts)
 	}
 	header := f.header

@@ -2,12 +2,16 @@ package checker
 
 import (
 	"cmp"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // follow gives a Follower the operations of h as a recorder writes them:
@@ -39,7 +43,7 @@ func follow(t *testing.T, path string, h histories.History) ([]Verdict, Report) 
 	for i, op := range ops {
 		require.NoError(t, f.Add(op))
 		if i%3 == 2 || i == len(ops)-1 {
-			reported = append(reported, f.Judge(later[i+1])...)
+			reported = append(reported, f.Judge(later[i+1], true)...)
 		}
 	}
 	end := h
@@ -97,4 +101,43 @@ func TestFollowerAgreesWithCheckFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFollowerStoppedBeforeTheEnd: stopped before the document ends, a
+// Follower judges every operation it was given, as CheckFile judges the
+// file cut short there.
+func TestFollowerStoppedBeforeTheEnd(t *testing.T) {
+	whole, err := os.ReadFile("../histories/canonical/seed-002-groupid-string.json")
+	require.NoError(t, err)
+	text := string(whole)
+	cut := text[:strings.LastIndex(text, "]")] // every operation, but no end
+	path := filepath.Join(t.TempDir(), "cut.json")
+	require.NoError(t, os.WriteFile(path, []byte(cut), 0o644))
+	want, err := CheckFile(path, Options{})
+	var broken *histories.BrokenError
+	require.ErrorAs(t, err, &broken)
+	_, err = histories.LoadFile(path)
+	require.ErrorAs(t, err, &broken)
+
+	h := *broken.Before
+	header := h
+	header.Ops = nil
+	f := NewFollower(path, header, Options{})
+	for _, op := range h.Ops {
+		require.NoError(t, f.Add(op))
+	}
+	got, err := f.Finish(nil)
+	require.NoError(t, err, "an order explains them, so the follower's own verdicts")
+	require.Equal(t, verdictLines(want), verdictLines(got))
+	require.Contains(t, verdictLines(got), "\noffsets-monotonic: VIOLATED op 16 ")
+}
+
+// TestFollowerRefusesAnOperationBeforeItsMark: an operation called before
+// a mark already given breaks the mark's promise.
+func TestFollowerRefusesAnOperationBeforeItsMark(t *testing.T) {
+	f := NewFollower("unused.json", histories.History{}, Options{})
+	require.NoError(t, f.Add(histories.Op{ID: 0, Proc: "A", Call: 5, Op: model.Op{Kind: model.Tick}}))
+	require.Empty(t, f.Judge(10, true))
+	err := f.Add(histories.Op{ID: 1, Proc: "A", Call: 3, Op: model.Op{Kind: model.Tick}})
+	require.EqualError(t, err, "op 1 is called at 3, but came after the mark complete_before 10, which says every operation called before it came earlier")
 }
