@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // Follower judges a history while a recorder writes it, as CheckFile
@@ -50,14 +51,15 @@ type Follower struct {
 	path       string
 	header     histories.History // the header before the ops, Ops nil
 	opts       Options
-	search     *streamSearch
-	version    int          // the transaction protocol the search runs
-	tried      map[int]bool // the protocols the search has run
+	ctx        context.Context // the search's, for the call under way
+	search     *streamSearch   // nil until the protocol is known
+	undecided  []*histories.Op // the operations handed on before it is
+	version    int             // the transaction protocol the search runs
+	tried      map[int]bool    // the protocols the search has run
 	invariants *invariantStream
 	waiting    callHeap // the operations read, not yet handed on
 	mark       int64    // the latest mark judged
 	marked     bool
-	last       *histories.Op // the operation handed on last
 	handed     int           // the operations handed on
 	searching  time.Duration // the time the search took so far
 	// found are the violations reported so far, by check.
@@ -85,11 +87,40 @@ func NewFollower(path string, header histories.History, opts Options) *Follower 
 	}
 	opts.Visualize = false
 	header.Ops = nil
-	f := &Follower{path: path, header: header, opts: opts, tried: map[int]bool{}, found: map[string][]Violation{},
+	f := &Follower{path: path, header: header, opts: opts, ctx: context.Background(), tried: map[int]bool{}, found: map[string][]Violation{},
 		collectMin: 500 * time.Millisecond}
 	f.invariants = newInvariantStream(header, newPassProgress(opts.Progress))
-	f.startSearch(versionsSigned(header, false)[0])
+	if header.TransactionsVersion != 0 {
+		f.startSearch(header.TransactionsVersion)
+	}
 	return f
+}
+
+// followUndecided is how many operations the search waits for, at most,
+// for an end_txn that shows the transaction protocol.
+const followUndecided = 10_000
+
+// toSearch gives op to the search. The search starts under the protocol
+// that CheckFile tries first: transactions v2 when an end_txn answer is
+// signed (signsV2), v1 otherwise. CheckFile knows that from its first
+// reading of the file. The follower waits for the first successful
+// end_txn, which shows it, holding the operations before it, at most
+// followUndecided of them.
+func (f *Follower) toSearch(op *histories.Op) {
+	if f.search == nil {
+		f.undecided = append(f.undecided, op)
+		decides := op.Kind == model.EndTxn && op.Result.Succeeded()
+		if !decides && len(f.undecided) < followUndecided {
+			return
+		}
+		f.startSearch(versionsSigned(f.header, signsV2(op))[0])
+		for _, o := range f.undecided {
+			f.search.add(o)
+		}
+		f.undecided = nil
+		return
+	}
+	f.search.add(op)
 }
 
 // startSearch begins the search again, from the empty cluster, under the
@@ -97,7 +128,7 @@ func NewFollower(path string, header histories.History, opts Options) *Follower 
 func (f *Follower) startSearch(version int) {
 	f.version, f.tried[version] = version, true
 	m := porcupineModel(modelOptions(f.header, version, f.opts), f.header.Topics, true, f.opts.AllowCodes)
-	f.search = newStreamSearch(context.Background(), m, f.header, followNever, phaseReport(f.opts.Progress, Linearizable))
+	f.search = newStreamSearch(f.ctx, m, f.header, followNever, phaseReport(f.opts.Progress, Linearizable))
 }
 
 // Add takes an operation read from the file, in the order of the file.
@@ -126,7 +157,7 @@ func (f *Follower) Judge(completeBefore int64, caughtUp bool) []Verdict {
 	}
 	f.handOn(f.mark)
 	var grew []Verdict
-	if f.search.result == porcupine.Illegal && !f.linDone {
+	if f.search != nil && f.search.result == porcupine.Illegal && !f.linDone {
 		grew = append(grew, f.explain()...)
 	}
 	grew = append(grew, f.early()...)
@@ -144,14 +175,13 @@ func (f *Follower) handOn(before int64) {
 		for len(f.waiting) > 0 && f.waiting[0].Call < before {
 			op := heap.Pop(&f.waiting).(*histories.Op)
 			began := time.Now()
-			f.search.add(op)
+			f.toSearch(op)
 			f.searching += time.Since(began)
 			f.invariants.add(op)
-			f.last = op
 			f.handed++
 		}
 	})
-	if f.search.result == porcupine.Unknown {
+	if f.search != nil && f.search.result == porcupine.Unknown {
 		f.linDone = true
 	}
 }
@@ -165,9 +195,15 @@ func (f *Follower) searchWithin(search func()) {
 	budget := f.opts.Timeout*time.Duration(1+(f.handed+len(f.waiting))/timeoutOps) - f.searching
 	ctx, cancel := context.WithTimeout(context.Background(), max(budget, 0))
 	defer cancel()
-	f.search.ctx = ctx
+	f.ctx = ctx
+	if f.search != nil {
+		f.search.ctx = ctx
+	}
 	search()
-	f.search.ctx = context.Background()
+	f.ctx = context.Background()
+	if f.search != nil {
+		f.search.ctx = f.ctx
+	}
 }
 
 // explain searches the whole cut at the mark once the streamed search
@@ -326,6 +362,16 @@ func (f *Follower) Followed() (handed int, mark int64, waiting int) {
 // order explains the history, it is CheckFile.
 func (f *Follower) Finish(end *histories.History) (Report, error) {
 	f.handOn(math.MaxInt64)
+	if f.search == nil {
+		// No end_txn shows the protocol: the likelier one, v1.
+		f.startSearch(versionsSigned(f.header, false)[0])
+		f.searchWithin(func() {
+			for _, o := range f.undecided {
+				f.search.add(o)
+			}
+		})
+		f.undecided = nil
+	}
 	if f.collecting != nil {
 		<-f.collecting
 		f.collecting = nil

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,4 +141,41 @@ func TestFollowerRefusesAnOperationBeforeItsMark(t *testing.T) {
 	require.Empty(t, f.Judge(10, true))
 	err := f.Add(histories.Op{ID: 1, Proc: "A", Call: 3, Op: model.Op{Kind: model.Tick}})
 	require.EqualError(t, err, "op 1 is called at 3, but came after the mark complete_before 10, which says every operation called before it came earlier")
+}
+
+// TestFollowerSearchesUnderTheProtocolAnEndTxnShows: an end_txn answered
+// with the next session is transactions v2's, and the search starts under
+// v2 once it is handed on. So it never runs under v1 and fails, which
+// would read the file whole to explain the failure.
+func TestFollowerSearchesUnderTheProtocolAnEndTxnShows(t *testing.T) {
+	var doc strings.Builder
+	doc.WriteString(`{"format": "fencecheck/history/v1", "clock": "wall", "ops": [` + "\n")
+	doc.WriteString(`{"id": 0, "proc": "soak", "call": 0, "return": 1, "type": "init_producer_id", "req": {"transactional_id": "soak-0"}, "resp": {"producer_id": 1, "epoch": 0}}`)
+	for i := range 20 {
+		epoch, call := i, 1+2*i
+		fmt.Fprintf(&doc, `,
+{"id": %d, "proc": "soak", "call": %d, "return": %d, "type": "produce", "req": {"transactional_id": "soak-0", "producer_id": 1, "epoch": %d, "partition": "trips-0", "sequence": 0, "records": [{"key": "trip-%d", "value": "fare"}]}, "resp": {"base_offset": %d}},
+{"id": %d, "proc": "soak", "call": %d, "return": %d, "type": "end_txn", "req": {"transactional_id": "soak-0", "producer_id": 1, "epoch": %d, "commit": true}, "resp": {"producer_id": 1, "epoch": %d}}`,
+			call, call, call+1, epoch, i, 2*i, call+1, call+1, call+2, epoch, epoch+1)
+	}
+	doc.WriteString("\n]}\n")
+	path := filepath.Join(t.TempDir(), "v2.json")
+	require.NoError(t, os.WriteFile(path, []byte(doc.String()), 0o644))
+	h, err := histories.LoadFile(path)
+	require.NoError(t, err)
+	want, err := CheckFile(path, Options{})
+	require.NoError(t, err)
+
+	header := h
+	header.Ops = nil
+	f := NewFollower(path, header, Options{})
+	for _, op := range h.Ops {
+		require.NoError(t, f.Add(op))
+		require.Empty(t, f.Judge(op.Return, true))
+	}
+	got, err := f.Finish(&header)
+	require.NoError(t, err)
+	require.Equal(t, verdictLines(want), verdictLines(got))
+	require.Equal(t, map[int]bool{2: true}, f.tried, "the search ran under v2 only")
+	require.Equal(t, 41, f.search.judged)
 }
