@@ -5,7 +5,9 @@
 // end_txn for each record, under transactions v2 on a wall clock. Every
 // answer is the reference broker's. The history is written as it is made,
 // so a history of any length takes the generator little memory beyond the
-// model's log.
+// model's log. With -marks, each batch written ends with a
+// complete_before mark, as a recording proxy writes it, so that
+// `fencecheck check --follow` can be measured on it.
 //
 //	go run ./scripts/longhistory -ops 5000000 -out /tmp/5M.json
 package main
@@ -23,18 +25,19 @@ import (
 func main() {
 	n := flag.Int("ops", 1_000_000, "how many operations to write")
 	out := flag.String("out", "", "the `FILE` to write")
+	marks := flag.Bool("marks", false, "mark what is whole, as a recording proxy does (complete_before)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "longhistory: -out names the file to write")
 		os.Exit(2)
 	}
-	if err := write(*out, *n); err != nil {
+	if err := write(*out, *n, *marks); err != nil {
 		fmt.Fprintln(os.Stderr, "longhistory:", err)
 		os.Exit(1)
 	}
 }
 
-func write(path string, n int) error {
+func write(path string, n int, marks bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -46,8 +49,14 @@ func write(path string, n int) error {
 		return err
 	}
 	c := soakClient{state: model.Init(model.Options{TxnVersion: 2, WallClock: true}), pid: model.NoProducerID, epoch: model.NoEpoch}
+	write := w.Write
+	if marks {
+		// One client, one request at a time: every operation called
+		// before an operation's return is written with it or before it.
+		write = func(op histories.Op) error { return w.WriteMarked(op, op.Return) }
+	}
 	for i := range n {
-		if err := w.Write(c.next(i)); err != nil {
+		if err := write(c.next(i)); err != nil {
 			return err
 		}
 	}
