@@ -275,3 +275,19 @@ func TestFollowReportsAnOffsetRegressionBeforeTheWriterEnds(t *testing.T) {
 	require.Contains(t, stdout.String(), "\noffsets-monotonic: VIOLATED op 1 (group fares trips-0 committed offset 3 after op 0 had committed 5; 1 more)", "the verdicts follow")
 	require.Contains(t, stdout.String(), "\nlinearizable: ok")
 }
+
+// Files already ended, with violations of the search (aborted-read), of
+// folds and of exactly-once, and of progress: check --follow prints what
+// check prints, and exits as it does.
+func TestFollowAnEndedFileWithViolations(t *testing.T) {
+	for _, name := range []string{"aborted-read", "seed-002-groupid-string", "no-progress-shared-id", "fresh-id-per-start"} {
+		t.Run(name, func(t *testing.T) {
+			file := "../../histories/canonical/" + name + ".json"
+			code, out, _ := runCLI("check", "--follow", file)
+			wantCode, want, _ := runCLI("check", file)
+			require.Equal(t, exitViolated, wantCode)
+			require.Equal(t, wantCode, code)
+			require.Equal(t, want, out)
+		})
+	}
+}
