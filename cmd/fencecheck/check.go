@@ -35,11 +35,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		"With --follow, one FILE is judged while 'fencecheck proxy --history' writes\n"+
 		"it. Each check's first violation is printed as 'while following: ...' as\n"+
 		"soon as the file shows it, and the verdicts once the proxy stops (or at\n"+
-		"Ctrl-C). It judges the operations called before the file's latest\n"+
-		"complete_before mark (docs/history-format.md). Answers that came after\n"+
-		"that instant wait, because an operation still in flight may explain them.\n"+
-		"Stopped before the file ends, it prints the verdicts of what it judged,\n"+
-		"with exit status 2, as for a file cut short.\n", stderr)
+		"Ctrl-C). It judges each operation once, when the file's latest\n"+
+		"complete_before mark (docs/history-format.md) passes its call, and holds\n"+
+		"what a check of the whole file holds, not the operations judged. Answers\n"+
+		"that came after that instant wait, because an operation still in flight\n"+
+		"may explain them. Stopped before the file ends, it prints the verdicts of\n"+
+		"the operations read, with exit status 2, as for a file cut short.\n", stderr)
 	fs.StringVar(&f.html, "html", "", "write porcupine's visualization to `FILE`, violations annotated (with several histories, FILE-NAME.html for each)")
 	fs.StringVar(&f.report, "report", "", "write the counterexample page (timeline, process lanes, partition logs, violations; self-contained HTML) to `FILE` (with several histories, FILE-NAME.html for each); it links to the --html page when there is one")
 	fs.StringVar(&f.timeline, "timeline", "", "write a Markdown timeline (Clock | Who | Does | Result) to `FILE`, violating rows marked (with several histories, FILE-NAME.md for each)")

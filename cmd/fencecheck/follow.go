@@ -16,21 +16,25 @@ import (
 )
 
 // A followed file is read as fencecheck writes a history: the header, an
-// operation on each line, then the end of the document. The operations
-// read so far are judged up to the latest instant before which the file
-// holds every operation called: its "complete_before" mark
-// (docs/history-format.md). That part is a cut of the history
-// (checker.Cut), so what it shows violated, the whole history does too.
+// operation on each line, then the end of the document. Each operation
+// read is given to a checker.Follower, and each "complete_before" mark
+// too (docs/history-format.md). The follower judges the operations called
+// before the mark, once each, in call order, and says what each check
+// finds as soon as it is final. So what is held is what the streamed
+// check (checker.CheckFile) holds, and a violation shows within a poll or
+// two of the mark that passes its operation.
 const (
-	// followPoll is how often a followed file is read for what is new.
+	// followPoll is how often a followed file is read for what is new,
+	// once the last read found no more.
 	followPoll = 100 * time.Millisecond
-	// followEvery is how often, at most, the part of it that is whole is
-	// judged again. It is judged again only once it has grown, and not
-	// before as long again as the last judgement took, so that judging
-	// takes at most half of the time.
-	followEvery = 500 * time.Millisecond
+	// followUnmarked is how many operations a file without marks may
+	// show before it is left to be judged once ended.
+	followUnmarked = 100_000
 	// followReport is how often progress is reported on stderr.
 	followReport = 10 * time.Second
+	// followChunk is how much of the file one read takes at most, so
+	// that a long file already written is not read whole at once.
+	followChunk = 1 << 20
 )
 
 // followed is a history file being written, as read so far.
@@ -43,19 +47,21 @@ type followed struct {
 	header []byte // the document up to its ops, once read whole
 	lines  []byte // the header's lines until then
 	head   histories.History
-	closed bool // the ops' closing bracket was read
+	closed bool   // the ops' closing bracket was read
+	tail   []byte // the line of that bracket
+	more   bool   // the last read filled its chunk: the file may hold more
 
-	ops            []histories.Op
+	ops            int // the operations read
 	completeBefore int64
 	marked         bool
 	chunk          []byte // the read buffer
 }
 
 // followFile judges the history at path while it is written: the first
-// violation of each check as soon as the part of the file that is whole
-// shows it (on stdout), progress on stderr, then, once the document is
-// ended (its writer stopped) or ctx is done, the verdicts, as check
-// prints them. The exit status is check's.
+// violation of each check as soon as the follower finds it (on stdout),
+// progress on stderr, then, once the document is ended (its writer
+// stopped) or ctx is done, the verdicts, as check prints them. The exit
+// status is check's.
 func followFile(ctx context.Context, path string, f checkFlags, stdout, stderr io.Writer) int {
 	file, err := os.Open(path)
 	if err != nil {
@@ -64,36 +70,61 @@ func followFile(ctx context.Context, path string, f checkFlags, stdout, stderr i
 	}
 	defer file.Close()
 	fw := &followed{path: path, file: file}
-	j := &judge{opts: f.allowed, path: path, stdout: stdout, stderr: stderr, reported: map[string]bool{}}
-	j.opts.Timeout = f.timeout
-	start, warned := time.Now(), false
+	opts := f.allowed
+	opts.Timeout = f.timeout
+	var follower *checker.Follower
+	abandoned := false // the file has no marks: it is judged once ended
+	reported := map[string]bool{}
+	start, lastReport := time.Now(), time.Now()
 	for {
-		if err := fw.read(); err != nil {
+		ops, err := fw.read()
+		if err == nil && follower == nil && !abandoned && fw.header != nil {
+			follower = checker.NewFollower(path, fw.head, opts)
+		}
+		for i := 0; err == nil && follower != nil && i < len(ops); i++ {
+			err = follower.Add(ops[i])
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "fencecheck check: %s: --follow: %v\n", path, err)
-			j.finish()
 			return exitUsage
 		}
 		if fw.closed {
 			break
 		}
-		j.collect(false)
-		if fw.marked && fw.completeBefore > j.at && j.ready() {
-			j.start(fw.history(), fw.completeBefore, len(fw.ops))
+		if follower != nil && fw.marked {
+			for _, v := range follower.Judge(fw.completeBefore) {
+				if !reported[v.Check] {
+					reported[v.Check] = true
+					fmt.Fprintf(stdout, "while following: %s\n", v)
+				}
+			}
 		}
-		if !fw.marked && !warned && len(fw.ops) > 0 && time.Since(start) > followReport {
-			warned = true
+		if follower != nil && time.Since(lastReport) >= followReport {
+			lastReport = time.Now()
+			handed, mark, waiting := follower.Followed()
+			fmt.Fprintf(stderr, "fencecheck check: %s: following: %d operations read, the %d called before %d judged, %d waiting for a later mark\n",
+				path, fw.ops, handed, mark, waiting)
+		}
+		if follower != nil && !fw.marked && fw.ops > 0 && (time.Since(start) > followReport || fw.ops > followUnmarked) {
+			// Without marks every operation would wait: none is held,
+			// and the whole file is judged once it is ended.
+			follower, abandoned = nil, true
 			fmt.Fprintf(stderr, "fencecheck check: %s: following: the file has no complete_before marks, so it is judged only once it is ended\n", path)
+		}
+		if fw.more {
+			if ctx.Err() != nil {
+				return stopped(fw, follower, stdout, stderr)
+			}
+			continue
 		}
 		select {
 		case <-ctx.Done():
-			return j.stopped(fw)
+			return stopped(fw, follower, stdout, stderr)
 		case <-time.After(followPoll):
 		}
 	}
-	// The document is ended: the whole of it is judged, as check judges
-	// it, once its end is written whole.
-	j.finish()
-	fw.ops = nil // check reads them again
+	// The document is ended: it is judged once its end is written whole,
+	// with the members written after the ops.
 	for !bytes.HasSuffix(bytes.TrimSpace(fw.buf), []byte("}")) && ctx.Err() == nil {
 		time.Sleep(followPoll)
 		if err := fw.readRest(); err != nil {
@@ -101,138 +132,89 @@ func followFile(ctx context.Context, path string, f checkFlags, stdout, stderr i
 			return exitUsage
 		}
 	}
-	return checkFile(path, f, false, stdout, stderr)
-}
-
-// judge judges the cuts of a followed file, one at a time, beside the
-// reading of it.
-type judge struct {
-	opts           checker.Options
-	path           string
-	stdout, stderr io.Writer
-	reported       map[string]bool // the checks whose first violation is printed
-
-	running    chan judged // the judgement under way, nil when none is
-	at         int64       // the cut last judged, or being judged
-	last       *judged     // the last judgement done
-	ended      time.Time   // when it was done
-	lastReport time.Time
-}
-
-// judged is one cut's report.
-type judged struct {
-	report checker.Report
-	at     int64
-	ops    int // the operations read when it began
-	took   time.Duration
-}
-
-// ready reports whether another judgement may begin: none is under way,
-// and the last one ended at least followEvery ago, and as long ago as it
-// took.
-func (j *judge) ready() bool {
-	return j.running == nil && (j.last == nil || time.Since(j.ended) >= max(followEvery, j.last.took))
-}
-
-// start judges h's cut at at beside the caller.
-func (j *judge) start(h histories.History, at int64, ops int) {
-	j.at = at
-	done := make(chan judged, 1)
-	j.running = done
-	go func() {
-		began := time.Now()
-		rep := checker.CheckCut(h, at, j.opts)
-		done <- judged{report: rep, at: at, ops: ops, took: time.Since(began)}
-	}()
-}
-
-// collect prints what the judgement under way found, once it is done, or
-// at once when wait is set.
-func (j *judge) collect(wait bool) {
-	if j.running == nil {
-		return
+	if follower == nil {
+		return checkFile(path, f, false, stdout, stderr)
 	}
-	var r judged
-	if wait {
-		r = <-j.running
-	} else {
-		select {
-		case r = <-j.running:
-		default:
-			return
-		}
+	end, err := fw.end()
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck check: %s: --follow: %v\n", path, err)
+		return exitUsage
 	}
-	j.running, j.last, j.ended = nil, &r, time.Now()
-	for _, v := range r.report.Verdicts {
-		if v.Status == checker.Violated && !j.reported[v.Check] {
-			j.reported[v.Check] = true
-			fmt.Fprintf(j.stdout, "while following: %s\n", v)
-		}
+	report, err := follower.Finish(&end)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+		return exitUsage
 	}
-	if time.Since(j.lastReport) >= followReport {
-		j.lastReport = time.Now()
-		fmt.Fprintf(j.stderr, "fencecheck check: %s: following: %d operations read, those called before %d judged in %v\n",
-			j.path, r.ops, r.at, r.took.Round(time.Millisecond))
+	for _, v := range report.Verdicts {
+		fmt.Fprintln(stdout, v)
 	}
+	if !report.Held() {
+		return exitViolated
+	}
+	return exitHeld
 }
 
-// finish waits for the judgement under way, and prints what it found.
-func (j *judge) finish() { j.collect(true) }
-
-// stopped prints the verdicts of the part of a file still being written
-// that was judged last, when following stops before the file's end: at
-// once, so that Ctrl-C is answered without a wait. The file is not a
-// whole history, so the exit status is check's for a history cut short.
-func (j *judge) stopped(fw *followed) int {
-	j.collect(false)
-	if j.last == nil && j.running != nil {
-		j.finish() // the first judgement, of the file's start
-	}
-	if j.last == nil {
-		if !fw.marked {
-			fmt.Fprintf(j.stderr, "fencecheck check: %s: stopped before the document ended, with no operation known to be whole\n", fw.path)
+// stopped prints the verdicts of the operations read, when following
+// stops before the file's end: the history the recorder would have
+// written had it been killed then, judged as check judges a file cut
+// short. The file is not a whole history, so the exit status is check's
+// for one cut short.
+func stopped(fw *followed, follower *checker.Follower, stdout, stderr io.Writer) int {
+	if follower == nil {
+		if fw.header != nil {
+			// A file without marks: judged as check judges it.
+			checkFile(fw.path, checkFlags{timeout: checker.DefaultTimeout}, false, stdout, stderr)
 			return exitUsage
 		}
-		j.start(fw.history(), fw.completeBefore, len(fw.ops))
-		j.finish()
+		fmt.Fprintf(stderr, "fencecheck check: %s: stopped before the document ended, with no operation known to be whole\n", fw.path)
+		return exitUsage
 	}
-	r := j.last
-	fmt.Fprintf(j.stderr, "fencecheck check: %s: stopped before the document ended: these are the verdicts of the %d operations called before %d; the file is unusable, so the exit status is %d\n",
-		fw.path, len(r.report.History.Ops), r.at, exitUsage)
-	for _, v := range r.report.Verdicts {
-		fmt.Fprintln(j.stdout, v)
+	report, err := follower.Finish(nil)
+	var broken *histories.BrokenError
+	if err != nil && (!errors.As(err, &broken) || report.Verdicts == nil) {
+		fmt.Fprintf(stderr, "fencecheck check: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "fencecheck check: %s: stopped before the document ended: these are the verdicts of the %d operations read; the file is unusable, so the exit status is %d\n",
+		fw.path, fw.ops, exitUsage)
+	for _, v := range report.Verdicts {
+		fmt.Fprintln(stdout, v)
 	}
 	return exitUsage
 }
 
-// history is the operations read so far, with the file's header.
-func (fw *followed) history() histories.History {
-	h := fw.head
-	h.Ops = fw.ops
-	return h
+// end is the document's header with the members written after the ops,
+// once the document is ended.
+func (fw *followed) end() (histories.History, error) {
+	doc := append(bytes.Clone(fw.header), fw.tail...)
+	doc = append(append(doc, '\n'), fw.buf...)
+	h, err := histories.Load(bytes.NewReader(doc))
+	if err != nil {
+		return h, fmt.Errorf("the end of the document: %w", err)
+	}
+	return h, nil
 }
 
-// readRest reads what has been written since the last read.
+// readRest reads what has been written since the last read, one chunk
+// at most, and notes whether the file may hold more.
 func (fw *followed) readRest() error {
 	if fw.chunk == nil {
-		fw.chunk = make([]byte, 256<<10)
+		fw.chunk = make([]byte, followChunk)
 	}
-	for {
-		n, err := fw.file.Read(fw.chunk)
-		fw.buf = append(fw.buf, fw.chunk[:n]...)
-		if errors.Is(err, io.EOF) || n == 0 {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	n, err := io.ReadFull(fw.file, fw.chunk)
+	fw.buf = append(fw.buf, fw.chunk[:n]...)
+	fw.more = n == len(fw.chunk)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil
 	}
+	return err
 }
 
-// read takes what has been written since the last read.
-func (fw *followed) read() error {
+// read takes what has been written since the last read, and returns the
+// operations it holds.
+func (fw *followed) read() ([]histories.Op, error) {
 	if err := fw.readRest(); err != nil {
-		return err
+		return nil, err
 	}
 	var lines [][]byte
 	for !fw.closed {
@@ -245,7 +227,7 @@ func (fw *followed) read() error {
 		fw.line++
 		op, err := fw.takeLine(line)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if op != nil {
 			lines = append(lines, op)
@@ -281,7 +263,7 @@ func (fw *followed) takeLine(line []byte) ([]byte, error) {
 	case trimmed[0] == '{' && json.Valid(trimmed):
 		return trimmed, nil
 	case trimmed[0] == ']':
-		fw.closed = true
+		fw.closed, fw.tail = true, bytes.Clone(line)
 		return nil, nil
 	}
 	return nil, fmt.Errorf("line %d is not an operation on a line of its own (--follow reads the layout fencecheck writes: the header, one operation a line, then the end): %.80q", fw.line, line)
@@ -299,9 +281,9 @@ func (fw *followed) readHeader() error {
 
 // decode reads operation lines, as a document of the file's header and
 // them, and takes the latest mark.
-func (fw *followed) decode(lines [][]byte) error {
+func (fw *followed) decode(lines [][]byte) ([]histories.Op, error) {
 	if len(lines) == 0 {
-		return nil
+		return nil, nil
 	}
 	doc := bytes.Clone(fw.header)
 	for i, l := range lines {
@@ -314,15 +296,15 @@ func (fw *followed) decode(lines [][]byte) error {
 	doc = append(doc, "\n]}"...)
 	h, err := histories.Load(bytes.NewReader(doc))
 	if err != nil {
-		return fmt.Errorf("the operations after the first %d: %w", len(fw.ops), err)
+		return nil, fmt.Errorf("the operations after the first %d: %w", fw.ops, err)
 	}
-	fw.ops = append(fw.ops, h.Ops...)
+	fw.ops += len(h.Ops)
 	for _, l := range lines {
 		if at, ok := completeBefore(l); ok && (!fw.marked || at > fw.completeBefore) {
 			fw.completeBefore, fw.marked = at, true
 		}
 	}
-	return nil
+	return h.Ops, nil
 }
 
 // completeBefore is an operation's mark, written last.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/fencecheck/fencecheck/histories"
 )
@@ -23,8 +25,8 @@ import (
 // (default 1m): the soak test's client through fencecheck proxy --check,
 // check --follow beside it, trip-0 committed again a third of the run (at
 // least 20 s) before its end.
-// Each judgement of the part of the file that is whole judges it all
-// again, so the delay grows with the recording: it logs the delay, and
+// exactly-once is judged on the cut of every operation so far, again and
+// again, so its delay grows with the recording: it logs the delay, and
 // requires only that the violation be reported while the run goes on. It
 // runs only with -tags soak, and .ci/run does not run it:
 //
@@ -35,6 +37,69 @@ func TestSoakFollowReportsAnInjectedViolation(t *testing.T) {
 	n := soakClient(t, r.addr, length, length-max(20*time.Second, length/3))
 	r.stop()
 	followed, checked := r.reported(r.follow, "exactly-once"), r.reported(r.proxy.stdout, "exactly-once")
+	t.Logf("%v: %d transactions, %d operations; reported %v (check --follow) and %v (proxy --check) after the operation",
+		length, n, len(r.history.Ops), followed.Round(time.Millisecond), checked.Round(time.Millisecond))
+	t.Logf("check --follow's progress:\n%s", r.followStderr)
+}
+
+// TestSoakFollowReportsAnOffsetRegression: the soak test's client, as in
+// TestSoakFollowReportsAnInjectedViolation, and beside it a consumer group
+// whose offset is committed backwards a third of the run (at least 20 s)
+// before its end. offsets-monotonic is a fold that names a backward commit
+// as soon as it is handed on, so its delay does not grow with the
+// recording. It logs the delay:
+//
+//	FENCECHECK_SOAK=2m go test -tags soak -run SoakFollowReportsAnOffset -v -timeout 1h ./cmd/fencecheck/
+func TestSoakFollowReportsAnOffsetRegression(t *testing.T) {
+	length := soakLength(t)
+	r := startLiveRun(t)
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		time.Sleep(length - max(20*time.Second, length/3))
+		// OffsetCommit before v10, which names topics by id.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(r.addr), kgo.ClientID("offsets"), kgo.MaxVersions(kversion.V3_9_0()))
+		if !assert(t, err) {
+			return
+		}
+		defer cl.Close()
+		// The proxy reads a partition's name from the metadata its
+		// clients fetch.
+		meta := kmsg.NewPtrMetadataRequest()
+		topic := kmsg.NewMetadataRequestTopic()
+		topic.Topic = kmsg.StringPtr("trips")
+		meta.Topics = append(meta.Topics, topic)
+		if _, err := meta.RequestWith(context.Background(), cl); !assert(t, err) {
+			return
+		}
+		for i, offset := range []int64{10, 5} {
+			if i > 0 {
+				// The clock counts milliseconds: the second is called
+				// after the first returned only on a later one.
+				time.Sleep(10 * time.Millisecond)
+			}
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.Generation = "soak-offsets", -1
+			topic := kmsg.NewOffsetCommitRequestTopic()
+			topic.Topic = "trips"
+			part := kmsg.NewOffsetCommitRequestTopicPartition()
+			part.Partition, part.Offset = 0, offset
+			topic.Partitions = append(topic.Partitions, part)
+			req.Topics = append(req.Topics, topic)
+			resp, err := req.RequestWith(context.Background(), cl)
+			if !assert(t, err) {
+				return
+			}
+			if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+				t.Errorf("offset %d committed with error code %d", offset, code)
+				return
+			}
+		}
+	}()
+	n := soakClient(t, r.addr, length, 0)
+	<-committed
+	r.stop()
+	followed, checked := r.reported(r.follow, "offsets-monotonic"), r.reported(r.proxy.stdout, "offsets-monotonic")
 	t.Logf("%v: %d transactions, %d operations; reported %v (check --follow) and %v (proxy --check) after the operation",
 		length, n, len(r.history.Ops), followed.Round(time.Millisecond), checked.Round(time.Millisecond))
 	t.Logf("check --follow's progress:\n%s", r.followStderr)

@@ -147,9 +147,9 @@ func producedAt(base int64) model.Result {
 	return model.OK(resp)
 }
 
-// followed waits until the follower has had time to judge what the file
-// holds: a few rounds of reading and judging.
-func waitForFollower() { time.Sleep(4 * followEvery) }
+// waitForFollower waits until the follower has had time to judge what
+// the file holds: many rounds of reading and judging.
+func waitForFollower() { time.Sleep(20 * followPoll) }
 
 // A fetch that returns a record whose produce is still in flight is
 // Kafka keeping its word, yet the operations written so far, judged as a
@@ -241,4 +241,53 @@ func TestFollowAnEndedFile(t *testing.T) {
 	_, want, _ := runCLI("check", "../../docs/examples/three-ops.json")
 	require.Equal(t, exitHeld, code)
 	require.Equal(t, want, out)
+}
+
+func commitOffset(group string, offset int64) model.Request {
+	req := model.NewRequest()
+	req.Group, req.GenerationID, req.Offsets = group, -1, map[model.Partition]int64{"trips-0": offset}
+	return req
+}
+
+// A consumer's offset committed backwards is reported while the
+// recording goes on, before its writer ends the document, by the fold
+// that judges offsets-monotonic as each operation is handed on; the
+// verdicts at the end name it too.
+func TestFollowReportsAnOffsetRegressionBeforeTheWriterEnds(t *testing.T) {
+	s := startStreamed(t)
+	stdout, stderr, stop := following(t, s.path)
+	s.op("C", model.OffsetCommit, commitOffset("fares", 5))(model.OK(model.NewResponse()))
+	s.op("C", model.OffsetCommit, commitOffset("fares", 3))(model.OK(model.NewResponse()))
+	s.flush()
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if line, _, ok := stdout.first("while following: offsets-monotonic: "); ok {
+			require.Equal(t, "while following: offsets-monotonic: VIOLATED op 1 (group fares trips-0 committed offset 3 after op 0 had committed 5)", line)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no violation reported in 5 s: %s %s", stdout, stderr)
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.op("C", model.OffsetCommit, commitOffset("fares", 4))(model.OK(model.NewResponse()))
+	s.close()
+	require.Equal(t, exitViolated, stop(10*time.Second), "it ends with the document: %s %s", stdout, stderr)
+	require.Contains(t, stdout.String(), "\noffsets-monotonic: VIOLATED op 1 (group fares trips-0 committed offset 3 after op 0 had committed 5; 1 more)", "the verdicts follow")
+	require.Contains(t, stdout.String(), "\nlinearizable: ok")
+}
+
+// Files already ended, with violations of the search (aborted-read), of
+// folds and of exactly-once, and of progress: check --follow prints what
+// check prints, and exits as it does.
+func TestFollowAnEndedFileWithViolations(t *testing.T) {
+	for _, name := range []string{"aborted-read", "seed-002-groupid-string", "no-progress-shared-id", "fresh-id-per-start"} {
+		t.Run(name, func(t *testing.T) {
+			file := "../../histories/canonical/" + name + ".json"
+			code, out, _ := runCLI("check", "--follow", file)
+			wantCode, want, _ := runCLI("check", file)
+			require.Equal(t, exitViolated, wantCode)
+			require.Equal(t, wantCode, code)
+			require.Equal(t, want, out)
+		})
+	}
 }

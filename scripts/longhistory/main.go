@@ -8,7 +8,9 @@
 // commits one record per transaction, as internal/proxy's soak does
 // through kfake: an init, then a produce and an end_txn for each record,
 // under transactions v2 on a wall clock. With -consume, a consumer
-// fetches each committed record after its commit.
+// fetches each committed record after its commit. With -marks, each
+// batch written ends with a complete_before mark, as a recording proxy
+// writes it, so that `fencecheck check --follow` can be measured on it.
 //
 // -shape pipeline is the exploration's consume-transform-produce
 // pipeline: a source of trips, workers in a KIP-848 consumer group that
@@ -43,6 +45,7 @@ func main() {
 	overlap := flag.Int("overlap", 3, "pipeline: the most requests in flight at once, 1 to 3")
 	fault := flag.String("fault", "", "pipeline: a deliberate fault, for tests of the checks: duplicate-fare or rewind-offset")
 	consume := flag.Bool("consume", false, "soak: a consumer fetches each committed record, read_committed, after its commit")
+	marks := flag.Bool("marks", false, "soak: mark what is whole, as a recording proxy does (complete_before)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(2, fmt.Errorf("unexpected argument %q: every setting is a flag", flag.Arg(0)))
@@ -55,7 +58,7 @@ func main() {
 		if *n < 0 {
 			fail(2, fmt.Errorf("-ops is %d; it must be 0 or more", *n))
 		}
-		if err := write(*out, *n, *consume); err != nil {
+		if err := write(*out, *n, *consume, *marks); err != nil {
 			fail(1, err)
 		}
 	case "pipeline":
@@ -115,7 +118,7 @@ func writePipelineTo(out io.Writer, cfg pipelineConfig) (string, error) {
 		p.nextID, p.produced, p.restarts, p.fenced, p.aborts), nil
 }
 
-func write(path string, n int, consume bool) error {
+func write(path string, n int, consume, marks bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -135,8 +138,14 @@ func write(path string, n int, consume bool) error {
 		opts.Reads = nil
 	}
 	c := soakClient{state: model.Init(opts), pid: model.NoProducerID, epoch: model.NoEpoch, consume: consume}
+	write := w.Write
+	if marks {
+		// One client, one request at a time: every operation called
+		// before an operation's return is written with it or before it.
+		write = func(op histories.Op) error { return w.WriteMarked(op, op.Return) }
+	}
 	for i := range n {
-		if err := w.Write(c.next(i)); err != nil {
+		if err := write(c.next(i)); err != nil {
 			return err
 		}
 	}
