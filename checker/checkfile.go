@@ -66,7 +66,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 	// The likelier protocol only: an order found under it is a verdict,
 	// and when none is found the whole search tries both.
 	m := porcupineModel(modelOptions(header, versionsSigned(header, signed)[0], opts), header.Topics, true, opts.AllowCodes)
-	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout*time.Duration(1+stream.Len()/timeoutOps))
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if opts.Progress != nil {
 		opts.Progress(Linearizable, 0)
@@ -83,6 +83,8 @@ func CheckFile(path string, opts Options) (Report, error) {
 		}
 	}
 	search := newStreamSearch(ctx, m, header, never, phaseReport(progress, Linearizable))
+	// The time-out bounds the time spent searching, not the reading's.
+	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
 	invariants := newInvariantStream(header, newPassProgress(progress))
 	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError

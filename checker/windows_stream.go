@@ -3,6 +3,8 @@ package checker
 import (
 	"context"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -52,6 +54,55 @@ type streamSearch struct {
 	// cameBack counts the windows placed only by coming back to another
 	// end state of a window kept.
 	cameBack int
+	clock    *searchClock // when set, bounds the time spent searching
+}
+
+// searchClock bounds the time a streamed search spends searching, as the
+// whole search's time-out bounds its search. The time the search waits
+// for the reading does not count, so that a slow reading (a loaded
+// machine, for example) does not end the search as Unknown. A timer
+// checks the time spent when the budget could be up, and cancels the
+// search's context only once it is.
+type searchClock struct {
+	budget time.Duration
+	spent  atomic.Int64 // nanoseconds spent in the windows searched
+	since  atomic.Int64 // when the window being searched began, in Unix nanoseconds; 0 between windows
+	cancel context.CancelFunc
+	timer  *time.Timer
+}
+
+// limit bounds the time s spends searching to budget, from now on.
+func (s *streamSearch) limit(budget time.Duration) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &searchClock{budget: budget, cancel: cancel}
+	c.timer = time.AfterFunc(budget, c.check)
+	s.ctx, s.clock = ctx, c
+}
+
+// check cancels the search once its budget is spent, and otherwise looks
+// again when it could be.
+func (c *searchClock) check() {
+	used := time.Duration(c.spent.Load())
+	if since := c.since.Load(); since != 0 {
+		used += time.Duration(time.Now().UnixNano() - since)
+	}
+	if used >= c.budget {
+		c.cancel()
+		return
+	}
+	c.timer.Reset(c.budget - used)
+}
+
+func (c *searchClock) start() {
+	if c != nil {
+		c.since.Store(time.Now().UnixNano())
+	}
+}
+
+func (c *searchClock) stop() {
+	if c != nil {
+		c.spent.Add(time.Now().UnixNano() - c.since.Swap(0))
+	}
 }
 
 // keptWindow is a window judged, the state it began in, and the source
@@ -131,12 +182,14 @@ func (s *streamSearch) judge() {
 		s.onCut(s.window)
 	}
 	w, start := slices.Clone(s.window), s.state
+	s.clock.start()
 	ends := endsOf(s.ctx, s.m, w, start, false)
 	end, ok := ends.next()
 	if !ok && s.ctx.Err() == nil {
 		end, ok = s.comeBack(w)
 		ends = nil // comeBack kept w with its source
 	}
+	s.clock.stop()
 	switch {
 	case ok:
 		s.state = end
@@ -236,6 +289,10 @@ func (s *streamSearch) finish() porcupine.CheckResult {
 	s.judge()
 	if s.result == porcupine.Ok && s.ctx.Err() != nil {
 		s.result = porcupine.Unknown
+	}
+	if s.clock != nil {
+		s.clock.timer.Stop()
+		s.clock.cancel()
 	}
 	return s.result
 }

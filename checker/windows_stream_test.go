@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
@@ -219,4 +220,58 @@ func TestStreamSearchComingBackHonoursTheTimeOut(t *testing.T) {
 	s.add(&ops[len(ops)-1])
 	require.Equal(t, porcupine.Unknown, s.finish())
 	require.Equal(t, 0, s.cameBack)
+}
+
+// sequential is n operations of one process, one after another.
+func sequential(n int) histories.History {
+	var h histories.History
+	for i := range n {
+		h.Ops = append(h.Ops, histories.Op{ID: i, Proc: "A", Call: int64(2 * i), Return: int64(2*i + 1), Returned: true,
+			Op: model.Op{Kind: model.Produce}, Result: model.OK(model.NewResponse())})
+	}
+	return h
+}
+
+// TestStreamSearchTimeOutCountsSearchingOnly: the time the search waits
+// for the next operation (a slow reading) does not count against its
+// time-out, so a search that waits longer than its budget, and searches
+// for less, is still Ok. A deadline on the context, as CheckFile had,
+// ends it Unknown.
+func TestStreamSearchTimeOutCountsSearchingOnly(t *testing.T) {
+	h := sequential(8)
+	ops := inCallOrderCopy(h.Ops)
+	const budget = 200 * time.Millisecond
+	run := func(s *streamSearch) porcupine.CheckResult {
+		for i := range ops {
+			time.Sleep(budget / 4) // the reading's time
+			s.add(&ops[i])
+		}
+		return s.finish()
+	}
+	s := newStreamSearch(t.Context(), acceptAll, h, neverOf(h), nil)
+	s.limit(budget)
+	require.Equal(t, porcupine.Ok, run(s))
+	require.Less(t, time.Duration(s.clock.spent.Load()), budget)
+
+	ctx, cancel := context.WithTimeout(t.Context(), budget)
+	defer cancel()
+	require.Equal(t, porcupine.Unknown, run(newStreamSearch(ctx, acceptAll, h, neverOf(h), nil)))
+}
+
+// TestStreamSearchTimeOutStopsASlowSearch: a search whose steps take
+// longer than its budget ends Unknown.
+func TestStreamSearchTimeOutStopsASlowSearch(t *testing.T) {
+	slow := acceptAll
+	slow.StepContext = func(_ context.Context, s, _, _ any) (bool, any) {
+		time.Sleep(20 * time.Millisecond)
+		return true, s
+	}
+	h := sequential(15)
+	s := newStreamSearch(t.Context(), slow, h, neverOf(h), nil)
+	s.limit(100 * time.Millisecond)
+	for _, op := range inCallOrderCopy(h.Ops) {
+		s.add(&op)
+	}
+	require.Equal(t, porcupine.Unknown, s.finish())
+	require.GreaterOrEqual(t, time.Duration(s.clock.spent.Load()), 100*time.Millisecond)
 }
