@@ -28,8 +28,9 @@ const PhaseRead = "read"
 // Its Report holds the header and only the operations its violations
 // name, which is what the verdicts' lines need. The whole history is
 // searched again, as Check searches it, in two cases: when the streamed
-// search finds no order, because only the whole search comes back to
-// other end states and explains a violation; and with
+// search finds no order, because it comes back only to the last windows
+// it judged, and only the whole search comes back to every end state and
+// explains a violation; and with
 // Options.Visualize, whose drawing needs the whole history. The check
 // then holds the whole history.
 //
