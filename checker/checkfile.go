@@ -28,8 +28,9 @@ const PhaseRead = "read"
 // Its Report holds the header and only the operations its violations
 // name, which is what the verdicts' lines need. The whole history is
 // searched again, as Check searches it, in two cases: when the streamed
-// search finds no order, because only the whole search comes back to
-// other end states and explains a violation; and with
+// search finds no order, because it comes back only to the last windows
+// it judged, and only the whole search comes back to every end state and
+// explains a violation; and with
 // Options.Visualize, whose drawing needs the whole history. The check
 // then holds the whole history.
 //
@@ -76,7 +77,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 	mopts := modelOptions(header, versionsSigned(header, signed)[0], opts)
 	mopts.Reads = reads
 	m := porcupineModel(mopts, header.Topics, true, opts.AllowCodes)
-	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout*time.Duration(1+stream.Len()/timeoutOps))
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if opts.Progress != nil {
 		opts.Progress(Linearizable, 0)
@@ -94,6 +95,8 @@ func CheckFile(path string, opts Options) (Report, error) {
 	}
 	search := newStreamSearch(ctx, m, header, never, phaseReport(progress, Linearizable))
 	search.ahead = ahead
+	// The time-out bounds the time spent searching, not the reading's.
+	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
 	invariants := newInvariantStream(header, newPassProgress(progress))
 	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError

@@ -93,10 +93,10 @@ func TestCheckFileAgreesWithCheck(t *testing.T) {
 
 // TestStreamSearchOkIsAVerdict: where the streamed search finds an order,
 // the whole search finds one too; and it finds one on every saved history
-// that the whole search explains under the likelier protocol but one,
-// which needs the search to come back to a window's other end state.
+// that the whole search explains under the likelier protocol. One of them
+// needs the search to come back to a window's other end state.
 func TestStreamSearchOkIsAVerdict(t *testing.T) {
-	var comeBack []string
+	var comeBack, cameBack []string
 	linearizable := 0
 	for _, file := range savedHistories(t) {
 		h, err := histories.LoadFile(file)
@@ -111,6 +111,9 @@ func TestStreamSearchOkIsAVerdict(t *testing.T) {
 			search.add(&op)
 		}
 		result := search.finish()
+		if search.cameBack > 0 {
+			cameBack = append(cameBack, filepath.Base(file))
+		}
 		switch {
 		case result == porcupine.Ok:
 			require.Equal(t, porcupine.Ok, whole, file)
@@ -122,7 +125,8 @@ func TestStreamSearchOkIsAVerdict(t *testing.T) {
 		}
 	}
 	require.Greater(t, linearizable, 40)
-	require.Equal(t, []string{"leader-of-two-rejoins-late.json"}, comeBack)
+	require.Empty(t, comeBack, "histories the streamed search finds no order for")
+	require.Equal(t, []string{"leader-of-two-rejoins-late.json"}, cameBack)
 }
 
 func neverOf(h histories.History) int64 {
