@@ -98,6 +98,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 	// The time-out bounds the time spent searching, not the reading's.
 	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
 	invariants := newInvariantStream(header, newPassProgress(progress))
+	invariants.onlyRead(reads)
 	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError
 	if err != nil && !errors.As(err, &broken) {

@@ -28,6 +28,21 @@ type noAbortedReadFold struct {
 	repeats recordsBySlot
 	unacked map[model.Partition][]unackedWrite
 	reads   []committedRead
+	// fetched, when set, names the partitions some fetch of the history
+	// reads: a record elsewhere is never read, so it is not kept.
+	fetched *model.Reads
+}
+
+func (f *noAbortedReadFold) onlyRead(reads *model.Reads) { f.fetched = reads }
+
+// unread says that no fetch of the history reads p, as far as the fold
+// knows.
+func (f *noAbortedReadFold) unread(p model.Partition) bool {
+	if f.fetched == nil {
+		return false
+	}
+	_, read := f.fetched.Lowest(p)
+	return !read
 }
 
 // writtenRecordAt is a produced record as a read is judged against it.
@@ -88,6 +103,9 @@ func (f *noAbortedReadFold) closed(*txn) {}
 // written keeps a produce's records, in the call order of the produces (a
 // transactional one comes when it joins its transaction).
 func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
+	if f.unread(op.Req.Partition) {
+		return
+	}
 	into := f.acked
 	if repeat {
 		into = f.repeats

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -142,4 +143,30 @@ func TestNoAbortedReadRepeatAnsweredAtTheSlot(t *testing.T) {
 
 	b.op(end).Req.Commit = false
 	requireViolation(t, CheckOne(b.h, NoAbortedRead), read, "")
+}
+
+// Told which partitions the history's fetches read, the fold keeps no
+// record of another partition, and judges a read as before.
+func TestNoAbortedReadKeepsNoRecordOfAPartitionNoFetchReads(t *testing.T) {
+	b, _ := seed000()
+	b.produce("A", 50000, 50001, fw0, "fares-9", 0, "trip-9002")
+	read := b.fetch("R", 40000, 40001, "fares-2", 0, model.ReadCommitted, rec(40, "trip-9001", 4001))
+	reads := model.NewReads()
+	reads.Fetch("fares-2", 0)
+
+	s := newInvariantStream(b.h, nil)
+	s.onlyRead(reads)
+	for _, i := range callOrder(b.h.Ops) {
+		s.add(&b.h.Ops[i])
+	}
+	var fold *noAbortedReadFold
+	for _, f := range s.folds {
+		if nar, ok := f.(*noAbortedReadFold); ok {
+			fold = nar
+		}
+	}
+	verdicts := s.verdicts()
+	requireViolation(t, verdicts[slices.Index(Checks, NoAbortedRead)-1], read, "")
+	require.NotNil(t, fold.acked["fares-2"], "a record of a partition a fetch reads is kept")
+	require.Nil(t, fold.acked["fares-9"], "a record of a partition no fetch reads is not kept")
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // invariantStream judges the six invariants of a history whose operations
@@ -58,6 +59,26 @@ type calledBeforeFold interface {
 	invariantFold
 	// calledBefore: every operation called before instant has come.
 	calledBefore(instant int64)
+}
+
+// readsAware is a fold that keeps less once it knows which partitions
+// the history's fetches read (invariantStream.onlyRead).
+type readsAware interface {
+	invariantFold
+	// onlyRead: no fetch of the history reads a partition reads does
+	// not name.
+	onlyRead(reads *model.Reads)
+}
+
+// onlyRead tells the folds, before the first operation, which partitions
+// the history's fetches read, as a first reading of a file learns them,
+// so that they keep nothing no fetch can look at.
+func (s *invariantStream) onlyRead(reads *model.Reads) {
+	for _, f := range s.folds {
+		if r, ok := f.(readsAware); ok {
+			r.onlyRead(reads)
+		}
+	}
 }
 
 // newInvariantStream is a stream of the history described by header, whose
