@@ -388,9 +388,12 @@ func (f *offsetsFold) verdict() Verdict {
 // staleGenerations). A commit is judged once every operation called by its
 // call has come, both as a classic group's and as a KIP-848 consumer
 // group's, because only the end of the history says which its group is.
+// Each group's operations are kept apart (groupIndex), so that a commit
+// is judged against its own group's alone, and the member epochs are
+// indexed, so that most commits are judged without a scan.
 type generationsFold struct {
-	groupOps       histories.History // copies of the group operations, in call order
-	waiting        []histories.Op    // commits called at the latest instant
+	groups         map[string]*groupIndex
+	waiting        []histories.Op // commits called at the latest instant
 	judged         []judgedCommit
 	commits        map[int]bool
 	consumerGroups map[string]bool
@@ -407,8 +410,11 @@ func (g *generationsFold) add(op *histories.Op) {
 	}
 	switch op.Kind {
 	case model.JoinGroup, model.SyncGroup, model.ConsumerGroupHeartbeat:
-		g.groupOps.Ops = append(g.groupOps.Ops, *op)
+		g.group(op.Req.Group).add(op)
 		if op.Kind == model.ConsumerGroupHeartbeat {
+			if g.consumerGroups == nil {
+				g.consumerGroups = map[string]bool{}
+			}
 			g.consumerGroups[op.Req.Group] = true
 		}
 	case model.TxnOffsetCommit, model.OffsetCommit:
@@ -418,19 +424,40 @@ func (g *generationsFold) add(op *histories.Op) {
 	}
 }
 
+// group is the index of the group named, made empty when new.
+func (g *generationsFold) group(name string) *groupIndex {
+	if g.groups == nil {
+		g.groups = map[string]*groupIndex{}
+	}
+	x := g.groups[name]
+	if x == nil {
+		x = newGroupIndex()
+		g.groups[name] = x
+	}
+	return x
+}
+
 func (g *generationsFold) judgeWaiting() {
 	for _, commit := range g.waiting {
 		j := judgedCommit{group: commit.Req.Group}
-		classic, consumer := staleGeneration, staleMemberEpoch
+		x := g.group(commit.Req.Group)
+		var classic, consumer *foldedViolation
 		if commit.Req.GenerationID < 0 {
-			classic, consumer = zombieOverload, zombieMemberOverload
+			if v, stale := zombieOverload(x.classic, commit); stale {
+				classic = &foldedViolation{call: commit.Call, Violation: v}
+			}
+			if v, stale := zombieMemberOverload(x.consumer, commit); stale {
+				consumer = &foldedViolation{call: commit.Call, Violation: v}
+			}
+		} else {
+			if v, stale := staleGeneration(x.classic, commit); stale {
+				classic = &foldedViolation{call: commit.Call, Violation: v}
+			}
+			if v, stale := x.staleMemberEpoch(commit); stale {
+				consumer = &foldedViolation{call: commit.Call, Violation: v}
+			}
 		}
-		if v, stale := classic(g.groupOps, commit); stale {
-			j.classic = &foldedViolation{call: commit.Call, Violation: v}
-		}
-		if v, stale := consumer(g.groupOps, commit); stale {
-			j.consumer = &foldedViolation{call: commit.Call, Violation: v}
-		}
+		j.classic, j.consumer = classic, consumer
 		if j.classic != nil || j.consumer != nil {
 			g.judged = append(g.judged, j)
 		}
