@@ -44,6 +44,7 @@ import (
 type offsetsFold struct {
 	header    histories.History
 	committed map[groupPartition][]committedOffset // each in the call order of its commits
+	highest   map[groupPartition]int64             // the highest offset in each committed list
 	fetches   map[groupPartition][]fetchedOffset   // in call order
 	// parts are the partitions of each group that a commit or an answer
 	// above -1 named, so that a fetch of all partitions reads them.
@@ -146,15 +147,23 @@ func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, op
 		f.named(gp)
 		c.offset = offsets[p]
 		list := f.committed[gp]
-		for _, earlier := range list {
-			if f.afterDeletion(p, c.call) {
-				break
+		// Only an earlier offset above c's can be found, so the scan
+		// is needed only below the highest (most commits move forward).
+		highest, ok := f.highest[gp]
+		if ok && c.offset < highest && !f.afterDeletion(p, c.call) {
+			for _, earlier := range list {
+				if earlier.ret < c.call && c.offset < earlier.offset {
+					f.found = append(f.found, foldedViolation{call: opCall, Violation: Violation{Op: c.op, Related: earlier.by,
+						Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, c.offset, earlier.op, earlier.offset)}})
+					break
+				}
 			}
-			if earlier.ret < c.call && c.offset < earlier.offset {
-				f.found = append(f.found, foldedViolation{call: opCall, Violation: Violation{Op: c.op, Related: earlier.by,
-					Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, c.offset, earlier.op, earlier.offset)}})
-				break
-			}
+		}
+		if f.highest == nil {
+			f.highest = map[groupPartition]int64{}
+		}
+		if !ok || c.offset > highest {
+			f.highest[gp] = c.offset
 		}
 		// In the call order of the commits (a transaction's commits
 		// are known only when it ends).
