@@ -44,6 +44,7 @@ import (
 type offsetsFold struct {
 	header    histories.History
 	committed map[groupPartition][]committedOffset // each in the call order of its commits
+	highest   map[groupPartition]int64             // the highest offset in each committed list
 	fetches   map[groupPartition][]fetchedOffset   // in call order
 	// parts are the partitions of each group that a commit or an answer
 	// above -1 named, so that a fetch of all partitions reads them.
@@ -148,15 +149,23 @@ func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, op
 		f.named(gp)
 		c.offset = offsets[p]
 		list := f.committed[gp]
-		for _, earlier := range list {
-			if f.afterDeletion(p, c.call) {
-				break
+		// Only an earlier offset above c's can be found, so the scan
+		// is needed only below the highest (most commits move forward).
+		highest, ok := f.highest[gp]
+		if ok && c.offset < highest && !f.afterDeletion(p, c.call) {
+			for _, earlier := range list {
+				if earlier.ret < c.call && c.offset < earlier.offset {
+					f.found = append(f.found, foldedViolation{call: opCall, Violation: Violation{Op: c.op, Related: earlier.by,
+						Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, c.offset, earlier.op, earlier.offset)}})
+					break
+				}
 			}
-			if earlier.ret < c.call && c.offset < earlier.offset {
-				f.found = append(f.found, foldedViolation{call: opCall, Violation: Violation{Op: c.op, Related: earlier.by,
-					Reason: fmt.Sprintf("%s committed offset %d after op %d had committed %d", gp, c.offset, earlier.op, earlier.offset)}})
-				break
-			}
+		}
+		if f.highest == nil {
+			f.highest = map[groupPartition]int64{}
+		}
+		if !ok || c.offset > highest {
+			f.highest[gp] = c.offset
 		}
 		// In the call order of the commits (a transaction's commits
 		// are known only when it ends).
@@ -406,9 +415,12 @@ func (f *offsetsFold) verdict() Verdict {
 // staleGenerations). A commit is judged once every operation called by its
 // call has come, both as a classic group's and as a KIP-848 consumer
 // group's, because only the end of the history says which its group is.
+// Each group's operations are kept apart (groupIndex), so that a commit
+// is judged against its own group's alone, and the member epochs are
+// indexed, so that most commits are judged without a scan.
 type generationsFold struct {
-	groupOps       histories.History // copies of the group operations, in call order
-	waiting        []histories.Op    // commits called at the latest instant
+	groups         map[string]*groupIndex
+	waiting        []histories.Op // commits called at the latest instant
 	judged         []judgedCommit
 	commits        map[int]bool
 	consumerGroups map[string]bool
@@ -425,8 +437,11 @@ func (g *generationsFold) add(op *histories.Op) {
 	}
 	switch op.Kind {
 	case model.JoinGroup, model.SyncGroup, model.ConsumerGroupHeartbeat:
-		g.groupOps.Ops = append(g.groupOps.Ops, *op)
+		g.group(op.Req.Group).add(op)
 		if op.Kind == model.ConsumerGroupHeartbeat {
+			if g.consumerGroups == nil {
+				g.consumerGroups = map[string]bool{}
+			}
 			g.consumerGroups[op.Req.Group] = true
 		}
 	case model.TxnOffsetCommit, model.OffsetCommit:
@@ -436,19 +451,40 @@ func (g *generationsFold) add(op *histories.Op) {
 	}
 }
 
+// group is the index of the group named, made empty when new.
+func (g *generationsFold) group(name string) *groupIndex {
+	if g.groups == nil {
+		g.groups = map[string]*groupIndex{}
+	}
+	x := g.groups[name]
+	if x == nil {
+		x = newGroupIndex()
+		g.groups[name] = x
+	}
+	return x
+}
+
 func (g *generationsFold) judgeWaiting() {
 	for _, commit := range g.waiting {
 		j := judgedCommit{group: commit.Req.Group}
-		classic, consumer := staleGeneration, staleMemberEpoch
+		x := g.group(commit.Req.Group)
+		var classic, consumer *foldedViolation
 		if commit.Req.GenerationID < 0 {
-			classic, consumer = zombieOverload, zombieMemberOverload
+			if v, stale := zombieOverload(x.classic, commit); stale {
+				classic = &foldedViolation{call: commit.Call, Violation: v}
+			}
+			if v, stale := zombieMemberOverload(x.consumer, commit); stale {
+				consumer = &foldedViolation{call: commit.Call, Violation: v}
+			}
+		} else {
+			if v, stale := staleGeneration(x.classic, commit); stale {
+				classic = &foldedViolation{call: commit.Call, Violation: v}
+			}
+			if v, stale := x.staleMemberEpoch(commit); stale {
+				consumer = &foldedViolation{call: commit.Call, Violation: v}
+			}
 		}
-		if v, stale := classic(g.groupOps, commit); stale {
-			j.classic = &foldedViolation{call: commit.Call, Violation: v}
-		}
-		if v, stale := consumer(g.groupOps, commit); stale {
-			j.consumer = &foldedViolation{call: commit.Call, Violation: v}
-		}
+		j.classic, j.consumer = classic, consumer
 		if j.classic != nil || j.consumer != nil {
 			g.judged = append(g.judged, j)
 		}
