@@ -22,6 +22,12 @@ type landedBatches struct {
 	repeat bool
 }
 
+// bound is a no-op until landedBatches forgets anything.
+func (b *landedBatches) bound() {}
+
+// forgotten is "": landedBatches forgets nothing yet.
+func (b *landedBatches) forgotten() string { return "" }
+
 // batchKey is a model.Batch with its partition numbered.
 type batchKey struct {
 	producerID  int64

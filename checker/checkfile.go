@@ -27,12 +27,13 @@ const PhaseRead = "read"
 //
 // Its Report holds the header and only the operations its violations
 // name, which is what the verdicts' lines need. The whole history is
-// searched again, as Check searches it, in two cases: when the streamed
+// checked again, as Check checks it, in three cases: when the streamed
 // search finds no order, because it comes back only to the last windows
 // it judged, and only the whole search comes back to every end state and
-// explains a violation; and with
-// Options.Visualize, whose drawing needs the whole history. The check
-// then holds the whole history.
+// explains a violation; when an invariant needed what its bounded fold
+// forgot (boundedFold), which only a history that breaks Kafka's order
+// does; and with Options.Visualize, whose drawing needs the whole
+// history. The check then holds the whole history.
 //
 // A document cut short or corrupted inside "ops" is judged up to where
 // it breaks: the Report is that of the operations before, and the error
@@ -99,12 +100,15 @@ func CheckFile(path string, opts Options) (Report, error) {
 	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
 	invariants := newInvariantStream(header, newPassProgress(progress))
 	invariants.onlyRead(reads)
+	invariants.bound()
 	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError
 	if err != nil && !errors.As(err, &broken) {
 		return Report{}, err
 	}
-	if search.finish() != porcupine.Ok {
+	// The streamed search and the bounded folds each come back only so
+	// far; when either needed to go further, the whole check decides.
+	if search.finish() != porcupine.Ok || invariants.forgotten() != "" {
 		return checkWhole(path, opts)
 	}
 	verdicts := append([]Verdict{held(Linearizable)}, invariants.verdicts()...)

@@ -70,6 +70,57 @@ type readsAware interface {
 	onlyRead(reads *model.Reads)
 }
 
+// boundedFold is a fold that can keep only what a history that keeps to
+// Kafka's order still needs, for example the newest sessions of a
+// transactional.id rather than every session it was ever handed. A
+// history that needs what such a fold forgot (a zombie of a session
+// handed out long ago that succeeds, an offset answered far below the
+// others) is one the fold cannot judge exactly: it says so
+// (forgotten), and the file is judged again whole (CheckFile), so that
+// the verdicts never depend on what was forgotten.
+type boundedFold interface {
+	invariantFold
+	// bound: from the first operation on, keep only what a regular
+	// history still needs.
+	bound()
+	// forgotten names the first operation that needed what the fold
+	// forgot, and why; "" when none did.
+	forgotten() string
+}
+
+// bound tells the folds, before the first operation, to keep only what a
+// regular history still needs (boundedFold), so that the memory of a
+// long check follows what is open rather than the file's length.
+func (s *invariantStream) bound() {
+	for _, f := range s.folds {
+		if b, ok := f.(boundedFold); ok {
+			b.bound()
+		}
+	}
+	if s.batches != nil {
+		s.batches.bound()
+	}
+}
+
+// forgotten names the first operation a bounded fold could not judge
+// because it needed what the fold forgot; "" when none did. The verdicts
+// are then not to be trusted, and the history is judged whole.
+func (s *invariantStream) forgotten() string {
+	if s.batches != nil {
+		if why := s.batches.forgotten(); why != "" {
+			return why
+		}
+	}
+	for i, f := range s.folds {
+		if b, ok := f.(boundedFold); ok {
+			if why := b.forgotten(); why != "" {
+				return Checks[1+i] + ": " + why
+			}
+		}
+	}
+	return ""
+}
+
 // onlyRead tells the folds, before the first operation, which partitions
 // the history's fetches read, as a first reading of a file learns them,
 // so that they keep nothing no fetch can look at.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // TestMeasureCheckFile checks the file FENCECHECK_MEASURE_FILE names with
@@ -64,9 +65,13 @@ func TestMeasureCheckFile(t *testing.T) {
 func TestMeasureFolds(t *testing.T) {
 	path := os.Getenv("FENCECHECK_MEASURE_FILE")
 	require.NotEmpty(t, path, "FENCECHECK_MEASURE_FILE names the history to check")
-	stream, err := histories.OpenStream(path, histories.StreamOptions{})
+	// The partitions the file's fetches read, as CheckFile learns them.
+	reads := model.NewReads()
+	find := func(op *histories.Op) bool { noteRead(reads, op); return false }
+	stream, err := histories.OpenStream(path, histories.StreamOptions{Find: find, FindKinds: []model.Kind{model.Fetch}})
 	require.NoError(t, err)
 	s := newInvariantStream(stream.Header(), nil)
+	s.onlyRead(reads)
 	require.NoError(t, stream.Each(func(op *histories.Op) error {
 		s.add(op)
 		return nil
