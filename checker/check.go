@@ -37,6 +37,11 @@ type Options struct {
 	// operations, never once an operation, and with 0 when a pass
 	// begins.
 	Progress func(phase string, done int)
+	// Slower, when set, is told why CheckFile checks the file again
+	// whole, holding every operation, rather than as a stream (for
+	// example a streamed search that found no order), so that a long
+	// check that turns slow and large says why.
+	Slower func(why string)
 	// Allow are the deviations from Kafka linearizable accepts (none by
 	// default): known findings', for telling their consequences from a
 	// new finding (Known.Explains, Known.Allowed).

@@ -43,7 +43,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 		opts.Timeout = DefaultTimeout
 	}
 	if opts.Visualize {
-		return checkWhole(path, opts)
+		return checkWhole(path, opts, "")
 	}
 	var signed bool
 	reads, ahead := model.NewReads(), newFetchesAhead()
@@ -108,8 +108,11 @@ func CheckFile(path string, opts Options) (Report, error) {
 	}
 	// The streamed search and the bounded folds each come back only so
 	// far; when either needed to go further, the whole check decides.
-	if search.finish() != porcupine.Ok || invariants.forgotten() != "" {
-		return checkWhole(path, opts)
+	if search.finish() != porcupine.Ok {
+		return checkWhole(path, opts, "the streamed search found no order within the windows it keeps")
+	}
+	if why := invariants.forgotten(); why != "" {
+		return checkWhole(path, opts, why)
 	}
 	verdicts := append([]Verdict{held(Linearizable)}, invariants.verdicts()...)
 	verdicts = append(verdicts, held(ErrorCodes))
@@ -132,7 +135,11 @@ func brokenOrNil(broken *histories.BrokenError) error {
 }
 
 // checkWhole is CheckFile by LoadFile and Check: the whole history held.
-func checkWhole(path string, opts Options) (Report, error) {
+// why, when not "", is told to opts.Slower.
+func checkWhole(path string, opts Options, why string) (Report, error) {
+	if why != "" && opts.Slower != nil {
+		opts.Slower(why)
+	}
 	var progress func(int)
 	if opts.Progress != nil {
 		progress = phaseReport(opts.Progress, PhaseRead)

@@ -210,3 +210,31 @@ func TestCheckFileOfAFileOutOfOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckFileSaysWhyItChecksWhole: a history that breaks
+// linearizability is checked whole, because only the whole search
+// explains a violation, and Options.Slower is told so; one that holds
+// is checked as a stream, and Slower hears nothing.
+func TestCheckFileSaysWhyItChecksWhole(t *testing.T) {
+	seen := map[Status]bool{}
+	for _, file := range savedHistories(t) {
+		h, err := histories.LoadFile(file)
+		if err != nil {
+			continue
+		}
+		status := Check(h, Options{}).Verdict(Linearizable).Status
+		if seen[status] || status == Unknown {
+			continue
+		}
+		seen[status] = true
+		var told []string
+		_, err = CheckFile(file, Options{Slower: func(why string) { told = append(told, why) }})
+		require.NoError(t, err)
+		if status == OK {
+			require.Empty(t, told, file)
+		} else {
+			require.Equal(t, []string{"the streamed search found no order within the windows it keeps"}, told, file)
+		}
+	}
+	require.True(t, seen[OK] && seen[Violated], "a saved history of each kind")
+}

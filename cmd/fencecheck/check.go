@@ -96,6 +96,9 @@ func checkOptions(f checkFlags, stderr io.Writer, file string) checker.Options {
 		line("checked for "+phase, ops)
 	}
 	opts.Timeout, opts.Visualize, opts.Progress = f.timeout, f.html != "", progress
+	opts.Slower = func(why string) {
+		fmt.Fprintf(stderr, "fencecheck check: %s: checking the whole file again, holding every operation, because %s\n", file, why)
+	}
 	return opts
 }
 
