@@ -243,27 +243,24 @@ func (f *Follower) explain() []Verdict {
 	return nil
 }
 
-// early asks each fold for the violations it found since the last call.
+// early asks the folds for the violations they found since the last
+// call, and returns each check whose violations grew.
 func (f *Follower) early() []Verdict {
-	var grew []Verdict
-	for i, fold := range f.invariants.folds {
-		e, ok := fold.(earlyFold)
-		if !ok || standInOff || f.invariants.disorder != "" {
+	var grew []string
+	for _, v := range f.invariants.early() {
+		if slices.ContainsFunc(f.found[v.check], func(w Violation) bool { return w.Op == v.Op }) {
 			continue
 		}
-		check := Checks[1+i]
-		var added []foldedViolation
-		for _, v := range e.early() {
-			if !slices.ContainsFunc(f.found[check], func(w Violation) bool { return w.Op == v.Op }) {
-				added = append(added, v)
-				f.found[check] = append(f.found[check], v.Violation)
-			}
+		if !slices.Contains(grew, v.check) {
+			grew = append(grew, v.check)
 		}
-		if len(added) > 0 {
-			grew = append(grew, Verdict{Check: check, Status: Violated, Violations: f.found[check]})
-		}
+		f.found[v.check] = append(f.found[v.check], v.Violation)
 	}
-	return grew
+	verdicts := make([]Verdict, len(grew))
+	for i, check := range grew {
+		verdicts[i] = Verdict{Check: check, Status: Violated, Violations: f.found[check]}
+	}
+	return verdicts
 }
 
 // Followed says how far the following has come: the operations handed
@@ -294,7 +291,9 @@ func (f *Follower) Finish(end *histories.History) (Report, error) {
 	}
 	var result porcupine.CheckResult
 	f.searchWithin(func() { result = f.search.finish() })
-	if result != porcupine.Ok {
+	// As CheckFile does: when the search or a bounded fold needed to come
+	// back further than it keeps, the file decides.
+	if result != porcupine.Ok || f.invariants.forgotten() != "" {
 		return CheckFile(f.path, f.opts)
 	}
 	header := f.header
