@@ -80,6 +80,9 @@ func loadStream(r io.Reader, progress func(ops int), ops int) (History, error) {
 		broken.Before = doc.before()
 		return History{}, broken
 	}
+	if errors.Is(err, errOpsTwice) {
+		return History{}, err
+	}
 	if err != nil {
 		return History{}, fmt.Errorf("not a JSON document: %w", err)
 	}
@@ -181,6 +184,7 @@ type streamedDocument struct {
 	ops     []Op
 	opsErr  error // the first operation that does not decode
 	isArray bool  // "ops" was an array (else its value is in members)
+	sawOps  bool  // a member "ops" was read
 	// each, when set, is given every operation that decodes, in the
 	// order of the file, in place of keeping it in ops: the operation
 	// at index i, which begins after byte at, with its raw text. An
@@ -202,7 +206,11 @@ func streamDocument(dec *json.Decoder, progress func(int), ops int, each func(in
 			return doc, err
 		}
 		name, _ := t.(string)
+		if name == "ops" && doc.sawOps {
+			return doc, errOpsTwice
+		}
 		if name == "ops" {
+			doc.sawOps = true
 			err = doc.streamOps(dec, progress, ops)
 		} else {
 			var raw json.RawMessage
@@ -367,6 +375,9 @@ func decodeHistory(raw json.RawMessage) (History, error) {
 	if err != nil {
 		return History{}, err
 	}
+	if opsMembers(m) > 1 {
+		return History{}, errOpsTwice
+	}
 	h, err := decodeTopLevel(m)
 	if err != nil {
 		return History{}, err
@@ -381,6 +392,21 @@ func decodeHistory(raw json.RawMessage) (History, error) {
 		h.Ops = append(h.Ops, op)
 	}
 	return h, checkOps(h.Ops)
+}
+
+// errOpsTwice is a document with two members "ops". encoding/json would
+// keep the second, and a stream would read both; a recording has one.
+var errOpsTwice = errors.New(`the document has two members "ops"; a history has one list of operations`)
+
+// opsMembers counts the members "ops" of a document's members.
+func opsMembers(m rawObject) int {
+	n := 0
+	for _, member := range m {
+		if member.name == "ops" {
+			n++
+		}
+	}
+	return n
 }
 
 // decodeTopLevel checks format, the header and that ops is an array.

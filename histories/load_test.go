@@ -35,6 +35,8 @@ var loadRejects = []struct {
 	name, doc, err string
 }{
 	{"not json", `{"format":`, "not a JSON document: unexpected EOF"},
+	{"ops twice", `{"format": "fencecheck/history/v1", "ops": [], "ops": []}`,
+		`the document has two members "ops"; a history has one list of operations`},
 	{"consumer_group_heartbeat without member_epoch", doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m"}}`),
 		"op 1: consumer_group_heartbeat: req.member_epoch is required"},
 	{"consumer_group_heartbeat owning a topic", doc(`{"id": 1, "proc": "A", "call": 0, "type": "consumer_group_heartbeat", "req": {"group": "g", "member_id": "m", "member_epoch": 1, "owned_partitions": ["trips"]}}`),

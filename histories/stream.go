@@ -186,6 +186,8 @@ func (s *Stream) firstPass(opts StreamOptions) error {
 	switch {
 	case errors.As(err, &broken):
 		s.broken = broken
+	case errors.Is(err, errOpsTwice):
+		return err
 	case err != nil:
 		return fmt.Errorf("not a JSON document: %w", err)
 	default:
