@@ -32,6 +32,12 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		"  each file's lines follow '== FILE'.\n"+
 		"Exit status: 0 every check holds, 1 a check is violated or unknown,\n"+
 		"2 a file is unusable (the message names the operation and the field).\n\n"+
+		"A file is judged as a stream, in memory that follows what is open at each\n"+
+		"moment rather than the file's length. When the stream cannot decide (no\n"+
+		"order found, or a check needed what it had let go), the whole file is\n"+
+		"checked again, and stderr says why. While streaming, Go's collector runs\n"+
+		"with GOGC=400 under a 1 GiB soft limit; GOGC and GOMEMLIMIT in the\n"+
+		"environment win.\n\n"+
 		"With --follow, one FILE is judged while 'fencecheck proxy --history' writes\n"+
 		"it. Each check's first violation is printed as 'while following: ...' as\n"+
 		"soon as the file shows it, and the verdicts once the proxy stops (or at\n"+
@@ -98,6 +104,7 @@ func checkOptions(f checkFlags, stderr io.Writer, file string) checker.Options {
 	opts.Timeout, opts.Visualize, opts.Progress = f.timeout, f.html != "", progress
 	opts.Slower = func(why string) {
 		fmt.Fprintf(stderr, "fencecheck check: %s: checking the whole file again, holding every operation, because %s\n", file, why)
+		wholeGC()
 	}
 	return opts
 }
@@ -174,6 +181,7 @@ func judgeFile(file string, f checkFlags, stderr io.Writer) (checker.Report, err
 		}
 		return checker.Check(h, opts), err
 	}
+	defer streamGC()()
 	return checker.CheckFile(file, opts)
 }
 
