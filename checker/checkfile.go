@@ -98,10 +98,10 @@ func CheckFile(path string, opts Options) (Report, error) {
 	search.ahead = ahead
 	// The time-out bounds the time spent searching, not the reading's.
 	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
-	invariants := newInvariantStream(header, newPassProgress(progress))
+	invariants := newInvariantLanes(header, newPassProgress(progress))
 	invariants.onlyRead(reads)
 	invariants.bound()
-	err = judgeInTurn(stream, search.add, invariants.add)
+	err = judgeInTurn(stream, append([]func(*histories.Op){search.add}, invariants.judges()...)...)
 	var broken *histories.BrokenError
 	if err != nil && !errors.As(err, &broken) {
 		return Report{}, err
@@ -189,8 +189,8 @@ const judgeBatch = 1024
 // The judges run on goroutines of their own, so that reading the next
 // operations and judging the last ones take a core each. With more than
 // one processor each judge has a goroutine of its own (the search and
-// the invariants are separate passes over the same operations, which
-// they only read); with one, the judges take each operation in turn on
+// the invariants' lanes are separate passes over the same operations,
+// which they only read); with one, the judges take each operation in turn on
 // one goroutine. A judge sees the same operations in the same order
 // either way, so that the verdicts do not depend on the number of
 // processors. The operations pass in batches, and at most four wait for

@@ -16,7 +16,8 @@ import (
 type invariantStream struct {
 	header   histories.History // every member but Ops
 	progress *passProgress
-	folds    []invariantFold // in the order of Checks
+	folds    []invariantFold
+	checks   []string // the checks of folds, in the order of Checks
 	added    int
 	// lastCall and lastID are the call and id of the operation that came
 	// last, when added > 0.
@@ -114,7 +115,7 @@ func (s *invariantStream) forgotten() string {
 	for i, f := range s.folds {
 		if b, ok := f.(boundedFold); ok {
 			if why := b.forgotten(); why != "" {
-				return Checks[1+i] + ": " + why
+				return s.checks[i] + ": " + why
 			}
 		}
 	}
@@ -133,12 +134,28 @@ func (s *invariantStream) onlyRead(reads *model.Reads) {
 }
 
 // newInvariantStream is a stream of the history described by header, whose
-// Ops are ignored.
+// Ops are ignored, that judges every invariant.
 func newInvariantStream(header histories.History, progress *passProgress) *invariantStream {
+	return newInvariantLane(header, progress, Checks[1:len(Checks)-1])
+}
+
+// foldLanes are the invariants by lane. The folds of a lane share what
+// the stream works out for them: which transactions committed (txnStream)
+// and which produces repeat a batch (landedBatches). Two lanes share
+// nothing, so that each can run on a core of its own (invariantLanes).
+var foldLanes = [][]string{{ExactlyOnce, NoAbortedRead, OffsetsMonotonic, Progress}, {OneLiveProducer}, {OneOwner}}
+
+// newInvariantLane is a stream that judges the invariants checks only,
+// in the order of Checks.
+func newInvariantLane(header histories.History, progress *passProgress, checks []string) *invariantStream {
 	header.Ops = nil
 	s := &invariantStream{header: header, progress: progress}
 	var listeners txnListeners
 	for _, name := range Checks[1 : len(Checks)-1] {
+		if !slices.Contains(checks, name) {
+			continue
+		}
+		s.checks = append(s.checks, name)
 		f := invariantFolds[name](header)
 		if l, ok := f.(txnListener); ok {
 			listeners = append(listeners, l)
@@ -260,26 +277,26 @@ func (s *invariantStream) early() []earlyViolation {
 		}
 		if ef, ok := f.(earlyFold); ok {
 			for _, v := range ef.early() {
-				out = append(out, earlyViolation{check: Checks[1+i], Violation: v.Violation})
+				out = append(out, earlyViolation{check: s.checks[i], Violation: v.Violation})
 			}
 		}
 	}
 	return out
 }
 
-// verdicts are the checks' verdicts, in the order of Checks.
+// verdicts are its checks' verdicts, in the order of Checks.
 func (s *invariantStream) verdicts() []Verdict {
 	if standInOff {
 		out := make([]Verdict, len(s.folds))
 		for i := range out {
-			out[i] = Verdict{Check: Checks[1+i], Status: Skipped, Reason: "switched off"}
+			out[i] = Verdict{Check: s.checks[i], Status: Skipped, Reason: "switched off"}
 		}
 		return out
 	}
 	if s.disorder != "" {
 		out := make([]Verdict, len(s.folds))
 		for i := range out {
-			out[i] = Verdict{Check: Checks[1+i], Status: Unknown, Reason: s.disorder}
+			out[i] = Verdict{Check: s.checks[i], Status: Unknown, Reason: s.disorder}
 		}
 		return out
 	}
@@ -343,4 +360,65 @@ func callOrder(ops []histories.Op) []int32 {
 		return cmp.Compare(ops[i].ID, ops[j].ID)
 	})
 	return order
+}
+
+// invariantLanes judge the invariants in lanes (foldLanes), each fed every
+// operation in call order on a goroutine of its own (judgeInTurn). Each
+// fold sees what it would see in one stream, so the verdicts are the
+// same whatever the number of cores.
+type invariantLanes []*invariantStream
+
+// newInvariantLanes are the lanes of the history described by header.
+// The first tells progress for all: each lane sees every operation.
+func newInvariantLanes(header histories.History, progress *passProgress) invariantLanes {
+	lanes := make(invariantLanes, len(foldLanes))
+	for i, checks := range foldLanes {
+		lanes[i] = newInvariantLane(header, progress, checks)
+		progress = nil
+	}
+	return lanes
+}
+
+// judges are the lanes' add, one for each lane.
+func (ls invariantLanes) judges() []func(*histories.Op) {
+	judges := make([]func(*histories.Op), len(ls))
+	for i, l := range ls {
+		judges[i] = l.add
+	}
+	return judges
+}
+
+// onlyRead and bound tell every lane (invariantStream.onlyRead, bound).
+func (ls invariantLanes) onlyRead(reads *model.Reads) {
+	for _, l := range ls {
+		l.onlyRead(reads)
+	}
+}
+
+func (ls invariantLanes) bound() {
+	for _, l := range ls {
+		l.bound()
+	}
+}
+
+// forgotten is the first lane's that is not "" (invariantStream.forgotten).
+func (ls invariantLanes) forgotten() string {
+	for _, l := range ls {
+		if why := l.forgotten(); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// verdicts are every invariant's verdict, in the order of Checks.
+func (ls invariantLanes) verdicts() []Verdict {
+	var out []Verdict
+	for _, l := range ls {
+		out = append(out, l.verdicts()...)
+	}
+	slices.SortStableFunc(out, func(a, b Verdict) int {
+		return cmp.Compare(slices.Index(Checks, a.Check), slices.Index(Checks, b.Check))
+	})
+	return out
 }

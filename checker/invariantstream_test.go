@@ -185,3 +185,25 @@ func TestInvariantStreamNamesAnOperationBeforeTheInstantTold(t *testing.T) {
 	require.Equal(t, Unknown, s.verdicts()[0].Status)
 	require.Contains(t, s.verdicts()[0].Reason, "came after every operation called before")
 }
+
+// TestFoldLanesJudgeEveryInvariantOnce: the lanes hold each invariant
+// once, and no two lanes share a fold that needs the transactions'
+// fates or the batches, which a lane works out for its own folds only
+// (a fold in a lane of its own would have them worked out twice).
+func TestFoldLanesJudgeEveryInvariantOnce(t *testing.T) {
+	var all []string
+	shared := 0
+	for _, lane := range foldLanes {
+		all = append(all, lane...)
+		s := newInvariantLane(histories.History{}, nil, lane)
+		require.Equal(t, lane, s.checks, "a lane's checks are in the order of Checks")
+		if s.txns != nil || s.batches != nil {
+			shared++
+		}
+	}
+	slices.Sort(all)
+	want := slices.Clone(Checks[1 : len(Checks)-1])
+	slices.Sort(want)
+	require.Equal(t, want, all)
+	require.Equal(t, 1, shared, "one lane replays the transactions and the batches")
+}
