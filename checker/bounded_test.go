@@ -13,6 +13,12 @@ import (
 // bounded (boundedFold), as CheckFile judges a file, and returns their
 // verdicts and what they forgot that an operation needed.
 func boundedVerdicts(h histories.History) ([]Verdict, string) {
+	s := boundedStream(h)
+	return s.verdicts(), s.forgotten()
+}
+
+// boundedStream is the stream boundedVerdicts judges, every operation in.
+func boundedStream(h histories.History) *invariantStream {
 	reads := model.NewReads()
 	for i := range h.Ops {
 		noteRead(reads, &h.Ops[i])
@@ -23,7 +29,7 @@ func boundedVerdicts(h histories.History) ([]Verdict, string) {
 	for _, i := range callOrder(h.Ops) {
 		s.add(&h.Ops[i])
 	}
-	return s.verdicts(), s.forgotten()
+	return s
 }
 
 // TestBoundedFoldsAgreeOrSayWhatTheyForgot: on every saved history, the

@@ -93,11 +93,20 @@ func sessionOf(op histories.Op) (sessionKey, bool) {
 // that succeeds (compare the request's call to the grant's return), and no
 // record of an older epoch lands after one of a newer epoch.
 //
-// It holds every session handed out (a grant), because a zombie of any
-// older session may still write; and for each produced record its offset,
-// epoch, operation and call (32 bytes), because the records of one
-// producer in one partition are judged in the order of their offsets,
-// which a later answer may fill in below.
+// Unbounded, it holds every session handed out (a grant), because a
+// zombie of any older session may still write; and for each produced
+// record its offset, epoch, operation and call (32 bytes), because the
+// records of one producer in one partition are judged in the order of
+// their offsets, which a later answer may fill in below.
+//
+// Bounded (bound), it keeps per transactional.id the last
+// liveGrantsKept sessions handed out, and per producer id and partition
+// the liveRecordsKept records of the highest offsets. It folds the lower
+// records, in offset order, into the newest record below them, as the
+// walk at the end would. An operation that needs what it dropped (a
+// successful request of a session a dropped grant may supersede, a grant
+// that may repeat a dropped session, a record at or below the folded
+// offsets) is one it cannot judge: it says so (forgotten).
 type oneLiveProducerFold struct {
 	seq int
 	// pending are the grants whose moment is not yet before the call of
@@ -109,6 +118,67 @@ type oneLiveProducerFold struct {
 	stale   []foldedViolation
 	judged  map[int]bool // the operations already found stale
 	told    int          // stale that early has returned
+	// bounded: only the newest grants and records are kept, in kept and
+	// writers rather than byID, seen and written.
+	bounded bool
+	kept    map[string]*keptGrants
+	writers map[producerInPartition]*keptRecords
+	// regressed are the regressions of the records folded so far.
+	regressed []foldedViolation
+	forgot    string
+}
+
+// liveGrantsKept and liveRecordsKept are what a bounded one-live-producer
+// keeps: the sessions handed out per transactional.id, and the records
+// per producer id and partition. Variables, so that a test can make them
+// small and have the saved histories forget.
+var (
+	liveGrantsKept  = 8
+	liveRecordsKept = 256
+)
+
+// keptGrants is what a bounded one-live-producer keeps of one
+// transactional.id's grants: the last liveGrantsKept sessions in the
+// order they became known, and of those it dropped what a walk of every
+// grant would still ask of them.
+type keptGrants struct {
+	grants []grant
+	// pids are the producer ids of the grants kept.
+	pids map[int64]*keptPID
+	// maxPID is the highest producer id handed out; retired: every grant
+	// of some producer id was dropped.
+	maxPID  int64
+	retired bool
+	// dropped: some grant was dropped. The last one dropped was of
+	// lastPID and became known at lastAt; the last one dropped of another
+	// producer id became known at otherAt (hasOther).
+	dropped         bool
+	lastPID         int64
+	lastAt, otherAt int64
+	hasOther        bool
+}
+
+// keptPID is what a bounded one-live-producer keeps of a producer id
+// whose grants it keeps some of.
+type keptPID struct {
+	firstAt int64 // when its first grant became known
+	kept    int   // its grants kept
+	// droppedEpoch is the highest epoch of its grants dropped, when
+	// hasDropped.
+	droppedEpoch int16
+	hasDropped   bool
+}
+
+// keptRecords is what a bounded one-live-producer keeps of one producer
+// id's records in one partition: the liveRecordsKept of the highest
+// offsets, in offset order, ties in the order they came; and of the
+// records folded below them, the newest (the first of the highest epoch)
+// and the highest offset.
+type keptRecords struct {
+	records []writtenRecord
+	folded  bool
+	newest  writtenRecord
+	top     int64
 }
 
 type producerInPartition struct {
@@ -129,15 +199,34 @@ func newOneLiveProducerFold(histories.History) invariantFold {
 		written: map[producerInPartition][]writtenRecord{}, judged: map[int]bool{}}
 }
 
+// bound makes the fold keep only the newest grants and records. Called
+// before the first operation.
+func (f *oneLiveProducerFold) bound() {
+	f.bounded, f.byID, f.seen, f.written = true, nil, nil, nil
+	f.kept, f.writers = map[string]*keptGrants{}, map[producerInPartition]*keptRecords{}
+}
+
+// forgotten names the first operation that needed what the bounded fold
+// dropped; "" when none did.
+func (f *oneLiveProducerFold) forgotten() string { return f.forgot }
+
+// forget records that op needed what the bounded fold dropped, when it is
+// the first.
+func (f *oneLiveProducerFold) forget(format string, args ...any) {
+	if f.forgot == "" {
+		f.forgot = fmt.Sprintf(format, args...)
+	}
+}
+
 func (f *oneLiveProducerFold) add(op *histories.Op) {
 	f.knownBefore(op.Call)
-	if key, ok := sessionOf(*op); ok && f.byID[key.transactionalID] != nil {
+	if key, ok := sessionOf(*op); ok && f.bounded {
+		if g, stale := f.supersededKept(op, key); stale {
+			f.staleRequest(op, key, g)
+		}
+	} else if ok && f.byID[key.transactionalID] != nil {
 		if g, stale := f.byID[key.transactionalID].supersededBefore(*op, key); stale {
-			f.judged[op.ID] = true
-			f.stale = append(f.stale, foldedViolation{call: op.Call, Violation: Violation{Op: op.ID, Related: []int{g.op},
-				Reason: fmt.Sprintf("%s accepted after op %d %s %s for %s",
-					sessionName(key.producerID, key.epoch, g.producerID), g.op, g.verb,
-					sessionName(g.producerID, g.epoch, key.producerID), key.transactionalID)}})
+			f.staleRequest(op, key, g)
 		}
 	}
 	if id, g, ok := grantOf(op); ok {
@@ -147,8 +236,159 @@ func (f *oneLiveProducerFold) add(op *histories.Op) {
 	if op.Kind == model.Produce && op.Result.Succeeded() && op.Result.Resp.BaseOffset >= 0 {
 		w := producerInPartition{op.Req.Partition, op.Req.ProducerID}
 		for i := range op.Req.Records {
-			f.written[w] = append(f.written[w], writtenRecord{offset: op.Result.Resp.BaseOffset + int64(i), call: op.Call, op: op.ID, epoch: op.Req.Epoch})
+			r := writtenRecord{offset: op.Result.Resp.BaseOffset + int64(i), call: op.Call, op: op.ID, epoch: op.Req.Epoch}
+			if f.bounded {
+				f.keepRecord(w, r)
+			} else {
+				f.written[w] = append(f.written[w], r)
+			}
 		}
+	}
+}
+
+// staleRequest reports op, a successful request of session key, accepted
+// after g superseded it.
+func (f *oneLiveProducerFold) staleRequest(op *histories.Op, key sessionKey, g grant) {
+	f.judged[op.ID] = true
+	f.stale = append(f.stale, foldedViolation{call: op.Call, Violation: Violation{Op: op.ID, Related: []int{g.op},
+		Reason: fmt.Sprintf("%s accepted after op %d %s %s for %s",
+			sessionName(key.producerID, key.epoch, g.producerID), g.op, g.verb,
+			sessionName(g.producerID, g.epoch, key.producerID), key.transactionalID)}})
+}
+
+// supersededKept is grantIndex.supersededBefore over the grants kept. A
+// walk of every grant finds the first that supersedes key, in the order
+// they became known, and the dropped ones come first: so the grants kept
+// give its answer when no dropped grant supersedes key. One of key's
+// producer id with a higher epoch, or one of another producer id known
+// after key's first grant, may; then op needs what was dropped.
+func (f *oneLiveProducerFold) supersededKept(op *histories.Op, key sessionKey) (grant, bool) {
+	k := f.kept[key.transactionalID]
+	if k == nil {
+		return grant{}, false
+	}
+	mine := k.pids[key.producerID]
+	if mine == nil {
+		// Never handed out, nothing supersedes it; unless every grant of
+		// it was dropped.
+		if k.retired && key.producerID <= k.maxPID {
+			f.forget("op %d: a successful request of producer id %d epoch %d of %s, whose grants may have been dropped (the last %d sessions are kept)",
+				op.ID, key.producerID, key.epoch, key.transactionalID, liveGrantsKept)
+		}
+		return grant{}, false
+	}
+	if mine.hasDropped && mine.droppedEpoch > key.epoch || k.droppedAfter(key.producerID, mine.firstAt) {
+		f.forget("op %d: a successful request of %s of %s, which a dropped grant supersedes (the last %d sessions are kept)",
+			op.ID, sessionName(key.producerID, key.epoch, -1), key.transactionalID, liveGrantsKept)
+		return grant{}, false
+	}
+	for _, g := range k.grants {
+		newer := g.epoch > key.epoch
+		if g.producerID != key.producerID {
+			newer = mine.firstAt < g.at
+		}
+		if newer && !retriesBump(*op, g) {
+			return g, true
+		}
+	}
+	return grant{}, false
+}
+
+// droppedAfter reports whether a grant of a producer id other than pid
+// that became known after at was dropped. The dropped grants became known
+// in order, so the last one dropped became known last, and the last one
+// of another producer id than its own last among the rest.
+func (k *keptGrants) droppedAfter(pid int64, at int64) bool {
+	switch {
+	case !k.dropped:
+		return false
+	case pid != k.lastPID:
+		return k.lastAt > at
+	}
+	return k.hasOther && k.otherAt > at
+}
+
+// keepGrant adds g, a grant of id that became known after every grant
+// kept, unless its session was handed out already; and drops the oldest
+// grant kept beyond liveGrantsKept.
+func (f *oneLiveProducerFold) keepGrant(id string, g grant) {
+	k := f.kept[id]
+	if k == nil {
+		k = &keptGrants{pids: map[int64]*keptPID{}, maxPID: g.producerID}
+		f.kept[id] = k
+	}
+	for _, kg := range k.grants {
+		if kg.producerID == g.producerID && kg.epoch == g.epoch {
+			return // handed out already
+		}
+	}
+	mine := k.pids[g.producerID]
+	switch {
+	case mine == nil && k.retired && g.producerID <= k.maxPID:
+		f.forget("op %d: %s handed out producer id %d epoch %d, whose earlier grants may have been dropped (the last %d sessions are kept)",
+			g.op, id, g.producerID, g.epoch, liveGrantsKept)
+	case mine != nil && mine.hasDropped && g.epoch <= mine.droppedEpoch:
+		f.forget("op %d: %s handed out producer id %d epoch %d, at or below a session dropped (the last %d sessions are kept)",
+			g.op, id, g.producerID, g.epoch, liveGrantsKept)
+	}
+	if mine == nil {
+		mine = &keptPID{firstAt: g.at}
+		k.pids[g.producerID] = mine
+	}
+	mine.kept++
+	k.maxPID = max(k.maxPID, g.producerID)
+	k.grants = append(k.grants, g)
+	if len(k.grants) <= liveGrantsKept {
+		return
+	}
+	old := k.grants[0]
+	k.grants = append(k.grants[:0], k.grants[1:]...)
+	if k.dropped && old.producerID != k.lastPID {
+		k.otherAt, k.hasOther = k.lastAt, true
+	}
+	k.dropped, k.lastPID, k.lastAt = true, old.producerID, old.at
+	was := k.pids[old.producerID]
+	if was.kept--; was.kept == 0 {
+		delete(k.pids, old.producerID)
+		k.retired = true
+		return
+	}
+	if !was.hasDropped || old.epoch > was.droppedEpoch {
+		was.droppedEpoch, was.hasDropped = old.epoch, true
+	}
+}
+
+// keepRecord adds r, a record of w, among the records kept in offset
+// order, and folds the lowest beyond liveRecordsKept into the newest
+// below, reporting its regression as epochRegressions would. A record at
+// or below an offset folded would have been walked among them.
+func (f *oneLiveProducerFold) keepRecord(w producerInPartition, r writtenRecord) {
+	k := f.writers[w]
+	if k == nil {
+		k = &keptRecords{}
+		f.writers[w] = k
+	}
+	if k.folded && r.offset <= k.top {
+		f.forget("op %d: producer id %d's record at %s offset %d lands at or below offset %d, whose records were folded (the last %d are kept)",
+			r.op, w.producerID, w.partition, r.offset, k.top, liveRecordsKept)
+	}
+	at := len(k.records)
+	for at > 0 && k.records[at-1].offset > r.offset {
+		at--
+	}
+	k.records = slices.Insert(k.records, at, r)
+	if len(k.records) <= liveRecordsKept {
+		return
+	}
+	s := k.records[0]
+	k.records = k.records[1:]
+	k.top = s.offset
+	switch {
+	case !k.folded || s.epoch > k.newest.epoch:
+		k.folded, k.newest = true, s
+	case s.epoch < k.newest.epoch && !f.judged[s.op]:
+		f.judged[s.op] = true
+		f.regressed = append(f.regressed, regression(w, s, k.newest))
 	}
 }
 
@@ -161,6 +401,10 @@ func (f *oneLiveProducerFold) add(op *histories.Op) {
 func (f *oneLiveProducerFold) knownBefore(call int64) {
 	for f.pending.Len() > 0 && f.pending[0].at < call {
 		p := heap.Pop(&f.pending).(pendingGrant)
+		if f.bounded {
+			f.keepGrant(p.transactionalID, p.grant)
+			continue
+		}
 		seen := f.seen[p.transactionalID]
 		if seen == nil {
 			seen = map[[2]int64]bool{}
@@ -187,6 +431,25 @@ func (f *oneLiveProducerFold) early() []foldedViolation {
 
 func (f *oneLiveProducerFold) verdict() Verdict {
 	violations := f.stale
+	if f.bounded {
+		// Each operation's records are one writer's, so its violations
+		// are ordered alike whichever walk found them.
+		violations = append(slices.Clip(violations), f.regressed...)
+		for _, w := range sortedWriters(f.writers) {
+			k := f.writers[w]
+			var below *writtenRecord
+			if k.folded {
+				below = &k.newest
+			}
+			for _, v := range epochRegressionsAbove(w, k.records, below) {
+				if !f.judged[v.Op] {
+					f.judged[v.Op] = true
+					violations = append(violations, v)
+				}
+			}
+		}
+		return foldedVerdict(OneLiveProducer, violations)
+	}
 	for _, w := range sortedWriters(f.written) {
 		for _, v := range epochRegressions(w, f.written[w]) {
 			if !f.judged[v.Op] {
@@ -198,7 +461,7 @@ func (f *oneLiveProducerFold) verdict() Verdict {
 	return foldedVerdict(OneLiveProducer, violations)
 }
 
-func sortedWriters(written map[producerInPartition][]writtenRecord) []producerInPartition {
+func sortedWriters[V any](written map[producerInPartition]V) []producerInPartition {
 	ws := make([]producerInPartition, 0, len(written))
 	for w := range written {
 		ws = append(ws, w)
@@ -357,9 +620,16 @@ func sessionName(producerID int64, epoch int16, other int64) string {
 // epochRegressions walks one producer's records in one partition by offset
 // and reports each record whose epoch is older than one below it.
 func epochRegressions(w producerInPartition, written []writtenRecord) []foldedViolation {
+	return epochRegressionsAbove(w, written, nil)
+}
+
+// epochRegressionsAbove is epochRegressions of records whose offsets are
+// above those of records already walked, whose newest is below (nil when
+// none were).
+func epochRegressionsAbove(w producerInPartition, written []writtenRecord, below *writtenRecord) []foldedViolation {
 	slices.SortStableFunc(written, func(a, b writtenRecord) int { return cmp.Compare(a.offset, b.offset) })
 	var violations []foldedViolation
-	var newest *writtenRecord
+	newest := below
 	for i := range written {
 		s := &written[i]
 		if newest == nil || s.epoch > newest.epoch {
@@ -367,12 +637,17 @@ func epochRegressions(w producerInPartition, written []writtenRecord) []foldedVi
 			continue
 		}
 		if s.epoch < newest.epoch {
-			violations = append(violations, foldedViolation{call: s.call, Violation: Violation{Op: s.op, Related: []int{newest.op},
-				Reason: fmt.Sprintf("producer id %d epoch %d record at %s offset %d lands after op %d wrote epoch %d at offset %d",
-					w.producerID, s.epoch, w.partition, s.offset, newest.op, newest.epoch, newest.offset)}})
+			violations = append(violations, regression(w, *s, *newest))
 		}
 	}
 	return violations
+}
+
+// regression reports record s, which lands after newest, of a newer epoch.
+func regression(w producerInPartition, s, newest writtenRecord) foldedViolation {
+	return foldedViolation{call: s.call, Violation: Violation{Op: s.op, Related: []int{newest.op},
+		Reason: fmt.Sprintf("producer id %d epoch %d record at %s offset %d lands after op %d wrote epoch %d at offset %d",
+			w.producerID, s.epoch, w.partition, s.offset, newest.op, newest.epoch, newest.offset)}}
 }
 
 // firstPerOp keeps the first violation reported for each operation.
