@@ -13,12 +13,14 @@ import (
 // bounded (boundedFold), as CheckFile judges a file, and returns their
 // verdicts and what they forgot that an operation needed.
 func boundedVerdicts(h histories.History) ([]Verdict, string) {
-	reads := model.NewReads()
+	reads, ahead := model.NewReads(), newFetchesAhead()
 	for i := range h.Ops {
 		noteRead(reads, &h.Ops[i])
+		ahead.note(&h.Ops[i])
 	}
 	s := newInvariantStream(h, nil)
 	s.onlyRead(reads)
+	s.readAhead(ahead)
 	s.bound()
 	for _, i := range callOrder(h.Ops) {
 		s.add(&h.Ops[i])

@@ -100,6 +100,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
 	invariants := newInvariantStream(header, newPassProgress(progress))
 	invariants.onlyRead(reads)
+	invariants.readAhead(ahead)
 	invariants.bound()
 	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError
@@ -107,11 +108,14 @@ func CheckFile(path string, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	// The streamed search and the bounded folds each come back only so
-	// far; when either needed to go further, the whole check decides.
+	// far; when either needed to go further, the whole check decides. The
+	// folds judge some operations only at the end, so they are asked
+	// what they forgot after their verdicts.
+	judged := invariants.verdicts()
 	if search.finish() != porcupine.Ok || invariants.forgotten() != "" {
 		return checkWhole(path, opts)
 	}
-	verdicts := append([]Verdict{held(Linearizable)}, invariants.verdicts()...)
+	verdicts := append([]Verdict{held(Linearizable)}, judged...)
 	verdicts = append(verdicts, held(ErrorCodes))
 	report := Report{History: header, Verdicts: verdicts, Allow: opts.Allow, AllowCodes: opts.AllowCodes,
 		lin: linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: search.judged}}
