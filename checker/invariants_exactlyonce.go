@@ -76,8 +76,10 @@ type exactlyOnceBound struct {
 	// partition.
 	rangesTo map[model.Partition]int64
 	// trips are the fingerprints of the trips whose first committed
-	// record was forgotten.
-	trips tripPrints
+	// record was forgotten, and tripsDropped how many were since the
+	// maps of trips were made.
+	trips        tripPrints
+	tripsDropped int
 }
 
 // The bounded exactlyOnceFold's limits. Tests set them at their smallest,
@@ -88,8 +90,8 @@ var (
 	// still to come reads them, for a produce answered a little late.
 	exactlyOnceMargin int64 = 1 << 12
 	// exactlyOnceEvery is the fewest operations between two times the
-	// fold forgets; it waits for as many as it holds, so that forgetting
-	// costs a constant for each operation.
+	// fold forgets. It waits for an eighth as many as it holds when that
+	// is more, so that forgetting costs a constant for each operation.
 	exactlyOnceEvery = 1 << 12
 )
 
@@ -102,6 +104,7 @@ type slotLog struct {
 	highest int64
 	sighted bool
 	below   int64
+	dropped int // first records forgotten since at was made
 }
 
 // firstRecord is the first record seen at an offset.
@@ -288,7 +291,7 @@ func (f *exactlyOnceFold) produced(op *histories.Op, seq int) {
 			f.sighted(s, op.Call)
 		}
 	}
-	late := f.late(records)
+	late := f.late(records, repeat)
 	if op.Req.TransactionalID != "" {
 		f.produces[op.ID] = comeProduce{seq: seq, repeat: repeat, late: late, partition: op.Req.Partition,
 			first: records[0].offset, last: records[len(records)-1].offset}
@@ -384,14 +387,36 @@ func (f *exactlyOnceFold) committedWrite(r committedRecord, p model.Partition, l
 }
 
 // late reports whether a produce answered records at or below a skipped
-// range the fold forgot.
-func (f *exactlyOnceFold) late(records []sighting) bool {
+// range the fold forgot. A produce called after the range's fetch
+// returned is answered above it, unless it repeats a batch: then its
+// offsets are the batch's, and late only when no open transaction holds
+// them, because a range over a record an open transaction holds is
+// never forgotten.
+func (f *exactlyOnceFold) late(records []sighting, repeat bool) bool {
 	if f.bounded == nil {
 		return false
 	}
 	for _, s := range records {
-		if to, ok := f.bounded.rangesTo[s.partition]; ok && s.offset <= to {
+		if to, ok := f.bounded.rangesTo[s.partition]; ok && s.offset <= to && !(repeat && f.holdsOpen(s.slot)) {
 			return true
+		}
+	}
+	return false
+}
+
+// holdsOpen reports whether a record of an open transaction is at at.
+// It looks at every such record, so it is asked only of a repeat.
+func (f *exactlyOnceFold) holdsOpen(at slot) bool {
+	for _, c := range f.produces {
+		if c.partition == at.partition && c.first <= at.offset && at.offset <= c.last {
+			return true
+		}
+	}
+	for _, w := range f.open {
+		for _, r := range w.records {
+			if r.slot == at {
+				return true
+			}
 		}
 	}
 	return false

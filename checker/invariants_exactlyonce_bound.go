@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"maps"
 	"math"
 	"slices"
 
@@ -77,7 +78,12 @@ func (f *exactlyOnceFold) forgetRead(now int64) {
 			for o := range l.at {
 				if o < below {
 					delete(l.at, o)
+					l.dropped++
 				}
+			}
+			if l.dropped > len(l.at) {
+				// A map does not shrink: a new one holds only what is left.
+				l.at, l.dropped = maps.Clone(l.at), 0
 			}
 		}
 		held += len(l.at)
@@ -125,18 +131,27 @@ func (f *exactlyOnceFold) forgetRead(now int64) {
 		held += kept
 	}
 	var prints []uint64
+	tripsHeld := 0
 	for topic, trips := range f.firstShown {
 		for key, first := range trips {
 			p := f.partitions[first.partition]
 			if first.offset < ahead(p) && !anyWithin(shown[p], first.offset, first.offset) {
 				delete(trips, key)
 				prints = append(prints, tripPrint(topic, key))
+				b.tripsDropped++
 			}
 		}
-		held += len(trips)
+		tripsHeld += len(trips)
+	}
+	held += tripsHeld
+	if b.tripsDropped > tripsHeld {
+		for topic, trips := range f.firstShown {
+			f.firstShown[topic] = maps.Clone(trips)
+		}
+		b.tripsDropped = 0
 	}
 	b.trips.add(prints)
-	b.next = f.seq + max(exactlyOnceEvery, held)
+	b.next = f.seq + max(exactlyOnceEvery, held/8)
 }
 
 // anyWithin reports whether sorted holds an offset from from to to.
