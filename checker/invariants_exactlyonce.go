@@ -18,10 +18,12 @@ import (
 // holds two records (inconsistent offsets).
 //
 // It holds, for every offset the history shows a record at, the first
-// record seen there and, when that record was written by a write that
-// committed, the write's call and the record's place in it. It holds the
-// first committed record of each trip in each topic, the offsets each
-// read_committed fetch covered but did not return. It tells a repeat's
+// record seen there, and each committed write's record with its call and
+// its place in the write. It holds the first committed record of each
+// trip in each topic, the offsets each read_committed fetch covered but
+// did not return, and pairs them with the committed records inside them
+// (lost writes). Bounded (bound), it forgets what a history that keeps to
+// Kafka's order no longer needs (forgetRead). It tells a repeat's
 // answer from a new write by the batches that may have landed
 // (landedBatches, which it shares with no-aborted-read). Until its
 // transaction ends, it holds each transactional produce's records; until
