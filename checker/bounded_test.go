@@ -19,12 +19,14 @@ func boundedVerdicts(h histories.History) ([]Verdict, string) {
 
 // boundedStream is the stream boundedVerdicts judges, every operation in.
 func boundedStream(h histories.History) *invariantStream {
-	reads := model.NewReads()
+	reads, ahead := model.NewReads(), newFetchesAhead()
 	for i := range h.Ops {
 		noteRead(reads, &h.Ops[i])
+		ahead.note(&h.Ops[i])
 	}
 	s := newInvariantStream(h, nil)
 	s.onlyRead(reads)
+	s.readAhead(ahead)
 	s.bound()
 	for _, i := range callOrder(h.Ops) {
 		s.add(&h.Ops[i])

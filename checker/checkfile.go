@@ -100,6 +100,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
 	invariants := newInvariantLanes(header, newPassProgress(progress))
 	invariants.onlyRead(reads)
+	invariants.readAhead(ahead)
 	invariants.bound()
 	err = judgeInTurn(stream, append([]func(*histories.Op){search.add}, invariants.judges()...)...)
 	var broken *histories.BrokenError
@@ -107,14 +108,17 @@ func CheckFile(path string, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	// The streamed search and the bounded folds each come back only so
-	// far; when either needed to go further, the whole check decides.
+	// far; when either needed to go further, the whole check decides. The
+	// folds judge some operations only at the end, so they are asked
+	// what they forgot after their verdicts.
+	judged := invariants.verdicts()
 	if search.finish() != porcupine.Ok {
 		return checkWhole(path, opts, "the streamed search found no order within the windows it keeps")
 	}
 	if why := invariants.forgotten(); why != "" {
 		return checkWhole(path, opts, why)
 	}
-	verdicts := append([]Verdict{held(Linearizable)}, invariants.verdicts()...)
+	verdicts := append([]Verdict{held(Linearizable)}, judged...)
 	verdicts = append(verdicts, held(ErrorCodes))
 	report := Report{History: header, Verdicts: verdicts, Allow: opts.Allow, AllowCodes: opts.AllowCodes,
 		lin: linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: search.judged}}

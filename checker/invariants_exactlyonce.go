@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fencecheck/fencecheck/histories"
@@ -17,10 +18,12 @@ import (
 // holds two records (inconsistent offsets).
 //
 // It holds, for every offset the history shows a record at, the first
-// record seen there and, when that record was written by a write that
-// committed, the write's call and the record's place in it. It holds the
-// first committed record of each trip in each topic, the offsets each
-// read_committed fetch covered but did not return. It tells a repeat's
+// record seen there, and each committed write's record with its call and
+// its place in the write. It holds the first committed record of each
+// trip in each topic, the offsets each read_committed fetch covered but
+// did not return, and pairs them with the committed records inside them
+// (lost writes). Bounded (bound), it forgets what a history that keeps to
+// Kafka's order no longer needs (forgetRead). It tells a repeat's
 // answer from a new write by the batches that may have landed
 // (landedBatches, which it shares with no-aborted-read). Until its
 // transaction ends, it holds each transactional produce's records; until
@@ -47,39 +50,71 @@ type exactlyOnceFold struct {
 	// doubled are the offsets whose record was found a second copy of a
 	// trip.
 	doubled map[slot]bool
-	// fetches are the read_committed fetches that skipped offsets, and
-	// skipped those offsets, by partition.
-	fetches []skippingFetch
-	skipped map[model.Partition][]skippedRange
-	// moreCommitted are the committed records at an offset whose first
-	// record is another one.
-	moreCommitted map[model.Partition][]committedRecord
-	duplicates    []foldedViolation // in the order of the records shown
-	inconsistent  []foldedViolation // in call order
-	told          int               // duplicates early has returned
-	toldOffsets   int               // inconsistent early has returned
+	// skipped are the offsets the read_committed fetches covered but did
+	// not return, and committed the records of the writes that committed,
+	// by partition, until they are paired (lost).
+	skipped   map[model.Partition][]skippedRange
+	committed map[model.Partition][]committedRecord
+	// lost are the committed records found in a range a fetch skipped.
+	lost         []lostWrite
+	duplicates   []foldedViolation // in the order of the records shown
+	inconsistent []foldedViolation // in call order
+	told         int               // duplicates early has returned
+	toldOffsets  int               // inconsistent early has returned
+	// ahead tells the lowest offset the fetches still to come read; nil
+	// when the fold was not told (readAhead).
+	ahead *fetchesAhead
+	// bounded is what the fold keeps to forget, nil when it keeps
+	// everything.
+	bounded *exactlyOnceBound
 }
+
+// exactlyOnceBound is what a bounded exactlyOnceFold knows of what it
+// forgot.
+type exactlyOnceBound struct {
+	forgot string // the first operation that needed what was forgotten, and why
+	next   int    // the operation at which it forgets next
+	// rangesTo is the highest offset of a skipped range forgotten, by
+	// partition.
+	rangesTo map[model.Partition]int64
+	// trips are the fingerprints of the trips whose first committed
+	// record was forgotten, and tripsDropped how many were since the
+	// maps of trips were made.
+	trips        tripPrints
+	tripsDropped int
+}
+
+// The bounded exactlyOnceFold's limits. Tests set them at their smallest,
+// so that many histories make it forget.
+var (
+	// exactlyOnceMargin is how many offsets below a partition's highest
+	// sighted the fold keeps the first record of, even when no fetch
+	// still to come reads them, for a produce answered a little late.
+	exactlyOnceMargin int64 = 1 << 12
+	// exactlyOnceEvery is the fewest operations between two times the
+	// fold forgets. It waits for an eighth as many as it holds when that
+	// is more, so that forgetting costs a constant for each operation.
+	exactlyOnceEvery = 1 << 12
+)
 
 // slotLog is what the fold holds of one partition's offsets.
 type slotLog struct {
-	at    map[int64]int32 // offset -> index in first
-	first []firstRecord
+	at map[int64]firstRecord
+	// highest is the highest offset sighted, when sighted says one was;
+	// below is the lowest offset still held: the first records below it
+	// were forgotten (math.MinInt64 when none was).
+	highest int64
+	sighted bool
+	below   int64
+	dropped int // first records forgotten since at was made
 }
 
-// firstRecord is the first record seen at an offset, and the committed
-// write of it, if any.
+// firstRecord is the first record seen at an offset.
 type firstRecord struct {
-	key, value string
-	op         int
-	producerID int64
-	// committed: op is a produce whose write committed; call is its
-	// call, index the record's place in it, and endedBy the operation
-	// that committed its transaction (-1 when not transactional).
-	committed    bool
+	key, value   string
+	op           int
+	producerID   int64
 	inconsistent bool // already reported as holding two records
-	index        int32
-	call         int64
-	endedBy      int
 }
 
 // committedRecord is a committed write's record, as a lost write names it.
@@ -109,6 +144,7 @@ type writtenInTxn struct {
 	ret    int64
 	index  int32
 	repeat bool // the produce repeats a batch that may have landed
+	late   bool // answered at or below a skipped range forgotten
 }
 
 // evidence is a committed record as an operation showed it: a
@@ -164,10 +200,15 @@ type shownFirst struct {
 }
 
 // comeProduce is a transactional produce waiting to join its transaction:
-// its place among the operations, and whether it repeats a batch.
+// its place among the operations, whether it repeats a batch, whether it
+// was answered at or below a skipped range forgotten, and the offsets
+// its answer names.
 type comeProduce struct {
-	seq    int
-	repeat bool
+	seq         int
+	repeat      bool
+	late        bool
+	partition   model.Partition
+	first, last int64
 }
 
 // skippingFetch is a read_committed fetch that covered offsets it did not
@@ -175,20 +216,50 @@ type comeProduce struct {
 type skippingFetch struct {
 	op       int
 	call     int64
+	ret      int64
 	from, to int64 // its start and the highest offset it returned
 }
 
 // skippedRange is offsets from to to, both included, that a fetch covered
 // but did not return.
 type skippedRange struct {
-	fetch    int32 // into fetches
+	fetch    skippingFetch
 	from, to int64
+}
+
+// lostWrite is a committed record in a range a fetch skipped.
+type lostWrite struct {
+	fetch skippingFetch
+	w     committedRecord
+	p     model.Partition
 }
 
 func newExactlyOnceFold(histories.History) invariantFold {
 	return &exactlyOnceFold{logs: map[model.Partition]*slotLog{},
 		produces: map[int]comeProduce{}, open: map[*txn]*openWrites{}, firstShown: map[string]map[string]shownFirst{}, numbered: map[model.Partition]int32{}, doubled: map[slot]bool{},
-		skipped: map[model.Partition][]skippedRange{}, moreCommitted: map[model.Partition][]committedRecord{}}
+		skipped: map[model.Partition][]skippedRange{}, committed: map[model.Partition][]committedRecord{}}
+}
+
+func (f *exactlyOnceFold) readAhead(ahead *fetchesAhead) { f.ahead = ahead }
+
+// bound makes the fold forget what no operation of a history that keeps
+// to Kafka's order can look at again (forgetRead).
+func (f *exactlyOnceFold) bound() {
+	f.bounded = &exactlyOnceBound{rangesTo: map[model.Partition]int64{}}
+}
+
+func (f *exactlyOnceFold) forgotten() string {
+	if f.bounded == nil {
+		return ""
+	}
+	return f.bounded.forgot
+}
+
+// forget notes that an operation needed what the fold forgot, and why.
+func (f *exactlyOnceFold) forget(why string) {
+	if f.bounded.forgot == "" {
+		f.bounded.forgot = why
+	}
 }
 
 func (f *exactlyOnceFold) add(op *histories.Op) {
@@ -197,6 +268,9 @@ func (f *exactlyOnceFold) add(op *histories.Op) {
 	f.shownBefore(op.Call)
 	seq := f.seq
 	f.seq++
+	if f.bounded != nil && seq >= f.bounded.next {
+		f.forgetRead(op.Call)
+	}
 	switch {
 	case op.Kind == model.Produce:
 		f.produced(op, seq)
@@ -210,20 +284,23 @@ func (f *exactlyOnceFold) add(op *histories.Op) {
 func (f *exactlyOnceFold) produced(op *histories.Op, seq int) {
 	repeat := f.batches.repeats(op)
 	records := producedRecords(*op)
+	if len(records) == 0 {
+		return
+	}
 	if !repeat {
 		// A repeat's answer names the offsets of the batch it repeats.
 		for _, s := range records {
 			f.sighted(s, op.Call)
 		}
 	}
+	late := f.late(records, repeat)
 	if op.Req.TransactionalID != "" {
-		if len(records) > 0 {
-			f.produces[op.ID] = comeProduce{seq: seq, repeat: repeat}
-		}
+		f.produces[op.ID] = comeProduce{seq: seq, repeat: repeat, late: late, partition: op.Req.Partition,
+			first: records[0].offset, last: records[len(records)-1].offset}
 		return // its records wait for its transaction (joined)
 	}
 	for i, s := range records {
-		f.committedWrite(committedRecord{offset: s.offset, key: s.key, op: op.ID, call: op.Call, index: int32(i), endedBy: -1}, s.partition)
+		f.committedWrite(committedRecord{offset: s.offset, key: s.key, op: op.ID, call: op.Call, index: int32(i), endedBy: -1}, s.partition, late)
 		if !repeat {
 			heap.Push(&f.shown, evidence{slot: s.slot, key: s.key, by: op.ID, byCall: op.Call, written: true, at: op.Return, seq: seq, index: i})
 		}
@@ -255,18 +332,16 @@ func (f *exactlyOnceFold) skips(op *histories.Op, records []sighting) {
 	}
 	slices.Sort(offsets)
 	from := op.Req.Offset
-	fetch := int32(len(f.fetches))
+	if len(offsets) == 0 {
+		return
+	}
+	fetch := skippingFetch{op: op.ID, call: op.Call, ret: op.Return, from: op.Req.Offset, to: offsets[len(offsets)-1]}
 	p := op.Req.Partition
-	skipped := false
 	for _, o := range offsets {
 		if o > from {
 			f.skipped[p] = append(f.skipped[p], skippedRange{fetch: fetch, from: from, to: o - 1})
-			skipped = true
 		}
 		from = max(from, o+1)
-	}
-	if skipped {
-		f.fetches = append(f.fetches, skippingFetch{op: op.ID, call: op.Call, from: op.Req.Offset, to: offsets[len(offsets)-1]})
 	}
 }
 
@@ -275,37 +350,78 @@ func (f *exactlyOnceFold) skips(op *histories.Op, records []sighting) {
 func (f *exactlyOnceFold) sighted(s sighting, call int64) {
 	l := f.logs[s.partition]
 	if l == nil {
-		l = &slotLog{at: map[int64]int32{}}
+		l = &slotLog{at: map[int64]firstRecord{}, below: math.MinInt64}
 		f.logs[s.partition] = l
 	}
-	i, seen := l.at[s.offset]
-	if !seen {
-		l.at[s.offset] = int32(len(l.first))
-		l.first = append(l.first, firstRecord{key: s.key, value: s.value, op: s.op, producerID: s.producerID, endedBy: -1})
+	if s.offset < l.below {
+		f.forget(fmt.Sprintf("op %d shows %s offset %d, below offset %d, under which the first records were forgotten",
+			s.op, s.partition, s.offset, l.below))
 		return
 	}
-	first := &l.first[i]
+	if !l.sighted || s.offset > l.highest {
+		l.highest, l.sighted = s.offset, true
+	}
+	first, seen := l.at[s.offset]
+	if !seen {
+		l.at[s.offset] = firstRecord{key: s.key, value: s.value, op: s.op, producerID: s.producerID}
+		return
+	}
 	was := sighting{slot: s.slot, op: first.op, key: first.key, value: first.value, producerID: first.producerID}
 	if first.inconsistent || s.sameRecord(was) {
 		return
 	}
 	first.inconsistent = true
+	l.at[s.offset] = first
 	f.inconsistent = append(f.inconsistent, foldedViolation{call: call, Violation: Violation{Op: s.op, Related: []int{was.op},
 		Reason: fmt.Sprintf("%s offset %d holds %s, but op %d showed %s there",
 			s.partition, s.offset, recordName(s), was.op, recordName(was))}})
 }
 
 // committedWrite keeps a committed write's record for the fetches that
-// may have skipped it.
-func (f *exactlyOnceFold) committedWrite(r committedRecord, p model.Partition) {
-	if l := f.logs[p]; l != nil {
-		if i, ok := l.at[r.offset]; ok && l.first[i].op == r.op && !l.first[i].committed {
-			first := &l.first[i]
-			first.committed, first.call, first.index, first.endedBy = true, r.call, r.index, r.endedBy
-			return
+// may have skipped it. late: the record was answered at or below a
+// skipped range that was forgotten, which it may belong to.
+func (f *exactlyOnceFold) committedWrite(r committedRecord, p model.Partition, late bool) {
+	if late {
+		f.forget(fmt.Sprintf("op %d's record at %s offset %d committed at or below offset %d, up to which the ranges read_committed fetches skipped were forgotten",
+			r.op, p, r.offset, f.bounded.rangesTo[p]))
+	}
+	f.committed[p] = append(f.committed[p], r)
+}
+
+// late reports whether a produce answered records at or below a skipped
+// range the fold forgot. A produce called after the range's fetch
+// returned is answered above it, unless it repeats a batch: then its
+// offsets are the batch's, and late only when no open transaction holds
+// them, because a range over a record an open transaction holds is
+// never forgotten.
+func (f *exactlyOnceFold) late(records []sighting, repeat bool) bool {
+	if f.bounded == nil {
+		return false
+	}
+	for _, s := range records {
+		if to, ok := f.bounded.rangesTo[s.partition]; ok && s.offset <= to && !(repeat && f.holdsOpen(s.slot)) {
+			return true
 		}
 	}
-	f.moreCommitted[p] = append(f.moreCommitted[p], r)
+	return false
+}
+
+// holdsOpen reports whether a record of an open transaction is at at.
+// It looks at every such record, so it is asked only of a repeat.
+func (f *exactlyOnceFold) holdsOpen(at slot) bool {
+	for _, c := range f.produces {
+		if c.partition == at.partition && c.first <= at.offset && at.offset <= c.last {
+			return true
+		}
+	}
+	for _, w := range f.open {
+		for _, r := range w.records {
+			if r.slot == at {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (f *exactlyOnceFold) useBatches(b *landedBatches) { f.batches = b }
@@ -324,7 +440,7 @@ func (f *exactlyOnceFold) joined(op *histories.Op, t *txn) {
 		w := f.openOf(t)
 		for i, s := range producedRecords(*op) {
 			w.records = append(w.records, writtenInTxn{slot: s.slot, key: s.key, op: op.ID, seq: come.seq,
-				call: op.Call, ret: op.Return, index: int32(i), repeat: come.repeat})
+				call: op.Call, ret: op.Return, index: int32(i), repeat: come.repeat, late: come.late})
 		}
 	}
 }
@@ -346,7 +462,7 @@ func (f *exactlyOnceFold) closed(t *txn) {
 	}
 	byCall := w.ends[t.endedBy]
 	for _, r := range w.records {
-		f.committedWrite(committedRecord{offset: r.offset, key: r.key, op: r.op, call: r.call, index: r.index, endedBy: t.endedBy}, r.partition)
+		f.committedWrite(committedRecord{offset: r.offset, key: r.key, op: r.op, call: r.call, index: r.index, endedBy: t.endedBy}, r.partition, r.late)
 		if !r.repeat {
 			heap.Push(&f.shown, evidence{slot: r.slot, key: r.key, by: t.endedBy, byCall: byCall, written: true,
 				at: max(t.commitReturn, r.ret), seq: r.seq, index: int(r.index)})
@@ -378,6 +494,11 @@ func (f *exactlyOnceFold) judgeShown(e evidence) {
 		f.firstShown[topic] = trips
 	}
 	first, seen := trips[e.key]
+	if !seen && f.bounded != nil && f.bounded.trips.has(tripPrint(topic, e.key)) {
+		f.forget(fmt.Sprintf("op %d shows %s committed at %s offset %d, and the first committed record of %s in %s was forgotten",
+			e.by, e.key, e.partition, e.offset, e.key, topic))
+		return
+	}
 	if !seen {
 		trips[e.key] = shownFirst{partition: f.number(e.partition), offset: e.offset, by: e.by, written: e.written}
 		return
@@ -444,25 +565,12 @@ func (f *exactlyOnceFold) verdict() Verdict {
 // sides of a committed record but not the record itself: each fetch's in
 // the call order of the writes, then by the records' place in them.
 func (f *exactlyOnceFold) lostWrites() []foldedViolation {
-	type lost struct {
-		fetch skippingFetch
-		w     committedRecord
-		p     model.Partition
-	}
-	var found []lost
 	for p, ranges := range f.skipped {
-		committed := f.committedIn(p)
-		for _, r := range ranges {
-			from, _ := slices.BinarySearchFunc(committed, r.from, func(w committedRecord, o int64) int { return cmp.Compare(w.offset, o) })
-			for _, w := range committed[from:] {
-				if w.offset > r.to {
-					break
-				}
-				found = append(found, lost{fetch: f.fetches[r.fetch], w: w, p: p})
-			}
-		}
+		f.pair(p, ranges, f.sortedCommitted(p))
 	}
-	slices.SortFunc(found, func(a, b lost) int {
+	clear(f.skipped)
+	found := f.lost
+	slices.SortFunc(found, func(a, b lostWrite) int {
 		return cmp.Or(cmp.Compare(a.fetch.call, b.fetch.call), cmp.Compare(a.fetch.op, b.fetch.op),
 			cmp.Compare(a.w.call, b.w.call), cmp.Compare(a.w.op, b.w.op), cmp.Compare(a.w.index, b.w.index))
 	})
@@ -479,17 +587,27 @@ func (f *exactlyOnceFold) lostWrites() []foldedViolation {
 	return violations
 }
 
-// committedIn is the committed records of partition p, by offset.
-func (f *exactlyOnceFold) committedIn(p model.Partition) []committedRecord {
-	committed := slices.Clone(f.moreCommitted[p])
-	if l := f.logs[p]; l != nil {
-		for offset, i := range l.at {
-			if r := l.first[i]; r.committed {
-				committed = append(committed, committedRecord{offset: offset, key: r.key, op: r.op, call: r.call, index: r.index, endedBy: r.endedBy})
+// pair keeps as lost each record of committed, which is sorted by offset,
+// that one of ranges covers.
+func (f *exactlyOnceFold) pair(p model.Partition, ranges []skippedRange, committed []committedRecord) {
+	for _, r := range ranges {
+		from, _ := slices.BinarySearchFunc(committed, r.from, func(w committedRecord, o int64) int { return cmp.Compare(w.offset, o) })
+		for _, w := range committed[from:] {
+			if w.offset > r.to {
+				break
 			}
+			f.lost = append(f.lost, lostWrite{fetch: r.fetch, w: w, p: p})
 		}
 	}
-	slices.SortFunc(committed, func(a, b committedRecord) int { return cmp.Compare(a.offset, b.offset) })
+}
+
+// sortedCommitted is the committed records of partition p held, sorted
+// by offset.
+func (f *exactlyOnceFold) sortedCommitted(p model.Partition) []committedRecord {
+	committed := f.committed[p]
+	slices.SortFunc(committed, func(a, b committedRecord) int {
+		return cmp.Or(cmp.Compare(a.offset, b.offset), cmp.Compare(a.call, b.call), cmp.Compare(a.op, b.op), cmp.Compare(a.index, b.index))
+	})
 	return committed
 }
 

@@ -71,6 +71,15 @@ type readsAware interface {
 	onlyRead(reads *model.Reads)
 }
 
+// aheadAware is a fold that keeps less once it can tell, at each moment,
+// the lowest offset the fetches still to come read (fetchesAhead).
+type aheadAware interface {
+	invariantFold
+	// readAhead: ahead knows every fetch of the history, and is the
+	// fold's own to ask.
+	readAhead(ahead *fetchesAhead)
+}
+
 // boundedFold is a fold that can keep only what a history that keeps to
 // Kafka's order still needs, for example the newest sessions of a
 // transactional.id rather than every session it was ever handed. A
@@ -129,6 +138,18 @@ func (s *invariantStream) onlyRead(reads *model.Reads) {
 	for _, f := range s.folds {
 		if r, ok := f.(readsAware); ok {
 			r.onlyRead(reads)
+		}
+	}
+}
+
+// readAhead tells the folds, before the first operation, the fetches of
+// the history, as a first reading of a file learns them, so that they
+// keep no record no fetch still to come reads. Each fold asks a copy of
+// its own.
+func (s *invariantStream) readAhead(ahead *fetchesAhead) {
+	for _, f := range s.folds {
+		if r, ok := f.(aheadAware); ok {
+			r.readAhead(ahead.another())
 		}
 	}
 }
@@ -388,10 +409,17 @@ func (ls invariantLanes) judges() []func(*histories.Op) {
 	return judges
 }
 
-// onlyRead and bound tell every lane (invariantStream.onlyRead, bound).
+// onlyRead, readAhead and bound tell every lane (invariantStream.onlyRead,
+// readAhead, bound).
 func (ls invariantLanes) onlyRead(reads *model.Reads) {
 	for _, l := range ls {
 		l.onlyRead(reads)
+	}
+}
+
+func (ls invariantLanes) readAhead(ahead *fetchesAhead) {
+	for _, l := range ls {
+		l.readAhead(ahead)
 	}
 }
 

@@ -124,16 +124,29 @@ func (f *fetchesAhead) forget(state model.State, at int64) model.State {
 		f.parts = slices.Sorted(maps.Keys(f.stairs))
 	}
 	for _, p := range f.parts {
-		st, i := f.stairs[p], f.next[p]
-		for i < len(st) && st[i].call < at {
-			i++
-		}
-		f.next[p] = i
-		from := int64(math.MaxInt64) // no fetch of p is still to come
-		if i < len(st) {
-			from = st[i].offset
-		}
-		state = model.ReadsFrom(state, p, from)
+		state = model.ReadsFrom(state, p, f.from(p, at))
 	}
 	return state
+}
+
+// from is the lowest offset the fetches of p called at or after at read,
+// math.MaxInt64 when no fetch of p is still to come. The moments asked
+// about only rise, partition by partition.
+func (f *fetchesAhead) from(p model.Partition, at int64) int64 {
+	st, i := f.stairs[p], f.next[p]
+	for i < len(st) && st[i].call < at {
+		i++
+	}
+	f.next[p] = i
+	if i < len(st) {
+		return st[i].offset
+	}
+	return math.MaxInt64
+}
+
+// another is a fetchesAhead of the same fetches whose moments asked about
+// are its own, so that two passes that run side by side (the search and
+// the invariants) each follow theirs. The fetches must all be noted.
+func (f *fetchesAhead) another() *fetchesAhead {
+	return &fetchesAhead{stairs: f.stairs, span: f.span, next: map[model.Partition]int{}}
 }
