@@ -107,11 +107,12 @@ func CheckFile(path string, opts Options) (Report, error) {
 		return Report{}, err
 	}
 	// The streamed search and the bounded folds each come back only so
-	// far; when either needed to go further, the whole check decides.
+	// far; when either needed to go further, the whole check decides. A
+	// fold knows what it needed only once it has judged to the end.
+	verdicts := append([]Verdict{held(Linearizable)}, invariants.verdicts()...)
 	if search.finish() != porcupine.Ok || invariants.forgotten() != "" {
 		return checkWhole(path, opts)
 	}
-	verdicts := append([]Verdict{held(Linearizable)}, invariants.verdicts()...)
 	verdicts = append(verdicts, held(ErrorCodes))
 	report := Report{History: header, Verdicts: verdicts, Allow: opts.Allow, AllowCodes: opts.AllowCodes,
 		lin: linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: search.judged}}

@@ -72,6 +72,7 @@ func TestMeasureFolds(t *testing.T) {
 	require.NoError(t, err)
 	s := newInvariantStream(stream.Header(), nil)
 	s.onlyRead(reads)
+	s.bound()
 	require.NoError(t, stream.Each(func(op *histories.Op) error {
 		s.add(op)
 		return nil

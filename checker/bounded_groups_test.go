@@ -1,0 +1,237 @@
+package checker
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
+)
+
+// boundedStream judges h's operations in call order with the folds
+// bounded, as CheckFile judges a file, and returns the stream, before its
+// verdicts are asked for.
+func boundedStream(h histories.History, bounded bool) *invariantStream {
+	reads := model.NewReads()
+	for i := range h.Ops {
+		noteRead(reads, &h.Ops[i])
+	}
+	s := newInvariantStream(h, nil)
+	s.onlyRead(reads)
+	if bounded {
+		s.bound()
+	}
+	for _, i := range callOrder(h.Ops) {
+		s.add(&h.Ops[i])
+	}
+	return s
+}
+
+// offsetsFoldOf is the stream's offsets-monotonic fold.
+func offsetsFoldOf(t *testing.T, s *invariantStream) *offsetsFold {
+	for i, name := range Checks[1 : len(Checks)-1] {
+		if name == OffsetsMonotonic {
+			return s.folds[i].(*offsetsFold)
+		}
+	}
+	t.Fatal("no offsets-monotonic fold")
+	return nil
+}
+
+// dropped reports whether the bounded fold dropped any commit, answer or
+// group operation.
+func (f *offsetsFold) dropped() bool {
+	for _, fl := range f.floors {
+		if fl.dropped != noFloor || fl.droppedFetch != noFloor {
+			return true
+		}
+	}
+	for _, x := range f.generations.groups {
+		if x.generations.cut || x.epochs.cut {
+			return true
+		}
+	}
+	return false
+}
+
+// held counts the entries the fold holds: commits, answers, group
+// operations and their indexes.
+func (f *offsetsFold) held() int {
+	n := len(f.pending) + len(f.waiting) + len(f.generations.waiting)
+	for _, l := range f.committed {
+		n += len(l)
+	}
+	for _, l := range f.fetches {
+		n += len(l)
+	}
+	for _, x := range f.generations.groups {
+		n += len(x.classic.Ops) + len(x.consumer.Ops) + len(x.returns)
+		for _, b := range x.beats {
+			n += len(b)
+		}
+	}
+	return n
+}
+
+// TestBoundedGroupFoldsAtTheSmallestWindow: with one generation and one
+// member epoch kept per group, every saved history's bounded
+// offsets-monotonic gives the verdicts the unbounded one gives, or names
+// what it needed. Some of them drop something and still agree.
+func TestBoundedGroupFoldsAtTheSmallestWindow(t *testing.T) {
+	defer func(k int) { keptGroupEpochs = k }(keptGroupEpochs)
+	keptGroupEpochs = 1
+	agreed, droppedAndAgreed, forgot := 0, 0, 0
+	for _, file := range savedHistories(t) {
+		h, err := histories.LoadFile(file)
+		if err != nil {
+			continue // a file kept to show an error
+		}
+		s := boundedStream(h, true)
+		got := s.verdicts()
+		if why := s.forgotten(); why != "" {
+			forgot++
+			t.Logf("%s: %s", file, why)
+			continue
+		}
+		dropped := offsetsFoldOf(t, s).dropped()
+		require.Equal(t, judgeInvariants(h, nil), got, file)
+		agreed++
+		if dropped {
+			droppedAndAgreed++
+		}
+	}
+	t.Logf("%d histories agreed, %d of them after dropping; %d needed what was dropped", agreed, droppedAndAgreed, forgot)
+	require.Greater(t, droppedAndAgreed, 10, "histories that drop and still agree")
+}
+
+// longGroupHistory is a consumer group in the pipeline's shape: three
+// workers each heartbeat, commit the next offset of the partition they
+// hold (in a transaction, or now and then a plain commit) at their member
+// epoch, round after round, the requests of a round overlapping. Every
+// tenth round the group moves to a new epoch and each partition to the
+// next worker, which fetches its committed offset first (require_stable).
+// Every fiftieth round a worker is replaced by a member of its own: the
+// old one leaves.
+func longGroupHistory(rounds int) histories.History {
+	b := &historyBuilder{}
+	const workers = 3
+	members := make([]string, workers)
+	for i := range members {
+		members[i] = fmt.Sprintf("w%d-0", i)
+	}
+	offsets := make([]int64, workers) // by partition
+	epoch, shift := int32(1), 0
+	for r := range rounds {
+		base := int64(r) * 100
+		rebalance := r%10 == 0
+		if rebalance && r > 0 {
+			epoch++
+			shift++
+		}
+		if r%50 == 0 && r > 0 {
+			w := (r / 50) % workers
+			old := members[w]
+			leave := b.consumerHeartbeat(old, base, base+1, "g", old, -1)
+			b.op(leave).Req.MemberEpoch = -1
+			members[w] = fmt.Sprintf("w%d-%d", w, r)
+		}
+		for i := range workers {
+			p := (i + shift) % workers
+			part := model.Partition(fmt.Sprintf("trips-%d", p))
+			proc := members[i]
+			b.consumerHeartbeat(proc, base+2+int64(i), base+9+int64(i), "g", members[i], epoch, part)
+			if rebalance {
+				f := b.offsetFetch(proc, base+10+int64(i), base+12+int64(i), "g", part, offsets[p])
+				b.op(f).Req.RequireStable = true
+			}
+			offsets[p]++
+			if r%7 == 3 {
+				b.plainCommit(proc, base+20+int64(i), base+30+int64(i), "g", members[i], epoch, part, offsets[p])
+				continue
+			}
+			s := session{fmt.Sprintf("t%d", i), int64(100 + i), 0}
+			c := b.txnOffsetCommit(proc, base+20+int64(i), base+30+int64(i), s, "g", epoch, part, offsets[p])
+			b.op(c).Req.MemberID = members[i]
+			b.endTxn(proc, base+40+int64(i), base+50+int64(i), s, true)
+		}
+	}
+	return b.h
+}
+
+// TestBoundedOffsetsFoldKeepsLittleOfALongGroup: on a long history of a
+// consumer group in the pipeline's shape, the bounded offsets-monotonic
+// holds a bounded number of entries from start to end, needs nothing it
+// dropped, and gives the unbounded verdict. The unbounded fold holds an
+// entry for every request.
+func TestBoundedOffsetsFoldKeepsLittleOfALongGroup(t *testing.T) {
+	h := longGroupHistory(4000)
+	require.Greater(t, len(h.Ops), 30_000)
+	bounded := newInvariantStream(h, nil)
+	bounded.bound()
+	whole := newInvariantStream(h, nil)
+	most := 0
+	for n, i := range callOrder(h.Ops) {
+		bounded.add(&h.Ops[i])
+		whole.add(&h.Ops[i])
+		if n%1000 == 999 {
+			most = max(most, offsetsFoldOf(t, bounded).held())
+		}
+	}
+	t.Logf("the bounded fold held %d entries at most, the unbounded %d at the end", most, offsetsFoldOf(t, whole).held())
+	require.LessOrEqual(t, most, 20*keptGroupEpochs, "entries the bounded fold held at most")
+	require.Greater(t, offsetsFoldOf(t, whole).held(), len(h.Ops)/2, "entries the unbounded fold holds")
+	got := bounded.verdicts()
+	require.Empty(t, bounded.forgotten())
+	require.Equal(t, whole.verdicts(), got)
+	for _, v := range got {
+		require.NotEqual(t, Violated, v.Status, "%v", v)
+		if v.Check == OffsetsMonotonic {
+			require.Equal(t, OK, v.Status)
+		}
+	}
+}
+
+// TestBoundedOffsetsFoldSaysWhatItDropped: a commit far below the offsets
+// of a long group, and a commit at a member epoch far below the group's,
+// need what the bounded fold dropped. It names each, and CheckFile, which
+// then judges the file whole, names the violation Check names: the
+// earliest commit above it, which the bounded fold dropped long before.
+func TestBoundedOffsetsFoldSaysWhatItDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name, forgot, reason string
+		change               func(op *histories.Op)
+	}{
+		{"backward", "committed offset 1 of group g trips-0, below offset",
+			"group g trips-0 committed offset 1 after op 13 had committed 2",
+			func(op *histories.Op) { op.Req.Offsets = map[model.Partition]int64{"trips-0": 1} }},
+		{"stale epoch", "committed at member epoch 1 of group g, below epoch",
+			"of consumer group g for trips-0 at member epoch 1 accepted from w0-0",
+			func(op *histories.Op) { op.Req.GenerationID, op.Req.MemberID = 1, "w0-0" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := longGroupHistory(300)
+			b := &historyBuilder{h: h}
+			end := h.Ops[len(h.Ops)-1].Return + 10
+			late := b.plainCommit("w0-0", end, end+1, "g", "w0-0", 30, "trips-0", 1_000_000)
+			tc.change(b.op(late))
+			h = b.h
+
+			s := boundedStream(h, true)
+			s.verdicts()
+			require.Contains(t, s.forgotten(), fmt.Sprintf("offsets-monotonic: op %d %s", late, tc.forgot))
+			want := Check(h, Options{}).Verdict(OffsetsMonotonic)
+			require.Equal(t, Violated, want.Status)
+			require.Equal(t, late, want.Violations[0].Op)
+			require.Contains(t, want.Violations[0].Reason, tc.reason)
+
+			file := filepath.Join(t.TempDir(), "group.json")
+			require.NoError(t, histories.SaveFile(file, h))
+			got, err := CheckFile(file, Options{})
+			require.NoError(t, err)
+			require.Equal(t, want, got.Verdict(OffsetsMonotonic))
+		})
+	}
+}
