@@ -77,12 +77,13 @@ func (f *offsetsFold) held() int {
 }
 
 // TestBoundedGroupFoldsAtTheSmallestWindow: with one generation and one
-// member epoch kept per group, every saved history's bounded
-// offsets-monotonic gives the verdicts the unbounded one gives, or names
-// what it needed. Some of them drop something and still agree.
+// member epoch kept per group, and the reads no-aborted-read keeps looked
+// at again at every commit, every saved history's bounded folds give the
+// verdicts the unbounded ones give, or name what they needed. Some of
+// them drop something and still agree.
 func TestBoundedGroupFoldsAtTheSmallestWindow(t *testing.T) {
-	defer func(k int) { keptGroupEpochs = k }(keptGroupEpochs)
-	keptGroupEpochs = 1
+	defer func(k, r int) { keptGroupEpochs, fineReadsRescanAt = k, r }(keptGroupEpochs, fineReadsRescanAt)
+	keptGroupEpochs, fineReadsRescanAt = 1, 1
 	agreed, droppedAndAgreed, forgot := 0, 0, 0
 	for _, file := range savedHistories(t) {
 		h, err := histories.LoadFile(file)
@@ -234,4 +235,61 @@ func TestBoundedOffsetsFoldSaysWhatItDropped(t *testing.T) {
 			require.Equal(t, want, got.Verdict(OffsetsMonotonic))
 		})
 	}
+}
+
+// noAbortedReadFoldOf is the stream's no-aborted-read fold.
+func noAbortedReadFoldOf(t *testing.T, s *invariantStream) *noAbortedReadFold {
+	for i, name := range Checks[1 : len(Checks)-1] {
+		if name == NoAbortedRead {
+			return s.folds[i].(*noAbortedReadFold)
+		}
+	}
+	t.Fatal("no no-aborted-read fold")
+	return nil
+}
+
+// TestBoundedNoAbortedReadKeepsFewReads: a reader that reads each
+// committed transaction's record, some of them before their end_txn has
+// returned, keeps few reads in a bounded no-aborted-read, and the verdict
+// is the unbounded one: held, and violated when one transaction is
+// aborted instead.
+func TestBoundedNoAbortedReadKeepsFewReads(t *testing.T) {
+	build := func(abort int) (histories.History, int) {
+		b := &historyBuilder{}
+		s := session{"fare-writer", 4001, 0}
+		bad := -1
+		for i := range 5000 {
+			call := int64(i) * 10
+			key := fmt.Sprintf("trip-%d", i)
+			p := b.produce("W", call, call+1, s, "fares-0", int64(i), key)
+			b.op(p).Req.Sequence = int32(i) // a batch of its own
+			b.endTxn("W", call+2, call+8, s, i != abort)
+			// Every third read is called before the end_txn returns,
+			// after its commit was called.
+			at := call + 9
+			if i%3 == 0 {
+				at = call + 3
+			}
+			read := b.fetch("R", at, at+1, "fares-0", int64(i), model.ReadCommitted, rec(int64(i), key, 4001))
+			if i == abort {
+				bad = read
+			}
+		}
+		return b.h, bad
+	}
+	h, _ := build(-1)
+	bounded, whole := boundedStream(h, true), boundedStream(h, false)
+	require.LessOrEqual(t, len(noAbortedReadFoldOf(t, bounded).reads), 2*fineReadsRescanAt)
+	require.Len(t, noAbortedReadFoldOf(t, whole).reads, 5000)
+	got := bounded.verdicts()
+	require.Empty(t, bounded.forgotten())
+	require.Equal(t, whole.verdicts(), got)
+
+	h, bad := build(4321)
+	bounded, whole = boundedStream(h, true), boundedStream(h, false)
+	got = bounded.verdicts()
+	require.Equal(t, whole.verdicts(), got)
+	v := Check(h, Options{}).Verdict(NoAbortedRead)
+	requireViolation(t, v, bad, "read_committed fetch returned trip-4321 at fares-0 offset 4321, written by op 12963 "+
+		"in a transaction of fare-writer (producer id 4001, epoch 0) aborted by op 12964")
 }

@@ -20,7 +20,8 @@ import (
 // read_committed fetch returned, and for each produce that may have
 // written at offsets its answer does not name. It also holds each batch
 // that may have landed, to tell a repeat's answer from a new write
-// (landedBatches, which it shares with exactly-once).
+// (landedBatches, which it shares with exactly-once). Bounded, it drops
+// each read as soon as it is known to hold (bound).
 type noAbortedReadFold struct {
 	batches *landedBatches
 	repeat  map[int]bool // the transactional produces waiting for their transaction, and whether each repeats a batch
@@ -31,6 +32,47 @@ type noAbortedReadFold struct {
 	// fetched, when set, names the partitions some fetch of the history
 	// reads: a record elsewhere is never read, so it is not kept.
 	fetched *model.Reads
+	// bounded: a read known to be fine is not kept (bound).
+	bounded bool
+	// rescanAt is how many reads may wait before those that have turned
+	// out fine are dropped.
+	rescanAt int
+}
+
+// fineReadsRescanAt is the fewest reads a bounded noAbortedReadFold lets
+// wait before it looks again for those that have turned out fine.
+var fineReadsRescanAt = 64
+
+// bound makes the fold keep no read that is known to be fine whatever
+// comes later (boundedFold): a writer acknowledged at its slot wrote the
+// same record outside a transaction, or in one committed by a commit
+// called by the read's return. Other writers at the slot may still come,
+// but a read with one visible writer holds (uncommittedRead), and a
+// committed transaction's fate and commit call never change. The other
+// reads wait, and are looked at again when a transaction commits, once
+// their number has doubled since the last look. The verdict is the same,
+// because a read that holds names nothing, so the fold forgets nothing.
+func (f *noAbortedReadFold) bound() {
+	f.bounded = true
+	f.rescanAt = fineReadsRescanAt
+}
+
+func (f *noAbortedReadFold) forgotten() string { return "" }
+
+// fine reports whether read holds whatever comes later (bound).
+func (f *noAbortedReadFold) fine(read committedRead) bool {
+	return f.acked.any(read.slot, func(w writtenRecordAt) bool {
+		return w.sameRecord(read.sighting) && (w.txn == nil || w.txn.fate == fateCommitted && w.txn.commitCall <= read.ret)
+	})
+}
+
+// dropFine drops the reads that have turned out fine, once enough wait.
+func (f *noAbortedReadFold) dropFine() {
+	if len(f.reads) < f.rescanAt {
+		return
+	}
+	f.reads = slices.DeleteFunc(f.reads, f.fine)
+	f.rescanAt = max(fineReadsRescanAt, 2*len(f.reads))
 }
 
 func (f *noAbortedReadFold) onlyRead(reads *model.Reads) { f.fetched = reads }
@@ -84,7 +126,11 @@ func (f *noAbortedReadFold) add(op *histories.Op) {
 	}
 	if isReadCommitted(*op) {
 		for _, s := range fetchedRecords(*op) {
-			f.reads = append(f.reads, committedRead{sighting: s, call: op.Call, ret: op.Return})
+			read := committedRead{sighting: s, call: op.Call, ret: op.Return}
+			if f.bounded && f.fine(read) {
+				continue
+			}
+			f.reads = append(f.reads, read)
 		}
 	}
 }
@@ -98,7 +144,11 @@ func (f *noAbortedReadFold) joined(op *histories.Op, t *txn) {
 	}
 }
 
-func (f *noAbortedReadFold) closed(*txn) {}
+func (f *noAbortedReadFold) closed(t *txn) {
+	if f.bounded && t.fate == fateCommitted {
+		f.dropFine()
+	}
+}
 
 // written keeps a produce's records, in the call order of the produces (a
 // transactional one comes when it joins its transaction).
@@ -168,6 +218,24 @@ func (x recordsBySlot) insert(w writtenRecordAt) {
 // after reports whether r comes after w in call order, ties by id.
 func (r chainedRecord) after(w writtenRecordAt) bool {
 	return r.call > w.call || r.call == w.call && r.op > w.op
+}
+
+// any reports whether one of the records at slot s is one fn accepts.
+func (x recordsBySlot) any(s slot, fn func(writtenRecordAt) bool) bool {
+	c := x[s.partition]
+	if c == nil {
+		return false
+	}
+	i, ok := c.head[s.offset]
+	if !ok {
+		return false
+	}
+	for ; i >= 0; i = c.records[i].next {
+		if fn(c.records[i].writtenRecordAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // at is the records at slot s, in call order.
