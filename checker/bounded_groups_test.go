@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,16 +13,18 @@ import (
 )
 
 // boundedStream judges h's operations in call order with the folds
-// bounded, as CheckFile judges a file, and returns the stream, before its
-// verdicts are asked for.
+// bounded as CheckFile bounds them (with the fetches ahead), or not, and
+// returns the stream, before its verdicts are asked for.
 func boundedStream(h histories.History, bounded bool) *invariantStream {
-	reads := model.NewReads()
+	reads, ahead := model.NewReads(), newFetchesAhead()
 	for i := range h.Ops {
 		noteRead(reads, &h.Ops[i])
+		ahead.note(&h.Ops[i])
 	}
 	s := newInvariantStream(h, nil)
 	s.onlyRead(reads)
 	if bounded {
+		s.readsAhead(ahead)
 		s.bound()
 	}
 	for _, i := range callOrder(h.Ops) {
@@ -78,12 +81,15 @@ func (f *offsetsFold) held() int {
 
 // TestBoundedGroupFoldsAtTheSmallestWindow: with one generation and one
 // member epoch kept per group, and the reads no-aborted-read keeps looked
-// at again at every commit, every saved history's bounded folds give the
+// at again at every commit and its records dropped at every produce
+// below what is still read, every saved history's bounded folds give the
 // verdicts the unbounded ones give, or name what they needed. Some of
 // them drop something and still agree.
 func TestBoundedGroupFoldsAtTheSmallestWindow(t *testing.T) {
-	defer func(k, r int) { keptGroupEpochs, fineReadsRescanAt = k, r }(keptGroupEpochs, fineReadsRescanAt)
-	keptGroupEpochs, fineReadsRescanAt = 1, 1
+	defer func(k, r, c int) {
+		keptGroupEpochs, fineReadsRescanAt, compactRecordsAt = k, r, c
+	}(keptGroupEpochs, fineReadsRescanAt, compactRecordsAt)
+	keptGroupEpochs, fineReadsRescanAt, compactRecordsAt = 1, 1, 1
 	agreed, droppedAndAgreed, forgot := 0, 0, 0
 	for _, file := range savedHistories(t) {
 		h, err := histories.LoadFile(file)
@@ -97,7 +103,7 @@ func TestBoundedGroupFoldsAtTheSmallestWindow(t *testing.T) {
 			t.Logf("%s: %s", file, why)
 			continue
 		}
-		dropped := offsetsFoldOf(t, s).dropped()
+		dropped := offsetsFoldOf(t, s).dropped() || len(noAbortedReadFoldOf(t, s).droppedBelow) > 0
 		require.Equal(t, judgeInvariants(h, nil), got, file)
 		agreed++
 		if dropped {
@@ -250,9 +256,9 @@ func noAbortedReadFoldOf(t *testing.T, s *invariantStream) *noAbortedReadFold {
 
 // TestBoundedNoAbortedReadKeepsFewReads: a reader that reads each
 // committed transaction's record, some of them before their end_txn has
-// returned, keeps few reads in a bounded no-aborted-read, and the verdict
-// is the unbounded one: held, and violated when one transaction is
-// aborted instead.
+// returned, keeps few reads and few records in a bounded no-aborted-read,
+// and the verdict is the unbounded one: held, and violated when one
+// transaction is aborted instead.
 func TestBoundedNoAbortedReadKeepsFewReads(t *testing.T) {
 	build := func(abort int) (histories.History, int) {
 		b := &historyBuilder{}
@@ -281,6 +287,8 @@ func TestBoundedNoAbortedReadKeepsFewReads(t *testing.T) {
 	bounded, whole := boundedStream(h, true), boundedStream(h, false)
 	require.LessOrEqual(t, len(noAbortedReadFoldOf(t, bounded).reads), 2*fineReadsRescanAt)
 	require.Len(t, noAbortedReadFoldOf(t, whole).reads, 5000)
+	require.LessOrEqual(t, len(noAbortedReadFoldOf(t, bounded).acked["fares-0"].records), 2*compactRecordsAt)
+	require.Len(t, noAbortedReadFoldOf(t, whole).acked["fares-0"].records, 5000)
 	got := bounded.verdicts()
 	require.Empty(t, bounded.forgotten())
 	require.Equal(t, whole.verdicts(), got)
@@ -292,4 +300,37 @@ func TestBoundedNoAbortedReadKeepsFewReads(t *testing.T) {
 	v := Check(h, Options{}).Verdict(NoAbortedRead)
 	requireViolation(t, v, bad, "read_committed fetch returned trip-4321 at fares-0 offset 4321, written by op 12963 "+
 		"in a transaction of fare-writer (producer id 4001, epoch 0) aborted by op 12964")
+}
+
+// TestBoundedNoAbortedReadSaysWhatItDropped: a fetch that returns a record
+// below its own offset, long after the records there were dropped, needs
+// what the bounded no-aborted-read dropped. It names the read, and
+// CheckFile, which then judges the file whole, names the violation Check
+// names.
+func TestBoundedNoAbortedReadSaysWhatItDropped(t *testing.T) {
+	b := &historyBuilder{}
+	s := session{"fare-writer", 4001, 0}
+	for i := range 3000 {
+		call := int64(i) * 10
+		p := b.produce("W", call, call+1, s, "fares-0", int64(i), fmt.Sprintf("trip-%d", i))
+		b.op(p).Req.Sequence = int32(i)
+		b.endTxn("W", call+2, call+8, s, i != 7)
+		b.fetch("R", call+9, call+10, "fares-0", int64(i), model.ReadCommitted)
+	}
+	bad := b.fetch("R", 40_000, 40_001, "fares-0", 2999, model.ReadCommitted, rec(7, "trip-7", 4001))
+	h := b.h
+
+	bounded := boundedStream(h, true)
+	bounded.verdicts()
+	prefix := fmt.Sprintf("no-aborted-read: op %d read fares-0 offset 7, below offset", bad)
+	require.True(t, strings.HasPrefix(bounded.forgotten(), prefix), bounded.forgotten())
+	want := Check(h, Options{}).Verdict(NoAbortedRead)
+	requireViolation(t, want, bad, "read_committed fetch returned trip-7 at fares-0 offset 7, written by op 21 "+
+		"in a transaction of fare-writer (producer id 4001, epoch 0) aborted by op 22")
+
+	file := filepath.Join(t.TempDir(), "reads.json")
+	require.NoError(t, histories.SaveFile(file, h))
+	got, err := CheckFile(file, Options{})
+	require.NoError(t, err)
+	require.Equal(t, want, got.Verdict(NoAbortedRead))
 }

@@ -100,6 +100,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
 	invariants := newInvariantStream(header, newPassProgress(progress))
 	invariants.onlyRead(reads)
+	invariants.readsAhead(ahead)
 	invariants.bound()
 	err = judgeInTurn(stream, search.add, invariants.add)
 	var broken *histories.BrokenError

@@ -2,7 +2,9 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
@@ -21,7 +23,8 @@ import (
 // written at offsets its answer does not name. It also holds each batch
 // that may have landed, to tell a repeat's answer from a new write
 // (landedBatches, which it shares with exactly-once). Bounded, it drops
-// each read as soon as it is known to hold (bound).
+// each read as soon as it is known to hold (bound), and the records no
+// fetch still to come reads and no read that waits needs (compact).
 type noAbortedReadFold struct {
 	batches *landedBatches
 	repeat  map[int]bool // the transactional produces waiting for their transaction, and whether each repeats a batch
@@ -37,6 +40,75 @@ type noAbortedReadFold struct {
 	// rescanAt is how many reads may wait before those that have turned
 	// out fine are dropped.
 	rescanAt int
+	// ahead, when bounded, tells the lowest offset the fetches still to
+	// come read, so that the records below it and below every read
+	// that waits are dropped (compact).
+	ahead *fetchesAhead
+	// droppedBelow is, for each partition, the offset below which every
+	// record was dropped.
+	droppedBelow map[model.Partition]int64
+	// now is the call of the operation that came last.
+	now int64
+	// compactAt is, for each partition, how many records it may hold
+	// before the next compact.
+	compactAt map[model.Partition]int
+	// forgot names the first read that needed a dropped record.
+	forgot string
+}
+
+// compactRecordsAt is the fewest records of one partition a bounded
+// noAbortedReadFold holds before it drops those no read still needs
+// (compact); after each, twice as many as it kept.
+var compactRecordsAt = 1024
+
+func (f *noAbortedReadFold) readsAhead(ahead *fetchesAhead) { f.ahead = ahead }
+
+// lowestFrom is the lowest offset of p that the fetches called at or
+// after at read from: math.MaxInt64 when none is still to come. It
+// changes nothing, so that the streamed search may share the stairs.
+func (f *fetchesAhead) lowestFrom(p model.Partition, at int64) int64 {
+	st := f.stairs[p]
+	i := sort.Search(len(st), func(i int) bool { return st[i].call >= at })
+	if i == len(st) {
+		return math.MaxInt64
+	}
+	return st[i].offset
+}
+
+// compact drops p's records below both the lowest offset the fetches
+// still to come read and the lowest offset of a read that waits. No
+// fetch returns a record below its own offset, so no later read needs
+// them; a read below one is a fetch that breaks that, and the fold
+// records that it needed what it dropped.
+func (f *noAbortedReadFold) compact(p model.Partition) {
+	floor := f.ahead.lowestFrom(p, f.now)
+	for _, r := range f.reads {
+		if r.partition == p {
+			floor = min(floor, r.offset)
+		}
+	}
+	if floor > f.droppedBelow[p] {
+		f.droppedBelow[p] = floor
+	}
+	floor = f.droppedBelow[p]
+	kept := 0
+	for _, x := range []recordsBySlot{f.acked, f.repeats} {
+		c := x[p]
+		if c == nil {
+			continue
+		}
+		old := c.records
+		delete(x, p)
+		for _, r := range old {
+			if r.offset >= floor {
+				x.insert(r.writtenRecordAt)
+			}
+		}
+		if n := x[p]; n != nil {
+			kept += len(n.records)
+		}
+	}
+	f.compactAt[p] = max(compactRecordsAt, 2*kept)
 }
 
 // fineReadsRescanAt is the fewest reads a bounded noAbortedReadFold lets
@@ -55,9 +127,11 @@ var fineReadsRescanAt = 64
 func (f *noAbortedReadFold) bound() {
 	f.bounded = true
 	f.rescanAt = fineReadsRescanAt
+	f.droppedBelow = map[model.Partition]int64{}
+	f.compactAt = map[model.Partition]int{}
 }
 
-func (f *noAbortedReadFold) forgotten() string { return "" }
+func (f *noAbortedReadFold) forgotten() string { return f.forgot }
 
 // fine reports whether read holds whatever comes later (bound).
 func (f *noAbortedReadFold) fine(read committedRead) bool {
@@ -116,6 +190,7 @@ func newNoAbortedReadFold(histories.History) invariantFold {
 }
 
 func (f *noAbortedReadFold) add(op *histories.Op) {
+	f.now = op.Call
 	if op.Kind == model.Produce {
 		repeat := f.batches.repeats(op)
 		if op.Req.TransactionalID != "" {
@@ -127,6 +202,13 @@ func (f *noAbortedReadFold) add(op *histories.Op) {
 	if isReadCommitted(*op) {
 		for _, s := range fetchedRecords(*op) {
 			read := committedRead{sighting: s, call: op.Call, ret: op.Return}
+			if below, dropped := f.droppedBelow[s.partition]; dropped && s.offset < below {
+				if f.forgot == "" {
+					f.forgot = fmt.Sprintf("op %d read %s offset %d, below offset %d, whose records the bounded fold dropped",
+						op.ID, s.partition, s.offset, below)
+				}
+				continue
+			}
 			if f.bounded && f.fine(read) {
 				continue
 			}
@@ -160,8 +242,17 @@ func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
 	if repeat {
 		into = f.repeats
 	}
+	below, dropped := f.droppedBelow[op.Req.Partition]
 	for _, s := range producedRecords(*op) {
+		if dropped && s.offset < below {
+			continue // no read still to come needs it
+		}
 		into.insert(writtenRecordAt{sighting: s, call: op.Call, txn: t})
+	}
+	if f.bounded && f.ahead != nil {
+		if c := into[op.Req.Partition]; c != nil && len(c.records) >= max(f.compactAt[op.Req.Partition], compactRecordsAt) {
+			f.compact(op.Req.Partition)
+		}
 	}
 	if mayHaveWrittenUnacked(*op) {
 		list := f.unacked[op.Req.Partition]

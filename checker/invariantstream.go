@@ -70,6 +70,14 @@ type readsAware interface {
 	onlyRead(reads *model.Reads)
 }
 
+// aheadAware is a bounded fold that keeps less once it knows, for each
+// moment, the lowest offset the fetches still to come read
+// (invariantStream.readsAhead).
+type aheadAware interface {
+	invariantFold
+	readsAhead(ahead *fetchesAhead)
+}
+
 // boundedFold is a fold that can keep only what a history that keeps to
 // Kafka's order still needs, for example the newest sessions of a
 // transactional.id rather than every session it was ever handed. A
@@ -129,6 +137,17 @@ func (s *invariantStream) onlyRead(reads *model.Reads) {
 	for _, f := range s.folds {
 		if r, ok := f.(readsAware); ok {
 			r.onlyRead(reads)
+		}
+	}
+}
+
+// readsAhead tells the folds, before the first operation, the offsets the
+// fetches of the history read from as time goes on, as a first reading
+// of a file learns them. A fold reads it only once bounded.
+func (s *invariantStream) readsAhead(ahead *fetchesAhead) {
+	for _, f := range s.folds {
+		if a, ok := f.(aheadAware); ok {
+			a.readsAhead(ahead)
 		}
 	}
 }

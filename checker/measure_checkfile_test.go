@@ -66,12 +66,13 @@ func TestMeasureFolds(t *testing.T) {
 	path := os.Getenv("FENCECHECK_MEASURE_FILE")
 	require.NotEmpty(t, path, "FENCECHECK_MEASURE_FILE names the history to check")
 	// The partitions the file's fetches read, as CheckFile learns them.
-	reads := model.NewReads()
-	find := func(op *histories.Op) bool { noteRead(reads, op); return false }
+	reads, ahead := model.NewReads(), newFetchesAhead()
+	find := func(op *histories.Op) bool { noteRead(reads, op); ahead.note(op); return false }
 	stream, err := histories.OpenStream(path, histories.StreamOptions{Find: find, FindKinds: []model.Kind{model.Fetch}})
 	require.NoError(t, err)
 	s := newInvariantStream(stream.Header(), nil)
 	s.onlyRead(reads)
+	s.readsAhead(ahead)
 	s.bound()
 	require.NoError(t, stream.Each(func(op *histories.Op) error {
 		s.add(op)
