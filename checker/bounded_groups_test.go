@@ -334,3 +334,31 @@ func TestBoundedNoAbortedReadSaysWhatItDropped(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got.Verdict(NoAbortedRead))
 }
+
+// TestBoundedProgressForgetsCommittedTrips: a bounded progress fold holds
+// only the trips not yet committed, and gives the unbounded verdict,
+// reason included, when one trip is never committed.
+func TestBoundedProgressForgetsCommittedTrips(t *testing.T) {
+	b := &historyBuilder{}
+	idempotent := session{"", 5, 0}
+	for i := range 2000 {
+		b.h.Trips = append(b.h.Trips, fmt.Sprintf("trip-%d", i))
+		if i != 1234 {
+			b.produce("S", int64(i)*2, int64(i)*2+1, idempotent, "fares-0", int64(i), fmt.Sprintf("trip-%d", i))
+		}
+	}
+	bounded, whole := boundedStream(b.h, true), boundedStream(b.h, false)
+	var f *progressFold
+	for i, name := range Checks[1 : len(Checks)-1] {
+		if name == Progress {
+			f = bounded.folds[i].(*progressFold)
+		}
+	}
+	require.Equal(t, map[string]bool{"trip-1234": true}, f.trips)
+	got := bounded.verdicts()
+	require.Empty(t, bounded.forgotten())
+	require.Equal(t, whole.verdicts(), got)
+	v := Check(b.h, Options{}).Verdict(Progress)
+	require.Equal(t, Violated, v.Status)
+	require.Contains(t, v.Violations[0].Reason, "no progress: 1 of 2000 trips never committed (trip-1234)")
+}
