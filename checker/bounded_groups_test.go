@@ -80,16 +80,17 @@ func (f *offsetsFold) held() int {
 }
 
 // TestBoundedGroupFoldsAtTheSmallestWindow: with one generation and one
-// member epoch kept per group, and the reads no-aborted-read keeps looked
-// at again at every commit and its records dropped at every produce
-// below what is still read, every saved history's bounded folds give the
+// member epoch kept per group, the reads no-aborted-read keeps looked at
+// again at every commit and its records dropped at every produce below
+// what is still read, and one-owner's heartbeats dropped at every one,
+// every saved history's bounded folds give the
 // verdicts the unbounded ones give, or name what they needed. Some of
 // them drop something and still agree.
 func TestBoundedGroupFoldsAtTheSmallestWindow(t *testing.T) {
-	defer func(k, r, c int) {
-		keptGroupEpochs, fineReadsRescanAt, compactRecordsAt = k, r, c
-	}(keptGroupEpochs, fineReadsRescanAt, compactRecordsAt)
-	keptGroupEpochs, fineReadsRescanAt, compactRecordsAt = 1, 1, 1
+	defer func(k, r, c, b int) {
+		keptGroupEpochs, fineReadsRescanAt, compactRecordsAt, compactBeatsAt = k, r, c, b
+	}(keptGroupEpochs, fineReadsRescanAt, compactRecordsAt, compactBeatsAt)
+	keptGroupEpochs, fineReadsRescanAt, compactRecordsAt, compactBeatsAt = 1, 1, 1, 1
 	agreed, droppedAndAgreed, forgot := 0, 0, 0
 	for _, file := range savedHistories(t) {
 		h, err := histories.LoadFile(file)
@@ -103,7 +104,7 @@ func TestBoundedGroupFoldsAtTheSmallestWindow(t *testing.T) {
 			t.Logf("%s: %s", file, why)
 			continue
 		}
-		dropped := offsetsFoldOf(t, s).dropped() || len(noAbortedReadFoldOf(t, s).droppedBelow) > 0
+		dropped := offsetsFoldOf(t, s).dropped() || len(noAbortedReadFoldOf(t, s).droppedBelow) > 0 || oneOwnerFoldOf(t, s).compacted
 		require.Equal(t, judgeInvariants(h, nil), got, file)
 		agreed++
 		if dropped {
@@ -361,4 +362,110 @@ func TestBoundedProgressForgetsCommittedTrips(t *testing.T) {
 	v := Check(b.h, Options{}).Verdict(Progress)
 	require.Equal(t, Violated, v.Status)
 	require.Contains(t, v.Violations[0].Reason, "no progress: 1 of 2000 trips never committed (trip-1234)")
+}
+
+// oneOwnerFoldOf is the stream's one-owner fold.
+func oneOwnerFoldOf(t *testing.T, s *invariantStream) *oneOwnerFold {
+	for i, name := range Checks[1 : len(Checks)-1] {
+		if name == OneOwner {
+			return s.folds[i].(*oneOwnerFold)
+		}
+	}
+	t.Fatal("no one-owner fold")
+	return nil
+}
+
+// handOverHistory is a KIP-848 group of three members that heartbeat
+// round after round, each owning what it was given. Every tenth round the
+// group moves to a new epoch: each member first gives its partition up
+// (owning none, answered with none), then is given the next member's.
+// The requests of a round overlap.
+func handOverHistory(rounds int) *historyBuilder {
+	b := &historyBuilder{}
+	const members = 3
+	held := make([][]model.Partition, members)
+	epoch := int32(1)
+	beat := func(m int, call int64, owned []model.Partition, given ...model.Partition) int {
+		id := b.consumerHeartbeat(fmt.Sprintf("W%d", m), call, call+5, "g", fmt.Sprintf("w%d", m), epoch, given...)
+		b.op(id).Req.MemberEpoch = epoch
+		b.op(id).Req.OwnedPartitions = &owned
+		if given == nil {
+			none := []model.Partition{}
+			b.op(id).Result.Resp.MemberAssignment = &none
+		}
+		return id
+	}
+	for r := range rounds {
+		base := int64(r) * 100
+		if r%10 == 0 {
+			for m := range members {
+				beat(m, base+int64(m), held[m])
+			}
+			epoch++
+			for m := range members {
+				held[m] = []model.Partition{model.Partition(fmt.Sprintf("trips-%d", (m+r/10)%members))}
+				beat(m, base+10+int64(m), nil, held[m]...)
+			}
+			continue
+		}
+		for m := range members {
+			beat(m, base+int64(m), held[m], held[m]...)
+		}
+	}
+	return b
+}
+
+// TestBoundedOneOwnerKeepsFewBeats: on a long group whose partitions move
+// from member to member, the bounded one-owner holds a bounded number of
+// heartbeats and gives the unbounded verdict: held, and violated, naming
+// the same holding, when a member is given a partition another still
+// holds.
+func TestBoundedOneOwnerKeepsFewBeats(t *testing.T) {
+	b := handOverHistory(3000)
+	bounded, whole := boundedStream(b.h, true), boundedStream(b.h, false)
+	most := 0
+	for _, m := range oneOwnerFoldOf(t, bounded).groups["g"].byID {
+		most = max(most, len(m.beats))
+	}
+	require.LessOrEqual(t, most, 2*compactBeatsAt)
+	require.Greater(t, len(oneOwnerFoldOf(t, whole).groups["g"].byID["w0"].beats), 3000)
+	got := bounded.verdicts()
+	require.Empty(t, bounded.forgotten())
+	require.Equal(t, whole.verdicts(), got)
+	require.Equal(t, OK, Check(b.h, Options{}).Verdict(OneOwner).Status)
+
+	// Late on, w0 is given w1's partition while w1 holds it.
+	end := b.h.Ops[len(b.h.Ops)-1].Return + 10
+	stolen := b.consumerHeartbeat("W0", end, end+1, "g", "w0", 301, "trips-0", "trips-1")
+	b.op(stolen).Req.MemberEpoch = 301
+	bounded, whole = boundedStream(b.h, true), boundedStream(b.h, false)
+	got = bounded.verdicts()
+	require.Empty(t, bounded.forgotten())
+	require.Equal(t, whole.verdicts(), got)
+	v := Check(b.h, Options{}).Verdict(OneOwner)
+	require.Equal(t, Violated, v.Status)
+	require.Equal(t, stolen, v.Violations[0].Op)
+	require.Contains(t, v.Violations[0].Reason, "the answer gives trips-0 to member w0 at epoch 301, but member w1, given it by op 9898 at epoch 301, still holds it")
+}
+
+// TestBoundedOneOwnerSaysWhatItDropped: a tick after the bounded one-owner
+// dropped heartbeats needs their timer indexes. The fold names it, and
+// CheckFile, which then judges the file whole, gives Check's verdict.
+func TestBoundedOneOwnerSaysWhatItDropped(t *testing.T) {
+	b := handOverHistory(1000)
+	end := b.h.Ops[len(b.h.Ops)-1].Return + 10
+	req := model.NewRequest()
+	req.Ms = 1
+	tick := b.add("clock", end, 0, model.Tick, req, model.NewResponse())
+	b.op(tick).Returned = false
+	bounded := boundedStream(b.h, true)
+	bounded.verdicts()
+	require.Equal(t, fmt.Sprintf("one-owner: op %d is a tick, and the bounded fold dropped heartbeats and timer indexes before it", tick),
+		bounded.forgotten())
+
+	file := filepath.Join(t.TempDir(), "owners.json")
+	require.NoError(t, histories.SaveFile(file, b.h))
+	got, err := CheckFile(file, Options{})
+	require.NoError(t, err)
+	require.Equal(t, Check(b.h, Options{}).Verdict(OneOwner), got.Verdict(OneOwner))
 }
