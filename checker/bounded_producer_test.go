@@ -62,7 +62,7 @@ func TestBoundedProducerFoldsAtTheirSmallestAgreeOrSayWhatTheyForgot(t *testing.
 		if err != nil {
 			continue // a file kept to show an error
 		}
-		s := boundedStream(h)
+		s := boundedStream(h, true)
 		if why := s.forgotten(); why != "" {
 			forgot++
 			continue
@@ -113,7 +113,7 @@ func soakShaped(txns int, epoch int16) *historyBuilder {
 // forgotten, and the verdicts are those of the folds keeping everything.
 func TestBoundedProducerFoldsKeepTheNewestOfALongHistory(t *testing.T) {
 	b := soakShaped(3000, math.MaxInt16-1000)
-	s := boundedStream(b.h)
+	s := boundedStream(b.h, true)
 	require.Empty(t, s.forgotten())
 	require.Equal(t, judgeInvariants(b.h, nil), s.verdicts())
 	var live *oneLiveProducerFold
@@ -176,7 +176,7 @@ func violatingOps(v Verdict) []int {
 // operation needed.
 func oneLiveForgot(t *testing.T, h histories.History) string {
 	t.Helper()
-	for _, f := range boundedStream(h).folds {
+	for _, f := range boundedStream(h, true).folds {
 		if p, ok := f.(*oneLiveProducerFold); ok {
 			return p.forgotten()
 		}
@@ -236,12 +236,12 @@ func TestBoundedBatchesForgetOnlyWhatNamesRecords(t *testing.T) {
 	end := b.h.Ops[len(b.h.Ops)-1].Return
 	fenced := b.fail(b.produce("zombie", end+1, end+2, session{"soak-0", 1, 3}, "trips-0", 0, "trip-3-0"), model.ProducerFenced)
 	b.lose(b.produce("zombie", end+3, 0, session{"soak-0", 1, 4}, "trips-0", 0, "trip-4-0"))
-	s := boundedStream(b.h)
+	s := boundedStream(b.h, true)
 	require.Empty(t, s.forgotten())
 	require.Equal(t, judgeInvariants(b.h, nil), s.verdicts())
 
 	b.op(fenced).Result = b.h.Ops[1].Result // answered at offset 0, as the first
-	require.Contains(t, boundedStream(b.h).forgotten(), fmt.Sprintf("op %d: produce of producer id 1 epoch 3, sequences 0 to 0, named records, and the batch it may repeat was dropped", fenced))
+	require.Contains(t, boundedStream(b.h, true).forgotten(), fmt.Sprintf("op %d: produce of producer id 1 epoch 3, sequences 0 to 0, named records, and the batch it may repeat was dropped", fenced))
 	requireCheckFileReportsAsCheck(t, b.h, fenced)
 }
 
@@ -328,7 +328,7 @@ func TestPropertyBoundedProducerFoldsAgreeOrForget(t *testing.T) {
 				b.lose(id)
 			}
 		}
-		st := boundedStream(b.h)
+		st := boundedStream(b.h, true)
 		if why := st.forgotten(); why != "" {
 			forgot++
 			return
@@ -471,5 +471,5 @@ func TestBoundedBatchesRememberTheHighestSequenceDropped(t *testing.T) {
 	}
 	retry := b.produce("A", 6, 7, s, "p-0", 1, "k")
 	b.op(retry).Req.Sequence = 3
-	require.Contains(t, boundedStream(b.h).forgotten(), fmt.Sprintf("op %d: produce of producer id 1 epoch 0, sequences 3 to 3", retry))
+	require.Contains(t, boundedStream(b.h, true).forgotten(), fmt.Sprintf("op %d: produce of producer id 1 epoch 0, sequences 3 to 3", retry))
 }

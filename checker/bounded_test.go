@@ -13,12 +13,14 @@ import (
 // bounded (boundedFold), as CheckFile judges a file, and returns their
 // verdicts and what they forgot that an operation needed.
 func boundedVerdicts(h histories.History) ([]Verdict, string) {
-	s := boundedStream(h)
+	s := boundedStream(h, true)
 	return s.verdicts(), s.forgotten()
 }
 
-// boundedStream is the stream boundedVerdicts judges, every operation in.
-func boundedStream(h histories.History) *invariantStream {
+// boundedStream judges h's operations in call order with the folds
+// bounded as CheckFile bounds them (with the fetches ahead), or not, and
+// returns the stream, before its verdicts are asked for.
+func boundedStream(h histories.History, bounded bool) *invariantStream {
 	reads, ahead := model.NewReads(), newFetchesAhead()
 	for i := range h.Ops {
 		noteRead(reads, &h.Ops[i])
@@ -26,8 +28,10 @@ func boundedStream(h histories.History) *invariantStream {
 	}
 	s := newInvariantStream(h, nil)
 	s.onlyRead(reads)
-	s.readAhead(ahead)
-	s.bound()
+	if bounded {
+		s.readAhead(ahead)
+		s.bound()
+	}
 	for _, i := range callOrder(h.Ops) {
 		s.add(&h.Ops[i])
 	}

@@ -2,7 +2,9 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sort"
 
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
@@ -20,7 +22,9 @@ import (
 // read_committed fetch returned, and for each produce that may have
 // written at offsets its answer does not name. It also holds each batch
 // that may have landed, to tell a repeat's answer from a new write
-// (landedBatches, which it shares with exactly-once).
+// (landedBatches, which it shares with exactly-once). Bounded, it drops
+// each read as soon as it is known to hold (bound), and the records no
+// fetch still to come reads and no read that waits needs (compact).
 type noAbortedReadFold struct {
 	batches *landedBatches
 	repeat  map[int]bool // the transactional produces waiting for their transaction, and whether each repeats a batch
@@ -31,6 +35,118 @@ type noAbortedReadFold struct {
 	// fetched, when set, names the partitions some fetch of the history
 	// reads: a record elsewhere is never read, so it is not kept.
 	fetched *model.Reads
+	// bounded: a read known to be fine is not kept (bound).
+	bounded bool
+	// rescanAt is how many reads may wait before those that have turned
+	// out fine are dropped.
+	rescanAt int
+	// ahead, when bounded, tells the lowest offset the fetches still to
+	// come read, so that the records below it and below every read
+	// that waits are dropped (compact).
+	ahead *fetchesAhead
+	// droppedBelow is, for each partition, the offset below which every
+	// record was dropped.
+	droppedBelow map[model.Partition]int64
+	// now is the call of the operation that came last.
+	now int64
+	// compactAt is, for each partition, how many records it may hold
+	// before the next compact.
+	compactAt map[model.Partition]int
+	// forgot names the first read that needed a dropped record.
+	forgot string
+}
+
+// compactRecordsAt is the fewest records of one partition a bounded
+// noAbortedReadFold holds before it drops those no read still needs
+// (compact); after each, twice as many as it kept.
+var compactRecordsAt = 1024
+
+func (f *noAbortedReadFold) readAhead(ahead *fetchesAhead) { f.ahead = ahead }
+
+// lowestFrom is the lowest offset of p that the fetches called at or
+// after at read from: math.MaxInt64 when none is still to come. It
+// changes nothing, so that the streamed search may share the stairs.
+func (f *fetchesAhead) lowestFrom(p model.Partition, at int64) int64 {
+	st := f.stairs[p]
+	i := sort.Search(len(st), func(i int) bool { return st[i].call >= at })
+	if i == len(st) {
+		return math.MaxInt64
+	}
+	return st[i].offset
+}
+
+// compact drops p's records below both the lowest offset the fetches
+// still to come read and the lowest offset of a read that waits. No
+// fetch returns a record below its own offset, so no later read needs
+// them; a read below one is a fetch that breaks that, and the fold
+// records that it needed what it dropped.
+func (f *noAbortedReadFold) compact(p model.Partition) {
+	floor := f.ahead.lowestFrom(p, f.now)
+	for _, r := range f.reads {
+		if r.partition == p {
+			floor = min(floor, r.offset)
+		}
+	}
+	if floor > f.droppedBelow[p] {
+		f.droppedBelow[p] = floor
+	}
+	floor = f.droppedBelow[p]
+	kept := 0
+	for _, x := range []recordsBySlot{f.acked, f.repeats} {
+		c := x[p]
+		if c == nil {
+			continue
+		}
+		old := c.records
+		delete(x, p)
+		for _, r := range old {
+			if r.offset >= floor {
+				x.insert(r.writtenRecordAt)
+			}
+		}
+		if n := x[p]; n != nil {
+			kept += len(n.records)
+		}
+	}
+	f.compactAt[p] = max(compactRecordsAt, 2*kept)
+}
+
+// fineReadsRescanAt is the fewest reads a bounded noAbortedReadFold lets
+// wait before it looks again for those that have turned out fine.
+var fineReadsRescanAt = 64
+
+// bound makes the fold keep no read that is known to be fine whatever
+// comes later (boundedFold): a writer acknowledged at its slot wrote the
+// same record outside a transaction, or in one committed by a commit
+// called by the read's return. Other writers at the slot may still come,
+// but a read with one visible writer holds (uncommittedRead), and a
+// committed transaction's fate and commit call never change. The other
+// reads wait, and are looked at again when a transaction commits, once
+// their number has doubled since the last look. The verdict is the same,
+// because a read that holds names nothing, so the fold forgets nothing.
+func (f *noAbortedReadFold) bound() {
+	f.bounded = true
+	f.rescanAt = fineReadsRescanAt
+	f.droppedBelow = map[model.Partition]int64{}
+	f.compactAt = map[model.Partition]int{}
+}
+
+func (f *noAbortedReadFold) forgotten() string { return f.forgot }
+
+// fine reports whether read holds whatever comes later (bound).
+func (f *noAbortedReadFold) fine(read committedRead) bool {
+	return f.acked.any(read.slot, func(w writtenRecordAt) bool {
+		return w.sameRecord(read.sighting) && (w.txn == nil || w.txn.fate == fateCommitted && w.txn.commitCall <= read.ret)
+	})
+}
+
+// dropFine drops the reads that have turned out fine, once enough wait.
+func (f *noAbortedReadFold) dropFine() {
+	if len(f.reads) < f.rescanAt {
+		return
+	}
+	f.reads = slices.DeleteFunc(f.reads, f.fine)
+	f.rescanAt = max(fineReadsRescanAt, 2*len(f.reads))
 }
 
 func (f *noAbortedReadFold) onlyRead(reads *model.Reads) { f.fetched = reads }
@@ -74,6 +190,7 @@ func newNoAbortedReadFold(histories.History) invariantFold {
 }
 
 func (f *noAbortedReadFold) add(op *histories.Op) {
+	f.now = op.Call
 	if op.Kind == model.Produce {
 		repeat := f.batches.repeats(op)
 		if op.Req.TransactionalID != "" {
@@ -84,7 +201,18 @@ func (f *noAbortedReadFold) add(op *histories.Op) {
 	}
 	if isReadCommitted(*op) {
 		for _, s := range fetchedRecords(*op) {
-			f.reads = append(f.reads, committedRead{sighting: s, call: op.Call, ret: op.Return})
+			read := committedRead{sighting: s, call: op.Call, ret: op.Return}
+			if below, dropped := f.droppedBelow[s.partition]; dropped && s.offset < below {
+				if f.forgot == "" {
+					f.forgot = fmt.Sprintf("op %d read %s offset %d, below offset %d, whose records the bounded fold dropped",
+						op.ID, s.partition, s.offset, below)
+				}
+				continue
+			}
+			if f.bounded && f.fine(read) {
+				continue
+			}
+			f.reads = append(f.reads, read)
 		}
 	}
 }
@@ -98,7 +226,11 @@ func (f *noAbortedReadFold) joined(op *histories.Op, t *txn) {
 	}
 }
 
-func (f *noAbortedReadFold) closed(*txn) {}
+func (f *noAbortedReadFold) closed(t *txn) {
+	if f.bounded && t.fate == fateCommitted {
+		f.dropFine()
+	}
+}
 
 // written keeps a produce's records, in the call order of the produces (a
 // transactional one comes when it joins its transaction).
@@ -110,8 +242,17 @@ func (f *noAbortedReadFold) written(op *histories.Op, repeat bool, t *txn) {
 	if repeat {
 		into = f.repeats
 	}
+	below, dropped := f.droppedBelow[op.Req.Partition]
 	for _, s := range producedRecords(*op) {
+		if dropped && s.offset < below {
+			continue // no read still to come needs it
+		}
 		into.insert(writtenRecordAt{sighting: s, call: op.Call, txn: t})
+	}
+	if f.bounded && f.ahead != nil {
+		if c := into[op.Req.Partition]; c != nil && len(c.records) >= max(f.compactAt[op.Req.Partition], compactRecordsAt) {
+			f.compact(op.Req.Partition)
+		}
 	}
 	if mayHaveWrittenUnacked(*op) {
 		list := f.unacked[op.Req.Partition]
@@ -168,6 +309,24 @@ func (x recordsBySlot) insert(w writtenRecordAt) {
 // after reports whether r comes after w in call order, ties by id.
 func (r chainedRecord) after(w writtenRecordAt) bool {
 	return r.call > w.call || r.call == w.call && r.op > w.op
+}
+
+// any reports whether one of the records at slot s is one fn accepts.
+func (x recordsBySlot) any(s slot, fn func(writtenRecordAt) bool) bool {
+	c := x[s.partition]
+	if c == nil {
+		return false
+	}
+	i, ok := c.head[s.offset]
+	if !ok {
+		return false
+	}
+	for ; i >= 0; i = c.records[i].next {
+		if fn(c.records[i].writtenRecordAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // at is the records at slot s, in call order.

@@ -62,7 +62,35 @@ type offsetsFold struct {
 	deleted map[string]int64
 	// generations judges the commits' generations.
 	generations generationsFold
+	// bounded: keep only what a regular history still needs (bound).
+	bounded bool
+	// floors say, for each group partition, what the bounded fold
+	// dropped of its commits and answers.
+	floors map[groupPartition]*offsetFloors
+	// forgot names the first operation that needed what the bounded
+	// fold dropped, and why.
+	forgot string
 }
+
+// offsetFloors are what a bounded offsetsFold dropped of one group
+// partition. It drops a commit that has returned once a commit that has
+// returned is at or above it, because a later commit or fetch of a
+// regular history is at or above that one. An offset_fetch answer goes
+// the same way, against the answers. Each floor is the highest offset
+// dropped, so that a later operation at or above it needs nothing
+// dropped: only an offset above its own can be found against it.
+type offsetFloors struct {
+	// reached is the highest offset of a commit that had returned by
+	// the latest prune, settled the highest of a settled one (a plain
+	// commit's), and fetched the highest answer's.
+	reached, settled, fetched int64
+	// dropped is the highest offset of a commit dropped, droppedSettled
+	// of a settled one, droppedFetch of an answer.
+	dropped, droppedSettled, droppedFetch int64
+}
+
+// noFloor is a floor below every offset.
+const noFloor = math.MinInt64
 
 // fetchedOffset is an offset_fetch answer as a later fetch is judged by it.
 type fetchedOffset struct {
@@ -106,6 +134,106 @@ func newOffsetsFold(header histories.History) invariantFold {
 		pending: map[*txn][]pendingOffsets{}, deleted: map[string]int64{}, toldOps: map[int]bool{},
 		expiry:      expiryClock{wall: header.WallClock, retention: header.Expiry.OffsetsRetentionMs()},
 		generations: generationsFold{commits: map[int]bool{}, consumerGroups: map[string]bool{}}}
+}
+
+// bound makes the fold keep only what a regular history still needs
+// (boundedFold): the commits and answers of a group partition above the
+// highest that has returned (offsetFloors), and the group operations of
+// the newest generations and member epochs (groupIndex).
+func (f *offsetsFold) bound() {
+	f.bounded = true
+	f.floors = map[groupPartition]*offsetFloors{}
+	f.generations.bounded = true
+}
+
+// forgotten names the first operation that needed what the bounded fold
+// dropped, and why; "" when none did.
+func (f *offsetsFold) forgotten() string {
+	if f.forgot != "" {
+		return f.forgot
+	}
+	return f.generations.forgot
+}
+
+// forget records that op needed what the fold dropped, unless an earlier
+// operation did.
+func (f *offsetsFold) forget(op int, why string, args ...any) {
+	if f.forgot == "" {
+		f.forgot = fmt.Sprintf("op %d ", op) + fmt.Sprintf(why, args...)
+	}
+}
+
+// floor is what the bounded fold dropped of gp, made when new.
+func (f *offsetsFold) floor(gp groupPartition) *offsetFloors {
+	fl := f.floors[gp]
+	if fl == nil {
+		fl = &offsetFloors{reached: noFloor, settled: noFloor, fetched: noFloor,
+			dropped: noFloor, droppedSettled: noFloor, droppedFetch: noFloor}
+		f.floors[gp] = fl
+	}
+	return fl
+}
+
+// known reports whether a commit of gp has been judged.
+func (f *offsetsFold) known(gp groupPartition) bool {
+	_, ok := f.highest[gp]
+	return ok
+}
+
+// pruneCommits drops the commits of gp that a later commit or fetch of a
+// regular history cannot be found below (offsetFloors). now is the latest
+// call: every later commit or fetch is called at or after it, save a
+// transaction's commit judged late, whose end_txn was called earlier.
+// Where markers may be in flight, a fetch that does not ask for stable
+// offsets is held to the settled commits alone (fetchBelowCommit), so a
+// settled commit stays until a settled one that returned is at or above
+// it.
+func (f *offsetsFold) pruneCommits(gp groupPartition, now int64) {
+	fl := f.floor(gp)
+	list := f.committed[gp]
+	for _, c := range list {
+		if c.ret < now {
+			fl.reached = max(fl.reached, c.offset)
+			if c.settled {
+				fl.settled = max(fl.settled, c.offset)
+			}
+		}
+	}
+	window := f.markerWindow()
+	kept := list[:0]
+	for _, c := range list {
+		if c.ret < now && c.offset <= fl.reached && (!window || !c.settled || c.offset <= fl.settled) {
+			fl.dropped = max(fl.dropped, c.offset)
+			if c.settled {
+				fl.droppedSettled = max(fl.droppedSettled, c.offset)
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	clear(list[len(kept):])
+	f.committed[gp] = kept
+}
+
+// pruneFetches drops the answers of gp that a later fetch of a regular
+// history cannot be found below, as pruneCommits does the commits.
+func (f *offsetsFold) pruneFetches(gp groupPartition, now int64) {
+	fl := f.floor(gp)
+	list := f.fetches[gp]
+	for _, e := range list {
+		if e.ret < now {
+			fl.fetched = max(fl.fetched, e.offset)
+		}
+	}
+	kept := list[:0]
+	for _, e := range list {
+		if e.ret < now && e.offset <= fl.fetched {
+			fl.droppedFetch = max(fl.droppedFetch, e.offset)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	f.fetches[gp] = kept
 }
 
 func (f *offsetsFold) add(op *histories.Op) {
@@ -152,7 +280,12 @@ func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, op
 		// Only an earlier offset above c's can be found, so the scan
 		// is needed only below the highest (most commits move forward).
 		highest, ok := f.highest[gp]
-		if ok && c.offset < highest && !f.afterDeletion(p, c.call) {
+		switch {
+		case !ok || c.offset >= highest || f.afterDeletion(p, c.call):
+		case f.bounded && c.offset < f.floor(gp).dropped:
+			f.forget(c.op, "committed offset %d of %s, below offset %d of a commit the bounded fold dropped",
+				c.offset, gp, f.floor(gp).dropped)
+		default:
 			for _, earlier := range list {
 				if earlier.ret < c.call && c.offset < earlier.offset {
 					f.found = append(f.found, foldedViolation{call: opCall, Violation: Violation{Op: c.op, Related: earlier.by,
@@ -175,6 +308,9 @@ func (f *offsetsFold) commit(group string, offsets map[model.Partition]int64, op
 		}
 		c.opCall = opCall
 		f.committed[gp] = slices.Insert(list, at, c)
+		if f.bounded {
+			f.pruneCommits(gp, f.expiry.last)
+		}
 	}
 }
 
@@ -209,23 +345,41 @@ func (f *offsetsFold) fetched(op *histories.Op) {
 		if f.afterDeletion(gp.partition, op.Call) {
 			continue
 		}
+		if f.bounded && got < f.floor(gp).droppedFetch {
+			f.forget(op.ID, "read offset %d of %s, below answer %d that the bounded fold dropped", got, gp, f.floor(gp).droppedFetch)
+			return
+		}
 		v, bad := f.fetchBelowFetch(gp, op, got)
 		if !bad {
 			// A fetch of all partitions with require_stable does not
 			// list a partition whose only offset waits for its marker.
 			settles := f.settlesBefore(op) && !(read.unlisted && f.markerWindow())
+			if f.bounded {
+				fl := f.floor(gp)
+				floor := fl.dropped
+				if !settles {
+					floor = fl.droppedSettled
+				}
+				if got < floor {
+					f.forget(op.ID, "read offset %d of %s, below offset %d of a commit the bounded fold dropped", got, gp, floor)
+					return
+				}
+			}
 			v, bad = fetchBelowCommit(gp, op.ID, op.Call, got, f.committed[gp], settles)
 		}
 		if got > model.NoOffset {
 			// A -1 binds no later answer, because none is below it.
 			f.named(gp)
 			f.fetches[gp] = append(f.fetches[gp], fetchedOffset{op: op.ID, ret: op.Return, offset: got})
+			if f.bounded {
+				f.pruneFetches(gp, op.Call)
+			}
 		}
 		if !bad || decided {
 			continue
 		}
 		one := fetchFinding{Violation: v, ret: op.Return, gp: gp,
-			minusOne: got == model.NoOffset, unknown: read.unlisted && len(f.committed[gp]) == 0}
+			minusOne: got == model.NoOffset, unknown: read.unlisted && !f.known(gp)}
 		if one.minusOne {
 			if expired, known := f.expiry.expired(one.ret); known {
 				if expired {
@@ -257,7 +411,7 @@ func (x fetchFinding) waits() bool { return x.minusOne || x.unknown }
 func (f *offsetsFold) settle() {
 	for _, w := range f.waiting {
 		for _, x := range w.findings {
-			if x.unknown && len(f.committed[x.gp]) == 0 {
+			if x.unknown && !f.known(x.gp) {
 				continue
 			}
 			if expired, _ := f.expiry.expired(x.ret); x.minusOne && expired {
@@ -424,6 +578,12 @@ type generationsFold struct {
 	judged         []judgedCommit
 	commits        map[int]bool
 	consumerGroups map[string]bool
+	// bounded: each group keeps the operations of its newest
+	// generations and member epochs alone (groupIndex).
+	bounded bool
+	// forgot names the first commit that needed an operation a bounded
+	// group dropped, and why.
+	forgot string
 }
 
 type judgedCommit struct {
@@ -437,7 +597,14 @@ func (g *generationsFold) add(op *histories.Op) {
 	}
 	switch op.Kind {
 	case model.JoinGroup, model.SyncGroup, model.ConsumerGroupHeartbeat:
-		g.group(op.Req.Group).add(op)
+		x := g.group(op.Req.Group)
+		if g.bounded {
+			if why := x.addBounded(op); why != "" && g.forgot == "" {
+				g.forgot = why
+			}
+			break
+		}
+		x.add(op)
 		if op.Kind == model.ConsumerGroupHeartbeat {
 			if g.consumerGroups == nil {
 				g.consumerGroups = map[string]bool{}
@@ -459,6 +626,9 @@ func (g *generationsFold) group(name string) *groupIndex {
 	x := g.groups[name]
 	if x == nil {
 		x = newGroupIndex()
+		if g.bounded {
+			x.bound()
+		}
 		g.groups[name] = x
 	}
 	return x
@@ -469,11 +639,19 @@ func (g *generationsFold) judgeWaiting() {
 		j := judgedCommit{group: commit.Req.Group}
 		x := g.group(commit.Req.Group)
 		var classic, consumer *foldedViolation
+		if x.bounded {
+			if why := x.needsDropped(commit); why != "" {
+				if g.forgot == "" {
+					g.forgot = why
+				}
+				continue
+			}
+		}
 		if commit.Req.GenerationID < 0 {
-			if v, stale := zombieOverload(x.classic, commit); stale {
+			if v, stale := zombieOverloadAfter(x.classic, commit, x.lastOf(commit, model.JoinGroup)); stale {
 				classic = &foldedViolation{call: commit.Call, Violation: v}
 			}
-			if v, stale := zombieMemberOverload(x.consumer, commit); stale {
+			if v, stale := zombieMemberOverloadAfter(x.consumer, commit, x.lastOf(commit, model.ConsumerGroupHeartbeat)); stale {
 				consumer = &foldedViolation{call: commit.Call, Violation: v}
 			}
 		} else {
@@ -660,8 +838,14 @@ func givenAbove(h histories.History, commit histories.Op, epoch int32, other fun
 // (0 says none, so nothing is judged), and its commit is a zombie's when
 // another client had been given one of its partitions at a newer epoch.
 func zombieMemberOverload(h histories.History, commit histories.Op) (Violation, bool) {
+	return zombieMemberOverloadAfter(h, commit, h)
+}
+
+// zombieMemberOverloadAfter is zombieMemberOverload with the client's
+// last heartbeat read from lasts, which holds its heartbeats called last.
+func zombieMemberOverloadAfter(h histories.History, commit histories.Op, lasts histories.History) (Violation, bool) {
 	client := commit.Process()
-	last, ok := lastAnswer(h, commit, model.ConsumerGroupHeartbeat, memberEpochOf)
+	last, ok := lastAnswer(lasts, commit, model.ConsumerGroupHeartbeat, memberEpochOf)
 	epoch := memberEpochOf(last)
 	if !ok || epoch == 0 {
 		return Violation{}, false
@@ -705,8 +889,14 @@ func consumerAnswer(op, commit histories.Op) (bool, string) {
 // or the one whose lanes the operations are on (histories.Op.Process): a
 // client joins on one lane while it commits on another.
 func zombieOverload(h histories.History, commit histories.Op) (Violation, bool) {
+	return zombieOverloadAfter(h, commit, h)
+}
+
+// zombieOverloadAfter is zombieOverload with the client's last join read
+// from lasts, which holds its joins called last.
+func zombieOverloadAfter(h histories.History, commit histories.Op, lasts histories.History) (Violation, bool) {
 	client := commit.Process()
-	last, ok := lastAnswer(h, commit, model.JoinGroup, generationOf)
+	last, ok := lastAnswer(lasts, commit, model.JoinGroup, generationOf)
 	if !ok {
 		return Violation{}, false
 	}

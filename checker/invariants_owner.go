@@ -36,6 +36,8 @@ import (
 // indexes, and each tick (24 bytes), because a later answer may be
 // judged against any of them: a member's hold goes back to the answer
 // that last gave it the partition, however old.
+// Bounded, while no tick has come, it drops the heartbeats no answer
+// still to be judged is judged against (bound).
 type oneOwnerFold struct {
 	heartbeats bool // a consumer_group_heartbeat came
 	groups     map[string]*groupMembers
@@ -47,6 +49,46 @@ type oneOwnerFold struct {
 	undecided []judgedGiven
 	found     []foldedViolation
 	told      int // found that early has returned
+	// bounded: the history has had no tick and has no wall clock, so no
+	// timer can end a hold, and each member keeps only the heartbeats
+	// a later answer can still be judged against (bound).
+	bounded bool
+	// compacted: some member dropped heartbeats and its timer indexes.
+	compacted bool
+	// beatsSinceSweep counts the heartbeats since every member was last
+	// compacted.
+	beatsSinceSweep int
+	// forgot names the first operation that needed what the bounded fold
+	// dropped.
+	forgot string
+}
+
+// compactBeatsAt is the fewest heartbeats of one member a bounded
+// oneOwnerFold holds before it drops those no later answer is judged
+// against (consumerMember.compact); after each, twice as many as it kept.
+var compactBeatsAt = 256
+
+// bound makes the fold keep, for each member, only the heartbeats a later
+// answer can still be judged against (boundedFold). On a clock of ticks
+// with no tick yet, no timer can end a hold (fencing), so an answer is
+// judged by the holdings and the heartbeats that may have given them up
+// alone. A member with many heartbeats then drops those and its timer
+// indexes (consumerMember.compact). The first tick needs what was
+// dropped, if any member dropped anything: the fold records it. After a
+// tick the fold keeps everything. On a wall clock it is not bounded.
+func (f *oneOwnerFold) bound() {
+	f.bounded = !f.timers.wall
+}
+
+func (f *oneOwnerFold) forgotten() string { return f.forgot }
+
+// horizon is the earliest call of an answer still to be judged: those
+// that wait, and those still to come, called at or after now.
+func (f *oneOwnerFold) horizon(now int64) int64 {
+	for _, g := range f.waiting {
+		now = min(now, g.call)
+	}
+	return now
 }
 
 // given is an answer that gives partitions to a member.
@@ -106,6 +148,10 @@ func (f *oneOwnerFold) add(op *histories.Op) {
 	f.judgeBefore(op.Call)
 	if op.Kind == model.Tick {
 		f.timers.add(op.Call, op.Req.Ms)
+		if f.compacted && f.forgot == "" {
+			f.forgot = fmt.Sprintf("op %d is a tick, and the bounded fold dropped heartbeats and timer indexes before it", op.ID)
+		}
+		f.bounded = false
 	}
 	if op.Kind != model.ConsumerGroupHeartbeat {
 		return
@@ -123,13 +169,34 @@ func (f *oneOwnerFold) add(op *histories.Op) {
 	m := g.byID[key.id]
 	if m == nil {
 		m = &consumerMember{id: key.id, holdings: map[model.Partition][]int{}, gaveUp: map[model.Partition]*gaveUpIndex{},
-			leastRebalanceMs: math.MaxInt64}
+			leastRebalanceMs: math.MaxInt64, droppedLatest: map[model.Partition]int64{}}
 		g.byID[key.id] = m
 		at, _ := slices.BinarySearch(g.ids, key.id)
 		g.ids = slices.Insert(g.ids, at, key.id)
 	}
 	b := beatOf(op)
 	m.add(b)
+	if f.bounded && len(m.beats) >= max(m.compactAt, compactBeatsAt) {
+		m.compact(f.horizon(op.Call))
+		f.compacted = true
+	}
+	if f.bounded {
+		// Now and then every member, so that one that left or went
+		// quiet drops what it holds too.
+		f.beatsSinceSweep++
+		if f.beatsSinceSweep >= 8*compactBeatsAt {
+			f.beatsSinceSweep = 0
+			horizon := f.horizon(op.Call)
+			for _, g := range f.groups {
+				for _, other := range g.byID {
+					if len(other.beats) > 1 {
+						other.compact(horizon)
+						f.compacted = true
+					}
+				}
+			}
+		}
+	}
 	if ms := op.Req.RebalanceTimeoutMs; ms > 0 {
 		m.leastRebalanceMs = min(m.leastRebalanceMs, ms)
 	}
@@ -327,6 +394,79 @@ type consumerMember struct {
 	// leastRebalanceMs is the least rebalance timeout it sent;
 	// math.MaxInt64 while it sent none.
 	leastRebalanceMs int64
+	// bounded: it has dropped heartbeats (compact), and keeps no timer
+	// indexes (successes, epochs, revoking).
+	bounded bool
+	// droppedLatest is, for each partition, the latest instant at which
+	// a heartbeat dropped from its gaveUp index may take effect.
+	droppedLatest map[model.Partition]int64
+	// compactAt is how many heartbeats it may hold before the next
+	// compact.
+	compactAt int
+}
+
+// compact drops the heartbeats that no answer called at or after horizon
+// is judged against. Such an answer finds, for each partition, the last
+// holding returned before its call: one returned at or after horizon, or
+// the last returned before it, unless a heartbeat since may have given
+// the partition up already. The holdings before are dropped. So are the
+// heartbeats called before the earliest holding kept and before the
+// earliest heartbeat that may take effect at or after horizon: a dropped
+// one that may have given a partition up counts only through the latest
+// instant it may take effect (droppedLatest), which is before any later
+// holding's call.
+func (m *consumerMember) compact(horizon int64) {
+	m.bounded = true
+	m.successes, m.epochs, m.revoking = nil, nil, gaveUpIndex{}
+	cut := len(m.beats)
+	for i, b := range m.beats {
+		if !b.returned || b.ret >= horizon {
+			cut = i
+			break
+		}
+	}
+	kept := map[model.Partition][]int{}
+	for p, held := range m.holdings {
+		k := sort.Search(len(held), func(k int) bool { return m.beats[held[k]].ret >= horizon })
+		if k > 0 && !m.mayHaveGivenUp(p, m.beats[held[k-1]], horizon-1) {
+			k-- // the last holding before the horizon may still be found
+		}
+		if k < len(held) {
+			kept[p] = held[k:]
+			for _, i := range held[k:] {
+				cut = min(cut, i)
+			}
+		}
+	}
+	for cut > 0 && cut < len(m.beats) && m.beats[cut-1].call == m.beats[cut].call {
+		cut-- // mayHaveGivenUp finds a holding's call among the calls
+	}
+	for p := range m.holdings {
+		held, ok := kept[p]
+		if !ok {
+			delete(m.holdings, p)
+			delete(m.gaveUp, p)
+			delete(m.droppedLatest, p)
+			continue
+		}
+		shifted := make([]int, len(held))
+		for k, i := range held {
+			shifted[k] = i - cut
+		}
+		m.holdings[p] = shifted
+		x := m.gaveUp[p]
+		k := sort.SearchInts(x.ops, cut)
+		if k > 0 {
+			m.droppedLatest[p] = max(m.droppedLatest[p], x.latest[k-1])
+		}
+		ops := make([]int, len(x.ops)-k)
+		for j, i := range x.ops[k:] {
+			ops[j] = i - cut
+		}
+		x.ops, x.latest = ops, slices.Clone(x.latest[k:])
+	}
+	m.beats = slices.Clone(m.beats[cut:])
+	m.compactAt = 2 * len(m.beats)
 }
 
 type success struct{ at, call, latestCall int64 }
@@ -366,6 +506,9 @@ func (m *consumerMember) add(b beat) {
 				m.gaveUp[p] = x
 			}
 		}
+	}
+	if m.bounded {
+		return // no timer can end a hold
 	}
 	if b.returned && b.succeeded {
 		m.addSuccess(success{at: b.ret, call: b.call})
@@ -461,6 +604,9 @@ func (m *consumerMember) mayHaveGivenUp(p model.Partition, holding beat, until i
 		to++
 	}
 	if from > 0 && x.latest[from-1] > holding.call {
+		return true
+	}
+	if latest, dropped := m.droppedLatest[p]; from == 0 && dropped && latest > holding.call {
 		return true
 	}
 	for _, i := range x.ops[from:to] {

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -15,13 +16,32 @@ import (
 // one transactional.id) ends here as "no progress" rather than as a hang.
 // The fold holds the trips, which of them are committed, and the trips
 // that each open transaction's produces carry, until the transaction ends.
+//
+// Bounded, it holds only the trips not yet committed, and no set of the
+// committed ones (bound).
 type progressFold struct {
 	header    histories.History
 	trips     map[string]bool // nil when the history lists none
 	committed map[string]bool
 	pending   map[*txn][]string
 	last      int // the id of the operation called last
+	// bounded: trips holds the trips not yet committed, and committed
+	// stays empty.
+	bounded bool
+	// rebuiltAt is how many trips were left when trips was last made
+	// anew, because a map keeps its room when its keys are deleted.
+	rebuiltAt int
 }
+
+// bound makes the fold forget each trip once it is committed
+// (boundedFold): a trip is judged only by whether it was, so the verdict
+// is the same, and it never needs what it dropped.
+func (f *progressFold) bound() {
+	f.bounded = true
+	f.rebuiltAt = len(f.trips)
+}
+
+func (f *progressFold) forgotten() string { return "" }
 
 func newProgressFold(header histories.History) invariantFold {
 	f := &progressFold{header: header, last: -1}
@@ -52,9 +72,28 @@ func (f *progressFold) add(op *histories.Op) {
 }
 
 func (f *progressFold) commit(key string) {
-	if f.trips[key] {
-		f.committed[key] = true
+	if !f.trips[key] {
+		return
 	}
+	if !f.bounded {
+		f.committed[key] = true
+		return
+	}
+	delete(f.trips, key)
+	if len(f.trips) < f.rebuiltAt/4 {
+		// Anew, because maps.Clone keeps the room too.
+		left := make(map[string]bool, len(f.trips))
+		maps.Copy(left, f.trips)
+		f.trips, f.rebuiltAt = left, len(left)
+	}
+}
+
+// done reports whether trip is committed.
+func (f *progressFold) done(trip string) bool {
+	if f.bounded {
+		return !f.trips[trip]
+	}
+	return f.committed[trip]
 }
 
 // joined keeps the trips a transactional produce carries until its
@@ -64,7 +103,7 @@ func (f *progressFold) joined(op *histories.Op, t *txn) {
 		return
 	}
 	for _, rec := range op.Req.Records {
-		if f.trips[rec.Key] && !f.committed[rec.Key] {
+		if f.trips[rec.Key] && !f.done(rec.Key) {
 			f.pending[t] = append(f.pending[t], rec.Key)
 		}
 	}
@@ -73,6 +112,10 @@ func (f *progressFold) joined(op *histories.Op, t *txn) {
 func (f *progressFold) closed(t *txn) {
 	if t.fate == fateCommitted {
 		for _, key := range f.pending[t] {
+			if f.bounded {
+				f.commit(key)
+				continue
+			}
 			f.committed[key] = true
 		}
 	}
@@ -85,7 +128,7 @@ func (f *progressFold) verdict() Verdict {
 	}
 	var missing []string
 	for _, trip := range distinct(f.header.Trips) {
-		if !f.committed[trip] {
+		if !f.done(trip) {
 			missing = append(missing, trip)
 		}
 	}

@@ -94,7 +94,8 @@ type boundedFold interface {
 	// history still needs.
 	bound()
 	// forgotten names the first operation that needed what the fold
-	// forgot, and why; "" when none did.
+	// forgot, and why; "" when none did. It is asked after verdict,
+	// because some operations are judged only at the end.
 	forgotten() string
 }
 
