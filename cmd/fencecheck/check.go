@@ -36,7 +36,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		"moment rather than the file's length. When the stream cannot decide (no\n"+
 		"order found, or a check needed what it had let go), the whole file is\n"+
 		"checked again, and stderr says why. While streaming, Go's collector runs\n"+
-		"with GOGC=400 under a 1 GiB soft limit; GOGC and GOMEMLIMIT in the\n"+
+		"with GOGC=400 under a 768 MiB soft limit; GOGC and GOMEMLIMIT in the\n"+
 		"environment win.\n\n"+
 		"With --follow, one FILE is judged while 'fencecheck proxy --history' writes\n"+
 		"it. Each check's first violation is printed as 'while following: ...' as\n"+

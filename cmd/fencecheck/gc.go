@@ -13,10 +13,10 @@ import (
 // then runs every time the heap doubles a small live heap, and took a
 // fifth of the check's time. So the stream is checked with the heap let
 // grow to five times what it holds (GOGC 400), under a soft limit of
-// 1 GiB, above which the collector runs as often as it must.
+// 768 MiB, above which the collector runs as often as it must.
 const (
 	streamGCPercent   = 400
-	streamMemoryLimit = 1 << 30
+	streamMemoryLimit = 768 << 20
 )
 
 // streamGC sets the collector for a check as a stream, and returns what

@@ -16,7 +16,7 @@ func gcSettings() (int, int64) {
 }
 
 // TestStreamGCSetsTheCollectorAndSetsItBack: a check as a stream lets the
-// heap grow to five times what it holds, under 1 GiB, and what it
+// heap grow to five times what it holds, under 768 MiB, and what it
 // returns sets the collector back; falling back to the whole file sets
 // Go's defaults.
 func TestStreamGCSetsTheCollectorAndSetsItBack(t *testing.T) {
