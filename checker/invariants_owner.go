@@ -176,6 +176,7 @@ func (f *oneOwnerFold) add(op *histories.Op) {
 	}
 	b := beatOf(op)
 	m.add(b)
+	g.noteHolder(m, b)
 	if f.bounded && len(m.beats) >= max(m.compactAt, compactBeatsAt) {
 		m.compact(f.horizon(op.Call))
 		f.compacted = true
@@ -310,6 +311,27 @@ func memberOf(op histories.Op) (memberKey, bool) {
 type groupMembers struct {
 	byID map[string]*consumerMember
 	ids  []string
+	// heldBy are, for each partition, the ids of the members that hold
+	// an answer listing it, in order. A member that holds none is skipped
+	// by holders anyway; so a pipeline that restarts its workers for
+	// hours does not walk every worker it ever had, once a bounded member
+	// drops its holdings (compact).
+	heldBy map[model.Partition][]string
+}
+
+// noteHolder adds m to heldBy for each partition b's answer lists.
+func (g *groupMembers) noteHolder(m *consumerMember, b beat) {
+	if !b.returned || !b.succeeded || b.assigned == nil {
+		return
+	}
+	if g.heldBy == nil {
+		g.heldBy = map[model.Partition][]string{}
+	}
+	for _, p := range *b.assigned {
+		if at, found := slices.BinarySearch(g.heldBy[p], m.id); !found {
+			g.heldBy[p] = slices.Insert(g.heldBy[p], at, m.id)
+		}
+	}
 }
 
 // holders lists the other members of the group that may hold p when the
@@ -321,8 +343,16 @@ type groupMembers struct {
 // either (fencing).
 func (g *groupMembers) holders(id string, p model.Partition, gv beat, t timers) []ownerCandidate {
 	var out []ownerCandidate
-	for _, other := range g.ids {
+	// The members that hold p, in order; those that no longer hold an
+	// answer listing it are dropped from heldBy on the way.
+	kept := g.heldBy[p][:0]
+	defer func() { g.heldBy[p] = kept }()
+	for i, other := range g.heldBy[p] {
 		m := g.byID[other]
+		if len(m.holdings[p]) == 0 {
+			continue
+		}
+		kept = append(kept, other)
 		if other == id {
 			continue
 		}
@@ -337,6 +367,7 @@ func (g *groupMembers) holders(id string, p model.Partition, gv beat, t timers) 
 		c := ownerCandidate{m: m, holding: holding, moved: moved, certain: !rebalance || moved < 1}
 		out = append(out, c)
 		if c.certain {
+			kept = append(kept, g.heldBy[p][i+1:]...)
 			break
 		}
 	}
