@@ -21,6 +21,16 @@ func boundedVerdicts(h histories.History) ([]Verdict, string) {
 // bounded as CheckFile bounds them (with the fetches ahead), or not, and
 // returns the stream, before its verdicts are asked for.
 func boundedStream(h histories.History, bounded bool) *invariantStream {
+	s := newStreamOf(h, bounded)
+	for _, i := range callOrder(h.Ops) {
+		s.add(&h.Ops[i])
+	}
+	return s
+}
+
+// newStreamOf is an invariant stream of h, told what a first reading of
+// h's file tells CheckFile's, and bounded when bounded; no operation in.
+func newStreamOf(h histories.History, bounded bool) *invariantStream {
 	reads, ahead := model.NewReads(), newFetchesAhead()
 	for i := range h.Ops {
 		noteRead(reads, &h.Ops[i])
@@ -31,9 +41,6 @@ func boundedStream(h histories.History, bounded bool) *invariantStream {
 	if bounded {
 		s.readAhead(ahead)
 		s.bound()
-	}
-	for _, i := range callOrder(h.Ops) {
-		s.add(&h.Ops[i])
 	}
 	return s
 }

@@ -26,15 +26,7 @@ func atSmallestLimits(t *testing.T, margin int64, every int) {
 // does, calling each after every operation, and returns the stream and
 // its exactly-once fold.
 func boundedExactlyOnce(h histories.History, each func(f *exactlyOnceFold)) (*invariantStream, *exactlyOnceFold) {
-	reads, ahead := model.NewReads(), newFetchesAhead()
-	for i := range h.Ops {
-		noteRead(reads, &h.Ops[i])
-		ahead.note(&h.Ops[i])
-	}
-	s := newInvariantStream(h, nil)
-	s.onlyRead(reads)
-	s.readAhead(ahead)
-	s.bound()
+	s := newStreamOf(h, true)
 	var fold *exactlyOnceFold
 	for _, f := range s.folds {
 		if e, ok := f.(*exactlyOnceFold); ok {
