@@ -291,11 +291,7 @@ func (f *Follower) Finish(end *histories.History) (Report, error) {
 	}
 	var result porcupine.CheckResult
 	f.searchWithin(func() { result = f.search.finish() })
-	// As CheckFile does: when the search or a bounded fold needed to come
-	// back further than it keeps, the file decides. A fold may judge some
-	// operations only at the end, so it is asked after its verdict.
-	judged := f.invariants.verdicts()
-	if result != porcupine.Ok || f.invariants.forgotten() != "" {
+	if result != porcupine.Ok {
 		return CheckFile(f.path, f.opts)
 	}
 	header := f.header
@@ -303,7 +299,7 @@ func (f *Follower) Finish(end *histories.History) (Report, error) {
 		header = *end
 		header.Ops = nil
 	}
-	verdicts := append([]Verdict{held(Linearizable)}, judged...)
+	verdicts := append([]Verdict{held(Linearizable)}, f.invariants.verdicts()...)
 	verdicts = append(verdicts, held(ErrorCodes))
 	report := Report{History: header, Verdicts: verdicts, Allow: f.opts.Allow, AllowCodes: f.opts.AllowCodes,
 		lin: linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: f.search.m, judged: f.search.judged}}

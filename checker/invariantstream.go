@@ -294,9 +294,6 @@ func (s *invariantStream) early() []earlyViolation {
 	}
 	var out []earlyViolation
 	for i, f := range s.folds {
-		if b, ok := f.(boundedFold); ok && b.forgotten() != "" {
-			continue // what it finds now may rest on what it forgot
-		}
 		if ef, ok := f.(earlyFold); ok {
 			for _, v := range ef.early() {
 				out = append(out, earlyViolation{check: s.checks[i], Violation: v.Violation})
