@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,8 +60,9 @@ func CheckFile(path string, opts Options) (Report, error) {
 	if opts.Progress != nil {
 		opts.Progress(PhaseRead, 0)
 	}
+	pieces := newPieceMap()
 	stream, err := histories.OpenStream(path, histories.StreamOptions{Progress: phaseReport(opts.Progress, PhaseRead),
-		Find: find, FindKinds: []model.Kind{model.EndTxn, model.Fetch}})
+		Find: find, FindKinds: []model.Kind{model.EndTxn, model.Fetch}, Names: pieces.note})
 	if err != nil {
 		return Report{}, err
 	}
@@ -94,15 +96,12 @@ func CheckFile(path string, opts Options) (Report, error) {
 			opts.Progress(phase, done)
 		}
 	}
-	search := newStreamSearch(ctx, m, header, never, phaseReport(progress, Linearizable))
-	search.ahead = ahead
-	// The time-out bounds the time spent searching, not the reading's.
-	search.limit(opts.Timeout * time.Duration(1+stream.Len()/timeoutOps))
+	search := newSearch(ctx, m, header, never, pieces, opts.Timeout, ahead, phaseReport(progress, Linearizable))
 	invariants := newInvariantLanes(header, newPassProgress(progress))
 	invariants.onlyRead(reads)
 	invariants.readAhead(ahead)
 	invariants.bound()
-	err = judgeInTurn(stream, append([]func(*histories.Op){search.add}, invariants.judges()...)...)
+	err = judgeInTurn(stream, append(search.judges(), invariants.judges()...)...)
 	var broken *histories.BrokenError
 	if err != nil && !errors.As(err, &broken) {
 		return Report{}, err
@@ -121,7 +120,7 @@ func CheckFile(path string, opts Options) (Report, error) {
 	verdicts := append([]Verdict{held(Linearizable)}, judged...)
 	verdicts = append(verdicts, held(ErrorCodes))
 	report := Report{History: header, Verdicts: verdicts, Allow: opts.Allow, AllowCodes: opts.AllowCodes,
-		lin: linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: search.judged}}
+		lin: linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: m, judged: search.judged()}}
 	if named := namedOps(verdicts); len(named) > 0 {
 		if report.History.Ops, err = opsNamed(stream, named); err != nil && !errors.As(err, &broken) {
 			return Report{}, err
@@ -129,6 +128,39 @@ func CheckFile(path string, opts Options) (Report, error) {
 	}
 	return report, brokenOrNil(broken)
 }
+
+// linSearch is the streamed linearizability search of CheckFile: one
+// search, or one per piece (pieceSearches).
+type linSearch interface {
+	judges() []func(*histories.Op)
+	finish() porcupine.CheckResult
+	judged() int
+}
+
+// newSearch is the streamed search of a history whose pieces the first
+// reading learned: one search when it is one piece, and one per piece
+// otherwise. The time-out bounds the time spent searching, not the
+// reading's, and each piece's search is bounded by its own length.
+func newSearch(ctx context.Context, m porcupine.Model, header histories.History, never int64, pieces *pieceMap,
+	timeout time.Duration, ahead *fetchesAhead, progress func(int)) linSearch {
+	if pieces.number() > 1 && searchPiecesApart {
+		return newPieceSearches(pieces, searchLanes(), withBudget(ctx, m, header, never, timeout, ahead), progress)
+	}
+	search := newStreamSearch(ctx, m, header, never, progress)
+	search.ahead = ahead
+	search.limit(timeout * time.Duration(1+(pieces.globals+slices.Max(append(pieces.sizes, 0)))/timeoutOps))
+	return oneSearch{search}
+}
+
+// searchPiecesApart is whether a history of several pieces gets a search
+// per piece. A variable, so that tests compare with one search.
+var searchPiecesApart = true
+
+// oneSearch is the streamed search of a history of one piece.
+type oneSearch struct{ *streamSearch }
+
+func (s oneSearch) judges() []func(*histories.Op) { return []func(*histories.Op){s.add} }
+func (s oneSearch) judged() int                   { return s.streamSearch.judged }
 
 // brokenOrNil is broken as an error, nil when it is.
 func brokenOrNil(broken *histories.BrokenError) error {

@@ -315,8 +315,9 @@ func readOnly(k model.Kind) bool { return k == model.Fetch || k == model.OffsetF
 func partition(ops []porcupine.Operation) [][]porcupine.Operation {
 	uf := newUnionFind()
 	var global []porcupine.Operation
+	var keys []touchKey
 	for _, o := range ops {
-		keys := touches(o.Input.(*histories.Op))
+		keys = appendTouches(keys[:0], o.Input.(*histories.Op))
 		if len(keys) == 0 {
 			global = append(global, o)
 			continue
@@ -327,15 +328,15 @@ func partition(ops []porcupine.Operation) [][]porcupine.Operation {
 	}
 	// Each operation's piece is found first, and the pieces are made
 	// after, each at its size: a history that is one piece is not copied.
-	rootOf := make([]string, len(ops))
-	sizes := map[string]int{}
-	var roots []string
+	rootOf := make([]touchKey, len(ops))
+	sizes := map[touchKey]int{}
+	var roots []touchKey
 	for i, o := range ops {
-		keys := touches(o.Input.(*histories.Op))
-		if len(keys) == 0 {
+		first, ok := firstTouch(o.Input.(*histories.Op))
+		if !ok {
 			continue
 		}
-		root := uf.find(keys[0])
+		root := uf.find(first)
 		if _, seen := sizes[root]; !seen {
 			roots = append(roots, root)
 		}
@@ -345,12 +346,12 @@ func partition(ops []porcupine.Operation) [][]porcupine.Operation {
 	if len(roots) == 1 && len(global) == 0 {
 		return [][]porcupine.Operation{ops} // one piece: the history as it is, not a copy
 	}
-	pieces := make(map[string][]porcupine.Operation, len(roots))
+	pieces := make(map[touchKey][]porcupine.Operation, len(roots))
 	for _, root := range roots {
 		pieces[root] = make([]porcupine.Operation, 0, sizes[root]+len(global))
 	}
 	for i, o := range ops {
-		if root := rootOf[i]; root != "" {
+		if root := rootOf[i]; root != (touchKey{}) {
 			pieces[root] = append(pieces[root], o)
 		}
 	}
@@ -361,33 +362,42 @@ func partition(ops []porcupine.Operation) [][]porcupine.Operation {
 	return out
 }
 
-// touches names what an operation reads or writes.
-func touches(op *histories.Op) []string {
+// touchKey names one thing an operation reads or writes: a
+// transactional id, a group, a partition, a producer id, or, for an
+// operation that names none of these, the operation itself.
+type touchKey struct {
+	what byte // 't', 'g', 'p', 'i' (a producer id) or 'o' (an operation)
+	name string
+	id   int64
+}
+
+// appendTouches appends to keys what op reads or writes.
+func appendTouches(keys []touchKey, op *histories.Op) []touchKey {
 	r, resp := op.Req, op.Result.Resp
-	var keys []string
-	add := func(prefix, v string) {
-		if v != "" {
-			keys = append(keys, prefix+v)
-		}
-	}
-	pid := func(id int64) {
-		if id != model.NoProducerID {
-			add("pid:", fmt.Sprint(id))
-		}
-	}
 	switch op.Kind {
 	case model.Tick, model.BrokerRestart, model.AlterConfig, model.CreateTopics, model.CreatePartitions, model.DeleteTopics:
 		// A config change, like time, reaches every piece; so does a
 		// topic's change, which refreshes any consumer group and drops
 		// any group's offsets (model/topics.go).
-		return nil
+		return keys
 	}
-	add("txn:", r.TransactionalID)
-	add("group:", r.Group)
-	add("part:", string(r.Partition))
-	for _, p := range r.Partitions {
-		if op.Kind == model.AddPartitions {
-			add("part:", string(p))
+	start := len(keys)
+	named := func(what byte, v string) {
+		if v != "" {
+			keys = append(keys, touchKey{what: what, name: v})
+		}
+	}
+	pid := func(id int64) {
+		if id != model.NoProducerID {
+			keys = append(keys, touchKey{what: 'i', id: id})
+		}
+	}
+	named('t', r.TransactionalID)
+	named('g', r.Group)
+	named('p', string(r.Partition))
+	if op.Kind == model.AddPartitions {
+		for _, p := range r.Partitions {
+			named('p', string(p))
 		}
 	}
 	pid(r.ProducerID)
@@ -397,19 +407,34 @@ func touches(op *histories.Op) []string {
 			pid(rec.ProducerID)
 		}
 	}
-	if len(keys) == 0 {
+	if len(keys) == start {
 		// An idempotent init whose answer was lost touches nothing
 		// anyone can see; it is a piece of its own.
-		keys = append(keys, fmt.Sprintf("op:%d", op.ID))
+		keys = append(keys, touchKey{what: 'o', id: int64(op.ID)})
 	}
 	return keys
 }
 
-type unionFind map[string]string
+// touches names what an operation reads or writes.
+func touches(op *histories.Op) []touchKey { return appendTouches(nil, op) }
+
+// firstTouch is the first of op's touches, and false for an operation
+// that reaches every piece. It holds no slice, so that asking for each
+// operation costs no allocation.
+func firstTouch(op *histories.Op) (touchKey, bool) {
+	var room [4]touchKey
+	keys := appendTouches(room[:0], op)
+	if len(keys) == 0 {
+		return touchKey{}, false
+	}
+	return keys[0], true
+}
+
+type unionFind map[touchKey]touchKey
 
 func newUnionFind() unionFind { return unionFind{} }
 
-func (u unionFind) find(k string) string {
+func (u unionFind) find(k touchKey) touchKey {
 	p, ok := u[k]
 	if !ok || p == k {
 		return k
@@ -419,7 +444,7 @@ func (u unionFind) find(k string) string {
 	return root
 }
 
-func (u unionFind) union(a, b string) {
+func (u unionFind) union(a, b touchKey) {
 	ra, rb := u.find(a), u.find(b)
 	if ra != rb {
 		u[ra] = rb

@@ -167,7 +167,7 @@ func TestPipelineFaultsAreCaught(t *testing.T) {
 // before the pipeline shape was added (commit ebf20b5).
 func TestSoakShapeUnchanged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "soak.json")
-	if err := write(path, 1000, false, false); err != nil {
+	if err := write(path, soakConfig{ops: 1000, clients: 1}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

@@ -7,7 +7,9 @@
 // -shape soak (the default) is the soak's shape. One transactional client
 // commits one record per transaction, as internal/proxy's soak does
 // through kfake: an init, then a produce and an end_txn for each record,
-// under transactions v2 on a wall clock. With -consume, a consumer
+// under transactions v2 on a wall clock. With -clients N, N such clients
+// take turns, each with a transactional id and a partition of its own, so
+// that the history splits into N pieces that never meet. With -consume, a consumer
 // fetches each committed record after its commit. With -marks, each
 // batch written ends with a complete_before mark, as a recording proxy
 // writes it, so that `fencecheck check --follow` can be measured on it.
@@ -46,6 +48,7 @@ func main() {
 	fault := flag.String("fault", "", "pipeline: a deliberate fault, for tests of the checks: duplicate-fare or rewind-offset")
 	consume := flag.Bool("consume", false, "soak: a consumer fetches each committed record, read_committed, after its commit")
 	marks := flag.Bool("marks", false, "soak: mark what is whole, as a recording proxy does (complete_before)")
+	clients := flag.Int("clients", 1, "soak: how many clients take turns, each with a transactional id and a partition of its own")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(2, fmt.Errorf("unexpected argument %q: every setting is a flag", flag.Arg(0)))
@@ -58,7 +61,10 @@ func main() {
 		if *n < 0 {
 			fail(2, fmt.Errorf("-ops is %d; it must be 0 or more", *n))
 		}
-		if err := write(*out, *n, *consume, *marks); err != nil {
+		if *clients < 1 || *clients > 1000 {
+			fail(2, fmt.Errorf("-clients is %d; it must be 1 to 1000", *clients))
+		}
+		if err := write(*out, soakConfig{ops: *n, clients: *clients, consume: *consume, marks: *marks}); err != nil {
 			fail(1, err)
 		}
 	case "pipeline":
@@ -118,13 +124,25 @@ func writePipelineTo(out io.Writer, cfg pipelineConfig) (string, error) {
 		p.nextID, p.produced, p.restarts, p.fenced, p.aborts), nil
 }
 
-func write(path string, n int, consume, marks bool) error {
+// soakConfig is what -shape soak writes: ops operations of clients
+// clients taking turns, each one's consumer fetching each commit with
+// consume, marked as a recording proxy marks them with marks.
+type soakConfig struct {
+	ops, clients   int
+	consume, marks bool
+}
+
+func write(path string, cfg soakConfig) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	buf := bufio.NewWriterSize(f, 1<<20)
-	header := histories.History{Name: fmt.Sprintf("soak shape, %d operations", n), WallClock: true}
+	name := fmt.Sprintf("soak shape, %d operations", cfg.ops)
+	if cfg.clients > 1 {
+		name += fmt.Sprintf(" of %d clients", cfg.clients)
+	}
+	header := histories.History{Name: name, WallClock: true}
 	w, err := histories.NewWriter(buf, header)
 	if err != nil {
 		return err
@@ -132,20 +150,28 @@ func write(path string, n int, consume, marks bool) error {
 	// The soak never fetches, so the model keeps no record (model.Reads)
 	// and the generator's memory stays flat however long the history.
 	opts := model.Options{TxnVersion: 2, WallClock: true, Reads: model.NewReads()}
-	if consume {
+	if cfg.consume {
 		// The consumer reads each record once: the model keeps what it
 		// has not read yet (model.ReadsFrom).
 		opts.Reads = nil
 	}
-	c := soakClient{state: model.Init(opts), pid: model.NoProducerID, epoch: model.NoEpoch, consume: consume}
+	broker := model.Init(opts)
+	clients := make([]*soakClient, cfg.clients)
+	for k := range clients {
+		clients[k] = &soakClient{state: &broker, pid: model.NoProducerID, epoch: model.NoEpoch, consume: cfg.consume,
+			id: fmt.Sprintf("soak-%d", k), partition: model.Partition(fmt.Sprintf("trips-%d", k)), proc: "soak", consumer: "consumer"}
+		if cfg.clients > 1 {
+			clients[k].proc, clients[k].consumer = clients[k].id, fmt.Sprintf("consumer-%d", k)
+		}
+	}
 	write := w.Write
-	if marks {
-		// One client, one request at a time: every operation called
-		// before an operation's return is written with it or before it.
+	if cfg.marks {
+		// One request at a time: every operation called before an
+		// operation's return is written with it or before it.
 		write = func(op histories.Op) error { return w.WriteMarked(op, op.Return) }
 	}
-	for i := range n {
-		if err := write(c.next(i)); err != nil {
+	for i := range cfg.ops {
+		if err := write(clients[i%len(clients)].next(i)); err != nil {
 			return err
 		}
 	}
@@ -160,12 +186,16 @@ func write(path string, n int, consume, marks bool) error {
 
 // soakClient is the soak's producer: it commits one record at a time.
 type soakClient struct {
-	state    model.State
-	pid      int64
-	epoch    int16
-	sequence int32
-	records  int
-	produced bool // a record is in the open transaction
+	state     *model.State // the broker, which the clients share
+	id        string       // the transactional id
+	partition model.Partition
+	proc      string // the producer's process, and its consumer's
+	consumer  string
+	pid       int64
+	epoch     int16
+	sequence  int32
+	records   int
+	produced  bool // a record is in the open transaction
 	// consume: after each commit, a consumer fetches from where it has
 	// read up to, read_committed, and position is that offset.
 	consume, fetchDue bool
@@ -176,18 +206,21 @@ type soakClient struct {
 // broker's answer, a millisecond long, the next one called as it returns.
 func (c *soakClient) next(i int) histories.Op {
 	r := model.NewRequest()
-	r.TransactionalID, r.ProducerID, r.Epoch = "soak-0", c.pid, c.epoch
+	r.TransactionalID, r.ProducerID, r.Epoch = c.id, c.pid, c.epoch
 	op := model.Op{Kind: model.InitProducerID, Req: r}
 	switch {
 	case c.fetchDue:
 		r = model.NewRequest()
-		r.Partition, r.Offset, r.Isolation = "trips-0", c.position, model.ReadCommitted
+		r.Partition, r.Offset, r.Isolation = c.partition, c.position, model.ReadCommitted
 		op = model.Op{Kind: model.Fetch, Req: r}
 	case c.pid == model.NoProducerID:
 	case !c.produced:
 		c.records++
-		r.Partition, r.Sequence = "trips-0", c.sequence
-		r.Records = []model.Record{{Key: fmt.Sprintf("trip-%d", c.records), Value: "fare"}}
+		r.Partition, r.Sequence = c.partition, c.sequence
+		r.Records = []model.Record{{Key: fmt.Sprintf("%s-trip-%d", c.id, c.records), Value: "fare"}}
+		if c.id == "soak-0" {
+			r.Records[0].Key = fmt.Sprintf("trip-%d", c.records)
+		}
 		op = model.Op{Kind: model.Produce, Req: r}
 	default:
 		r.Commit = true
@@ -196,12 +229,12 @@ func (c *soakClient) next(i int) histories.Op {
 	call := int64(i)
 	op.Span = model.Span{From: call, To: call + 1}
 	var res model.Result
-	c.state, res = model.Apply(c.state, op)
+	*c.state, res = model.Apply(*c.state, op)
 	c.learn(op, res)
-	proc := "soak"
+	proc := c.proc
 	if op.Kind == model.Fetch {
-		proc = "consumer"
-		c.state = model.ReadsFrom(c.state, "trips-0", c.position)
+		proc = c.consumer
+		*c.state = model.ReadsFrom(*c.state, c.partition, c.position)
 	}
 	return histories.Op{ID: i, Proc: proc, Call: call, Return: call + 1, Returned: true, Op: op, Result: res}
 }
