@@ -3,7 +3,9 @@ package checker
 import (
 	"cmp"
 	"context"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -115,27 +117,105 @@ type windowedResult struct {
 // window. timeout bounds the search of every timeoutOps operations, so
 // that a long history, whose search takes time in proportion, is not
 // given up for its length alone.
+//
+// The pieces are searched on up to GOMAXPROCS goroutines at once. The
+// result is the one the pieces searched one after the other give: the
+// first piece's, in partition order, that is not Ok, or the last piece's
+// when all are. So the verdict does not depend on the number of cores.
 func checkWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, progress func(int)) windowedResult {
+	return searchWindowed(m, ops, timeout, &progressCount{report: progress, every: progressEvery, next: progressEvery})
+}
+
+// searchWindowed is checkWindowed telling its progress to count.
+func searchWindowed(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, count *progressCount) windowedResult {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout*time.Duration(1+len(ops)/timeoutOps))
 	defer cancel()
 	pieces := [][]porcupine.Operation{ops}
 	if m.Partition != nil {
 		pieces = m.Partition(ops)
 	}
-	var res windowedResult
-	report := progressReport{report: progress, next: progressEvery}
+	if workers := min(runtime.GOMAXPROCS(0), len(pieces)); workers > 1 {
+		return searchPieces(ctx, m, pieces, count, workers)
+	}
+	res := windowedResult{result: porcupine.Ok} // a history with nothing to search holds
 	for _, piece := range pieces {
-		report.deepest = 0
-		res = checkPiece(ctx, m, piece, &report, false)
-		if res.result == porcupine.Illegal {
-			res = checkPiece(ctx, m, piece, &report, true)
-		}
-		if res.result != porcupine.Ok {
+		if res = searchPiece(ctx, m, piece, count); res.result != porcupine.Ok {
 			return res
 		}
 	}
-	res.result = porcupine.Ok
 	return res
+}
+
+// searchPiece is one piece's verdict: the first search takes the first end
+// state of each window, and only an Illegal piece is searched again,
+// coming back (checkPiece).
+func searchPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operation, count *progressCount) windowedResult {
+	report := &progressReport{count: count}
+	res := checkPiece(ctx, m, piece, report, false)
+	if res.result == porcupine.Illegal {
+		res = checkPiece(ctx, m, piece, report, true)
+	}
+	return res
+}
+
+// searchPieces searches the pieces on workers goroutines, each taking the
+// next piece in order. Once a piece fails, the pieces after it are
+// cancelled and none after it is started; the pieces before it go on,
+// because one of them may fail too, and its verdict comes first.
+func searchPieces(ctx context.Context, m porcupine.Model, pieces [][]porcupine.Operation, count *progressCount, workers int) windowedResult {
+	var (
+		mu      sync.Mutex
+		next    int
+		failed  = len(pieces) // the first piece known to fail
+		results = make([]windowedResult, len(pieces))
+		cancels = make([]context.CancelFunc, len(pieces))
+		wg      sync.WaitGroup
+	)
+	take := func() (int, context.Context, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= failed {
+			return 0, nil, false
+		}
+		i := next
+		next++
+		pieceCtx, cancel := context.WithCancel(ctx)
+		cancels[i] = cancel
+		return i, pieceCtx, true
+	}
+	finish := func(i int, res windowedResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		cancels[i]()
+		cancels[i] = nil
+		if res.result == porcupine.Ok && i < len(pieces)-1 {
+			// Only the last piece's Ok is read: the others' are not kept.
+			res = windowedResult{result: porcupine.Ok}
+		}
+		results[i] = res
+		if res.result != porcupine.Ok && i < failed {
+			failed = i
+			for _, cancel := range cancels[i+1:] {
+				if cancel != nil {
+					cancel()
+				}
+			}
+		}
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, pieceCtx, ok := take(); ok; i, pieceCtx, ok = take() {
+				finish(i, searchPiece(pieceCtx, m, pieces[i], count))
+			}
+		}()
+	}
+	wg.Wait()
+	if failed < len(pieces) {
+		return results[failed]
+	}
+	return results[len(pieces)-1]
 }
 
 // checkPiece searches one piece window by window, depth first: it goes on
@@ -190,27 +270,44 @@ func checkPiece(ctx context.Context, m porcupine.Model, piece []porcupine.Operat
 // timeoutOps is how many operations one time-out is for.
 const timeoutOps = 100_000
 
-// progressReport counts the operations of the windows passed, for
-// Options.Progress, and calls it every progressEvery of them.
-type progressReport struct {
+// progressCount counts the operations of the windows passed in every
+// piece, for Options.Progress, and calls it every every of them
+// (progressEvery, but for tests).
+// Pieces searched at once share it: the count and the call are under one
+// lock, so that the counts told never go down and one call is made at a
+// time.
+type progressCount struct {
 	report  func(int)
+	every   int
+	mu      sync.Mutex
 	checked int
 	next    int
-	// deepest is, per piece being searched, how far windows have been
-	// passed: a window passed again after backtracking is not counted.
+}
+
+// progressReport is one piece's part of the count.
+type progressReport struct {
+	count *progressCount
+	// deepest is how far windows of the piece have been passed: a window
+	// passed again after backtracking is not counted.
 	deepest int
 }
 
 const progressEvery = 50_000
 
 func (p *progressReport) passed(at, ops int) {
-	if p.report == nil || at < p.deepest {
+	if p.count.report == nil || at < p.deepest {
 		return
 	}
 	p.deepest = at + 1
-	if p.checked += ops; p.checked >= p.next {
-		p.report(p.checked)
-		p.next = p.checked + progressEvery
+	p.count.add(ops)
+}
+
+func (c *progressCount) add(ops int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked += ops; c.checked >= c.next {
+		c.report(c.checked)
+		c.next = c.checked + c.every
 	}
 }
 
