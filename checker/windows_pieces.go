@@ -214,8 +214,9 @@ func (s *pieceSearches) finish() porcupine.CheckResult {
 	return porcupine.Ok
 }
 
-// judged is how many operations the searches judged, each counted once
-// however many pieces it reached.
+// judged is how many operations the searches judged, an operation that
+// reaches every piece counted once for each. WriteHTML asks only whether
+// it is 0.
 func (s *pieceSearches) judged() int {
 	total := 0
 	for _, search := range s.search {
