@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/fencecheck/fencecheck/histories"
 	"github.com/fencecheck/fencecheck/model"
 )
@@ -48,13 +50,18 @@ func SearchWindowed(h histories.History) SearchOutcome {
 func Pieces(h histories.History) [][]int {
 	var pieces [][]int
 	for _, piece := range partition(porcupineOps(h)) {
-		var ids []int
-		for _, o := range piece {
-			ids = append(ids, o.Input.(*histories.Op).ID)
-		}
-		pieces = append(pieces, ids)
+		pieces = append(pieces, opIDsOf(piece))
 	}
 	return pieces
+}
+
+// opIDsOf are the ids of the history's operations that ops are.
+func opIDsOf(ops []porcupine.Operation) []int {
+	var ids []int
+	for _, o := range ops {
+		ids = append(ids, o.Input.(*histories.Op).ID)
+	}
+	return ids
 }
 
 // SearchProgress is what checkWindowed tells its progress callback on h,

@@ -84,11 +84,7 @@ func TestWindowsCutWhereOneProcessTouches(t *testing.T) {
 	}
 	var windows [][]int
 	for _, w := range windowsOf(porcupineOps(h)) {
-		var ids []int
-		for _, o := range w {
-			ids = append(ids, o.Input.(*histories.Op).ID)
-		}
-		windows = append(windows, ids)
+		windows = append(windows, opIDsOf(w))
 	}
 	require.Equal(t, [][]int{{0}, {1, 2}, {3, 4, 5}, {6}}, windows)
 }
