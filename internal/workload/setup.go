@@ -164,7 +164,7 @@ func (r *run) addWorker() {
 		if r.sc.kip848 {
 			// KIP-1082: the consumer chooses its member id, once, and
 			// keeps it when it joins again after being fenced.
-			w.kip848, w.member, w.memberEpoch = true, "fare-worker-"+name, model.JoinMemberEpoch
+			w.kip848, w.member, w.MemberEpoch = true, "fare-worker-"+name, model.JoinMemberEpoch
 		}
 		return w
 	}})

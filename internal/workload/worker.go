@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fencecheck/fencecheck/internal/consumer"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -31,17 +32,14 @@ type worker struct {
 	// fenced: its next request naming the instance is FENCED_INSTANCE_ID.
 	instance string
 
-	member     string
-	generation int32
-	assigned   []model.Partition
-	position   map[model.Partition]int64 // next input offset to process
-	stable     map[model.Partition]int64 // the last stable offset the last fetch saw
-	unknown    []model.Partition         // assigned, committed offset not yet read
-	drained    map[model.Partition]bool
-	batch      []model.FetchedRecord // read, not yet processed
-	from       model.Partition       // the partition batch came from
-	step       workerStep
-	leaving    bool
+	member string
+	// Member is the membership and the place in each partition; with
+	// kip848, its Generation is the member epoch the application last saw.
+	consumer.Member
+	batch   []model.FetchedRecord // read, not yet processed
+	from    model.Partition       // the partition batch came from
+	step    workerStep
+	leaving bool
 	// rejoining: the worker rejoins its group at its next poll.
 	rejoining bool
 	// awaitStable: its committed offset was refused as unstable; it asks
@@ -52,20 +50,8 @@ type worker struct {
 	// so the worker aborts what is open and closes.
 	instanceFenced bool
 	// kip848: the worker's consumer speaks KIP-848's consumer group
-	// protocol (worker848.go). member is then the id it chose, and
-	// generation the member epoch the application last saw.
+	// protocol (worker848.go). member is then the id it chose.
 	kip848 bool
-	// memberEpoch is the membership's epoch, as its last heartbeat's
-	// answer said; 0 when it is to join.
-	memberEpoch int32
-	// told is an assignment a heartbeat answered, not yet reconciled;
-	// lost: the member was fenced, and the application has not yet let
-	// its partitions go.
-	told *[]model.Partition
-	lost bool
-	// beatDue: a heartbeat is to be sent before the application's next
-	// request (an assignment to acknowledge, or its interval passed).
-	beatDue bool
 }
 
 type workerStep int
@@ -91,7 +77,7 @@ const (
 
 func newWorker(txnID, group string, inputs []model.Partition, outOf func(model.Partition) model.Partition, groupMeta, v2 bool) *worker {
 	return &worker{producer: newProducer(txnID), group: group, inputs: inputs, outOf: outOf,
-		groupMeta: groupMeta, v2: v2, generation: model.NoGeneration}
+		groupMeta: groupMeta, v2: v2, Member: consumer.Member{Generation: model.NoGeneration}}
 }
 
 // newAuditor is an at-least-once consumer beside the exactly-once
@@ -112,14 +98,14 @@ func newAuditor(group string, inputs []model.Partition) *worker {
 func (w *worker) closed() bool { return w.step == workerClosed }
 
 func (w *worker) idle() bool {
-	if w.kip848 && (w.memberEpoch == model.JoinMemberEpoch || w.beatDue || w.told != nil || w.lost) {
+	if w.kip848 && (w.MemberEpoch == model.JoinMemberEpoch || w.BeatDue || w.Told != nil || w.Lost) {
 		return false // the membership has a heartbeat to send, or the application news to take
 	}
 	if w.step != workerRead || w.leaving || w.rejoining || w.member == "" {
 		return false // a worker outside the group must join it
 	}
-	for _, p := range w.assigned {
-		if !w.drained[p] {
+	for _, p := range w.Assigned {
+		if !w.Drained[p] {
 			return false
 		}
 	}
@@ -162,7 +148,7 @@ func (w *worker) next() (model.Op, bool) {
 			return model.Op{}, false
 		}
 		r := model.NewRequest()
-		r.Group, r.Partition, r.RequireStable = w.group, w.unknown[0], true
+		r.Group, r.Partition, r.RequireStable = w.group, w.Unknown[0], true
 		return model.Op{Kind: model.OffsetFetch, Req: r}, true
 	case workerRead:
 		if w.rejoining && w.member != "" {
@@ -209,7 +195,7 @@ func (w *worker) next() (model.Op, bool) {
 // record, under the worker's member id and generation.
 func (w *worker) plainCommitOp() model.Op {
 	r := model.NewRequest()
-	r.Group, r.MemberID, r.GenerationID = w.group, w.member, w.generation
+	r.Group, r.MemberID, r.GenerationID = w.group, w.member, w.Generation
 	r.Offsets = map[model.Partition]int64{w.from: w.batch[len(w.batch)-1].Offset + 1}
 	return model.Op{Kind: model.OffsetCommit, Req: r}
 }
@@ -227,10 +213,10 @@ func (w *worker) joinOp() model.Op {
 // the worker polls the group (a rejoin), which is how it learns of a
 // rebalance while it is idle.
 func (w *worker) readOp() (model.Op, bool) {
-	for _, p := range w.assigned {
-		if !w.drained[p] {
+	for _, p := range w.Assigned {
+		if !w.Drained[p] {
 			r := model.NewRequest()
-			r.Partition, r.Offset, r.Isolation = p, w.position[p], model.ReadCommitted
+			r.Partition, r.Offset, r.Isolation = p, w.Position[p], model.ReadCommitted
 			return model.Op{Kind: model.Fetch, Req: r}, true
 		}
 	}
@@ -244,7 +230,7 @@ func (w *worker) commitOffsetsOp() model.Op {
 	if w.groupMeta {
 		// The consumer's group metadata: a static member's carries its
 		// instance id (TxnOffsetCommit v3, KIP-447).
-		r.MemberID, r.GenerationID, r.InstanceID = w.member, w.generation, w.instance
+		r.MemberID, r.GenerationID, r.InstanceID = w.member, w.Generation, w.instance
 	}
 	return model.Op{Kind: model.TxnOffsetCommit, Req: r}
 }
@@ -274,9 +260,9 @@ func (w *worker) learn(op model.Op, res model.Result) {
 	case model.JoinGroup:
 		w.joined(res.Resp)
 	case model.OffsetFetch:
-		w.position[w.unknown[0]] = max(res.Resp.Offset, 0)
-		w.unknown = w.unknown[1:]
-		if len(w.unknown) == 0 {
+		w.Position[w.Unknown[0]] = max(res.Resp.Offset, 0)
+		w.Unknown = w.Unknown[1:]
+		if len(w.Unknown) == 0 {
 			w.step = workerRead
 		}
 	case model.Fetch:
@@ -295,10 +281,10 @@ func (w *worker) learn(op model.Op, res model.Result) {
 	case model.LeaveGroup:
 		w.step = workerClosed
 	case model.OffsetCommit:
-		w.position[w.from] = op.Req.Offsets[w.from]
+		w.Position[w.from] = op.Req.Offsets[w.from]
 		w.batch = nil
 		w.step = workerRead
-		w.drained[w.from] = w.position[w.from] >= w.stable[w.from]
+		w.Drained[w.from] = w.Position[w.from] >= w.Stable[w.from]
 	}
 }
 
@@ -321,12 +307,12 @@ func (w *worker) txnMayEnd() { w.awaitStable = false }
 func (w *worker) fenced() {
 	w.step = workerClosed
 	if w.kip848 {
-		if w.memberEpoch > 0 {
+		if w.MemberEpoch > 0 {
 			w.step, w.leaving = workerLeave, true
 		}
 		return
 	}
-	if w.member != "" && w.generation != model.NoGeneration && w.instance == "" {
+	if w.member != "" && w.Generation != model.NoGeneration && w.instance == "" {
 		w.step, w.leaving = workerLeave, true
 	}
 }
@@ -338,27 +324,27 @@ func (w *worker) fenced() {
 // the consumer still fetches them (seed 99 of stable-id: the worker read
 // its partition from 0, and committed a trip a second time).
 func (w *worker) joined(resp model.Response) {
-	same := resp.GenerationID == w.generation && slices.Equal(resp.Assignment, w.assigned)
-	w.member, w.generation = resp.MemberID, resp.GenerationID
+	same := resp.GenerationID == w.Generation && slices.Equal(resp.Assignment, w.Assigned)
+	w.member, w.Generation = resp.MemberID, resp.GenerationID
 	w.step = workerRead
 	if same {
-		if len(w.unknown) > 0 {
+		if len(w.Unknown) > 0 {
 			w.step = workerFetchOffsets
 		}
 		return
 	}
-	w.assigned = resp.Assignment
-	w.position, w.stable, w.drained, w.batch = map[model.Partition]int64{}, map[model.Partition]int64{}, map[model.Partition]bool{}, nil
-	w.unknown = slices.Clone(resp.Assignment)
-	if len(w.unknown) > 0 {
+	w.Assigned = resp.Assignment
+	w.Position, w.Stable, w.Drained, w.batch = map[model.Partition]int64{}, map[model.Partition]int64{}, map[model.Partition]bool{}, nil
+	w.Unknown = slices.Clone(resp.Assignment)
+	if len(w.Unknown) > 0 {
 		w.step = workerFetchOffsets
 	}
 }
 
 func (w *worker) read(p model.Partition, resp model.Response) {
-	w.stable[p] = resp.LastStableOffset
+	w.Stable[p] = resp.LastStableOffset
 	if len(resp.Records) == 0 {
-		w.drained[p] = w.position[p] >= resp.LastStableOffset
+		w.Drained[p] = w.Position[p] >= resp.LastStableOffset
 		return
 	}
 	w.batch, w.from = resp.Records, p
@@ -374,7 +360,7 @@ func (w *worker) ended(op model.Op, res model.Result) {
 		w.afterAbort()
 		return
 	}
-	w.position[w.from] = w.batch[0].Offset + 1
+	w.Position[w.from] = w.batch[0].Offset + 1
 	w.batch = w.batch[1:]
 	w.step = workerAddPartition
 	if len(w.batch) == 0 {
@@ -382,7 +368,7 @@ func (w *worker) ended(op model.Op, res model.Result) {
 		// that returned it reached the last stable offset, as a consumer
 		// knows from the fetch's answer without fetching again.
 		w.step = workerRead
-		w.drained[w.from] = w.position[w.from] >= w.stable[w.from]
+		w.Drained[w.from] = w.Position[w.from] >= w.Stable[w.from]
 	}
 }
 
@@ -393,7 +379,7 @@ func (w *worker) afterAbort() {
 		w.step = workerClosed
 		return
 	}
-	if w.generation == model.NoGeneration && !w.kip848 {
+	if w.Generation == model.NoGeneration && !w.kip848 {
 		w.step = workerJoin
 		return
 	}
@@ -403,10 +389,10 @@ func (w *worker) afterAbort() {
 // rewind starts again from the committed offsets of the assignment.
 func (w *worker) rewind() {
 	w.batch = nil
-	w.unknown = slices.Clone(w.assigned)
-	w.drained = map[model.Partition]bool{}
+	w.Unknown = slices.Clone(w.Assigned)
+	w.Drained = map[model.Partition]bool{}
 	w.step = workerFetchOffsets
-	if len(w.unknown) == 0 {
+	if len(w.Unknown) == 0 {
 		w.step = workerRead
 	}
 }
@@ -422,7 +408,7 @@ func (w *worker) recover(op model.Op, res model.Result) {
 		// the producer's CommitFailedException is abortable, and the
 		// member's heartbeat tells whether it was fenced
 		// (TransactionManager.TxnOffsetCommitHandler).
-		w.beatDue = true
+		w.BeatDue = true
 		if w.inTxn() {
 			w.step = workerAbort
 		} else {
@@ -430,7 +416,7 @@ func (w *worker) recover(op model.Op, res model.Result) {
 		}
 	case res.Err == model.FencedInstanceID:
 		// Fatal to the consumer: abort what is open, then close.
-		w.instanceFenced, w.member, w.generation = true, "", model.NoGeneration
+		w.instanceFenced, w.member, w.Generation = true, "", model.NoGeneration
 		if w.inTxn() {
 			w.step = workerAbort
 		} else {
@@ -439,10 +425,10 @@ func (w *worker) recover(op model.Op, res model.Result) {
 	case model.ClassOf(op.Kind, res.Err) == model.FencedConsumer && op.Kind == model.JoinGroup:
 		// Forgotten by the group: join anew before reading on (a rejoin
 		// may be refused with partitions still to read).
-		w.member, w.generation = "", model.NoGeneration
+		w.member, w.Generation = "", model.NoGeneration
 		w.step = workerJoin
 	case model.ClassOf(op.Kind, res.Err) == model.FencedConsumer:
-		w.generation = model.NoGeneration
+		w.Generation = model.NoGeneration
 		w.step = workerAbort
 		if w.atLeastOnce {
 			// No transaction to abort: the batch goes uncommitted, and

@@ -51,11 +51,11 @@ const kip848RebalanceTimeoutMs = 300_000
 // would leave the worker reading it, told nothing more).
 func (w *worker) beatOp() model.Op {
 	r := model.NewRequest()
-	r.Group, r.MemberID, r.MemberEpoch = w.group, w.member, w.memberEpoch
+	r.Group, r.MemberID, r.MemberEpoch = w.group, w.member, w.MemberEpoch
 	topic, _ := w.inputs[0].Topic()
 	r.SubscribedTopics, r.RebalanceTimeoutMs = &[]string{topic}, kip848RebalanceTimeoutMs
-	owned := slices.Clone(w.assigned)
-	if w.memberEpoch == model.JoinMemberEpoch {
+	owned := slices.Clone(w.Assigned)
+	if w.MemberEpoch == model.JoinMemberEpoch {
 		owned = []model.Partition{}
 	}
 	if owned == nil {
@@ -82,7 +82,7 @@ func (w *worker) membershipOp() (model.Op, bool) {
 	switch {
 	case w.step == workerInit || w.step == workerClosed || w.step == workerLeave || w.leaving && !w.inTxn():
 		return model.Op{}, false
-	case w.memberEpoch == model.JoinMemberEpoch || w.beatDue || w.rejoining:
+	case w.MemberEpoch == model.JoinMemberEpoch || w.BeatDue || w.rejoining:
 		return w.beatOp(), true
 	}
 	if !w.inTxn() && (w.step == workerRead || w.step == workerFetchOffsets || w.step == workerJoin) {
@@ -96,8 +96,8 @@ func (w *worker) membershipOp() (model.Op, bool) {
 // whatever the application is doing (AbstractHeartbeatRequestManager.poll,
 // HeartbeatRequestState.canSendRequest), so a heartbeat is due.
 func (w *worker) clockMoved(ms int64) {
-	if w.kip848 && w.memberEpoch > 0 && ms >= model.DefaultConsumerHeartbeatIntervalMs {
-		w.beatDue = true
+	if w.kip848 && w.MemberEpoch > 0 && ms >= model.DefaultConsumerHeartbeatIntervalMs {
+		w.BeatDue = true
 	}
 }
 
@@ -109,71 +109,42 @@ func (w *worker) learnBeat(op model.Op, res model.Result) {
 	}
 	switch {
 	case res.Succeeded():
-		w.memberEpoch, w.beatDue, w.rejoining = res.Resp.MemberEpoch, false, false
+		w.MemberEpoch, w.BeatDue, w.rejoining = res.Resp.MemberEpoch, false, false
 		if res.Resp.MemberAssignment != nil {
 			told := slices.Sorted(slices.Values(*res.Resp.MemberAssignment))
-			w.told = &told
+			w.Told = &told
 		}
 	case res.Err == model.FencedMemberEpoch || res.Err == model.UnknownMemberID:
 		// transitionToFenced: the assignment is lost, and the member
 		// joins again at epoch 0 under its id.
-		w.memberEpoch, w.lost, w.told = model.JoinMemberEpoch, true, nil
+		w.MemberEpoch, w.Lost, w.Told = model.JoinMemberEpoch, true, nil
 	case classify(op.Kind, res) == retry:
 		// Sent again as it is.
 	default:
 		// Any other error: the Java client sends a full heartbeat
 		// again; a join is one.
-		w.memberEpoch, w.lost, w.told = model.JoinMemberEpoch, true, nil
+		w.MemberEpoch, w.Lost, w.Told = model.JoinMemberEpoch, true, nil
 	}
 }
 
 // reconcile is the application's poll taking what the heartbeats told
-// it: the member epoch (its group metadata), the loss of its partitions
-// when the member was fenced, and a new assignment. A changed assignment
-// is acknowledged by the next heartbeat.
+// it (consumer.Member.Reconcile); an assignment taken starts the reading
+// over.
 func (w *worker) reconcile() {
 	if w.step == workerJoin {
 		w.step = workerRead
 	}
-	if w.lost {
-		w.lost = false
-		if len(w.assigned) > 0 {
-			w.beatDue = true
-		}
-		w.takeAssignment(nil)
-	}
-	if w.told != nil {
-		told := *w.told
-		w.told = nil
-		if !slices.Equal(told, w.assigned) {
-			w.takeAssignment(told)
-			w.beatDue = true
-		}
-	}
-	if w.memberEpoch > 0 {
-		w.generation = w.memberEpoch
+	if w.Reconcile() {
+		w.readAnew()
 	}
 }
 
-// takeAssignment makes ps the application's partitions: it stops reading
-// those revoked, keeps its place in those it keeps, and reads the
-// committed offsets of those added.
-func (w *worker) takeAssignment(ps []model.Partition) {
-	if w.position == nil {
-		w.position, w.stable, w.drained = map[model.Partition]int64{}, map[model.Partition]int64{}, map[model.Partition]bool{}
-	}
-	var unknown []model.Partition
-	for _, p := range ps {
-		if !slices.Contains(w.assigned, p) || slices.Contains(w.unknown, p) {
-			unknown = append(unknown, p)
-			delete(w.position, p)
-			delete(w.stable, p)
-			delete(w.drained, p)
-		}
-	}
-	w.assigned, w.unknown, w.batch = ps, unknown, nil
+// readAnew drops the batch read and reads on, first the committed
+// offsets of the partitions added.
+func (w *worker) readAnew() {
+	w.batch = nil
 	w.step = workerRead
-	if len(w.unknown) > 0 {
+	if len(w.Unknown) > 0 {
 		w.step = workerFetchOffsets
 	}
 }

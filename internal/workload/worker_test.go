@@ -16,7 +16,7 @@ import (
 func TestAWorkerWaitsForAnUnstableOffset(t *testing.T) {
 	w := newWorker("fare-worker-A", "fare-workers", []model.Partition{"trips-0"},
 		func(model.Partition) model.Partition { return "fares-ctp-0" }, true, true)
-	w.step, w.unknown, w.position = workerFetchOffsets, []model.Partition{"trips-0"}, map[model.Partition]int64{}
+	w.step, w.Unknown, w.Position = workerFetchOffsets, []model.Partition{"trips-0"}, map[model.Partition]int64{}
 	op, ok := w.next()
 	require.True(t, ok)
 	require.Equal(t, model.OffsetFetch, op.Kind)
@@ -33,7 +33,7 @@ func TestAWorkerWaitsForAnUnstableOffset(t *testing.T) {
 	resp.Offset = 1
 	w.learn(again, model.OK(resp))
 	require.Equal(t, workerRead, w.step)
-	require.Equal(t, int64(1), w.position["trips-0"])
+	require.Equal(t, int64(1), w.Position["trips-0"])
 }
 
 // A worker that joins again into the same generation and assignment before
@@ -54,5 +54,5 @@ func TestARejoinInTheSameGenerationStillFetchesOffsets(t *testing.T) {
 	committed := model.NewResponse()
 	committed.Offset = 1
 	w.learn(op, model.OK(committed))
-	require.Equal(t, int64(1), w.position["trips-0"])
+	require.Equal(t, int64(1), w.Position["trips-0"])
 }

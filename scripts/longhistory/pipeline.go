@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/internal/consumer"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -220,8 +221,8 @@ func (p *pipeline) start(s *slot, restart bool) {
 	s.starts++
 	w := &worker{p: p, slot: s, proc: fmt.Sprintf("w%d-%d", s.n, s.starts),
 		txnID: fmt.Sprintf("fare-worker-%d", s.n), member: fmt.Sprintf("fare-worker-%d-%d", s.n, s.starts),
-		pid: model.NoProducerID, epoch: model.NoEpoch, memberEpoch: model.JoinMemberEpoch,
-		generation: model.NoGeneration, seqs: map[model.Partition]int32{}}
+		pid: model.NoProducerID, epoch: model.NoEpoch, seqs: map[model.Partition]int32{},
+		Member: consumer.Member{MemberEpoch: model.JoinMemberEpoch, Generation: model.NoGeneration}}
 	s.current = w
 	p.procs = append(p.procs, w)
 	if restart {
@@ -450,7 +451,7 @@ func (p *pipeline) describe() string {
 	var s string
 	for _, pr := range p.procs {
 		if w, ok := pr.(*worker); ok && !w.done() {
-			s += fmt.Sprintf(" %s: step %d, member epoch %d, assigned %v, unknown %v, stalled %v;", w.proc, w.step, w.memberEpoch, w.assigned, w.unknown, w.stalled)
+			s += fmt.Sprintf(" %s: step %d, member epoch %d, assigned %v, unknown %v, stalled %v;", w.proc, w.step, w.MemberEpoch, w.Assigned, w.Unknown, w.stalled)
 		}
 	}
 	return s

@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 
+	"github.com/fencecheck/fencecheck/internal/consumer"
 	"github.com/fencecheck/fencecheck/model"
 )
 
@@ -17,38 +18,23 @@ type worker struct {
 	slot  *slot
 	proc  string
 	txnID string
-	// member is the member id the process chose (KIP-1082), and
-	// memberEpoch the epoch its last heartbeat's answer said, 0 when it
-	// is to join. generation is the member epoch the application last
-	// saw, which its offset commits carry.
-	member      string
-	memberEpoch int32
-	generation  int32
+	// member is the member id the process chose (KIP-1082).
+	member string
 
 	pid   int64
 	epoch int16
 	seqs  map[model.Partition]int32
 
-	step     workerStep
-	assigned []model.Partition
-	unknown  []model.Partition // assigned, committed offset not yet read
-	position map[model.Partition]int64
-	stable   map[model.Partition]int64 // the last stable offset the last fetch saw
-	drained  map[model.Partition]bool
-	batch    []model.FetchedRecord // read, not yet committed
-	from     model.Partition       // the partition batch came from
-	commit   bool                  // the end_txn in flight commits
+	step workerStep
+	// Member is the membership, its epochs, the assignment and the
+	// place in each partition.
+	consumer.Member
+	batch  []model.FetchedRecord // read, not yet committed
+	from   model.Partition       // the partition batch came from
+	commit bool                  // the end_txn in flight commits
 	// committedOn: the partitions where this process committed an
 	// offset (for the rewind-offset fault).
 	committedOn map[model.Partition]bool
-
-	// told is an assignment a heartbeat answered, not yet reconciled;
-	// lost: the member was fenced, and the application has not yet let
-	// its partitions go; beatDue: a heartbeat goes before the next
-	// request.
-	told    *[]model.Partition
-	lost    bool
-	beatDue bool
 
 	// stalled: the process stopped in the middle of a transaction, and
 	// another was started in its slot. It wakes as a zombie.
@@ -94,7 +80,7 @@ func (w *worker) next() (model.Op, bool) {
 		r.TransactionalID = w.txnID
 		return model.Op{Kind: model.InitProducerID, Req: r}, true
 	}
-	if w.memberEpoch == model.JoinMemberEpoch || w.beatDue {
+	if w.MemberEpoch == model.JoinMemberEpoch || w.BeatDue {
 		return w.beatOp(), true
 	}
 	if !w.inTxn() && w.step != stepAbort {
@@ -103,19 +89,19 @@ func (w *worker) next() (model.Op, bool) {
 	switch w.step {
 	case stepFetchOffsets:
 		r := model.NewRequest()
-		r.Group, r.Partition, r.RequireStable = pipeGroup, w.unknown[0], true
+		r.Group, r.Partition, r.RequireStable = pipeGroup, w.Unknown[0], true
 		return model.Op{Kind: model.OffsetFetch, Req: r}, true
 	case stepRead:
-		for _, part := range w.assigned {
-			if !w.drained[part] {
+		for _, part := range w.Assigned {
+			if !w.Drained[part] {
 				r := model.NewRequest()
-				r.Partition, r.Offset, r.Isolation = part, w.position[part], model.ReadCommitted
+				r.Partition, r.Offset, r.Isolation = part, w.Position[part], model.ReadCommitted
 				return model.Op{Kind: model.Fetch, Req: r}, true
 			}
 		}
 		// Nothing to read: the consumer's poll is a heartbeat, and
 		// its next poll fetches again.
-		clear(w.drained)
+		clear(w.Drained)
 		return w.beatOp(), true
 	case stepProduce:
 		r := w.request()
@@ -126,7 +112,7 @@ func (w *worker) next() (model.Op, bool) {
 		return model.Op{Kind: model.Produce, Req: r}, true
 	case stepCommitOffsets:
 		r := w.request()
-		r.Group, r.MemberID, r.GenerationID = pipeGroup, w.member, w.generation
+		r.Group, r.MemberID, r.GenerationID = pipeGroup, w.member, w.Generation
 		offset := w.batch[0].Offset + 1
 		if w.p.cfg.fault == "rewind-offset" && !w.p.faulted && w.committedOn[w.from] && offset >= 3 && w.p.committed >= 20 {
 			w.p.faulted = true
@@ -150,10 +136,10 @@ func (w *worker) next() (model.Op, bool) {
 // with the partitions the application owns (worker848.go's beatOp).
 func (w *worker) beatOp() model.Op {
 	r := model.NewRequest()
-	r.Group, r.MemberID, r.MemberEpoch = pipeGroup, w.member, w.memberEpoch
+	r.Group, r.MemberID, r.MemberEpoch = pipeGroup, w.member, w.MemberEpoch
 	r.SubscribedTopics, r.RebalanceTimeoutMs = &[]string{pipeInput}, rebalanceTimeoutMs
-	owned := slices.Clone(w.assigned)
-	if w.memberEpoch == model.JoinMemberEpoch || owned == nil {
+	owned := slices.Clone(w.Assigned)
+	if w.MemberEpoch == model.JoinMemberEpoch || owned == nil {
 		owned = []model.Partition{}
 	}
 	r.OwnedPartitions = &owned
@@ -165,8 +151,8 @@ func (w *worker) learn(op model.Op, res model.Result) {
 		w.learnBeat(op, res)
 		return
 	}
-	if w.memberEpoch > 0 && w.p.rng.IntN(beatOneIn) == 0 {
-		w.beatDue = true
+	if w.MemberEpoch > 0 && w.p.rng.IntN(beatOneIn) == 0 {
+		w.BeatDue = true
 	}
 	switch model.ClassOf(op.Kind, res.Err) {
 	case model.Success, model.Duplicate:
@@ -189,9 +175,9 @@ func (w *worker) learn(op model.Op, res model.Result) {
 		w.takeGrant(res.Resp)
 		w.step = stepRead
 	case model.OffsetFetch:
-		w.position[w.unknown[0]] = max(res.Resp.Offset, 0)
-		w.unknown = w.unknown[1:]
-		if len(w.unknown) == 0 {
+		w.Position[w.Unknown[0]] = max(res.Resp.Offset, 0)
+		w.Unknown = w.Unknown[1:]
+		if len(w.Unknown) == 0 {
 			w.step = stepRead
 		}
 	case model.Fetch:
@@ -211,7 +197,7 @@ func (w *worker) learn(op model.Op, res model.Result) {
 // and reads again from the committed offsets.
 func (w *worker) refused(op model.Op) {
 	if op.Kind == model.TxnOffsetCommit {
-		w.beatDue = true // the heartbeat tells whether the member was fenced
+		w.BeatDue = true // the heartbeat tells whether the member was fenced
 	}
 	switch {
 	case op.Kind == model.EndTxn && !op.Req.Commit:
@@ -229,7 +215,7 @@ func (w *worker) refused(op model.Op) {
 func (w *worker) fenced() {
 	w.p.fenced++
 	w.step = stepClosed
-	if w.memberEpoch > 0 {
+	if w.MemberEpoch > 0 {
 		w.step = stepLeave
 	}
 	if w.slot.current == w {
@@ -245,9 +231,9 @@ func (w *worker) takeGrant(resp model.Response) {
 }
 
 func (w *worker) read(part model.Partition, resp model.Response) {
-	w.stable[part] = resp.LastStableOffset
+	w.Stable[part] = resp.LastStableOffset
 	if len(resp.Records) == 0 {
-		w.drained[part] = w.position[part] >= resp.LastStableOffset
+		w.Drained[part] = w.Position[part] >= resp.LastStableOffset
 		return
 	}
 	w.batch, w.from = resp.Records, part
@@ -276,24 +262,24 @@ func (w *worker) ended(resp model.Response) {
 		w.step = stepProduce
 		return
 	}
-	w.position[w.from] = w.batch[0].Offset + 1
+	w.Position[w.from] = w.batch[0].Offset + 1
 	w.batch = w.batch[1:]
 	w.step = stepProduce
 	if len(w.batch) == 0 {
 		// The partition is drained when the fetch that returned the
 		// batch reached the last stable offset.
 		w.step = stepRead
-		w.drained[w.from] = w.position[w.from] >= w.stable[w.from]
+		w.Drained[w.from] = w.Position[w.from] >= w.Stable[w.from]
 	}
 }
 
 // rewind starts again from the committed offsets of the assignment.
 func (w *worker) rewind() {
 	w.batch = nil
-	w.unknown = slices.Clone(w.assigned)
-	w.drained = map[model.Partition]bool{}
+	w.Unknown = slices.Clone(w.Assigned)
+	w.Drained = map[model.Partition]bool{}
 	w.step = stepFetchOffsets
-	if len(w.unknown) == 0 {
+	if len(w.Unknown) == 0 {
 		w.step = stepRead
 	}
 }
@@ -306,62 +292,29 @@ func (w *worker) learnBeat(op model.Op, res model.Result) {
 	}
 	switch {
 	case res.Succeeded():
-		w.memberEpoch, w.beatDue = res.Resp.MemberEpoch, false
+		w.MemberEpoch, w.BeatDue = res.Resp.MemberEpoch, false
 		if res.Resp.MemberAssignment != nil {
 			told := slices.Sorted(slices.Values(*res.Resp.MemberAssignment))
-			w.told = &told
+			w.Told = &told
 		}
 	case model.ClassOf(op.Kind, res.Err) == model.Busy || model.ClassOf(op.Kind, res.Err) == model.Undecided:
 		// Sent again as it is.
 	default:
 		// Fenced (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) or another
 		// error: the partitions are lost, and the member joins again.
-		w.memberEpoch, w.lost, w.told = model.JoinMemberEpoch, true, nil
+		w.MemberEpoch, w.Lost, w.Told = model.JoinMemberEpoch, true, nil
 	}
 }
 
 // reconcile is the application's poll taking what the heartbeats told
-// it, between transactions (worker848.go's reconcile).
+// it, between transactions (consumer.Member.Reconcile, as
+// internal/workload's worker takes it).
 func (w *worker) reconcile() {
-	if w.lost {
-		w.lost = false
-		if len(w.assigned) > 0 {
-			w.beatDue = true
+	if w.Reconcile() {
+		w.batch = nil
+		w.step = stepRead
+		if len(w.Unknown) > 0 {
+			w.step = stepFetchOffsets
 		}
-		w.takeAssignment(nil)
-	}
-	if w.told != nil {
-		told := *w.told
-		w.told = nil
-		if !slices.Equal(told, w.assigned) {
-			w.takeAssignment(told)
-			w.beatDue = true
-		}
-	}
-	if w.memberEpoch > 0 {
-		w.generation = w.memberEpoch
-	}
-}
-
-// takeAssignment makes ps the application's partitions: it stops reading
-// those revoked, keeps its place in those it keeps, and reads the
-// committed offsets of those added.
-func (w *worker) takeAssignment(ps []model.Partition) {
-	if w.position == nil {
-		w.position, w.stable, w.drained = map[model.Partition]int64{}, map[model.Partition]int64{}, map[model.Partition]bool{}
-	}
-	var unknown []model.Partition
-	for _, part := range ps {
-		if !slices.Contains(w.assigned, part) || slices.Contains(w.unknown, part) {
-			unknown = append(unknown, part)
-			delete(w.position, part)
-			delete(w.stable, part)
-			delete(w.drained, part)
-		}
-	}
-	w.assigned, w.unknown, w.batch = ps, unknown, nil
-	w.step = stepRead
-	if len(w.unknown) > 0 {
-		w.step = stepFetchOffsets
 	}
 }
