@@ -80,6 +80,10 @@ func NewFollower(path string, header histories.History, opts Options) *Follower 
 	header.Ops = nil
 	f := &Follower{path: path, header: header, opts: opts, ctx: context.Background(), tried: map[int]bool{}, found: map[string][]Violation{}}
 	f.invariants = newInvariantStream(header, newPassProgress(opts.Progress))
+	// The folds keep what a history that keeps to Kafka's order still
+	// needs. Without the fetches to come, which only a whole file tells,
+	// they keep every record a fetch may still read.
+	f.invariants.bound()
 	if header.TransactionsVersion != 0 {
 		f.startSearch(header.TransactionsVersion)
 	}
@@ -294,12 +298,21 @@ func (f *Follower) Finish(end *histories.History) (Report, error) {
 	if result != porcupine.Ok {
 		return CheckFile(f.path, f.opts)
 	}
+	// The folds judge some operations only at the end, so they are asked
+	// what they forgot after their verdicts, as CheckFile asks them.
+	judged := f.invariants.verdicts()
+	if why := f.invariants.forgotten(); why != "" {
+		if f.opts.Slower != nil {
+			f.opts.Slower(why)
+		}
+		return CheckFile(f.path, f.opts)
+	}
 	header := f.header
 	if end != nil {
 		header = *end
 		header.Ops = nil
 	}
-	verdicts := append([]Verdict{held(Linearizable)}, f.invariants.verdicts()...)
+	verdicts := append([]Verdict{held(Linearizable)}, judged...)
 	verdicts = append(verdicts, held(ErrorCodes))
 	report := Report{History: header, Verdicts: verdicts, Allow: f.opts.Allow, AllowCodes: f.opts.AllowCodes,
 		lin: linearizability{verdict: held(Linearizable), codes: held(ErrorCodes), model: f.search.m, judged: f.search.judged}}
