@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -111,7 +112,7 @@ type pieceSearches struct {
 	search []*streamSearch // per piece
 	lanes  [][]int         // the pieces of each lane
 	laneOf []int           // the lane of each piece
-	seen   []int           // operations each lane has taken
+	seen   []atomic.Int64  // operations each lane has taken
 	report func(int)       // the search's progress, as one search's
 	mu     sync.Mutex
 	next   int // the progress to report next
@@ -125,7 +126,7 @@ func newPieceSearches(pieces *pieceMap, lanes int, newSearch func(ops int) *stre
 		s.search = append(s.search, newSearch(size+pieces.globals))
 	}
 	s.lanes, s.laneOf = spread(pieces.sizes, lanes)
-	s.seen = make([]int, len(s.lanes))
+	s.seen = make([]atomic.Int64, len(s.lanes))
 	return s
 }
 
@@ -176,16 +177,21 @@ func (s *pieceSearches) add(lane int, op *histories.Op) {
 	} else if s.laneOf[piece] == lane {
 		s.search[piece].add(op)
 	}
-	if s.seen[lane]++; s.report != nil && s.seen[lane]%progressEvery == 0 {
+	if seen := s.seen[lane].Add(1); s.report != nil && seen%progressEvery == 0 {
 		s.progress()
 	}
 }
 
-// progress reports the operations every lane has taken.
+// progress reports the operations every lane has taken, from one lane
+// at a time, and never fewer than it reported before.
 func (s *pieceSearches) progress() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if done := slices.Min(s.seen); done >= s.next {
+	done := int(s.seen[0].Load())
+	for i := range s.seen {
+		done = min(done, int(s.seen[i].Load()))
+	}
+	if done >= s.next {
 		s.report(done)
 		s.next = done + progressEvery
 	}

@@ -1,16 +1,20 @@
 package checker
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fencecheck/fencecheck/histories"
+	"github.com/fencecheck/fencecheck/model"
 )
 
 // TestNamesSkimAsEachDecodes: on every saved history, the operations the
@@ -159,4 +163,45 @@ func TestPieceSearchesSeeEveryTick(t *testing.T) {
 			require.False(t, fellBack(t, file, true), "the piece searches place the refusal after the tick")
 		}
 	}
+}
+
+// TestPieceSearchesReportProgressFromEveryLane: lanes take operations on
+// goroutines of their own, and the progress reported is what every lane
+// has taken, rising, one report at a time. Run under -race in CI.
+func TestPieceSearchesReportProgressFromEveryLane(t *testing.T) {
+	pieces := newPieceMap()
+	for i, id := range []string{"fare-writer-7", "fare-writer-8"} {
+		op := histories.Op{ID: i, Proc: id, Op: model.Op{Kind: model.InitProducerID, Req: model.NewRequest()}}
+		op.Req.TransactionalID = id
+		pieces.note(&op)
+	}
+	require.Equal(t, 2, pieces.number())
+	header := histories.History{}
+	m := porcupineModel(modelOptions(header, 2, Options{}), nil, true, nil)
+	var reports []int
+	reporting := false
+	report := func(done int) {
+		require.False(t, reporting, "one report at a time")
+		reporting = true
+		reports = append(reports, done)
+		reporting = false
+	}
+	const ticks = 3 * progressEvery
+	searches := newPieceSearches(pieces, 2, withBudget(context.Background(), m, header, 2*ticks, DefaultTimeout, nil), report)
+	var wg sync.WaitGroup
+	for _, judge := range searches.judges() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ticks {
+				judge(&histories.Op{ID: i, Proc: "clock", Call: int64(i), Op: model.Op{Kind: model.Tick, Req: model.Request{Ms: 1}}})
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, porcupine.Ok, searches.finish())
+	require.NotEmpty(t, reports)
+	require.True(t, slices.IsSorted(reports), "%v", reports)
+	require.LessOrEqual(t, reports[len(reports)-1], ticks)
+	require.GreaterOrEqual(t, reports[len(reports)-1], ticks-progressEvery)
 }
