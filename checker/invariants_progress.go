@@ -21,7 +21,7 @@ import (
 // committed ones (bound).
 type progressFold struct {
 	header    histories.History
-	trips     map[string]bool // nil when the history lists none
+	trips     *tripSet // nil when the history lists none
 	committed map[string]bool
 	pending   map[*txn][]string
 	last      int // the id of the operation called last
@@ -33,12 +33,87 @@ type progressFold struct {
 	rebuiltAt int
 }
 
+// tripSet is a set of the trips a history lists, which the collector
+// never scans. A long history lists millions of trips. A map keyed by the
+// trips' strings holds a pointer for each, so the collector would scan it
+// all at each of its cycles through a long check. So tripSet maps a
+// fingerprint of each trip to the trip's place in the history's list, and
+// neither holds a pointer. A trip whose fingerprint another trip already
+// has goes into clashes, keyed by the string, so that the set never takes
+// one trip for another.
+type tripSet struct {
+	list    []string       // the history's trips
+	byPrint map[uint64]int // a fingerprint: the place of its trip in list
+	clashes map[string]bool
+}
+
+// tripFingerprint is the fingerprint a tripSet keys a trip by. The tests
+// set it to one that makes every trip clash.
+var tripFingerprint = func(trip string) uint64 { return tripPrint("", trip) }
+
+// newTripSet is the set of the trips in list.
+func newTripSet(list []string) *tripSet {
+	s := &tripSet{list: list, byPrint: make(map[uint64]int, len(list))}
+	for i := range list {
+		s.add(i)
+	}
+	return s
+}
+
+// add puts list[i] in the set.
+func (s *tripSet) add(i int) {
+	trip := s.list[i]
+	if s.has(trip) {
+		return
+	}
+	print := tripFingerprint(trip)
+	if _, taken := s.byPrint[print]; !taken {
+		s.byPrint[print] = i
+		return
+	}
+	if s.clashes == nil {
+		s.clashes = map[string]bool{}
+	}
+	s.clashes[trip] = true
+}
+
+func (s *tripSet) has(trip string) bool {
+	if i, ok := s.byPrint[tripFingerprint(trip)]; ok && s.list[i] == trip {
+		return true
+	}
+	return s.clashes[trip]
+}
+
+func (s *tripSet) remove(trip string) {
+	print := tripFingerprint(trip)
+	if i, ok := s.byPrint[print]; ok && s.list[i] == trip {
+		delete(s.byPrint, print)
+		return
+	}
+	delete(s.clashes, trip)
+}
+
+func (s *tripSet) len() int { return len(s.byPrint) + len(s.clashes) }
+
+// compact is the same set in maps made anew, because a map keeps its
+// room when its keys are deleted.
+func (s *tripSet) compact() *tripSet {
+	left := &tripSet{list: s.list, byPrint: make(map[uint64]int, len(s.byPrint))}
+	maps.Copy(left.byPrint, s.byPrint)
+	if len(s.clashes) > 0 {
+		left.clashes = maps.Clone(s.clashes)
+	}
+	return left
+}
+
 // bound makes the fold forget each trip once it is committed
 // (boundedFold): a trip is judged only by whether it was, so the verdict
 // is the same, and it never needs what it dropped.
 func (f *progressFold) bound() {
 	f.bounded = true
-	f.rebuiltAt = len(f.trips)
+	if f.trips != nil {
+		f.rebuiltAt = f.trips.len()
+	}
 }
 
 func (f *progressFold) forgotten() string { return "" }
@@ -46,10 +121,7 @@ func (f *progressFold) forgotten() string { return "" }
 func newProgressFold(header histories.History) invariantFold {
 	f := &progressFold{header: header, last: -1}
 	if header.Trips != nil {
-		f.trips, f.committed, f.pending = map[string]bool{}, map[string]bool{}, map[*txn][]string{}
-		for _, trip := range header.Trips {
-			f.trips[trip] = true
-		}
+		f.trips, f.committed, f.pending = newTripSet(header.Trips), map[string]bool{}, map[*txn][]string{}
 	}
 	return f
 }
@@ -72,26 +144,24 @@ func (f *progressFold) add(op *histories.Op) {
 }
 
 func (f *progressFold) commit(key string) {
-	if !f.trips[key] {
+	if !f.trips.has(key) {
 		return
 	}
 	if !f.bounded {
 		f.committed[key] = true
 		return
 	}
-	delete(f.trips, key)
-	if len(f.trips) < f.rebuiltAt/4 {
-		// Anew, because maps.Clone keeps the room too.
-		left := make(map[string]bool, len(f.trips))
-		maps.Copy(left, f.trips)
-		f.trips, f.rebuiltAt = left, len(left)
+	f.trips.remove(key)
+	if f.trips.len() < f.rebuiltAt/4 {
+		f.trips = f.trips.compact()
+		f.rebuiltAt = f.trips.len()
 	}
 }
 
 // done reports whether trip is committed.
 func (f *progressFold) done(trip string) bool {
 	if f.bounded {
-		return !f.trips[trip]
+		return !f.trips.has(trip)
 	}
 	return f.committed[trip]
 }
@@ -103,7 +173,7 @@ func (f *progressFold) joined(op *histories.Op, t *txn) {
 		return
 	}
 	for _, rec := range op.Req.Records {
-		if f.trips[rec.Key] && !f.done(rec.Key) {
+		if f.trips.has(rec.Key) && !f.done(rec.Key) {
 			f.pending[t] = append(f.pending[t], rec.Key)
 		}
 	}

@@ -343,6 +343,56 @@ func (t texts[T]) encode() any {
 	return encodeList(*t.p, func(v *T) any { return string(*v) })
 }
 
+// packedTexts is a list of strings kept in one block of bytes, not
+// interned one by one. A history lists its trips in one field, and a long
+// one lists millions. Each interned string is an object of its own, so
+// the collector would mark millions of objects at each of its cycles
+// through a long check.
+type packedTexts struct{ p *[]string }
+
+func (t packedTexts) decode(path string, raw json.RawMessage) error {
+	elems, err := asArray(path, raw)
+	if err != nil {
+		return err
+	}
+	var block []byte
+	ends := make([]int, 0, len(elems))
+	for i, e := range elems {
+		at := quietPath
+		if path != quietPath {
+			at = fmt.Sprintf("%s[%d]", path, i)
+		}
+		if len(e) == 0 || e[0] != '"' {
+			return bad(at, "must be a string, got %s", describe(e))
+		}
+		s, plain := plainString(e)
+		if !plain {
+			var escaped string
+			if json.Unmarshal(e, &escaped) != nil {
+				return bad(at, "must be a string, got %s", describe(e))
+			}
+			s = escaped
+		}
+		block = append(block, s...)
+		ends = append(ends, len(block))
+	}
+	if len(ends) == 0 {
+		*t.p = nil
+		return nil
+	}
+	all, start := string(block), 0
+	out := make([]string, len(ends))
+	for i, end := range ends {
+		out[i], start = all[start:end], end
+	}
+	*t.p = out
+	return nil
+}
+
+func (t packedTexts) absent() bool { return len(*t.p) == 0 }
+
+func (t packedTexts) encode() any { return texts[string]{p: t.p}.encode() }
+
 // list is a list of objects, each read with its own slots.
 type list[E any] struct {
 	p     *[]E

@@ -448,7 +448,7 @@ func decodeHeader(m rawObject, h *History) error {
 	if err := take(m, "", "transactions_version", optional, version); err != nil {
 		return err
 	}
-	if err := take(m, "", "trips", optional, texts[string]{p: &h.Trips}); err != nil {
+	if err := take(m, "", "trips", optional, packedTexts{p: &h.Trips}); err != nil {
 		return err
 	}
 	if err := take(m, "", "output_topics", optional, texts[string]{p: &h.OutputTopics}); err != nil {
