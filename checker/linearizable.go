@@ -271,7 +271,7 @@ func porcupineOps(h histories.History) []porcupine.Operation {
 // time after its call; judged is false for an operation the search
 // leaves out. h gives the broker's config.
 func porcupineOp(h histories.History, op *histories.Op, client int, never int64) (o porcupine.Operation, judged bool) {
-	if !op.Kind.IsRequest() && op.Kind != model.Tick && op.Kind != model.BrokerRestart {
+	if !searchedKind(op.Kind) {
 		return o, false
 	}
 	if op.Result.Undecided() && readOnly(op.Kind) {
@@ -297,6 +297,12 @@ func porcupineOp(h histories.History, op *histories.Op, client int, never int64)
 	// Output points into the history too: the model reads the answer
 	// from Input, and a copy of each would be most of what ops hold.
 	return porcupine.Operation{ClientId: client, Input: op, Call: op.Call, Output: &op.Result, Return: ret}, true
+}
+
+// searchedKind reports whether the search judges operations of kind k at
+// all: requests, ticks and broker restarts, not faults.
+func searchedKind(k model.Kind) bool {
+	return k.IsRequest() || k == model.Tick || k == model.BrokerRestart
 }
 
 // noEffect reports whether the broker refused op before it wrote anything,

@@ -12,7 +12,6 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/histories"
-	"github.com/fencecheck/fencecheck/model"
 )
 
 // pieceMap is what CheckFile's first reading learns of the pieces a
@@ -40,7 +39,7 @@ func newPieceMap() *pieceMap {
 // that need not be, which is sound: a piece judged with another is
 // judged all the same.
 func (p *pieceMap) note(op *histories.Op) {
-	if !op.Kind.IsRequest() && op.Kind != model.Tick && op.Kind != model.BrokerRestart {
+	if !searchedKind(op.Kind) {
 		return
 	}
 	keys := appendTouches(p.scratch[:0], op)
@@ -90,7 +89,9 @@ func (p *pieceMap) of(op *histories.Op) int {
 	if i, ok := p.index[first]; ok {
 		return i
 	}
-	return -1 // an operation the first reading did not take: the search leaves it out
+	// An operation the first reading did not take is a fault, which
+	// reaches every piece and which each piece's search leaves out.
+	return -1
 }
 
 // pieceSearches is the streamed search (streamSearch) of a history that
